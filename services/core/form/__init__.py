@@ -1,0 +1,50 @@
+"""The provider-neutral form contract: decode MCP form schemas, validate answers, convert shapes.
+
+Public API (see each function's docstring for shapes, errors and the spec section):
+
+- :func:`decode_requested_schema` — MCP 2026-07-28 ``requestedSchema`` → :class:`Form`.
+- :func:`check_form` — re-check a :class:`Form` (e.g. received as protobuf) against the caps.
+- :func:`validate_answer` — check an :class:`Answer` against a :class:`Form`; fill untouched defaults.
+- :mod:`services.core.form.convert` — protobuf and MCP JSON conversions.
+"""
+
+from services.core.form.answer import validate_answer
+from services.core.form.errors import FormError, FormErrorReason, Violation
+from services.core.form.model import (
+    Action,
+    Answer,
+    BooleanField,
+    Field,
+    Form,
+    FormValue,
+    MultiSelectField,
+    NumberField,
+    Option,
+    Requester,
+    SingleSelectField,
+    StringField,
+    StringFormat,
+)
+from services.core.form.schema import check_form, decode_requested_schema
+
+__all__ = [
+    "Action",
+    "Answer",
+    "BooleanField",
+    "Field",
+    "Form",
+    "FormError",
+    "FormErrorReason",
+    "FormValue",
+    "MultiSelectField",
+    "NumberField",
+    "Option",
+    "Requester",
+    "SingleSelectField",
+    "StringField",
+    "StringFormat",
+    "Violation",
+    "check_form",
+    "decode_requested_schema",
+    "validate_answer",
+]

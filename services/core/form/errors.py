@@ -1,0 +1,51 @@
+"""Errors of the form contract: one exception carrying every violation with a stable reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class FormErrorReason(StrEnum):
+    """Stable codes; the names match ``maka.form.v1.FormErrorReason`` without its prefix."""
+
+    SCHEMA_NOT_OBJECT = "SCHEMA_NOT_OBJECT"
+    SCHEMA_UNSUPPORTED_KEYWORD = "SCHEMA_UNSUPPORTED_KEYWORD"
+    SCHEMA_UNSUPPORTED_TYPE = "SCHEMA_UNSUPPORTED_TYPE"
+    SCHEMA_INVALID_VALUE = "SCHEMA_INVALID_VALUE"
+    SCHEMA_UNKNOWN_REQUIRED = "SCHEMA_UNKNOWN_REQUIRED"
+    SCHEMA_DUPLICATE_OPTION = "SCHEMA_DUPLICATE_OPTION"
+    SCHEMA_INVALID_DEFAULT = "SCHEMA_INVALID_DEFAULT"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    ANSWER_MISSING_REQUIRED = "ANSWER_MISSING_REQUIRED"
+    ANSWER_UNKNOWN_FIELD = "ANSWER_UNKNOWN_FIELD"
+    ANSWER_WRONG_TYPE = "ANSWER_WRONG_TYPE"
+    ANSWER_CONSTRAINT = "ANSWER_CONSTRAINT"
+    ANSWER_INVALID_ACTION = "ANSWER_INVALID_ACTION"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One rejected place: ``path`` is ``/properties/<name>/<keyword>`` for schemas, ``/<name>`` for answers."""
+
+    path: str
+    reason: FormErrorReason
+    description: str
+
+
+class FormError(ValueError):
+    """A schema or an answer broke the form contract. ``violations`` lists every problem found.
+
+    Messages never quote answer values (they may be secrets); they name paths and constraints.
+    """
+
+    def __init__(self, violations: list[Violation]) -> None:
+        if not violations:
+            raise ValueError("FormError needs at least one violation")
+        self.violations: tuple[Violation, ...] = tuple(violations)
+        super().__init__("; ".join(f"{v.path}: {v.reason.value}: {v.description}" for v in self.violations))
+
+    @property
+    def reason(self) -> FormErrorReason:
+        """The first violation's reason (the headline code)."""
+        return self.violations[0].reason

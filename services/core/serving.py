@@ -1,0 +1,159 @@
+"""The one way every service serves: build → health/reflection → serve → graceful shutdown.
+
+Every service ``main`` has the same shape::
+
+    settings = Settings()               # from MAKA_* environment variables
+    app = await build(settings)         # plain async domain objects + thin servicers
+    await serve(app, settings)          # this module
+
+``serve`` binds the gRPC server, registers standard health checking (``grpc.health.v1``) and
+server reflection, marks every service SERVING once ``app.start()`` returned, and on SIGINT/SIGTERM
+marks them NOT_SERVING, lets ``app.stop()`` drain, then stops the server with a grace period
+(the grpc/grpc ``async_greeter_server_with_graceful_shutdown`` example).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from services.core.settings import GrpcServerSettings
+
+log = logging.getLogger("maka.serving")
+
+KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+)
+"""Keepalive for long-lived streams (HostLink, Attach, Connect): dead peers are noticed in ~30 s."""
+
+
+class GrpcApp(Protocol):
+    """A service: its full gRPC service names, how to add servicers, and its lifecycle hooks."""
+
+    service_names: Sequence[str]
+
+    def register(self, server: grpc.aio.Server) -> None:
+        """Add the servicers to ``server``."""
+        ...
+
+    async def start(self) -> None:
+        """Start background work (reapers, links). Called after the port is bound."""
+        ...
+
+    async def stop(self) -> None:
+        """Drain: called after NOT_SERVING and before the server stops."""
+        ...
+
+
+def channel_options(settings: GrpcServerSettings) -> list[tuple[str, int]]:
+    """gRPC options shared by servers and clients: message caps and keepalive."""
+    return [
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        *KEEPALIVE_OPTIONS,
+    ]
+
+
+def _credentials(settings: GrpcServerSettings) -> grpc.ServerCredentials | None:
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return None
+    key = settings.tls_key_file.read_bytes()
+    cert = settings.tls_cert_file.read_bytes()
+    ca = settings.tls_client_ca_file.read_bytes() if settings.tls_client_ca_file else None
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=ca is not None)
+
+
+class RunningServer:
+    """A started server: its bound port, health servicer, and a way to stop it gracefully."""
+
+    def __init__(self, server: grpc.aio.Server, health: HealthServicer, app: GrpcApp, port: int, grace: float):
+        self.server = server
+        self.health = health
+        self.app = app
+        self.port = port
+        self._grace = grace
+
+    async def set_serving(self, serving: bool) -> None:
+        """Mark the overall health and every service SERVING or NOT_SERVING."""
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ("", *self.app.service_names):
+            await self.health.set(name, status)
+
+    async def stop(self) -> None:
+        """NOT_SERVING → ``app.stop()`` → ``server.stop(grace)``."""
+        await self.set_serving(False)
+        await self.app.stop()
+        await self.server.stop(self._grace)
+
+
+async def start_server(
+    app: GrpcApp,
+    settings: GrpcServerSettings,
+    *,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> RunningServer:
+    """Bind and start ``app`` on ``settings.listen``; returns once every service is SERVING.
+
+    Raises ``RuntimeError`` when the address cannot be bound.
+    """
+    server = grpc.aio.server(options=channel_options(settings), interceptors=list(interceptors))
+    app.register(server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        (*app.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+        server,
+    )
+    credentials = _credentials(settings)
+    if credentials is None:
+        port = server.add_insecure_port(settings.listen)
+    else:
+        port = server.add_secure_port(settings.listen, credentials)
+    if port == 0:
+        raise RuntimeError(f"cannot bind {settings.listen}")
+    await server.start()
+    running = RunningServer(server, health, app, port, settings.grace_seconds)
+    await app.start()
+    await running.set_serving(True)
+    if settings.port_file is not None:
+        _write_atomically(settings.port_file, str(port))
+    log.info("serving", extra={"port": port, "services": list(app.service_names)})
+    return running
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+async def serve(
+    app: GrpcApp,
+    settings: GrpcServerSettings,
+    *,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> None:
+    """Serve ``app`` until SIGINT/SIGTERM, then shut down gracefully."""
+    running = await start_server(app, settings, interceptors=interceptors)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down", extra={"grace_seconds": settings.grace_seconds})
+    await running.stop()

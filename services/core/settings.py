@@ -1,0 +1,37 @@
+"""Settings shared by every service: typed, read from ``MAKA_*`` environment variables.
+
+Each service has one ``Settings`` class (pydantic-settings) whose attribute docstrings document
+every variable; the README's configuration reference lists them. Common fields live in
+:class:`GrpcServerSettings`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class GrpcServerSettings(BaseSettings):
+    """How a service's gRPC server listens and shuts down."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    listen: str = "127.0.0.1:0"
+    """``host:port`` to bind; port 0 picks a free one (written to ``port_file`` when set)."""
+    port_file: Path | None = None
+    """Where to write the bound port once serving (used by ``maka up`` and tests)."""
+    grace_seconds: float = 5.0
+    """Graceful-shutdown grace: in-flight RPCs get this long after NOT_SERVING before cancellation."""
+    max_message_bytes: int = 4 * 1024 * 1024
+    """Largest gRPC message accepted or sent."""
+    log_level: str = "INFO"
+    """Python logging level for the service's structured logs."""
+    tls_cert_file: Path | None = None
+    """PEM server certificate; with ``tls_key_file`` the server speaks TLS."""
+    tls_key_file: Path | None = None
+    """PEM private key for ``tls_cert_file``."""
+    tls_client_ca_file: Path | None = None
+    """PEM CA bundle; when set, clients must present a certificate signed by it (mutual TLS)."""
+    metrics_listen: str = ""
+    """``host:port`` for the Prometheus ``/metrics`` endpoint; empty disables it."""

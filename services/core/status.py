@@ -1,0 +1,151 @@
+"""Domain errors → gRPC status with ``google.rpc`` rich details, in one place for every service.
+
+A servicer never builds a status by hand: domain code raises a :class:`ServiceError` subclass and
+:func:`abort` turns it into a status carrying ``google.rpc.ErrorInfo`` (stable ``reason``, service
+``domain``, metadata) and, for field problems, ``google.rpc.BadRequest`` field violations. Clients
+read it back with :func:`error_from_rpc`. Messages never carry form values or ``requestState``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+import grpc
+import grpc.aio
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from services.core.form.errors import Violation
+
+_DETAILS_KEY = "grpc-status-details-bin"
+
+
+@dataclass(frozen=True)
+class ErrorDetail:
+    """What a client learns from an error status: code, stable reason, message, violations."""
+
+    code: grpc.StatusCode
+    reason: str
+    message: str
+    domain: str = ""
+    metadata: Mapping[str, str] = field(default_factory=lambda: dict[str, str]())
+    violations: tuple[tuple[str, str], ...] = ()
+    """``(field path, description)`` pairs from ``google.rpc.BadRequest``."""
+
+
+class ServiceError(Exception):
+    """Base of every error a servicer turns into a gRPC status.
+
+    Subclasses fix ``code``; instances carry the stable ``reason`` (an ``ErrorReason`` enum value
+    name without its prefix, e.g. ``"ALREADY_SETTLED"``), the ``domain`` (proto package), an
+    optional metadata map and field violations.
+    """
+
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        domain: str = "maka",
+        metadata: Mapping[str, str] | None = None,
+        violations: Sequence[Violation] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.domain = domain
+        self.metadata: dict[str, str] = dict(metadata or {})
+        self.violations: tuple[Violation, ...] = tuple(violations)
+
+
+class InvalidArgument(ServiceError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class FailedPrecondition(ServiceError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Aborted(ServiceError):
+    code = grpc.StatusCode.ABORTED
+
+
+class ResourceExhausted(ServiceError):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class Unavailable(ServiceError):
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class Unauthenticated(ServiceError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class PermissionDenied(ServiceError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    """Build the rich ``grpc.Status`` (ErrorInfo + BadRequest details) for ``error``."""
+    details: list[any_pb2.Any] = []
+    info = any_pb2.Any()
+    info.Pack(error_details_pb2.ErrorInfo(reason=error.reason, domain=error.domain, metadata=error.metadata))
+    details.append(info)
+    if error.violations:
+        bad = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.path, description=f"{v.reason.value}: {v.description}"
+                )
+                for v in error.violations
+            ]
+        )
+        packed = any_pb2.Any()
+        packed.Pack(bad)
+        details.append(packed)
+    message = status_pb2.Status(code=error.code.value[0], message=error.message, details=details)
+    return rpc_status.to_status(message)
+
+
+async def abort(context: grpc.aio.ServicerContext[object, object], error: ServiceError) -> NoReturn:
+    """Abort the RPC with ``error``'s rich status. Raises (never returns)."""
+    await context.abort_with_status(to_status(error))
+    raise AssertionError("abort_with_status returned")  # pragma: no cover
+
+
+def error_from_rpc(error: grpc.aio.AioRpcError) -> ErrorDetail:
+    """Decode a failed call's status, reading ErrorInfo/BadRequest from the trailing metadata."""
+    code = error.code()
+    reason, domain, metadata = "", "", dict[str, str]()
+    violations: list[tuple[str, str]] = []
+    for key, value in error.trailing_metadata() or ():
+        if key != _DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
+            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                violations.extend((v.field, v.description) for v in bad.field_violations)
+    return ErrorDetail(
+        code=code,
+        reason=reason,
+        message=error.details() or "",
+        domain=domain,
+        metadata=metadata,
+        violations=tuple(violations),
+    )
