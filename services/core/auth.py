@@ -23,7 +23,7 @@ class Role(StrEnum):
     CALLER = "caller"
     """Calls Tools: the broker's ``CallTool``, ``Stop``, ``ListTools``."""
     SURFACE = "surface"
-    """Reads and answers forms: the Interaction service's ``Attach``, ``Answer``, ``ListPending``, ``GetInteraction``."""
+    """Reads and answers forms: ``Attach``, ``Answer``, ``ListPending``, ``GetInteraction``."""
     BROKER = "broker"
     """The broker itself on the Interaction service's ``HostLink``."""
     ADMIN = "admin"
