@@ -296,17 +296,25 @@ class Registered(_message.Message):
 
     REGISTRATION_ID_FIELD_NUMBER: _builtins.int
     CONNECTION_ID_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_INTERVAL_FIELD_NUMBER: _builtins.int
     registration_id: _builtins.str
     connection_id: _builtins.str
+    @_builtins.property
+    def heartbeat_interval(self) -> _duration_pb2.Duration:
+        """Send a frame (at least a heartbeat) this often; a provider silent for three intervals is
+        treated as lost (its invocations settle as lost, its pending forms close provider_lost).
+        """
+
     def __init__(
         self,
         *,
         registration_id: _builtins.str = ...,
         connection_id: _builtins.str = ...,
+        heartbeat_interval: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id", "registration_id", b"registration_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id", "heartbeat_interval", b"heartbeat_interval", "registration_id", b"registration_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
