@@ -1,18 +1,32 @@
 """Caller authentication by role (DESIGN.md §6): bearer tokens in gRPC metadata, scoped to sessions.
 
-Servicers ask :func:`current_principal` who is calling and whether it may see a session.
-With no tokens configured (the zero-configuration loopback default of ``make run``), every caller
-is the anonymous principal that holds every role and sees every session.
+Servicers ask :func:`current_principal` who is calling and whether it may see a session. With no
+tokens configured (the zero-configuration loopback default of ``make run``), every caller is the
+:data:`ANONYMOUS` principal, which holds every role and sees every session.
 
-STATUS: the interceptor is filled in by the access-control work; the API below is stable.
+Configuration: ``MAKA_AUTH_TOKENS_FILE`` names a JSON file::
+
+    {"tokens": [{"name": "tui", "token": "s3cret", "roles": ["surface"], "sessions": ["s1", "s2"]},
+                {"name": "broker", "token": "...", "roles": ["broker"]}]}
+
+(``sessions`` defaults to ``["*"]``.) Tokens are compared in constant time and never logged.
+Callers send ``authorization: Bearer <token>``. Errors (raised as gRPC status by
+:class:`AuthInterceptor`): no or unknown token → ``UNAUTHENTICATED`` (reason ``UNAUTHENTICATED``);
+a method whose roles the principal lacks → ``PERMISSION_DENIED`` (reason ``PERMISSION_DENIED``).
+Health checking and reflection are always open.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable
+import hmac
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+
+import grpc
 
 
 class Role(StrEnum):
@@ -50,6 +64,11 @@ class Principal:
         """The subset of ``session_ids`` this principal may see, in order."""
         return [s for s in session_ids if self.may_see(s)]
 
+    @property
+    def all_sessions(self) -> bool:
+        """True when the principal may see every session."""
+        return "*" in self.sessions
+
 
 ANONYMOUS = Principal(name="anonymous", roles=frozenset({Role.ADMIN}))
 """The principal of every call when no tokens are configured."""
@@ -58,10 +77,135 @@ _current: contextvars.ContextVar[Principal] = contextvars.ContextVar("maka_princ
 
 
 def current_principal() -> Principal:
-    """The principal of the RPC being served (set by the auth interceptor; ANONYMOUS without auth)."""
+    """The principal of the RPC being served (set by :class:`AuthInterceptor`; ANONYMOUS without auth)."""
     return _current.get()
 
 
 def set_current_principal(principal: Principal) -> contextvars.Token[Principal]:
     """Bind ``principal`` to the current context (used by the interceptor and by tests)."""
     return _current.set(principal)
+
+
+class TokenFileError(ValueError):
+    """The tokens file is not the documented shape (message names the entry, never a token)."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    token: bytes
+    principal: Principal
+
+
+class TokenTable:
+    """The configured tokens: look a bearer token up in constant time per entry."""
+
+    def __init__(self, entries: Sequence[tuple[str, Principal]]) -> None:
+        self._entries = tuple(_Entry(token.encode(), principal) for token, principal in entries)
+
+    @property
+    def enabled(self) -> bool:
+        """False when no token is configured (everyone is ANONYMOUS)."""
+        return bool(self._entries)
+
+    def lookup(self, token: str) -> Principal | None:
+        """The principal for ``token``, or None. Compares against every entry with ``hmac.compare_digest``."""
+        found: Principal | None = None
+        candidate = token.encode()
+        for entry in self._entries:
+            if hmac.compare_digest(entry.token, candidate):
+                found = entry.principal
+        return found
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> TokenTable:
+        """Load ``path`` (see the module docstring); ``None`` gives an empty (disabled) table.
+
+        Raises :class:`TokenFileError` on a malformed file.
+        """
+        if path is None:
+            return cls([])
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise TokenFileError(f"cannot read tokens file {path}: {type(error).__name__}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+            raise TokenFileError('tokens file must be {"tokens": [...]}')
+        entries: list[tuple[str, Principal]] = []
+        for index, raw in enumerate(data["tokens"]):
+            entries.append((_entry_token(raw, index), _entry_principal(raw, index)))
+        return cls(entries)
+
+
+def _entry_token(raw: object, index: int) -> str:
+    if not isinstance(raw, dict) or not isinstance(raw.get("token"), str) or len(raw["token"]) < 8:
+        raise TokenFileError(f"tokens[{index}]: needs a 'token' string of at least 8 characters")
+    token: str = raw["token"]
+    return token
+
+
+def _entry_principal(raw: dict[str, object], index: int) -> Principal:
+    name = raw.get("name", f"token-{index}")
+    roles = raw.get("roles")
+    sessions = raw.get("sessions", ["*"])
+    if not isinstance(name, str):
+        raise TokenFileError(f"tokens[{index}]: 'name' must be a string")
+    if not isinstance(roles, list) or not roles or not all(isinstance(r, str) for r in roles):
+        raise TokenFileError(f"tokens[{index}]: 'roles' must be a non-empty list of {[r.value for r in Role]}")
+    try:
+        parsed = frozenset(Role(r) for r in roles)
+    except ValueError:
+        raise TokenFileError(f"tokens[{index}]: unknown role; use {[r.value for r in Role]}") from None
+    if not isinstance(sessions, list) or not all(isinstance(s, str) for s in sessions):
+        raise TokenFileError(f"tokens[{index}]: 'sessions' must be a list of strings")
+    return Principal(name=name, roles=parsed, sessions=frozenset(sessions))
+
+
+OPEN_SERVICES: frozenset[str] = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"})
+"""Services every caller may use without a token."""
+
+
+def bearer_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    """Call metadata that authenticates with ``token`` (empty when ``token`` is falsy)."""
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def _bearer(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
+    for key, value in metadata or ():
+        if key.lower() == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+            return value[len("Bearer ") :]
+    return None
+
+
+def authenticate(
+    table: TokenTable,
+    method: str,
+    metadata: Sequence[tuple[str, str | bytes]] | None,
+    method_roles: Mapping[str, frozenset[Role]],
+) -> Principal:
+    """Decide who calls ``method`` (``/pkg.Service/Method``) and whether they may.
+
+    Returns the principal. Raises ``services.core.status.Unauthenticated`` (no/unknown token) or
+    ``PermissionDenied`` (missing role). Open services and a disabled table admit ANONYMOUS.
+    """
+    from services.core.status import PermissionDenied, Unauthenticated
+
+    service = method.strip("/").split("/", 1)[0]
+    if service in OPEN_SERVICES or not table.enabled:
+        return ANONYMOUS
+    token = _bearer(metadata)
+    principal = table.lookup(token) if token else None
+    if principal is None:
+        raise Unauthenticated("UNAUTHENTICATED", "a valid bearer token is required", domain="maka.auth")
+    roles = method_roles.get(method)
+    if roles is not None and not any(principal.has_role(role) for role in roles):
+        raise PermissionDenied("PERMISSION_DENIED", f"{principal.name} may not call {method}", domain="maka.auth")
+    return principal
+
+
+def client_metadata_interceptors(token: str | None) -> list[grpc.aio.ClientInterceptor]:
+    """Client interceptors that add ``authorization: Bearer`` to every call (none when no token)."""
+    if not token:
+        return []
+    from services.core.interceptors import BearerClientInterceptors
+
+    return BearerClientInterceptors.all(token)

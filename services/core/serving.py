@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -27,6 +27,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from services.core import tracing
+from services.core.auth import Role, TokenTable
+from services.core.interceptors import ServerInterceptor
+from services.core.metrics import start_metrics_server
 from services.core.settings import GrpcServerSettings
 
 log = logging.getLogger("maka.serving")
@@ -43,7 +47,12 @@ KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
 
 
 class GrpcApp(Protocol):
-    """A service: its full gRPC service names, how to add servicers, and its lifecycle hooks."""
+    """A service: its full gRPC service names, how to add servicers, and its lifecycle hooks.
+
+    An app may also define ``method_roles: Mapping[str, frozenset[Role]]`` (full method name such as
+    ``/maka.broker.v1.CapabilityBrokerService/CallTool`` → roles admitted); methods not listed admit
+    any authenticated caller. See :mod:`services.core.auth`.
+    """
 
     service_names: Sequence[str]
 
@@ -86,6 +95,7 @@ class RunningServer:
         self.health = health
         self.app = app
         self.port = port
+        self.metrics_port: int | None = None
         self._grace = grace
 
     async def set_serving(self, serving: bool) -> None:
@@ -111,7 +121,12 @@ async def start_server(
 
     Raises ``RuntimeError`` when the address cannot be bound.
     """
-    server = grpc.aio.server(options=channel_options(settings), interceptors=list(interceptors))
+    if settings.otel_exporter:
+        tracing.configure(app.service_names[0] if app.service_names else "maka", settings.otel_exporter)
+    tokens = TokenTable.from_file(settings.auth_tokens_file)
+    method_roles: Mapping[str, frozenset[Role]] = getattr(app, "method_roles", {})
+    chain = [ServerInterceptor(tokens, method_roles), *interceptors]
+    server = grpc.aio.server(options=channel_options(settings), interceptors=chain)
     app.register(server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -130,6 +145,8 @@ async def start_server(
     running = RunningServer(server, health, app, port, settings.grace_seconds)
     await app.start()
     await running.set_serving(True)
+    if settings.metrics_listen:
+        running.metrics_port = start_metrics_server(settings.metrics_listen)
     if settings.port_file is not None:
         _write_atomically(settings.port_file, str(port))
     log.info("serving", extra={"port": port, "services": list(app.service_names)})

@@ -35,3 +35,22 @@ class GrpcServerSettings(BaseSettings):
     """PEM CA bundle; when set, clients must present a certificate signed by it (mutual TLS)."""
     metrics_listen: str = ""
     """``host:port`` for the Prometheus ``/metrics`` endpoint; empty disables it."""
+    auth_tokens_file: Path | None = None
+    """JSON tokens file (see :mod:`services.core.auth`); unset = no authentication (loopback default)."""
+    otel_exporter: str = ""
+    """OpenTelemetry span exporter: ``console`` or empty (tracing off)."""
+
+
+class ClientTlsSettings(BaseSettings):
+    """How this process dials other services: TLS roots and an optional client certificate (mTLS)."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    tls_ca_file: Path | None = None
+    """PEM CA bundle to verify servers; when set, outgoing channels use TLS."""
+    tls_client_cert_file: Path | None = None
+    """PEM client certificate presented to servers that require mutual TLS."""
+    tls_client_key_file: Path | None = None
+    """PEM private key of ``tls_client_cert_file``."""
+    tls_server_name: str = ""
+    """Override of the TLS server name checked against the certificate (e.g. ``localhost``)."""

@@ -1,0 +1,179 @@
+"""gRPC interceptors shared by every service: authentication + principal + request metrics (server),
+bearer token (client).
+
+The server interceptor authenticates with :func:`services.core.auth.authenticate`, binds the
+principal for the handler (:func:`services.core.auth.current_principal`), and counts each request in
+``maka_grpc_requests_total{method,code}``. Refusals are rich statuses built by
+:mod:`services.core.status`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+
+from services.core import metrics
+from services.core.auth import Principal, Role, TokenTable, authenticate, set_current_principal
+from services.core.status import ServiceError, to_status
+
+_Behavior = Callable[..., Any]
+if TYPE_CHECKING:
+    _Handler = grpc.RpcMethodHandler[Any, Any]
+else:
+    _Handler = grpc.RpcMethodHandler
+
+
+def _code_of(context: grpc.aio.ServicerContext[Any, Any], error: BaseException | None) -> str:
+    code: object = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    if error is None:
+        return "OK"
+    return "CANCELLED" if type(error).__name__ == "CancelledError" else "UNKNOWN"
+
+
+def _wrap(behavior: _Behavior, method: str, principal: Principal) -> _Behavior:
+    """Bind the principal and record metrics around ``behavior`` (coroutine or async generator)."""
+    if inspect.isasyncgenfunction(behavior):
+
+        async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+            set_current_principal(principal)
+            start, error = time.monotonic(), None
+            try:
+                async for item in behavior(request, context):
+                    yield item
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                metrics.GRPC_REQUESTS.labels(method, _code_of(context, error)).inc()
+                metrics.GRPC_LATENCY.labels(method).observe(time.monotonic() - start)
+
+        return stream_wrapper
+
+    async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        set_current_principal(principal)
+        start, error = time.monotonic(), None
+        try:
+            return await behavior(request, context)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            metrics.GRPC_REQUESTS.labels(method, _code_of(context, error)).inc()
+            metrics.GRPC_LATENCY.labels(method).observe(time.monotonic() - start)
+
+    return unary_wrapper
+
+
+def _refusal(handler: _Handler, method: str, error: ServiceError) -> _Handler:
+    async def refuse(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        metrics.GRPC_REQUESTS.labels(method, error.code.name).inc()
+        await context.abort_with_status(to_status(error))
+
+    return _rebuild(handler, refuse)
+
+
+def _rebuild(handler: _Handler, behavior: _Behavior) -> _Handler:
+    kwargs: dict[str, Any] = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(behavior, **kwargs)
+    if handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(behavior, **kwargs)
+    if handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(behavior, **kwargs)
+    return grpc.unary_unary_rpc_method_handler(behavior, **kwargs)
+
+
+def _behavior_of(handler: _Handler) -> _Behavior:
+    for name in ("unary_unary", "unary_stream", "stream_unary", "stream_stream"):
+        behavior = getattr(handler, name)
+        if behavior is not None:
+            return behavior  # type: ignore[no-any-return]
+    raise ValueError("handler has no behavior")
+
+
+class ServerInterceptor(grpc.aio.ServerInterceptor):
+    """Authenticate, bind the principal, and count every request (see the module docstring)."""
+
+    def __init__(self, tokens: TokenTable, method_roles: Mapping[str, frozenset[Role]]) -> None:
+        self._tokens = tokens
+        self._method_roles = dict(method_roles)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[_Handler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> _Handler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler  # type: ignore[return-value]  # unknown method: gRPC answers UNIMPLEMENTED
+        method: str = handler_call_details.method
+        try:
+            principal = authenticate(
+                self._tokens,
+                method,
+                handler_call_details.invocation_metadata,
+                self._method_roles,
+            )
+        except ServiceError as error:
+            return _refusal(handler, method, error)
+        set_current_principal(principal)
+        return _rebuild(handler, _wrap(_behavior_of(handler), method, principal))
+
+
+def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
+    metadata = grpc.aio.Metadata(*(details.metadata or ()))
+    metadata.add("authorization", f"Bearer {token}")
+    return grpc.aio.ClientCallDetails(
+        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+    )
+
+
+class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(_with_token(client_call_details, self._token), request)
+
+
+class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(_with_token(client_call_details, self._token), request)
+
+
+class _StreamUnary(grpc.aio.StreamUnaryClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
+        return await continuation(_with_token(client_call_details, self._token), request_iterator)
+
+
+class _StreamStream(grpc.aio.StreamStreamClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
+        return await continuation(_with_token(client_call_details, self._token), request_iterator)
+
+
+class BearerClientInterceptors:
+    """Client interceptors adding ``authorization: Bearer <token>`` to all four call kinds."""
+
+    @staticmethod
+    def all(token: str) -> list[grpc.aio.ClientInterceptor]:
+        """One interceptor per call kind, for ``grpc.aio.insecure_channel(..., interceptors=...)``."""
+        return [_UnaryUnary(token), _UnaryStream(token), _StreamUnary(token), _StreamStream(token)]

@@ -1,0 +1,54 @@
+"""Prometheus metrics of every service (``maka_*``), served on ``MAKA_METRICS_LISTEN``.
+
+Labels are small closed sets only (outcomes, reasons, codes, gRPC method names): never ids,
+form values, tokens or ``requestState``. One registry per process (``REGISTRY``) so tests can read
+values without global collisions.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+"""The registry every ``maka_*`` metric is registered in."""
+
+GRPC_REQUESTS = Counter(
+    "maka_grpc_requests_total", "gRPC requests served, by full method and status code.", ["method", "code"],
+    registry=REGISTRY,
+)  # fmt: skip
+GRPC_LATENCY = Histogram(
+    "maka_grpc_request_seconds", "Time from a gRPC request's start to its end (streams: their whole life).",
+    ["method"], registry=REGISTRY,
+)  # fmt: skip
+TOOL_CALLS = Counter(
+    "maka_tool_calls_total", "Tool invocations settled by the broker, by terminal outcome.", ["outcome"],
+    registry=REGISTRY,
+)  # fmt: skip
+MRTR_ROUNDS = Counter(
+    "maka_mrtr_rounds_total", "input_required rounds the MCP provider continued (retries sent).", ["kind"],
+    registry=REGISTRY,
+)  # fmt: skip
+PENDING_FORMS = Gauge(
+    "maka_pending_forms", "Forms pending in this process's view (broker: awaiting invocations).", registry=REGISTRY
+)
+INTERACTIONS_SETTLED = Counter(
+    "maka_interactions_settled_total", "Interactions that stopped being pending, by close reason.", ["reason"],
+    registry=REGISTRY,
+)  # fmt: skip
+FRAMES_REJECTED = Counter(
+    "maka_frames_rejected_total", "Provider frames the broker refused (failing closed), by reason.", ["reason"],
+    registry=REGISTRY,
+)  # fmt: skip
+
+
+def exposition() -> bytes:
+    """The current metrics in Prometheus text format."""
+    return generate_latest(REGISTRY)
+
+
+def start_metrics_server(listen: str) -> int:
+    """Serve ``/metrics`` on ``host:port`` (port 0 picks one) in a daemon thread; returns the bound port."""
+    host, _, port = listen.rpartition(":")
+    server, _thread = start_http_server(int(port), addr=host or "127.0.0.1", registry=REGISTRY)
+    bound: int = server.server_port
+    return bound

@@ -1,0 +1,77 @@
+"""OpenTelemetry tracing of the data path, free of secrets.
+
+:func:`configure` installs a TracerProvider (exporter ``console``, or an in-memory exporter passed
+by tests) and instruments grpc.aio servers and clients, which record method names and status codes
+only — never message payloads. Our own spans go through :func:`span`, which accepts attributes only
+from :data:`ALLOWED_ATTRIBUTES` (ids, codes, counts): a form value or ``requestState`` cannot become a
+span attribute, because any other key raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
+
+ALLOWED_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        "maka.session_id",
+        "maka.turn_id",
+        "maka.invocation_id",
+        "maka.interaction_id",
+        "maka.registration_id",
+        "maka.provider_id",
+        "maka.tool",
+        "maka.round",
+        "maka.outcome",
+        "maka.code",
+        "maka.close_reason",
+        "maka.action",
+        "maka.field_count",
+        "maka.input_request_count",
+    }
+)
+"""The only attribute keys :func:`span` accepts."""
+
+_configured = False
+
+
+def configure(service: str, exporter: str | SpanExporter) -> None:
+    """Install tracing for ``service`` once per process.
+
+    ``exporter`` is ``"console"``, ``""`` (off: nothing installed) or a ``SpanExporter`` instance.
+    Raises ``ValueError`` for an unknown exporter name.
+    """
+    global _configured
+    if _configured or exporter == "":
+        return
+    if isinstance(exporter, str):
+        if exporter != "console":
+            raise ValueError(f"unknown MAKA_OTEL_EXPORTER {exporter!r}: use 'console' or leave it empty")
+        exporter = ConsoleSpanExporter(service_name=service)
+    from opentelemetry.instrumentation.grpc import GrpcAioInstrumentorClient, GrpcAioInstrumentorServer
+    from opentelemetry.sdk.resources import Resource
+
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    GrpcAioInstrumentorServer().instrument()  # type: ignore[no-untyped-call]
+    GrpcAioInstrumentorClient().instrument()  # type: ignore[no-untyped-call]
+    _configured = True
+
+
+@contextmanager
+def span(name: str, **attributes: str | int) -> Iterator[trace.Span]:
+    """A span named ``maka.<name>`` with allowlisted attributes (keys without the ``maka.`` prefix).
+
+    Raises ``ValueError`` when an attribute key is not in :data:`ALLOWED_ATTRIBUTES`.
+    """
+    attrs = {f"maka.{key}": value for key, value in attributes.items()}
+    unknown = set(attrs) - ALLOWED_ATTRIBUTES
+    if unknown:
+        raise ValueError(f"span attributes not allowed: {sorted(unknown)}")
+    with trace.get_tracer("maka").start_as_current_span(f"maka.{name}", attributes=attrs) as current:
+        yield current
