@@ -1,0 +1,670 @@
+"""Run the whole Maka stack as supervised processes: what ``maka up`` and the e2e/fault tests use.
+
+Two layers:
+
+- :class:`Supervisor` - generic: starts :class:`ChildSpec` processes in order, waits (bounded) until
+  each one's readiness check passes, forwards each process's output lines with a ``[name]`` prefix,
+  reports a child that dies (:class:`StackEvent`) and restarts it when its spec allows, and stops
+  them in reverse order (SIGTERM, bounded grace, then SIGKILL of the child's process group).
+- :class:`Stack` - the Maka services on top: an embedded ``redis-server`` (unless a Redis URL is
+  given), the Interaction service, the Capability broker, the MCP provider and the web surface,
+  each with its ``MAKA_*`` environment, gRPC health checks (``grpc.health.v1``) and
+  ``<state dir>/endpoints.json``.
+
+Restart policy (DESIGN.md §5, RFC criterion 9): the Interaction service and the web surface are
+stateless over Redis; a restarted broker begins a new Host epoch (closing old forms as
+``host_restarted``); a restarted provider registers again; the embedded Redis keeps its data in an
+append-only file. All of them are therefore restarted after an unexpected exit, with backoff and a
+bounded number of attempts per minute; a restarted child keeps the port it first bound so the
+others' targets stay valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import httpx
+import redis.asyncio
+
+from services.core import healthcheck
+from surfaces.cli.endpoints import Endpoints, write_endpoints
+
+log = logging.getLogger("maka.stack.supervisor")
+
+EventKind = Literal["started", "ready", "exited", "restarting", "gave_up", "stopped"]
+LogSink = Callable[[str, str], None]
+"""``sink(child_name, line)``: receives every output line of every child (without the newline)."""
+ReadyCheck = Callable[[], Awaitable[bool]]
+
+
+class StackError(RuntimeError):
+    """The stack could not start (missing binary or config, a child exited or never became ready)."""
+
+
+@dataclass(frozen=True)
+class StackEvent:
+    """Something that happened to a child: ``kind``, child ``name``, exit ``code`` when it exited."""
+
+    kind: EventKind
+    name: str
+    code: int | None = None
+    detail: str = ""
+
+
+@dataclass
+class ChildSpec:
+    """How to run one child process.
+
+    ``argv``/``env`` may be rebuilt for a restart by ``prepare`` (called before every launch, with
+    the attempt number starting at 0), e.g. to pin the port the first launch bound.
+    """
+
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    ready: ReadyCheck | None = None
+    """Readiness check polled after launch until it returns True (None: ready once launched)."""
+    restart: bool = True
+    """Restart after an unexpected exit (only once the stack is up)."""
+    prepare: Callable[[ChildSpec, int], Awaitable[None]] | None = None
+    cwd: Path | None = None
+
+
+@dataclass
+class _Child:
+    spec: ChildSpec
+    process: asyncio.subprocess.Process | None = None
+    watcher: asyncio.Task[None] | None = None
+    pumps: list[asyncio.Task[None]] = field(default_factory=lambda: list[asyncio.Task[None]]())
+    launches: int = 0
+    restart_times: list[float] = field(default_factory=lambda: list[float]())
+    expected_exit: bool = False
+    was_ready: bool = False
+
+
+def _stderr_sink(name: str, line: str) -> None:
+    sys.stderr.write(f"[{name}] {line}\n")
+    sys.stderr.flush()
+
+
+class Supervisor:
+    """Start, watch, restart and stop child processes (see the module docstring).
+
+    ``ready_timeout`` (seconds) bounds each child's readiness wait; ``stop_grace`` (seconds) is how
+    long a child gets after SIGTERM before SIGKILL; at most ``max_restarts`` restarts happen within
+    ``restart_window`` seconds before the child is given up (event ``gave_up``).
+    """
+
+    def __init__(
+        self,
+        *,
+        sink: LogSink = _stderr_sink,
+        ready_timeout: float = 60.0,
+        stop_grace: float = 10.0,
+        max_restarts: int = 5,
+        restart_window: float = 60.0,
+        restart_backoff: float = 0.2,
+    ) -> None:
+        self._sink = sink
+        self._ready_timeout = ready_timeout
+        self._stop_grace = stop_grace
+        self._max_restarts = max_restarts
+        self._restart_window = restart_window
+        self._restart_backoff = restart_backoff
+        self._children: dict[str, _Child] = {}
+        self._order: list[str] = []
+        self._subscribers: list[asyncio.Queue[StackEvent]] = []
+        self._stopping = False
+        self._restart_tasks: set[asyncio.Task[None]] = set()
+        self.history: list[StackEvent] = []
+        """Every event so far, oldest first."""
+        self.on_change: Callable[[], Awaitable[object]] | None = None
+        """Called after a child was restarted and is ready again (e.g. to rewrite endpoints.json)."""
+
+    # --- observation -------------------------------------------------------------------------
+
+    def subscribe(self) -> asyncio.Queue[StackEvent]:
+        """A queue receiving every later event."""
+        queue: asyncio.Queue[StackEvent] = asyncio.Queue()
+        self._subscribers.append(queue)
+        return queue
+
+    def _emit(self, event: StackEvent) -> None:
+        self.history.append(event)
+        log.info("child_" + event.kind, extra={"child": event.name, "code": event.code})
+        for queue in self._subscribers:
+            queue.put_nowait(event)
+
+    def pid(self, name: str) -> int | None:
+        """The live process id of child ``name`` (None when not running)."""
+        child = self._children.get(name)
+        if child is None or child.process is None or child.process.returncode is not None:
+            return None
+        return child.process.pid
+
+    def pids(self) -> dict[str, int]:
+        """Process ids of every running child."""
+        return {name: pid for name in self._order if (pid := self.pid(name)) is not None}
+
+    @property
+    def names(self) -> list[str]:
+        """Children in start order."""
+        return list(self._order)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, spec: ChildSpec) -> None:
+        """Launch ``spec`` and wait until it is ready.
+
+        Raises :class:`StackError` when it exits or is not ready within ``ready_timeout``.
+        """
+        if spec.name in self._children:
+            raise ValueError(f"child {spec.name!r} already exists")
+        child = _Child(spec)
+        self._children[spec.name] = child
+        self._order.append(spec.name)
+        await self._launch(child)
+        await self._await_ready(child)
+
+    async def _launch(self, child: _Child) -> None:
+        spec = child.spec
+        if spec.prepare is not None:
+            await spec.prepare(spec, child.launches)
+        child.expected_exit = False
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *spec.argv,
+                env=dict(spec.env),
+                cwd=spec.cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # Ctrl-C reaches only us; we drain the children in order
+            )
+        except OSError as error:
+            raise StackError(f"cannot start {spec.name}: {error}") from error
+        child.process = process
+        child.launches += 1
+        assert process.stdout is not None
+        assert process.stderr is not None
+        child.pumps = [
+            asyncio.create_task(self._pump(spec.name, process.stdout)),
+            asyncio.create_task(self._pump(spec.name, process.stderr)),
+        ]
+        child.watcher = asyncio.create_task(self._watch(child, process))
+        self._emit(StackEvent("started", spec.name, detail=f"pid {process.pid}"))
+
+    async def _pump(self, name: str, stream: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                raw = await stream.readline()
+            except ValueError:  # a line longer than the reader limit: drop it, keep going
+                continue
+            if not raw:
+                return
+            self._sink(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
+
+    async def _await_ready(self, child: _Child) -> None:
+        spec = child.spec
+        process = child.process
+        assert process is not None
+        deadline = time.monotonic() + self._ready_timeout
+        while True:
+            if process.returncode is not None:
+                raise StackError(f"{spec.name} exited with code {process.returncode} before it was ready")
+            if spec.ready is None or await _safely(spec.ready):
+                child.was_ready = True
+                self._emit(StackEvent("ready", spec.name))
+                return
+            if time.monotonic() > deadline:
+                raise StackError(f"{spec.name} was not ready within {self._ready_timeout:.0f}s")
+            waiter = asyncio.ensure_future(process.wait())
+            await asyncio.wait({waiter}, timeout=0.05)
+            waiter.cancel()
+
+    async def _watch(self, child: _Child, process: asyncio.subprocess.Process) -> None:
+        code = await process.wait()
+        await asyncio.gather(*child.pumps, return_exceptions=True)
+        if child.expected_exit or self._stopping:
+            return
+        self._emit(StackEvent("exited", child.spec.name, code=code))
+        if not child.spec.restart or not child.was_ready:  # a child that never came up fails start()
+            return
+        task = asyncio.create_task(self._restart_after_crash(child))
+        self._restart_tasks.add(task)
+        task.add_done_callback(self._restart_tasks.discard)
+
+    async def _restart_after_crash(self, child: _Child) -> None:
+        now = time.monotonic()
+        child.restart_times = [t for t in child.restart_times if now - t < self._restart_window]
+        if len(child.restart_times) >= self._max_restarts:
+            self._emit(StackEvent("gave_up", child.spec.name, detail=f"{self._max_restarts} restarts"))
+            return
+        child.restart_times.append(now)
+        delay = min(self._restart_backoff * 2 ** (len(child.restart_times) - 1), 5.0)
+        self._emit(StackEvent("restarting", child.spec.name, detail=f"in {delay:.1f}s"))
+        await asyncio.sleep(delay)  # backoff between attempts, not synchronisation
+        if self._stopping:
+            return
+        try:
+            await self._launch(child)
+            await self._await_ready(child)
+        except StackError as error:
+            self._sink(child.spec.name, f"restart failed: {error}")
+            return  # its watcher reports the exit and tries again within the budget
+        if self.on_change is not None:
+            await self.on_change()
+
+    async def restart(self, name: str) -> None:
+        """Stop child ``name`` gracefully, launch it again and wait until it is ready."""
+        child = self._children[name]
+        await self._terminate(child)
+        self._emit(StackEvent("stopped", name))
+        await self._launch(child)
+        await self._await_ready(child)
+        if self.on_change is not None:
+            await self.on_change()
+
+    def kill(self, name: str) -> None:
+        """SIGKILL child ``name`` and its process group, as a crash would (fault tests).
+
+        The supervisor then reports it (``exited``) and restarts it when its spec allows.
+        """
+        child = self._children[name]
+        if child.process is not None and child.process.returncode is None:
+            _signal_group(child.process, signal.SIGKILL)
+
+    async def stop(self) -> None:
+        """Stop every child in reverse start order (SIGTERM, ``stop_grace``, then SIGKILL)."""
+        self._stopping = True
+        for task in list(self._restart_tasks):
+            task.cancel()
+        await asyncio.gather(*self._restart_tasks, return_exceptions=True)
+        for name in reversed(self._order):
+            child = self._children[name]
+            if child.process is not None and child.process.returncode is None:
+                await self._terminate(child)
+                self._emit(StackEvent("stopped", name, code=child.process.returncode))
+
+    async def _terminate(self, child: _Child) -> None:
+        process = child.process
+        if process is None:
+            return
+        child.expected_exit = True
+        if process.returncode is None:
+            _signal_group(process, signal.SIGTERM)
+            try:
+                async with asyncio.timeout(self._stop_grace):
+                    await process.wait()
+            except TimeoutError:
+                _signal_group(process, signal.SIGKILL)
+                await process.wait()
+        _signal_group(process, signal.SIGKILL)  # leftovers of the group (e.g. a stdio MCP server)
+        if child.watcher is not None:
+            await asyncio.gather(child.watcher, return_exceptions=True)
+
+
+def _signal_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+async def _safely(check: ReadyCheck) -> bool:
+    try:
+        return await check()
+    except Exception:
+        return False
+
+
+# --- readiness checks -----------------------------------------------------------------------------
+
+
+async def grpc_serving(target: str, *, timeout: float = 2.0) -> bool:
+    """True when ``grpc.health.v1.Health/Check`` for the overall service (``""``) says SERVING."""
+    return await healthcheck.serving(target, "", timeout=timeout)
+
+
+async def http_ok(url: str, *, timeout: float = 2.0) -> bool:
+    """True when ``GET url`` answers below 500."""
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        try:
+            response = await client.get(url)
+        except httpx.HTTPError:
+            return False
+    return response.status_code < 500
+
+
+async def redis_ping(url: str) -> bool:
+    """True when Redis at ``url`` answers PING."""
+    client = redis.asyncio.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+    try:
+        return bool(await client.ping())
+    except (redis.exceptions.RedisError, OSError):
+        return False
+    finally:
+        await client.aclose()
+
+
+# --- the Maka stack -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Loopback ports; 0 means ephemeral (the child writes the bound port to its port file)."""
+
+    interaction: int = 50051
+    broker: int = 50052
+    provider: int = 50053
+    """The MCP provider's gRPC health port."""
+    web: int = 8765
+
+    @classmethod
+    def ephemeral(cls) -> Ports:
+        """Every port chosen by the OS."""
+        return cls(0, 0, 0, 0)
+
+    @classmethod
+    def parse(cls, text: str) -> Ports:
+        """``"ephemeral"``, ``"default"`` or ``name=port,...`` (names: interaction, broker, provider, web).
+
+        Raises ``ValueError`` naming the bad part.
+        """
+        if text in ("ephemeral", "0"):
+            return cls.ephemeral()
+        if text in ("default", ""):
+            return cls()
+        values: dict[str, int] = {}
+        for part in text.split(","):
+            name, sep, number = part.partition("=")
+            name = name.strip()
+            if not sep or name not in {"interaction", "broker", "provider", "web"}:
+                raise ValueError(
+                    f"bad port spec {part!r}: use ephemeral or name=port (interaction, broker, provider, web)"
+                )
+            if not number.strip().isdigit() or not 0 <= int(number) <= 65535:
+                raise ValueError(f"bad port number in {part!r}")
+            values[name] = int(number)
+        return cls(**values)
+
+
+SHORT_SOCKET_CHARS = 100
+"""Unix socket paths must stay under ~107 bytes; longer state dirs get a socket under /tmp."""
+
+
+def _python_env(extra: Mapping[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")  # `python` in mcp.json = this interpreter
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def _read_port(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _check_config(config_path: Path) -> None:
+    if not config_path.is_file():
+        raise StackError(f"MCP config {config_path} not found (an mcpServers JSON file, e.g. examples/mcp.json)")
+    try:
+        data = json.loads(config_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise StackError(f"MCP config {config_path} is not valid JSON: {error}") from error
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
+        raise StackError(f'MCP config {config_path} needs a top-level "mcpServers" object')
+
+
+class Stack:
+    """The Maka stack as processes: ``await start()`` → :class:`Endpoints`; ``await stop()``.
+
+    ``config_path`` is the ``mcpServers`` JSON for the MCP provider; ``state_dir`` holds
+    ``endpoints.json``, port files, and the embedded Redis's data and socket. With ``redis_url``
+    (or ``MAKA_REDIS_URL`` given by the caller) no Redis is started. ``web=False`` skips the web
+    surface. Children are run with ``python`` (this interpreter) ``-m services.<x>.main``.
+
+    Fault tests use :meth:`kill` (SIGKILL, then supervised restart) and :meth:`restart`; events
+    are observable through :meth:`subscribe` / :attr:`history`.
+    """
+
+    INTERACTION = "interaction"
+    BROKER = "broker"
+    PROVIDER = "provider"
+    WEB = "web"
+    REDIS = "redis"
+
+    def __init__(
+        self,
+        config_path: Path,
+        state_dir: Path,
+        *,
+        ports: Ports | None = None,
+        redis_url: str | None = None,
+        host_id: str = "local",
+        web: bool = True,
+        log_level: str = "INFO",
+        sink: LogSink = _stderr_sink,
+        ready_timeout: float = 60.0,
+        stop_grace: float = 10.0,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config_path = config_path.resolve()
+        self.state_dir = state_dir.resolve()
+        self.ports = ports if ports is not None else Ports()
+        self.host_id = host_id
+        self.web_enabled = web
+        self.log_level = log_level
+        self.redis_url = redis_url or ""
+        self._embedded_redis = not redis_url
+        self._extra_env = dict(extra_env or {})
+        self._socket_dir: Path | None = None
+        self.supervisor = Supervisor(sink=sink, ready_timeout=ready_timeout, stop_grace=stop_grace)
+        self.supervisor.on_change = self._write_endpoints
+        self.bound: dict[str, int] = {}
+        """The port each child bound (by child name), known once it is ready."""
+        self.endpoints: Endpoints | None = None
+
+    # --- public API --------------------------------------------------------------------------
+
+    async def start(self) -> Endpoints:
+        """Start Redis (embedded default), interaction, broker, provider and web, in that order.
+
+        Returns the endpoints (also written to ``<state_dir>/endpoints.json``) once every child is
+        ready: gRPC health SERVING, web answering HTTP, Redis answering PING. Raises
+        :class:`StackError` (after stopping what did start) on a missing ``redis-server`` or
+        config, or when a child exits or is not ready in time.
+        """
+        _check_config(self.config_path)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "run").mkdir(exist_ok=True)
+        try:
+            if self._embedded_redis:
+                await self.supervisor.start(self._redis_spec())
+            await self.supervisor.start(self._interaction_spec())
+            await self.supervisor.start(self._broker_spec())
+            await self.supervisor.start(self._provider_spec())
+            if self.web_enabled:
+                await self.supervisor.start(self._web_spec())
+        except BaseException:
+            await self.stop()
+            raise
+        return await self._write_endpoints()
+
+    async def stop(self) -> None:
+        """Drain and stop every child: web, provider, broker, interaction, redis."""
+        await self.supervisor.stop()
+        (self.state_dir / "endpoints.json").unlink(missing_ok=True)
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+    def kill(self, name: str) -> None:
+        """SIGKILL child ``name`` (``interaction``, ``broker``, ``provider``, ``web``, ``redis``)."""
+        self.supervisor.kill(name)
+
+    async def restart(self, name: str) -> None:
+        """Gracefully restart child ``name`` on the same port and wait until it is ready."""
+        await self.supervisor.restart(name)
+
+    def subscribe(self) -> asyncio.Queue[StackEvent]:
+        """A queue of every later :class:`StackEvent` (exits, restarts, readiness)."""
+        return self.supervisor.subscribe()
+
+    @property
+    def history(self) -> list[StackEvent]:
+        """Every event so far."""
+        return self.supervisor.history
+
+    def address(self, name: str) -> str:
+        """``127.0.0.1:<port>`` of a gRPC child, or the web base URL for ``web``."""
+        port = self.bound[name]
+        return f"http://127.0.0.1:{port}" if name == self.WEB else f"127.0.0.1:{port}"
+
+    # --- child specs -------------------------------------------------------------------------
+
+    def _port_file(self, name: str) -> Path:
+        return self.state_dir / "run" / f"{name}.port"
+
+    def _pinned_port(self, name: str, configured: int) -> int:
+        """The configured port, or after a first launch the port that launch bound (restarts keep it)."""
+        return self.bound.get(name, configured)
+
+    def _grpc_spec(self, name: str, module: str, configured: int, env: Callable[[], dict[str, str]]) -> ChildSpec:
+        port_file = self._port_file(name)
+
+        async def prepare(spec: ChildSpec, attempt: int) -> None:
+            port_file.unlink(missing_ok=True)
+            port = self._pinned_port(name, configured)
+            spec.env = _python_env(
+                {
+                    "MAKA_LISTEN": f"127.0.0.1:{port}",
+                    "MAKA_PORT_FILE": str(port_file),
+                    "MAKA_HOST_ID": self.host_id,
+                    "MAKA_LOG_LEVEL": self.log_level,
+                    **env(),
+                    **self._extra_env,
+                }
+            )
+
+        async def ready() -> bool:
+            port = _read_port(port_file)
+            if port is None or not await grpc_serving(f"127.0.0.1:{port}"):
+                return False
+            self.bound[name] = port
+            return True
+
+        return ChildSpec(name, [sys.executable, "-m", module], ready=ready, prepare=prepare)
+
+    def _interaction_spec(self) -> ChildSpec:
+        return self._grpc_spec(
+            self.INTERACTION,
+            "services.interaction.main",
+            self.ports.interaction,
+            lambda: {"MAKA_REDIS_URL": self.redis_url},
+        )
+
+    def _broker_spec(self) -> ChildSpec:
+        return self._grpc_spec(
+            self.BROKER,
+            "services.broker.main",
+            self.ports.broker,
+            lambda: {"MAKA_INTERACTION_TARGET": self.address(self.INTERACTION)},
+        )
+
+    def _provider_spec(self) -> ChildSpec:
+        return self._grpc_spec(
+            self.PROVIDER,
+            "services.mcp_provider.main",
+            self.ports.provider,
+            lambda: {"MAKA_BROKER_TARGET": self.address(self.BROKER), "MAKA_MCP_CONFIG": str(self.config_path)},
+        )
+
+    def _web_spec(self) -> ChildSpec:
+        port_file = self._port_file(self.WEB)
+
+        async def prepare(spec: ChildSpec, attempt: int) -> None:
+            port_file.unlink(missing_ok=True)
+            port = self._pinned_port(self.WEB, self.ports.web)
+            spec.env = _python_env(
+                {
+                    "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
+                    "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
+                    "MAKA_WEB_PORT_FILE": str(port_file),
+                    "MAKA_LOG_LEVEL": self.log_level,
+                    **self._extra_env,
+                }
+            )
+
+        async def ready() -> bool:
+            port = _read_port(port_file)
+            if port is None or not await http_ok(f"http://127.0.0.1:{port}/"):
+                return False
+            self.bound[self.WEB] = port
+            return True
+
+        return ChildSpec(self.WEB, [sys.executable, "-m", "surfaces.web.main"], ready=ready, prepare=prepare)
+
+    def _redis_spec(self) -> ChildSpec:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise StackError(
+                "redis-server is not installed: install it (apt-get install redis-server, or `make setup`) "
+                "or point at a running Redis with --redis-url / MAKA_REDIS_URL"
+            )
+        data_dir = self.state_dir / "redis"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        socket_path = self.state_dir / "redis.sock"
+        if len(str(socket_path)) > SHORT_SOCKET_CHARS:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="maka-", dir="/tmp"))
+            socket_path = self._socket_dir / "redis.sock"
+        self.redis_url = f"unix://{socket_path}"
+        argv = [
+            binary,
+            "--port", "0",
+            "--unixsocket", str(socket_path),
+            "--unixsocketperm", "700",
+            "--dir", str(data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--maxmemory-policy", "noeviction",
+            "--loglevel", "warning",
+        ]  # fmt: skip
+
+        async def prepare(spec: ChildSpec, attempt: int) -> None:
+            socket_path.unlink(missing_ok=True)
+
+        async def ready() -> bool:
+            return socket_path.exists() and await redis_ping(self.redis_url)
+
+        return ChildSpec(self.REDIS, argv, ready=ready, prepare=prepare)
+
+    async def _write_endpoints(self) -> Endpoints:
+        endpoints = Endpoints(
+            interaction=self.address(self.INTERACTION),
+            broker=self.address(self.BROKER),
+            web=self.address(self.WEB) if self.WEB in self.bound else "",
+            redis_url=self.redis_url,
+            host_id=self.host_id,
+            pids=self.supervisor.pids(),
+        )
+        write_endpoints(self.state_dir, endpoints)
+        self.endpoints = endpoints
+        return endpoints
