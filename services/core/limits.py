@@ -23,6 +23,8 @@ class Limits:
     """Code points of the form's message."""
     max_label_chars: int = 200
     """Code points of a field label (``title``), option label, or property name."""
+    max_option_value_chars: int = 1024
+    """Code points of one select option's value (the string submitted back to the server)."""
     max_description_chars: int = 2000
     """Code points of a field description."""
     max_string_value_chars: int = 16 * 1024

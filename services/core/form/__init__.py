@@ -5,10 +5,21 @@ Public API (see each function's docstring for shapes, errors and the spec sectio
 - :func:`decode_requested_schema` — MCP 2026-07-28 ``requestedSchema`` → :class:`Form`.
 - :func:`check_form` — re-check a :class:`Form` (e.g. received as protobuf) against the caps.
 - :func:`validate_answer` — check an :class:`Answer` against a :class:`Form`; fill untouched defaults.
-- :mod:`services.core.form.convert` — protobuf and MCP JSON conversions.
+- :mod:`services.core.form.convert` — protobuf and MCP JSON conversions (re-exported here).
 """
 
 from services.core.form.answer import validate_answer
+from services.core.form.convert import (
+    answer_from_elicit_result,
+    answer_from_proto,
+    answer_to_elicit_result,
+    answer_to_proto,
+    form_from_proto,
+    form_to_proto,
+    form_to_requested_schema,
+    violations_from_proto,
+    violations_to_proto,
+)
 from services.core.form.errors import FormError, FormErrorReason, Violation
 from services.core.form.model import (
     Action,
@@ -44,7 +55,16 @@ __all__ = [
     "StringField",
     "StringFormat",
     "Violation",
+    "answer_from_elicit_result",
+    "answer_from_proto",
+    "answer_to_elicit_result",
+    "answer_to_proto",
     "check_form",
     "decode_requested_schema",
+    "form_from_proto",
+    "form_to_proto",
+    "form_to_requested_schema",
     "validate_answer",
+    "violations_from_proto",
+    "violations_to_proto",
 ]

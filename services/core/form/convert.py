@@ -1,38 +1,514 @@
-"""Loss-free conversions between the form contract, ``maka.form.v1`` protobuf and MCP JSON shapes."""
+"""Loss-free conversions between the form contract, ``maka.form.v1`` protobuf and MCP JSON shapes.
+
+- :func:`form_to_proto` / :func:`form_from_proto` — :class:`Form` ⇄ ``maka.form.v1.Form``.
+- :func:`answer_to_proto` / :func:`answer_from_proto` — :class:`Answer` ⇄ ``maka.form.v1.Answer``.
+- :func:`answer_to_elicit_result` / :func:`answer_from_elicit_result` — :class:`Answer` ⇄ bare MCP ``ElicitResult``.
+- :func:`form_to_requested_schema` — :class:`Form` → canonical MCP ``requestedSchema`` (inverse of decode).
+- :func:`violations_to_proto` / :func:`violations_from_proto` — :class:`Violation` ⇄ ``maka.form.v1.FieldViolation``.
+
+Conversions do not validate semantics: use :func:`~services.core.form.schema.check_form` and
+:func:`~services.core.form.answer.validate_answer` on anything that came from an untrusted peer.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from maka.form.v1 import form_pb2
-from services.core.form.model import Answer, Form
+from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
+from services.core.form.model import (
+    Action,
+    Answer,
+    BooleanField,
+    Field,
+    Form,
+    FormValue,
+    MultiSelectField,
+    NumberField,
+    Option,
+    Requester,
+    SingleSelectField,
+    StringField,
+    StringFormat,
+)
+
+_FORMAT_TO_PROTO: dict[StringFormat, form_pb2.StringFormat.ValueType] = {
+    StringFormat.EMAIL: form_pb2.STRING_FORMAT_EMAIL,
+    StringFormat.URI: form_pb2.STRING_FORMAT_URI,
+    StringFormat.DATE: form_pb2.STRING_FORMAT_DATE,
+    StringFormat.DATE_TIME: form_pb2.STRING_FORMAT_DATE_TIME,
+}
+_FORMAT_FROM_PROTO = {value: key for key, value in _FORMAT_TO_PROTO.items()}
+
+_ACTION_TO_PROTO: dict[Action, form_pb2.Action.ValueType] = {
+    Action.ACCEPT: form_pb2.ACTION_ACCEPT,
+    Action.DECLINE: form_pb2.ACTION_DECLINE,
+    Action.CANCEL: form_pb2.ACTION_CANCEL,
+}
+_ACTION_FROM_PROTO = {value: key for key, value in _ACTION_TO_PROTO.items()}
+
+_REASON_PREFIX = "FORM_ERROR_REASON_"
+
+
+# --------------------------------------------------------------------------- Form ⇄ protobuf
+
+
+def _options_to_proto(options: Iterable[Option]) -> list[form_pb2.Option]:
+    return [form_pb2.Option(value=option.value, label=option.label) for option in options]
+
+
+def _options_from_proto(options: Iterable[form_pb2.Option]) -> tuple[Option, ...]:
+    return tuple(Option(option.value, option.label) for option in options)
+
+
+def field_to_proto(field: Field) -> form_pb2.Field:
+    """One :class:`Field` → ``maka.form.v1.Field`` (the ``kind`` oneof names the field kind)."""
+    message = form_pb2.Field(name=field.name, label=field.label, description=field.description, required=field.required)
+    if isinstance(field, StringField):
+        string = message.string
+        string.SetInParent()
+        if field.min_length is not None:
+            string.min_length = field.min_length
+        if field.max_length is not None:
+            string.max_length = field.max_length
+        if field.format is not None:
+            string.format = _FORMAT_TO_PROTO[field.format]
+        if field.default is not None:
+            string.default_value = field.default
+    elif isinstance(field, NumberField):
+        number = message.integer if field.integer else message.number
+        number.SetInParent()
+        if field.minimum is not None:
+            number.minimum = field.minimum
+        if field.maximum is not None:
+            number.maximum = field.maximum
+        if field.default is not None:
+            number.default_value = field.default
+    elif isinstance(field, BooleanField):
+        message.boolean.SetInParent()
+        if field.default is not None:
+            message.boolean.default_value = field.default
+    elif isinstance(field, SingleSelectField):
+        message.single_select.SetInParent()
+        message.single_select.options.extend(_options_to_proto(field.options))
+        if field.default is not None:
+            message.single_select.default_value = field.default
+    else:
+        multi = message.multi_select
+        multi.SetInParent()
+        multi.options.extend(_options_to_proto(field.options))
+        if field.min_items is not None:
+            multi.min_items = field.min_items
+        if field.max_items is not None:
+            multi.max_items = field.max_items
+        if field.default is not None:
+            multi.default_value.values.extend(field.default)
+    return message
+
+
+def _integral(value: float) -> int | float:
+    """A double that holds an integral value becomes ``int`` (integer fields); others stay ``float``."""
+    return int(value) if math.isfinite(value) and value.is_integer() else value
+
+
+def field_from_proto(message: form_pb2.Field) -> Field:
+    """``maka.form.v1.Field`` → :class:`Field`. Raises :class:`FormError` ``SCHEMA_UNSUPPORTED_TYPE`` when
+    ``kind`` is unset and ``SCHEMA_INVALID_VALUE`` for an unknown ``StringFormat``. Does not check caps
+    (use :func:`~services.core.form.schema.check_form`)."""
+    common: dict[str, Any] = {
+        "name": message.name,
+        "label": message.label,
+        "description": message.description,
+        "required": message.required,
+    }
+    kind = message.WhichOneof("kind")
+    path = pointer("properties", message.name)
+    if kind == "string":
+        string = message.string
+        fmt: StringFormat | None = None
+        if string.format != form_pb2.STRING_FORMAT_UNSPECIFIED:
+            if string.format not in _FORMAT_FROM_PROTO:
+                raise FormError([Violation(path + "/format", FormErrorReason.SCHEMA_INVALID_VALUE, "unknown format")])
+            fmt = _FORMAT_FROM_PROTO[string.format]
+        return StringField(
+            **common,
+            min_length=string.min_length if string.HasField("min_length") else None,
+            max_length=string.max_length if string.HasField("max_length") else None,
+            format=fmt,
+            default=string.default_value if string.HasField("default_value") else None,
+        )
+    if kind in ("number", "integer"):
+        integer = kind == "integer"
+        number = message.integer if integer else message.number
+
+        def bound(value: float) -> int | float:
+            return _integral(value) if integer else value
+
+        return NumberField(
+            **common,
+            integer=integer,
+            minimum=bound(number.minimum) if number.HasField("minimum") else None,
+            maximum=bound(number.maximum) if number.HasField("maximum") else None,
+            default=bound(number.default_value) if number.HasField("default_value") else None,
+        )
+    if kind == "boolean":
+        boolean = message.boolean
+        return BooleanField(**common, default=boolean.default_value if boolean.HasField("default_value") else None)
+    if kind == "single_select":
+        single = message.single_select
+        return SingleSelectField(
+            **common,
+            options=_options_from_proto(single.options),
+            default=single.default_value if single.HasField("default_value") else None,
+        )
+    if kind == "multi_select":
+        multi = message.multi_select
+        return MultiSelectField(
+            **common,
+            options=_options_from_proto(multi.options),
+            min_items=multi.min_items if multi.HasField("min_items") else None,
+            max_items=multi.max_items if multi.HasField("max_items") else None,
+            default=tuple(multi.default_value.values) if multi.HasField("default_value") else None,
+        )
+    raise FormError([Violation(path, FormErrorReason.SCHEMA_UNSUPPORTED_TYPE, "field kind is not set")])
 
 
 def form_to_proto(form: Form) -> form_pb2.Form:
-    """STUB."""
-    raise NotImplementedError
+    """:class:`Form` → ``maka.form.v1.Form`` (fields in order; optional keywords use proto3 ``optional``
+    presence; integer fields use the ``integer`` kind). Loss-free: :func:`form_from_proto` gives back an
+    equal :class:`Form` (integers are within ±2^53, so doubles hold them exactly)."""
+    requester = form_pb2.Requester(
+        provider_id=form.requester.provider_id,
+        provider_display_name=form.requester.provider_display_name,
+        claimed_server=form.requester.claimed_server,
+        claimed_tool=form.requester.claimed_tool,
+    )
+    return form_pb2.Form(message=form.message, fields=[field_to_proto(f) for f in form.fields], requester=requester)
 
 
 def form_from_proto(message: form_pb2.Form) -> Form:
-    """STUB."""
-    raise NotImplementedError
+    """``maka.form.v1.Form`` → :class:`Form`. Raises :class:`FormError` (``SCHEMA_UNSUPPORTED_TYPE``: a field
+    without a kind; ``SCHEMA_INVALID_VALUE``: unknown format), listing every bad field. Untrusted input must
+    then pass :func:`~services.core.form.schema.check_form` (caps, uniqueness, defaults)."""
+    fields: list[Field] = []
+    violations: list[Violation] = []
+    for field in message.fields:
+        try:
+            fields.append(field_from_proto(field))
+        except FormError as error:
+            violations.extend(error.violations)
+    if violations:
+        raise FormError(violations)
+    requester = Requester(
+        provider_id=message.requester.provider_id,
+        provider_display_name=message.requester.provider_display_name,
+        claimed_server=message.requester.claimed_server,
+        claimed_tool=message.requester.claimed_tool,
+    )
+    return Form(message=message.message, fields=tuple(fields), requester=requester)
+
+
+# --------------------------------------------------------------------------- Answer ⇄ protobuf
+
+
+def value_to_proto(value: FormValue) -> form_pb2.Value:
+    """One answer value → ``maka.form.v1.Value``: ``bool`` → ``boolean_value``, ``int`` → ``integer_value``,
+    ``float`` → ``number_value``, ``str`` → ``string_value``, ``tuple``/``list`` of ``str`` →
+    ``string_list_value``. Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` for anything else (or an ``int``
+    outside int64)."""
+    if isinstance(value, bool):
+        return form_pb2.Value(boolean_value=value)
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise FormError([Violation("$", FormErrorReason.ANSWER_WRONG_TYPE, "integer is outside int64")])
+        return form_pb2.Value(integer_value=value)
+    if isinstance(value, float):
+        return form_pb2.Value(number_value=value)
+    if isinstance(value, str):
+        return form_pb2.Value(string_value=value)
+    if isinstance(value, tuple | list) and all(isinstance(item, str) for item in value):
+        return form_pb2.Value(string_list_value=form_pb2.StringList(values=list(value)))
+    raise FormError([Violation("$", FormErrorReason.ANSWER_WRONG_TYPE, "value is not a form value")])
+
+
+def value_from_proto(message: form_pb2.Value) -> FormValue:
+    """``maka.form.v1.Value`` → answer value (the inverse of :func:`value_to_proto`; lists become tuples).
+    Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` when ``kind`` is unset."""
+    kind = message.WhichOneof("kind")
+    if kind == "string_value":
+        return message.string_value
+    if kind == "number_value":
+        return message.number_value
+    if kind == "integer_value":
+        return message.integer_value
+    if kind == "boolean_value":
+        return message.boolean_value
+    if kind == "string_list_value":
+        return tuple(message.string_list_value.values)
+    raise FormError([Violation("$", FormErrorReason.ANSWER_WRONG_TYPE, "value kind is not set")])
 
 
 def answer_to_proto(answer: Answer) -> form_pb2.Answer:
-    """STUB."""
-    raise NotImplementedError
+    """:class:`Answer` → ``maka.form.v1.Answer`` (integers use ``integer_value``, numbers ``number_value``).
+
+    Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` (path ``/<name>``) for a value with no proto kind and
+    ``ANSWER_INVALID_ACTION`` for an action outside :class:`Action`. Loss-free with :func:`answer_from_proto`.
+    """
+    if answer.action not in _ACTION_TO_PROTO:
+        raise FormError([Violation("$", FormErrorReason.ANSWER_INVALID_ACTION, "unknown action")])
+    message = form_pb2.Answer(action=_ACTION_TO_PROTO[answer.action])
+    violations: list[Violation] = []
+    for name, value in answer.values.items():
+        try:
+            message.values[name].CopyFrom(value_to_proto(value))
+        except FormError as error:
+            violations.extend(Violation(pointer(name), v.reason, v.description) for v in error.violations)
+    if violations:
+        raise FormError(violations)
+    return message
 
 
 def answer_from_proto(message: form_pb2.Answer) -> Answer:
-    """STUB."""
-    raise NotImplementedError
+    """``maka.form.v1.Answer`` → :class:`Answer`.
+
+    Raises :class:`FormError`: ``ANSWER_INVALID_ACTION`` for ``ACTION_UNSPECIFIED``/unknown actions or values
+    on decline/cancel; ``ANSWER_WRONG_TYPE`` (path ``/<name>``) for a value without a kind. Field-level rules
+    are :func:`~services.core.form.answer.validate_answer`'s job. Source: MCP 2026-07-28 ``client/elicitation.mdx``
+    "Response Actions".
+    """
+    action = _ACTION_FROM_PROTO.get(message.action)
+    if action is None:
+        raise FormError([Violation("$", FormErrorReason.ANSWER_INVALID_ACTION, "action is unspecified or unknown")])
+    if action is not Action.ACCEPT and message.values:
+        raise FormError([Violation("$", FormErrorReason.ANSWER_INVALID_ACTION, f"{action.value} carries no values")])
+    values: dict[str, FormValue] = {}
+    violations: list[Violation] = []
+    for name in sorted(message.values):
+        try:
+            values[name] = value_from_proto(message.values[name])
+        except FormError as error:
+            violations.extend(Violation(pointer(name), v.reason, v.description) for v in error.violations)
+    if violations:
+        raise FormError(violations)
+    return Answer(action, values)
+
+
+# --------------------------------------------------------------------------- Answer ⇄ MCP ElicitResult
 
 
 def answer_to_elicit_result(answer: Answer) -> dict[str, Any]:
-    """STUB: the bare MCP ``ElicitResult`` JSON object."""
-    raise NotImplementedError
+    """:class:`Answer` → the bare MCP ``ElicitResult`` JSON object (an ``inputResponses`` entry).
+
+    Shapes: ``{"action": "accept", "content": {name: str | int | float | bool | list[str]}}`` or
+    ``{"action": "decline"}`` / ``{"action": "cancel"}`` (no ``content``, no ``_meta``/``resultType``: in
+    2026-07-28 ``ElicitResult`` does not extend ``Result``). Integers stay Python ``int`` so the JSON has no
+    ``.0``; multi-select tuples become lists. Raises :class:`FormError` ``ANSWER_INVALID_ACTION`` when a
+    decline/cancel carries values. Source: MCP 2026-07-28 ``schema.ts`` ``ElicitResult``; ``client/elicitation.mdx``
+    "Response Actions".
+    """
+    if answer.action is not Action.ACCEPT:
+        if answer.values:
+            raise FormError(
+                [Violation("$", FormErrorReason.ANSWER_INVALID_ACTION, f"{answer.action.value} carries no values")]
+            )
+        return {"action": answer.action.value}
+    content: dict[str, Any] = {}
+    for name, value in answer.values.items():
+        content[name] = list(value) if isinstance(value, tuple | list) else value
+    return {"action": Action.ACCEPT.value, "content": content}
+
+
+def _content_value(value: object) -> FormValue | None:
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    return None
 
 
 def answer_from_elicit_result(result: object) -> Answer:
-    """STUB."""
-    raise NotImplementedError
+    """Exact-shape decode of a bare MCP ``ElicitResult`` (parsed JSON) into an :class:`Answer`.
+
+    Accepts exactly ``{"action": "accept" | "decline" | "cancel", "content"?: {name: string | number | boolean |
+    string[]}}``; ``content`` only with ``accept`` (an ``accept`` without it has no values). Arrays become tuples.
+
+    Raises :class:`FormError`: ``ANSWER_INVALID_ACTION`` (not an object, unknown keys, missing/unknown action,
+    ``content`` on decline/cancel); ``ANSWER_WRONG_TYPE`` (``content`` not an object; a value that is ``null``,
+    an object, a non-string array item, NaN/Infinity — path ``/<name>``). Field-level rules are
+    :func:`~services.core.form.answer.validate_answer`'s job. Source: MCP 2026-07-28 ``schema.ts``
+    ``ElicitResult``; ``client/elicitation.mdx`` "Response Actions".
+    """
+    if not isinstance(result, dict):
+        raise FormError(
+            [Violation("$", FormErrorReason.ANSWER_INVALID_ACTION, "an ElicitResult must be a JSON object")]
+        )
+    extra = sorted(str(key) for key in result if key not in ("action", "content"))
+    if extra:
+        raise FormError(
+            [
+                Violation(pointer(key), FormErrorReason.ANSWER_INVALID_ACTION, "is not an ElicitResult key")
+                for key in extra
+            ]
+        )
+    raw_action = result.get("action")
+    try:
+        action = Action(raw_action) if isinstance(raw_action, str) else None
+    except ValueError:
+        action = None
+    if action is None:
+        raise FormError(
+            [Violation(pointer("action"), FormErrorReason.ANSWER_INVALID_ACTION, "must be accept, decline or cancel")]
+        )
+    if "content" not in result:
+        return Answer(action)
+    if action is not Action.ACCEPT:
+        raise FormError(
+            [Violation(pointer("content"), FormErrorReason.ANSWER_INVALID_ACTION, f"{action.value} carries no content")]
+        )
+    content = result["content"]
+    if not isinstance(content, dict):
+        raise FormError([Violation(pointer("content"), FormErrorReason.ANSWER_WRONG_TYPE, "content must be an object")])
+    values: dict[str, FormValue] = {}
+    violations: list[Violation] = []
+    for name, raw in content.items():
+        if not isinstance(name, str):
+            violations.append(
+                Violation(pointer("content"), FormErrorReason.ANSWER_WRONG_TYPE, "content keys must be strings")
+            )
+            continue
+        value = _content_value(raw)
+        if value is None:
+            violations.append(
+                Violation(
+                    pointer(name),
+                    FormErrorReason.ANSWER_WRONG_TYPE,
+                    "must be a string, number, boolean or string array",
+                )
+            )
+        else:
+            values[name] = value
+    if violations:
+        raise FormError(violations)
+    return Answer(Action.ACCEPT, values)
+
+
+# --------------------------------------------------------------------------- Form → requestedSchema
+
+
+def _titled(field: SingleSelectField | MultiSelectField) -> bool:
+    return any(option.label != option.value for option in field.options)
+
+
+def _annotations(field: Field) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if field.label != field.name:
+        out["title"] = field.label
+    if field.description:
+        out["description"] = field.description
+    return out
+
+
+def _bound_json(value: float, integer: bool) -> int | float:
+    return _integral(value) if integer and isinstance(value, float) else value
+
+
+def field_to_property_schema(field: Field) -> dict[str, Any]:
+    """One :class:`Field` → its canonical MCP ``PrimitiveSchemaDefinition`` (see :func:`form_to_requested_schema`)."""
+    schema: dict[str, Any]
+    if isinstance(field, StringField):
+        schema = {"type": "string", **_annotations(field)}
+        if field.min_length is not None:
+            schema["minLength"] = field.min_length
+        if field.max_length is not None:
+            schema["maxLength"] = field.max_length
+        if field.format is not None:
+            schema["format"] = field.format.value
+    elif isinstance(field, NumberField):
+        schema = {"type": "integer" if field.integer else "number", **_annotations(field)}
+        if field.minimum is not None:
+            schema["minimum"] = _bound_json(field.minimum, field.integer)
+        if field.maximum is not None:
+            schema["maximum"] = _bound_json(field.maximum, field.integer)
+    elif isinstance(field, BooleanField):
+        schema = {"type": "boolean", **_annotations(field)}
+    elif isinstance(field, SingleSelectField):
+        schema = {"type": "string", **_annotations(field)}
+        if _titled(field):
+            schema["oneOf"] = [{"const": option.value, "title": option.label} for option in field.options]
+        else:
+            schema["enum"] = [option.value for option in field.options]
+    else:
+        schema = {"type": "array", **_annotations(field)}
+        if field.min_items is not None:
+            schema["minItems"] = field.min_items
+        if field.max_items is not None:
+            schema["maxItems"] = field.max_items
+        if _titled(field):
+            schema["items"] = {"anyOf": [{"const": option.value, "title": option.label} for option in field.options]}
+        else:
+            schema["items"] = {"type": "string", "enum": [option.value for option in field.options]}
+    if field.default is not None:
+        default = field.default
+        if isinstance(field, NumberField) and field.integer and isinstance(default, float):
+            default = _integral(default)
+        schema["default"] = list(default) if isinstance(default, tuple) else default
+    return schema
+
+
+def form_to_requested_schema(form: Form) -> dict[str, Any]:
+    """:class:`Form` → the canonical MCP 2026-07-28 form-mode ``requestedSchema`` (the inverse of
+    :func:`~services.core.form.schema.decode_requested_schema`).
+
+    Shape: ``{"type": "object", "properties": {name: PrimitiveSchemaDefinition}, "required"?: [name]}``, property
+    order kept. ``title`` is emitted only when the label differs from the name; single-selects use ``enum`` when
+    every label equals its value, else titled ``oneOf``; multi-selects ``items.enum`` / ``items.anyOf`` likewise.
+    Integer bounds and defaults are JSON integers. Usable with a JSON Schema library (Draft 2020-12) to validate
+    an ``ElicitResult.content``. Never raises for a :class:`Form` built by this package.
+    Source: MCP 2026-07-28 ``client/elicitation.mdx`` "Requested Schema".
+    """
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {field.name: field_to_property_schema(field) for field in form.fields},
+    }
+    required = [field.name for field in form.fields if field.required]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+# --------------------------------------------------------------------------- violations ⇄ protobuf
+
+
+def violations_to_proto(violations: Sequence[Violation]) -> list[form_pb2.FieldViolation]:
+    """:class:`Violation` list → ``maka.form.v1.FieldViolation`` list (reason names match with the
+    ``FORM_ERROR_REASON_`` prefix). Loss-free with :func:`violations_from_proto`."""
+    return [
+        form_pb2.FieldViolation(
+            path=violation.path,
+            reason=form_pb2.FormErrorReason.Value(_REASON_PREFIX + violation.reason.value),
+            description=violation.description,
+        )
+        for violation in violations
+    ]
+
+
+def violations_from_proto(messages: Iterable[form_pb2.FieldViolation]) -> list[Violation]:
+    """``maka.form.v1.FieldViolation`` list → :class:`Violation` list. An unspecified or unknown reason becomes
+    ``SCHEMA_INVALID_VALUE`` for ``/properties``/``/required`` paths and ``ANSWER_CONSTRAINT`` otherwise (the
+    reason enum is closed; a newer peer's code must not crash an older reader)."""
+    out: list[Violation] = []
+    for message in messages:
+        try:
+            name = form_pb2.FormErrorReason.Name(message.reason).removeprefix(_REASON_PREFIX)
+            reason = FormErrorReason(name)
+        except ValueError:
+            schema_path = message.path.startswith(("/properties", "/required", "/type"))
+            reason = FormErrorReason.SCHEMA_INVALID_VALUE if schema_path else FormErrorReason.ANSWER_CONSTRAINT
+        out.append(Violation(message.path, reason, message.description))
+    return out

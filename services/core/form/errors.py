@@ -24,6 +24,16 @@ class FormErrorReason(StrEnum):
     ANSWER_INVALID_ACTION = "ANSWER_INVALID_ACTION"
 
 
+def pointer(*parts: str) -> str:
+    """A JSON Pointer (RFC 6901) from unescaped ``parts``: ``pointer("properties", "a/b")`` → ``/properties/a~1b``.
+
+    With no parts it returns ``$``, the whole schema or answer (``maka.form.v1.FieldViolation.path``).
+    """
+    if not parts:
+        return "$"
+    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One rejected place: ``path`` is ``/properties/<name>/<keyword>`` for schemas, ``/<name>`` for answers."""
