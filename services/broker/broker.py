@@ -1,0 +1,1016 @@
+"""The Capability broker's domain: provider registrations, the invocation state machine, timers.
+
+A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts it. Rules (the
+broker issue; RFC "Lifecycle and failure semantics", criteria 7, 8, 10, 16; DESIGN.md §5):
+
+- A provider ``Connection`` registers once; the broker mints the registration and connection ids.
+  A registration with the same provider id replaces the old one: every invocation bound to the old
+  one settles ``lost`` (its pending form closes ``provider_lost``) and its stream is ended.
+- An invocation runs ``RUNNING`` → (``OPENING`` → ``AWAITING`` → ``RUNNING``)* → exactly one
+  terminal state: ``SUCCEEDED`` (result), ``FAILED`` (stable ``FailureCode``), ``LOST``, ``STOPPED``.
+- The execution timer runs in ``RUNNING``/``OPENING``, is suspended while the canonical form is
+  pending (``AWAITING``) and re-armed fresh after the form settled with an answer.
+- A provider frame is accepted only for a live invocation of its own connection; anything else
+  is answered with ``FrameRejected`` (counted in :meth:`Broker.stats`) and changes nothing.
+- Every terminal transition closes the invocation's pending form (with the reason of the
+  transition) so no form is orphaned, and no answer is delivered after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from google.protobuf import duration_pb2
+
+from maka.broker.v1 import broker_pb2
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2
+from services.broker.errors import FrameRejection, HostUnavailable, InvalidRequest, OpenRefused
+
+log = logging.getLogger("maka.broker.broker")
+
+FC = broker_pb2.FailureCode
+RR = broker_pb2.RejectReason
+CR = interaction_pb2.CloseReason
+
+MAX_ID_CHARS = 256
+"""Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
+MAX_MESSAGE_CHARS = 2000
+"""Provider failure / progress messages are cut to this many code points."""
+SETTLED_MEMORY = 4096
+"""How many settled invocation ids are remembered to tell late frames from unknown ones."""
+
+
+class InvocationState(StrEnum):
+    """Where one logical Tool invocation is."""
+
+    RUNNING = "running"
+    OPENING = "opening"
+    """The provider asked for a form; the Interaction service has not confirmed it yet."""
+    AWAITING = "awaiting_interaction"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    LOST = "lost"
+    STOPPED = "stopped"
+
+
+TERMINAL = frozenset({InvocationState.SUCCEEDED, InvocationState.FAILED, InvocationState.LOST, InvocationState.STOPPED})
+
+
+class InteractionHost(Protocol):
+    """What the broker needs from the Interaction service (implemented by ``HostLink``)."""
+
+    async def open(
+        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+    ) -> interaction_pb2.Interaction: ...
+
+    async def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> object: ...
+
+
+class _Notifier:
+    """A bounded outgoing queue drained by one stream, with an explicit end."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._items: deque[Any] = deque()
+        self._wake = asyncio.Event()
+        self._maxsize = maxsize
+        self.closed = False
+
+    def push(self, item: Any) -> bool:
+        """Queue ``item``; False when closed or full (the caller decides what full means)."""
+        if self.closed or len(self._items) >= self._maxsize:
+            return False
+        self._items.append(item)
+        self._wake.set()
+        return True
+
+    def full(self) -> bool:
+        return len(self._items) >= self._maxsize
+
+    def drop_oldest(self) -> None:
+        if self._items:
+            self._items.popleft()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def drain(self) -> AsyncIterator[Any]:
+        """Yield queued items until closed and empty."""
+        while True:
+            self._wake.clear()
+            while self._items:
+                yield self._items.popleft()
+            if self.closed:
+                return
+            await self._wake.wait()
+
+
+@dataclass(eq=False)
+class Connection:
+    """One provider ``Connect`` stream."""
+
+    connection_id: str
+    outbox: _Notifier
+    registration: Registration | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+
+    def frames(self) -> AsyncIterator[broker_pb2.ConnectResponse]:
+        """The frames to write to the provider, ending when the broker ends the stream."""
+        return self.outbox.drain()
+
+
+@dataclass(eq=False)
+class Registration:
+    """A live (or retired) provider registration and the Tools it offers."""
+
+    registration_id: str
+    provider_id: str
+    display_name: str
+    connection: Connection
+    tools: dict[str, broker_pb2.ToolDescriptor]
+    """Qualified ``SERVER:TOOL`` → descriptor."""
+    invocations: dict[str, Invocation] = field(default_factory=lambda: dict[str, "Invocation"]())
+    live: bool = True
+
+
+@dataclass(eq=False)
+class Invocation:
+    """One logical Tool invocation (possibly several provider legs around nested forms)."""
+
+    invocation_id: str
+    session_id: str
+    turn_id: str
+    tool_use_id: str
+    qualified_name: str
+    arguments_json: str
+    registration: Registration | None
+    events: _Notifier
+    state: InvocationState = InvocationState.RUNNING
+    terminal: broker_pb2.CallToolResponse | None = None
+    timer: asyncio.TimerHandle | None = None
+    timer_generation: int = 0
+    correlation_id: str = ""
+    interaction_id: str = ""
+    late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
+    """How to close a form whose open completes after the invocation settled."""
+    tasks: set[asyncio.Task[Any]] = field(default_factory=lambda: set[asyncio.Task[Any]]())
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    async def stream(self) -> AsyncIterator[broker_pb2.CallToolResponse]:
+        """The caller's events: accepted, progress, awaiting/settled interaction, then one terminal."""
+        async for event in self.events.drain():
+            yield event
+        if self.terminal is not None:
+            yield self.terminal
+
+
+class Broker:
+    """Registrations, invocations and nested forms of one Runtime Host.
+
+    Args:
+        host: the Interaction service link (``HostLink``) used to open and close forms.
+        execution_timeout: provider execution budget of one leg, seconds.
+        heartbeat_seconds: provider heartbeat interval; a provider silent for 3x is lost.
+        form_wait_seconds: bounded wait asked for each form (0 = Interaction service default).
+        max_invocations_per_provider: live invocations per registration before RESOURCE_EXHAUSTED.
+        queue_size: bound of each provider and CallTool stream queue.
+    """
+
+    def __init__(
+        self,
+        host: InteractionHost,
+        *,
+        execution_timeout: float = 120.0,
+        heartbeat_seconds: float = 5.0,
+        form_wait_seconds: float = 0.0,
+        max_invocations_per_provider: int = 256,
+        queue_size: int = 256,
+    ) -> None:
+        self._host = host
+        self._execution_timeout = execution_timeout
+        self._heartbeat_seconds = heartbeat_seconds
+        self._form_wait = form_wait_seconds
+        self._max_invocations = max_invocations_per_provider
+        self._queue_size = queue_size
+        self._registrations: dict[str, Registration] = {}
+        """provider id → live registration."""
+        self._tools: dict[str, Registration] = {}
+        """qualified Tool name → live registration serving it (the latest to claim it)."""
+        self._invocations: dict[str, Invocation] = {}
+        """live invocations by id."""
+        self._by_interaction: dict[str, Invocation] = {}
+        self._settled: OrderedDict[str, str] = OrderedDict()
+        """recently settled invocation id → connection id."""
+        self._early_settled: OrderedDict[str, interaction_pb2.Interaction] = OrderedDict()
+        self._connections: set[Connection] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._counters: Counter[str] = Counter()
+        self._liveness: asyncio.Task[None] | None = None
+        self._shutting_down = False
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the provider liveness sweep."""
+        self._liveness = asyncio.create_task(self._sweep_liveness(), name="maka-broker-liveness")
+
+    async def shutdown(self, timeout: float = 5.0) -> None:
+        """Graceful stop: live invocations settle ``lost``, pending forms close ``stopped``,
+        providers get ``cancel`` and their streams end; waits up to ``timeout`` s for the closes."""
+        self._shutting_down = True
+        if self._liveness is not None:
+            self._liveness.cancel()
+        for invocation in list(self._invocations.values()):
+            invocation.late_form_close = CR.CLOSE_REASON_STOPPED
+            self._settle(
+                invocation,
+                InvocationState.LOST,
+                broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the broker is shutting down")),
+                form_close=CR.CLOSE_REASON_STOPPED,
+                cancel_reason="broker shutting down",
+            )
+        for connection in list(self._connections):
+            connection.outbox.close()
+        await self._wait(self._tasks, timeout)
+
+    # --- stats ----------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        """Counters (monotonic) and gauges: ``rejected_frames``, ``rejected_frames.<REASON>``,
+        ``invocations_started``, ``invocations.<outcome>``, ``registrations``, ``replacements``,
+        ``interactions_opened``, ``live_invocations``, ``live_registrations``, ``pending_forms``."""
+        out = dict(self._counters)
+        out["live_invocations"] = len(self._invocations)
+        out["live_registrations"] = len(self._registrations)
+        out["pending_forms"] = len(self._by_interaction)
+        return out
+
+    def live_invocations(self) -> list[Invocation]:
+        """The live (not terminal) invocations."""
+        return list(self._invocations.values())
+
+    def awaiting_interaction_ids(self) -> list[str]:
+        """Canonical ids of the forms the broker waits on (HostLink resume ``watched`` ids)."""
+        return list(self._by_interaction)
+
+    # --- provider connections -------------------------------------------------------------------
+
+    def open_connection(self) -> Connection:
+        """A new provider stream; the broker mints its connection id."""
+        connection = Connection(connection_id=_mint("conn"), outbox=_Notifier(self._queue_size))
+        self._connections.add(connection)
+        if self._shutting_down:
+            connection.outbox.close()
+        return connection
+
+    def connection_lost(self, connection: Connection) -> None:
+        """The provider's stream ended (EOF, cancellation, transport failure): its live
+        registration is retired, its invocations settle ``lost``, pending forms close ``provider_lost``."""
+        self._connections.discard(connection)
+        connection.outbox.close()
+        registration = connection.registration
+        if registration is not None and registration.live:
+            self._retire(registration, "provider disconnected")
+
+    def handle_frame(self, connection: Connection, request: broker_pb2.ConnectRequest) -> None:
+        """Apply one provider frame. A refused frame is answered with ``FrameRejected`` on the same
+        stream and counted; it never ends the stream and changes nothing else."""
+        connection.last_seen = time.monotonic()
+        try:
+            self._apply(connection, request)
+        except FrameRejection as rejection:
+            self._counters["rejected_frames"] += 1
+            self._counters[f"rejected_frames.{RR.Name(rejection.reason).removeprefix('REJECT_REASON_')}"] += 1
+            log.info(
+                "frame_rejected",
+                extra={
+                    "connection_id": connection.connection_id,
+                    "invocation_id": rejection.invocation_id,
+                    "reject_reason": RR.Name(rejection.reason),
+                },
+            )
+            self._send(connection, rejection.to_frame())
+
+    def _apply(self, connection: Connection, request: broker_pb2.ConnectRequest) -> None:
+        kind = request.WhichOneof("frame")
+        if kind == "register":
+            self._register(connection, request.register)
+            return
+        registration = connection.registration
+        if registration is None or not registration.live:
+            raise FrameRejection(RR.REJECT_REASON_NOT_REGISTERED, "", "register first")
+        if kind == "heartbeat":
+            return
+        if kind == "tools_changed":
+            self._tools_changed(registration, request.tools_changed.tools)
+        elif kind == "progress":
+            self._progress(connection, request.progress)
+        elif kind == "interaction_request":
+            self._interaction_request(connection, request.interaction_request)
+        elif kind == "result":
+            self._result(connection, request.result)
+        elif kind == "failure":
+            self._failure(connection, request.failure)
+        else:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
+
+    def _register(self, connection: Connection, register: broker_pb2.Register) -> None:
+        if connection.registration is not None:
+            raise FrameRejection(RR.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
+        if self._shutting_down:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
+        problem = _check_id("provider_id", register.provider_id)
+        tools: dict[str, broker_pb2.ToolDescriptor] = {}
+        if problem is None:
+            tools, problem = _check_tools(register.tools)
+        if problem is not None:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+        old = self._registrations.get(register.provider_id)
+        if old is not None:
+            self._counters["replacements"] += 1
+            self._retire(old, "provider registration replaced")
+            old.connection.outbox.close()
+        registration = Registration(
+            registration_id=_mint("reg"),
+            provider_id=register.provider_id,
+            display_name=register.display_name[:MAX_ID_CHARS] or register.provider_id,
+            connection=connection,
+            tools=tools,
+        )
+        connection.registration = registration
+        self._registrations[registration.provider_id] = registration
+        for name in tools:
+            self._tools[name] = registration
+        self._counters["registrations"] += 1
+        log.info(
+            "provider_registered",
+            extra={
+                "provider_id": registration.provider_id,
+                "registration_id": registration.registration_id,
+                "connection_id": connection.connection_id,
+                "tools": len(tools),
+            },
+        )
+        interval = duration_pb2.Duration()
+        interval.FromNanoseconds(int(self._heartbeat_seconds * 1e9))
+        self._send(
+            connection,
+            broker_pb2.ConnectResponse(
+                registered=broker_pb2.Registered(
+                    registration_id=registration.registration_id,
+                    connection_id=connection.connection_id,
+                    heartbeat_interval=interval,
+                )
+            ),
+        )
+
+    def _tools_changed(self, registration: Registration, descriptors: Iterable[broker_pb2.ToolDescriptor]) -> None:
+        tools, problem = _check_tools(descriptors)
+        if problem is not None:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+        for name in registration.tools:
+            if self._tools.get(name) is registration:
+                del self._tools[name]
+        changed = {n for n, d in registration.tools.items() if tools.get(n) != d}
+        registration.tools = tools
+        for name in tools:
+            self._tools[name] = registration
+        for invocation in list(registration.invocations.values()):
+            if invocation.qualified_name in changed:
+                self._settle(
+                    invocation,
+                    InvocationState.LOST,
+                    broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the Tool binding changed")),
+                    form_close=CR.CLOSE_REASON_SUPERSEDED,
+                    cancel_reason="tool binding changed",
+                )
+
+    def _retire(self, registration: Registration, reason: str) -> None:
+        registration.live = False
+        if self._registrations.get(registration.provider_id) is registration:
+            del self._registrations[registration.provider_id]
+        for name in registration.tools:
+            if self._tools.get(name) is registration:
+                del self._tools[name]
+        for other in self._registrations.values():
+            for name in other.tools:
+                self._tools.setdefault(name, other)
+        for invocation in list(registration.invocations.values()):
+            invocation.late_form_close = CR.CLOSE_REASON_PROVIDER_LOST
+            self._settle(
+                invocation,
+                InvocationState.LOST,
+                broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason=reason)),
+                form_close=CR.CLOSE_REASON_PROVIDER_LOST,
+                cancel_reason=reason,
+            )
+        log.info(
+            "provider_retired",
+            extra={"provider_id": registration.provider_id, "registration_id": registration.registration_id},
+        )
+
+    def _send(self, connection: Connection, frame: broker_pb2.ConnectResponse) -> None:
+        if connection.outbox.push(frame) or connection.outbox.closed:
+            return
+        # The provider does not read its stream: treat it as lost rather than buffer without bound.
+        self._counters["provider_queue_overflows"] += 1
+        connection.outbox.close()
+        registration = connection.registration
+        if registration is not None and registration.live:
+            asyncio.get_running_loop().call_soon(self._retire_if_live, registration, "provider stream overflowed")
+
+    def _retire_if_live(self, registration: Registration, reason: str) -> None:
+        if registration.live:
+            self._retire(registration, reason)
+
+    async def _sweep_liveness(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat_seconds)
+            deadline = time.monotonic() - 3 * self._heartbeat_seconds
+            for registration in list(self._registrations.values()):
+                if registration.connection.last_seen < deadline:
+                    self._counters["providers_timed_out"] += 1
+                    self._retire(registration, "provider heartbeat missed")
+                    registration.connection.outbox.close()
+
+    # --- provider frames for invocations --------------------------------------------------------
+
+    def _owned(self, connection: Connection, invocation_id: str) -> Invocation:
+        """The live invocation ``invocation_id`` of this connection, or a FrameRejection."""
+        invocation = self._invocations.get(invocation_id)
+        registration = connection.registration
+        if invocation is None:
+            owner = self._settled.get(invocation_id)
+            if owner is None:
+                raise FrameRejection(RR.REJECT_REASON_UNKNOWN_INVOCATION, invocation_id, "no such invocation")
+            if owner != connection.connection_id:
+                raise FrameRejection(RR.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
+            raise FrameRejection(RR.REJECT_REASON_INVOCATION_SETTLED, invocation_id, "the invocation already settled")
+        if invocation.registration is not registration or registration is None:
+            raise FrameRejection(RR.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
+        return invocation
+
+    def _progress(self, connection: Connection, frame: broker_pb2.InvocationProgress) -> None:
+        invocation = self._owned(connection, frame.invocation_id)
+        event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
+        if frame.HasField("total"):
+            event.total = frame.total
+        if invocation.events.full():
+            self._counters["progress_dropped"] += 1
+            return
+        invocation.events.push(broker_pb2.CallToolResponse(progress=event))
+
+    def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
+        invocation = self._owned(connection, frame.invocation_id)
+        if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
+            raise FrameRejection(
+                RR.REJECT_REASON_INTERACTION_ALREADY_PENDING, invocation.invocation_id, "a form is already pending"
+            )
+        if not frame.HasField("form") or not frame.form.fields:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the form has no fields")
+        if len(frame.correlation_id) > MAX_ID_CHARS:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long")
+        registration = connection.registration
+        assert registration is not None
+        form = form_pb2.Form()
+        form.CopyFrom(frame.form)
+        _, _, bare = invocation.qualified_name.partition(":")
+        claimed_server = form.requester.claimed_server or invocation.qualified_name.partition(":")[0]
+        claimed_tool = form.requester.claimed_tool or bare
+        form.requester.CopyFrom(
+            form_pb2.Requester(
+                provider_id=registration.provider_id,
+                provider_display_name=registration.display_name,
+                claimed_server=claimed_server[:MAX_ID_CHARS],
+                claimed_tool=claimed_tool[:MAX_ID_CHARS],
+            )
+        )
+        binding = interaction_pb2.Binding(
+            session_id=invocation.session_id,
+            turn_id=invocation.turn_id,
+            tool_use_id=invocation.tool_use_id,
+            invocation_id=invocation.invocation_id,
+            registration_id=registration.registration_id,
+            connection_id=connection.connection_id,
+            provider_correlation_id=frame.correlation_id,
+            tool_name=invocation.qualified_name,
+        )
+        invocation.state = InvocationState.OPENING
+        invocation.correlation_id = frame.correlation_id
+        self._spawn(invocation, self._open(invocation, binding, form))
+
+    async def _open(self, invocation: Invocation, binding: interaction_pb2.Binding, form: form_pb2.Form) -> None:
+        try:
+            interaction = await self._host.open(binding, form, self._form_wait)
+        except OpenRefused as refused:
+            if invocation.state is not InvocationState.OPENING:
+                return
+            registration = invocation.registration
+            if refused.reason in ("INVALID_FORM", "INVALID_REQUEST", "LIMIT_EXCEEDED"):
+                invocation.state = InvocationState.RUNNING
+                self._counters["rejected_frames"] += 1
+                self._counters["rejected_frames.INVALID_FORM"] += 1
+                if registration is not None:
+                    rejection = FrameRejection(
+                        RR.REJECT_REASON_INVALID_FORM,
+                        invocation.invocation_id,
+                        f"{refused.reason}: {refused.message}"[:MAX_MESSAGE_CHARS],
+                    )
+                    self._send(registration.connection, rejection.to_frame())
+                return
+            code = FC.FAILURE_CODE_HOST_UNAVAILABLE
+            if refused.reason == "STALE_EPOCH":
+                code = FC.FAILURE_CODE_INTERACTION_CLOSED
+            self._fail(invocation, code, f"the Interaction service refused the form: {refused.reason}")
+            return
+        except HostUnavailable as error:
+            if invocation.state is InvocationState.OPENING:
+                self._fail(invocation, FC.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
+            return
+        interaction_id = interaction.interaction_id
+        self._counters["interactions_opened"] += 1
+        if invocation.state is not InvocationState.OPENING:
+            # Settled while the open was in flight: never leave the form orphaned.
+            await self._host.close(interaction_id, invocation.late_form_close)
+            return
+        invocation.state = InvocationState.AWAITING
+        invocation.interaction_id = interaction_id
+        self._disarm(invocation)
+        self._by_interaction[interaction_id] = invocation
+        invocation.events.push(
+            broker_pb2.CallToolResponse(
+                awaiting_interaction=broker_pb2.AwaitingInteraction(
+                    interaction_id=interaction_id,
+                    message=interaction.form.message[:MAX_MESSAGE_CHARS],
+                    field_count=len(interaction.form.fields),
+                )
+            )
+        )
+        log.info(
+            "awaiting_interaction",
+            extra={"invocation_id": invocation.invocation_id, "interaction_id": interaction_id},
+        )
+        early = self._early_settled.pop(interaction_id, None)
+        if early is not None:
+            self.interaction_settled(early)
+
+    def _result(self, connection: Connection, frame: broker_pb2.InvocationResult) -> None:
+        invocation = self._owned(connection, frame.invocation_id)
+        if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
+            self._fail(
+                invocation,
+                FC.FAILURE_CODE_INCONSISTENT_PROVIDER,
+                "the provider returned a final result while its form was pending",
+                form_close=CR.CLOSE_REASON_INVOCATION_SETTLED,
+                cancel=False,
+            )
+            return
+        try:
+            result = json.loads(frame.call_tool_result_json)
+        except ValueError:
+            result = None
+        if not isinstance(result, dict):
+            raise FrameRejection(
+                RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "call_tool_result_json is not a JSON object"
+            )
+        self._settle(
+            invocation,
+            InvocationState.SUCCEEDED,
+            broker_pb2.CallToolResponse(
+                result=broker_pb2.CallResult(
+                    call_tool_result_json=frame.call_tool_result_json, is_error=result.get("isError") is True
+                )
+            ),
+            form_close=None,
+            cancel_reason=None,
+        )
+
+    def _failure(self, connection: Connection, frame: broker_pb2.InvocationFailure) -> None:
+        invocation = self._owned(connection, frame.invocation_id)
+        code = frame.code if frame.code != FC.FAILURE_CODE_UNSPECIFIED else FC.FAILURE_CODE_PROVIDER_ERROR
+        self._fail(
+            invocation,
+            code,
+            frame.message[:MAX_MESSAGE_CHARS],
+            form_close=CR.CLOSE_REASON_INVOCATION_SETTLED,
+            cancel=False,
+        )
+
+    # --- the Interaction service's side ---------------------------------------------------------
+
+    def interaction_settled(self, interaction: interaction_pb2.Interaction) -> None:
+        """A form stopped being pending (HostLink ``settled``). Delivered only to the exact
+        invocation, registration and connection it was bound to, and only while it awaits it."""
+        interaction_id = interaction.interaction_id
+        invocation = self._by_interaction.get(interaction_id)
+        if invocation is None:
+            if interaction.binding.invocation_id in self._invocations:
+                pending = self._invocations[interaction.binding.invocation_id]
+                if pending.state is InvocationState.OPENING:
+                    self._early_settled[interaction_id] = interaction
+                    while len(self._early_settled) > SETTLED_MEMORY:
+                        self._early_settled.popitem(last=False)
+            return
+        registration = invocation.registration
+        binding = interaction.binding
+        if (
+            invocation.state is not InvocationState.AWAITING
+            or registration is None
+            or not registration.live
+            or binding.invocation_id != invocation.invocation_id
+            or binding.registration_id != registration.registration_id
+            or binding.connection_id != registration.connection.connection_id
+        ):
+            self._counters["settlements_ignored"] += 1
+            return
+        del self._by_interaction[interaction_id]
+        invocation.interaction_id = ""
+        connection = registration.connection
+        if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
+            invocation.state = InvocationState.RUNNING
+            invocation.events.push(
+                broker_pb2.CallToolResponse(
+                    interaction_settled=broker_pb2.InteractionSettledEvent(
+                        interaction_id=interaction_id,
+                        action=interaction.answer.action,
+                        close_reason=CR.CLOSE_REASON_ANSWERED,
+                    )
+                )
+            )
+            self._send(
+                connection,
+                broker_pb2.ConnectResponse(
+                    interaction_result=broker_pb2.InteractionResult(
+                        invocation_id=invocation.invocation_id,
+                        correlation_id=invocation.correlation_id,
+                        interaction_id=interaction_id,
+                        answer=interaction.answer,
+                        close_reason=CR.CLOSE_REASON_ANSWERED,
+                    )
+                ),
+            )
+            self._arm(invocation)
+            return
+        reason = interaction.close_reason
+        invocation.events.push(
+            broker_pb2.CallToolResponse(
+                interaction_settled=broker_pb2.InteractionSettledEvent(
+                    interaction_id=interaction_id, close_reason=reason
+                )
+            )
+        )
+        self._send(
+            connection,
+            broker_pb2.ConnectResponse(
+                interaction_result=broker_pb2.InteractionResult(
+                    invocation_id=invocation.invocation_id,
+                    correlation_id=invocation.correlation_id,
+                    interaction_id=interaction_id,
+                    close_reason=reason,
+                )
+            ),
+        )
+        if reason == CR.CLOSE_REASON_STOPPED:
+            self._settle(
+                invocation,
+                InvocationState.STOPPED,
+                broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()),
+                form_close=None,
+                cancel_reason="interaction stopped",
+            )
+            return
+        code = (
+            FC.FAILURE_CODE_INTERACTION_TIMED_OUT
+            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED)
+            else FC.FAILURE_CODE_INTERACTION_CLOSED
+        )
+        self._fail(invocation, code, f"the form closed: {CR.Name(reason).removeprefix('CLOSE_REASON_').lower()}")
+
+    def host_stale(self) -> None:
+        """The HostLink resume was refused as stale: fail every form-bound invocation closed."""
+        for invocation in list(self._invocations.values()):
+            if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
+                self._by_interaction.pop(invocation.interaction_id, None)
+                invocation.interaction_id = ""
+                self._fail(invocation, FC.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
+
+    # --- the caller's side ----------------------------------------------------------------------
+
+    def call_tool(self, request: broker_pb2.CallToolRequest) -> Invocation:
+        """Start one invocation and return it (iterate :meth:`Invocation.stream` for its events).
+
+        A malformed request (ids empty or over 256 code points, arguments not a JSON object, a
+        live duplicate tool-use id in the session) or an unknown Tool yields an invocation whose
+        only event is ``failure`` (FAILURE_CODE_INVALID_REQUEST / UNKNOWN_TOOL /
+        RESOURCE_EXHAUSTED / HOST_UNAVAILABLE when shutting down). Otherwise events start with
+        ``accepted`` and end with exactly one of result, failure, lost, stopped.
+        """
+        invocation = Invocation(
+            invocation_id=_mint("inv"),
+            session_id=request.session_id,
+            turn_id=request.turn_id,
+            tool_use_id=request.tool_use_id,
+            qualified_name=request.tool_name,
+            arguments_json=request.arguments_json or "{}",
+            registration=None,
+            events=_Notifier(self._queue_size),
+        )
+        self._counters["invocations_started"] += 1
+        try:
+            registration = self._route(request, invocation.arguments_json)
+        except InvalidRequest as error:
+            self._settle(invocation, InvocationState.FAILED, _failure(FC.FAILURE_CODE_INVALID_REQUEST, error.message))
+            return invocation
+        except _Refused as refused:
+            self._settle(invocation, InvocationState.FAILED, _failure(refused.code, refused.message))
+            return invocation
+        invocation.registration = registration
+        registration.invocations[invocation.invocation_id] = invocation
+        self._invocations[invocation.invocation_id] = invocation
+        invocation.events.push(
+            broker_pb2.CallToolResponse(
+                accepted=broker_pb2.CallAccepted(
+                    invocation_id=invocation.invocation_id, provider_id=registration.provider_id
+                )
+            )
+        )
+        timeout = duration_pb2.Duration()
+        timeout.FromNanoseconds(int(self._execution_timeout * 1e9))
+        _, _, bare = invocation.qualified_name.partition(":")
+        self._arm(invocation)
+        log.info(
+            "invocation_started",
+            extra={
+                "invocation_id": invocation.invocation_id,
+                "session_id": invocation.session_id,
+                "turn_id": invocation.turn_id,
+                "tool": invocation.qualified_name,
+                "provider_id": registration.provider_id,
+            },
+        )
+        self._send(
+            registration.connection,
+            broker_pb2.ConnectResponse(
+                invoke=broker_pb2.Invoke(
+                    invocation_id=invocation.invocation_id,
+                    tool_name=bare,
+                    arguments_json=invocation.arguments_json,
+                    execution_timeout=timeout,
+                )
+            ),
+        )
+        return invocation
+
+    def _route(self, request: broker_pb2.CallToolRequest, arguments_json: str) -> Registration:
+        for name, value in (
+            ("session_id", request.session_id),
+            ("turn_id", request.turn_id),
+            ("tool_use_id", request.tool_use_id),
+            ("tool_name", request.tool_name),
+        ):
+            problem = _check_id(name, value)
+            if problem is not None:
+                raise InvalidRequest(problem)
+        server, sep, tool = request.tool_name.partition(":")
+        if not sep or not server or not tool:
+            raise InvalidRequest("tool_name must be qualified as SERVER:TOOL")
+        try:
+            arguments = json.loads(arguments_json)
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise InvalidRequest("arguments_json must be a JSON object")
+        for other in self._invocations.values():
+            if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
+                raise InvalidRequest("a live invocation already has this tool_use_id in the session")
+        if self._shutting_down:
+            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
+        registration = self._tools.get(request.tool_name)
+        if registration is None or not registration.live:
+            raise _Refused(FC.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
+        if len(registration.invocations) >= self._max_invocations:
+            raise _Refused(FC.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
+        return registration
+
+    async def stop(self, session_id: str = "", turn_id: str = "", *, all_sessions: bool = False) -> int:
+        """Stop the live invocations of a turn, a session, or (``all_sessions``) the Host.
+
+        Each one ends ``stopped``; its pending form closes ``stopped`` (awaited, bounded) and the
+        provider gets ``cancel``; no interaction result is delivered to it afterwards, so no retry
+        can follow (RFC criterion 7). Returns how many invocations were stopped.
+
+        Raises:
+            InvalidRequest: ``all_sessions`` together with ids, or neither (INVALID_ARGUMENT).
+        """
+        if all_sessions and (session_id or turn_id):
+            raise InvalidRequest("a global stop takes no session_id or turn_id")
+        if not all_sessions and not session_id:
+            raise InvalidRequest("session_id is required unless all is set")
+        targets = [
+            inv
+            for inv in self._invocations.values()
+            if all_sessions or (inv.session_id == session_id and (not turn_id or inv.turn_id == turn_id))
+        ]
+        work: set[asyncio.Task[Any]] = set()
+        for invocation in targets:
+            self.stop_invocation(invocation, "stopped")
+            work |= invocation.tasks
+        await self._wait(work, 10.0)
+        return len(targets)
+
+    def stop_invocation(self, invocation: Invocation, reason: str) -> None:
+        """Stop one invocation now (also used when its CallTool caller disconnects)."""
+        invocation.late_form_close = CR.CLOSE_REASON_STOPPED
+        self._settle(
+            invocation,
+            InvocationState.STOPPED,
+            broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()),
+            form_close=CR.CLOSE_REASON_STOPPED,
+            cancel_reason=reason,
+        )
+
+    def list_tools(self) -> list[broker_pb2.Tool]:
+        """Every Tool of every live registration (the routed one per qualified name)."""
+        tools = []
+        for name, registration in sorted(self._tools.items()):
+            descriptor = registration.tools[name]
+            tools.append(
+                broker_pb2.Tool(
+                    qualified_name=name,
+                    description=descriptor.description,
+                    input_schema_json=descriptor.input_schema_json,
+                    provider_id=registration.provider_id,
+                    provider_display_name=registration.display_name,
+                )
+            )
+        return tools
+
+    # --- transitions ----------------------------------------------------------------------------
+
+    def _fail(
+        self,
+        invocation: Invocation,
+        code: broker_pb2.FailureCode.ValueType,
+        message: str,
+        *,
+        form_close: interaction_pb2.CloseReason.ValueType | None = CR.CLOSE_REASON_INVOCATION_SETTLED,
+        cancel: bool = True,
+    ) -> None:
+        self._settle(
+            invocation,
+            InvocationState.FAILED,
+            _failure(code, message),
+            form_close=form_close,
+            cancel_reason=FC.Name(code).removeprefix("FAILURE_CODE_").lower() if cancel else None,
+        )
+
+    def _settle(
+        self,
+        invocation: Invocation,
+        state: InvocationState,
+        event: broker_pb2.CallToolResponse,
+        *,
+        form_close: interaction_pb2.CloseReason.ValueType | None = None,
+        cancel_reason: str | None = None,
+    ) -> bool:
+        """Move ``invocation`` to terminal ``state`` once: disarm the timer, close its pending form
+        with ``form_close``, tell the provider ``cancel`` (when ``cancel_reason``), emit ``event``."""
+        if invocation.is_terminal:
+            return False
+        previous = invocation.state
+        invocation.state = state
+        if form_close is not None:
+            invocation.late_form_close = form_close
+        self._disarm(invocation)
+        invocation.terminal = event
+        invocation.events.close()
+        self._invocations.pop(invocation.invocation_id, None)
+        self._counters[f"invocations.{state.value}"] += 1
+        registration = invocation.registration
+        if registration is not None:
+            registration.invocations.pop(invocation.invocation_id, None)
+            self._settled[invocation.invocation_id] = registration.connection.connection_id
+            while len(self._settled) > SETTLED_MEMORY:
+                self._settled.popitem(last=False)
+        if previous is InvocationState.AWAITING and invocation.interaction_id:
+            self._by_interaction.pop(invocation.interaction_id, None)
+            self._spawn(invocation, self._close_form(invocation.interaction_id, invocation.late_form_close))
+        if cancel_reason is not None and registration is not None and not registration.connection.outbox.closed:
+            self._send(
+                registration.connection,
+                broker_pb2.ConnectResponse(
+                    cancel=broker_pb2.CancelInvocation(invocation_id=invocation.invocation_id, reason=cancel_reason)
+                ),
+            )
+        log.info(
+            "invocation_settled",
+            extra={"invocation_id": invocation.invocation_id, "outcome": state.value, "from_state": previous.value},
+        )
+        return True
+
+    async def _close_form(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        try:
+            await self._host.close(interaction_id, reason)
+        except HostUnavailable:
+            log.warning("form_close_deferred", extra={"interaction_id": interaction_id})
+
+    def _arm(self, invocation: Invocation) -> None:
+        self._disarm(invocation)
+        invocation.timer_generation += 1
+        generation = invocation.timer_generation
+        invocation.timer = asyncio.get_running_loop().call_later(
+            self._execution_timeout, self._timer_fired, invocation, generation
+        )
+
+    def _disarm(self, invocation: Invocation) -> None:
+        if invocation.timer is not None:
+            invocation.timer.cancel()
+            invocation.timer = None
+        invocation.timer_generation += 1
+
+    def _timer_fired(self, invocation: Invocation, generation: int) -> None:
+        if generation != invocation.timer_generation or invocation.state not in (
+            InvocationState.RUNNING,
+            InvocationState.OPENING,
+        ):
+            return
+        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, "the provider execution timer fired")
+
+    def _spawn(self, invocation: Invocation | None, coro: Any) -> None:
+        task: asyncio.Task[Any] = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if invocation is not None:
+            invocation.tasks.add(task)
+            task.add_done_callback(invocation.tasks.discard)
+
+    @staticmethod
+    async def _wait(tasks: set[asyncio.Task[Any]], timeout: float) -> None:
+        if tasks:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class _Refused(Exception):
+    def __init__(self, code: broker_pb2.FailureCode.ValueType, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _failure(code: broker_pb2.FailureCode.ValueType, message: str) -> broker_pb2.CallToolResponse:
+    return broker_pb2.CallToolResponse(failure=broker_pb2.CallFailure(code=code, message=message))
+
+
+def _mint(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(12)}"
+
+
+def _check_id(name: str, value: str) -> str | None:
+    if not value:
+        return f"{name} is required"
+    if len(value) > MAX_ID_CHARS:
+        return f"{name} is longer than {MAX_ID_CHARS} characters"
+    if not value.isprintable():
+        return f"{name} has control characters"
+    return None
+
+
+def _check_tools(
+    descriptors: Iterable[broker_pb2.ToolDescriptor],
+) -> tuple[dict[str, broker_pb2.ToolDescriptor], str | None]:
+    tools: dict[str, broker_pb2.ToolDescriptor] = {}
+    for descriptor in descriptors:
+        for name, value in (("tool name", descriptor.name), ("claimed_server", descriptor.claimed_server)):
+            problem = _check_id(name, value)
+            if problem is not None:
+                return {}, problem
+        if ":" in descriptor.claimed_server:
+            return {}, "claimed_server must not contain ':'"
+        if descriptor.input_schema_json:
+            try:
+                schema = json.loads(descriptor.input_schema_json)
+            except ValueError:
+                schema = None
+            if not isinstance(schema, dict):
+                return {}, f"input_schema_json of {descriptor.name} is not a JSON object"
+        qualified = f"{descriptor.claimed_server}:{descriptor.name}"
+        if qualified in tools:
+            return {}, f"duplicate Tool {qualified}"
+        tools[qualified] = descriptor
+    return tools, None

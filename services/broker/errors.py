@@ -1,0 +1,69 @@
+"""Broker domain errors.
+
+RPC-level errors are :class:`services.core.status.ServiceError` subclasses (mapped to gRPC status by
+:func:`services.core.status.abort`); provider frame refusals are :class:`FrameRejection`, which the
+broker turns into a ``FrameRejected`` frame on the provider's own stream and counts (they never end
+the stream).
+"""
+
+from __future__ import annotations
+
+from maka.broker.v1 import broker_pb2
+from services.core.status import FailedPrecondition, InvalidArgument, PermissionDenied, Unavailable
+
+DOMAIN = "maka.broker.v1"
+
+
+class InvalidRequest(InvalidArgument):
+    """INVALID_ARGUMENT / ``INVALID_REQUEST``: a malformed Connect register, Stop or CallTool request."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("INVALID_REQUEST", message, domain=DOMAIN)
+
+
+class NotPermitted(PermissionDenied):
+    """PERMISSION_DENIED / ``PERMISSION_DENIED``: the caller lacks the role or the session (DESIGN.md §6)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("PERMISSION_DENIED", message, domain=DOMAIN)
+
+
+class NotRegistered(FailedPrecondition):
+    """FAILED_PRECONDITION / ``NOT_REGISTERED``: a Connect stream ended before it registered."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("NOT_REGISTERED", message, domain=DOMAIN)
+
+
+class HostUnavailable(Unavailable):
+    """UNAVAILABLE / ``HOST_UNAVAILABLE``: the Interaction service's HostLink is down or stale."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("HOST_UNAVAILABLE", message, domain=DOMAIN)
+
+
+class OpenRefused(Exception):
+    """The Interaction service refused ``OpenInteraction`` (``OpenRejected``): reason name and message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+class FrameRejection(Exception):
+    """A provider frame refused fail-closed: nothing changed; sent back as ``FrameRejected``."""
+
+    def __init__(self, reason: broker_pb2.RejectReason.ValueType, invocation_id: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.invocation_id = invocation_id
+        self.message = message
+
+    def to_frame(self) -> broker_pb2.ConnectResponse:
+        """The ``FrameRejected`` frame for the provider."""
+        return broker_pb2.ConnectResponse(
+            rejected=broker_pb2.FrameRejected(
+                reason=self.reason, invocation_id=self.invocation_id, message=self.message
+            )
+        )

@@ -1,0 +1,336 @@
+"""The broker's client of the Interaction service's ``HostLink`` stream (DESIGN.md §2, §4).
+
+One long-lived bidirectional stream per broker process:
+
+- the first connection says ``Hello(begin_new_epoch=true)``: a fresh Host epoch begins and every
+  pending form of older epochs closes ``host_restarted`` (RFC criterion 9);
+- later connections (after a drop) say ``Hello(resume_epoch=N, watched_interaction_ids=...)`` —
+  never a new epoch; forms that settled meanwhile are reported at once as ``settled``;
+- a resume refused as ``STALE_EPOCH`` (another Host epoch began) is final: the link turns stale,
+  ``on_stale`` is called so the broker fails its awaiting invocations closed, and every later
+  :meth:`HostLink.open` raises :class:`~services.broker.errors.HostUnavailable`;
+- a ``Heartbeat`` every ``heartbeat_seconds`` renews the leases of this epoch's pending forms;
+- ``settled`` pushes go to ``on_settled``.
+
+Requests are matched to replies by ``request_ref`` (open) and interaction id (close). Outgoing
+frames go through a bounded queue. Reconnects back off exponentially (with jitter) up to
+``backoff_max`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import secrets
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+
+import grpc
+import grpc.aio
+from google.protobuf import duration_pb2
+
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.broker.errors import HostUnavailable, OpenRefused
+from services.core.status import error_from_rpc
+
+log = logging.getLogger("maka.broker.host_link")
+
+SettledCallback = Callable[[interaction_pb2.Interaction], None]
+
+
+class HostLink:
+    """Client of ``InteractionService.HostLink`` with reconnect, resume and lease heartbeat.
+
+    Args:
+        target: ``host:port`` of the Interaction service.
+        options: gRPC channel options (``services.core.serving.channel_options``: caps + keepalive).
+        token: bearer token for ``authorization`` metadata; empty sends none.
+        heartbeat_seconds: lease renewal interval (seconds).
+        queue_size: bound of the outgoing frame queue.
+        on_settled: called with every ``InteractionSettled.interaction`` (and with the winning
+            outcome of a close that found the form already settled).
+        on_stale: called once when a resume is refused as ``STALE_EPOCH``.
+        watched: returns the interaction ids the broker still waits on (sent on resume).
+        request_timeout: seconds to wait for the reply to one open/close.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        options: Sequence[tuple[str, int]] = (),
+        token: str = "",
+        heartbeat_seconds: float = 5.0,
+        queue_size: int = 256,
+        on_settled: SettledCallback,
+        on_stale: Callable[[], None],
+        watched: Callable[[], Iterable[str]],
+        request_timeout: float = 10.0,
+        backoff_initial: float = 0.05,
+        backoff_max: float = 2.0,
+    ) -> None:
+        self._target = target
+        self._options = list(options)
+        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self._heartbeat_seconds = heartbeat_seconds
+        self._queue_size = queue_size
+        self._on_settled = on_settled
+        self._on_stale = on_stale
+        self._watched = watched
+        self._request_timeout = request_timeout
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self._channel: grpc.aio.Channel | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] | None = None
+        self._opens: dict[str, asyncio.Future[interaction_pb2.Interaction]] = {}
+        self._closes: dict[str, deque[asyncio.Future[interaction_service_pb2.InteractionClosed]]] = {}
+        self._deferred_closes: dict[str, interaction_pb2.CloseReason.ValueType] = {}
+        self._connected = asyncio.Event()
+        self._stopping = False
+        self._background: set[asyncio.Task[interaction_service_pb2.InteractionClosed | None]] = set()
+        self.epoch: int | None = None
+        """The Host epoch this broker began (None until the first hello succeeded)."""
+        self.stale = False
+        """True once a resume was refused as STALE_EPOCH; the link never reconnects after that."""
+        self.connects = 0
+        """How many times a hello succeeded (1 + reconnects)."""
+        self.heartbeats_acked = 0
+
+    @property
+    def connected(self) -> bool:
+        """True while a hello succeeded and the stream is up."""
+        return self._connected.is_set()
+
+    async def start(self) -> None:
+        """Open the channel and start the link in the background (never blocks on the service)."""
+        self._channel = grpc.aio.insecure_channel(self._target, options=self._options)
+        self._task = asyncio.create_task(self._run(), name="maka-broker-hostlink")
+
+    async def wait_connected(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the link to be up; raises ``TimeoutError``."""
+        async with asyncio.timeout(timeout):
+            await self._connected.wait()
+
+    async def stop(self) -> None:
+        """Stop reconnecting, end the stream and close the channel."""
+        self._stopping = True
+        if self._queue is not None:
+            with contextlib.suppress(asyncio.QueueFull):
+                self._queue.put_nowait(None)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._fail_inflight(HostUnavailable("the broker is shutting down"))
+        if self._channel is not None:
+            await self._channel.close()
+
+    # --- requests -------------------------------------------------------------------------------
+
+    async def open(
+        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+    ) -> interaction_pb2.Interaction:
+        """Publish ``form`` for ``binding`` (``OpenInteraction``) and return the pending Interaction.
+
+        Raises:
+            OpenRefused: the service answered ``OpenRejected`` (reason name e.g. ``INVALID_FORM``).
+            HostUnavailable: the link is down, stale, or the reply did not come in time.
+        """
+        ref = secrets.token_hex(8)
+        wait = duration_pb2.Duration()
+        if wait_seconds > 0:
+            wait.FromNanoseconds(int(wait_seconds * 1e9))
+        future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
+        self._opens[ref] = future
+        try:
+            await self._send(
+                interaction_service_pb2.HostLinkRequest(
+                    open=interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding, form=form, wait=wait)
+                )
+            )
+            async with asyncio.timeout(self._request_timeout):
+                return await future
+        except TimeoutError:
+            raise HostUnavailable("the Interaction service did not answer the open in time") from None
+        finally:
+            self._opens.pop(ref, None)
+
+    async def close(
+        self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> interaction_service_pb2.InteractionClosed | None:
+        """Close a pending form with ``reason`` and return the service's ``InteractionClosed``.
+
+        When the link is down the close is deferred and sent right after the next successful
+        hello; then (and on a reply timeout) ``None`` is returned. Never raises for a down link.
+        """
+        if not self.connected:
+            if not self.stale:
+                self._deferred_closes[interaction_id] = reason
+            return None
+        future: asyncio.Future[interaction_service_pb2.InteractionClosed] = asyncio.get_running_loop().create_future()
+        self._closes.setdefault(interaction_id, deque()).append(future)
+        try:
+            await self._send(
+                interaction_service_pb2.HostLinkRequest(
+                    close=interaction_service_pb2.CloseInteraction(interaction_id=interaction_id, reason=reason)
+                )
+            )
+            async with asyncio.timeout(self._request_timeout):
+                return await future
+        except (HostUnavailable, TimeoutError):
+            if not self.stale:
+                self._deferred_closes[interaction_id] = reason
+            return None
+        finally:
+            waiting = self._closes.get(interaction_id)
+            if waiting is not None:
+                with contextlib.suppress(ValueError):
+                    waiting.remove(future)
+                if not waiting:
+                    del self._closes[interaction_id]
+
+    async def _send(self, request: interaction_service_pb2.HostLinkRequest) -> None:
+        queue = self._queue
+        if self.stale:
+            raise HostUnavailable("the Host epoch of this broker is stale")
+        if queue is None or not self.connected:
+            raise HostUnavailable("the HostLink to the Interaction service is down")
+        try:
+            async with asyncio.timeout(self._request_timeout):
+                await queue.put(request)
+        except TimeoutError:
+            raise HostUnavailable("the HostLink send queue is full") from None
+
+    # --- the stream -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        delay = self._backoff_initial
+        while not self._stopping:
+            try:
+                await self._session()
+                delay = self._backoff_initial
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as error:
+                detail = error_from_rpc(error)
+                if detail.reason == "STALE_EPOCH":
+                    log.error("host_link_stale", extra={"host_epoch": self.epoch})
+                    self._down()
+                    self.stale = True
+                    self._deferred_closes.clear()
+                    self._fail_inflight(HostUnavailable("the Host epoch of this broker is stale"))
+                    self._on_stale()
+                    return
+                log.warning("host_link_down", extra={"code": detail.code.name, "reason": detail.reason})
+            except Exception as error:
+                log.warning("host_link_error", extra={"error_type": type(error).__name__})
+            self._down()
+            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            delay = min(delay * 2, self._backoff_max)
+
+    def _down(self) -> None:
+        if self._connected.is_set():
+            log.info("host_link_disconnected", extra={"host_epoch": self.epoch})
+        self._connected.clear()
+        self._queue = None
+        self._fail_inflight(HostUnavailable("the HostLink to the Interaction service dropped"))
+
+    def _fail_inflight(self, error: HostUnavailable) -> None:
+        for future in list(self._opens.values()):
+            if not future.done():
+                future.set_exception(error)
+        for waiting in list(self._closes.values()):
+            for close_future in waiting:
+                if not close_future.done():
+                    close_future.set_exception(error)
+
+    async def _session(self) -> None:
+        assert self._channel is not None
+        stub = interaction_service_pb2_grpc.InteractionServiceStub(self._channel)
+        queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] = asyncio.Queue(self._queue_size)
+        if self.epoch is None:
+            hello = interaction_service_pb2.Hello(begin_new_epoch=True)
+        else:
+            hello = interaction_service_pb2.Hello(
+                resume_epoch=self.epoch, watched_interaction_ids=sorted(set(self._watched()))
+            )
+
+        async def requests() -> AsyncIterator[interaction_service_pb2.HostLinkRequest]:
+            yield interaction_service_pb2.HostLinkRequest(hello=hello)
+            while True:
+                item = await queue.get()
+                if item is None:
+                    return
+                yield item
+
+        call = stub.HostLink(requests(), metadata=self._metadata)
+        heartbeat: asyncio.Task[None] | None = None
+        try:
+            first = await call.read()
+            if first is grpc.aio.EOF or not isinstance(first, interaction_service_pb2.HostLinkResponse):
+                raise ConnectionError("HostLink ended before the epoch")
+            if first.WhichOneof("frame") != "epoch":
+                raise ConnectionError("HostLink's first response was not the epoch")
+            began = self.epoch is None
+            self.epoch = first.epoch.host_epoch
+            self.connects += 1
+            self._queue = queue
+            self._connected.set()
+            log.info(
+                "host_link_connected",
+                extra={"host_epoch": self.epoch, "began": began, "closed_count": first.epoch.closed_count},
+            )
+            heartbeat = asyncio.create_task(self._heartbeat(queue))
+            self._flush_deferred_closes()
+            while True:
+                response = await call.read()
+                if response is grpc.aio.EOF or not isinstance(response, interaction_service_pb2.HostLinkResponse):
+                    return
+                self._dispatch(response)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+            call.cancel()
+
+    def _flush_deferred_closes(self) -> None:
+        deferred, self._deferred_closes = self._deferred_closes, {}
+        for interaction_id, reason in deferred.items():
+            task = asyncio.create_task(self.close(interaction_id, reason))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _heartbeat(self, queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None]) -> None:
+        beat = interaction_service_pb2.HostLinkRequest(heartbeat=interaction_service_pb2.Heartbeat())
+        while True:
+            await asyncio.sleep(self._heartbeat_seconds)
+            await queue.put(beat)
+
+    def _dispatch(self, response: interaction_service_pb2.HostLinkResponse) -> None:
+        kind = response.WhichOneof("frame")
+        if kind == "opened":
+            future = self._opens.get(response.opened.request_ref)
+            if future is not None and not future.done():
+                future.set_result(response.opened.interaction)
+        elif kind == "open_rejected":
+            rejected = response.open_rejected
+            open_future = self._opens.get(rejected.request_ref)
+            if open_future is not None and not open_future.done():
+                name = interaction_pb2.ErrorReason.Name(rejected.reason).removeprefix("ERROR_REASON_")
+                open_future.set_exception(OpenRefused(name, rejected.message))
+        elif kind == "closed":
+            waiting = self._closes.get(response.closed.interaction_id)
+            while waiting:
+                close_future = waiting.popleft()
+                if not close_future.done():
+                    close_future.set_result(response.closed)
+                    break
+            if not response.closed.changed and response.closed.HasField("interaction"):
+                self._on_settled(response.closed.interaction)
+        elif kind == "settled":
+            self._on_settled(response.settled.interaction)
+        elif kind == "heartbeat_ack":
+            self.heartbeats_acked += 1

@@ -1,0 +1,91 @@
+"""Capability broker entry point: ``python -m services.broker.main``.
+
+``settings = Settings()`` → ``app = await build(settings)`` → ``await serve(app, settings)``.
+On start the broker begins a new Host epoch over HostLink (in the background; forms fail
+HOST_UNAVAILABLE until the link is up). On shutdown (NOT_SERVING first): live invocations settle
+``lost``, pending forms close ``stopped``, provider streams end, then the link closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+import grpc.aio
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.broker.broker import Broker
+from services.broker.host_link import HostLink
+from services.broker.servicer import BrokerServicer
+from services.broker.settings import Settings
+from services.core import logs
+from services.core.auth import Role
+from services.core.serving import channel_options, serve
+
+SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["CapabilityBrokerService"].full_name
+_METHOD = f"/{SERVICE_NAME}/"
+
+
+class BrokerApp:
+    """The broker as a ``services.core.serving.GrpcApp``: domain, HostLink and servicer."""
+
+    service_names: Sequence[str] = (SERVICE_NAME,)
+    method_roles: Mapping[str, frozenset[Role]] = {
+        _METHOD + "Connect": frozenset({Role.PROVIDER}),
+        _METHOD + "CallTool": frozenset({Role.CALLER}),
+        _METHOD + "Stop": frozenset({Role.CALLER}),
+        _METHOD + "ListTools": frozenset({Role.CALLER}),
+    }
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.host_link = HostLink(
+            settings.interaction_target,
+            options=channel_options(settings),
+            token=settings.interaction_token,
+            heartbeat_seconds=settings.heartbeat_seconds,
+            queue_size=settings.stream_queue_size,
+            on_settled=lambda interaction: self.broker.interaction_settled(interaction),
+            on_stale=lambda: self.broker.host_stale(),
+            watched=lambda: self.broker.awaiting_interaction_ids(),
+        )
+        self.broker = Broker(
+            self.host_link,
+            execution_timeout=settings.execution_timeout_seconds,
+            heartbeat_seconds=settings.heartbeat_seconds,
+            form_wait_seconds=settings.form_wait_seconds,
+            max_invocations_per_provider=settings.max_invocations_per_provider,
+            queue_size=settings.stream_queue_size,
+        )
+        self.servicer = BrokerServicer(self.broker)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        """Add the ``CapabilityBrokerService`` servicer."""
+        broker_pb2_grpc.add_CapabilityBrokerServiceServicer_to_server(self.servicer, server)
+
+    async def start(self) -> None:
+        """Start the HostLink (new Host epoch) and the provider liveness sweep."""
+        await self.host_link.start()
+        await self.broker.start()
+
+    async def stop(self) -> None:
+        """Settle live invocations lost, close pending forms stopped, end streams, close the link."""
+        await self.broker.shutdown(timeout=self.settings.grace_seconds)
+        await self.host_link.stop()
+
+
+async def build(settings: Settings) -> BrokerApp:
+    """Build the broker app from ``settings`` (nothing connects until ``start``)."""
+    return BrokerApp(settings)
+
+
+async def main() -> None:
+    """Run the broker until SIGINT/SIGTERM."""
+    settings = Settings()
+    logs.configure("broker", settings.log_level)
+    app = await build(settings)
+    await serve(app, settings)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,107 @@
+"""Thin gRPC adapter of :class:`services.broker.broker.Broker` (``maka.broker.v1.CapabilityBrokerService``).
+
+Roles (``services.core.auth``): ``Connect`` admits ``provider``; ``CallTool``, ``Stop`` and
+``ListTools`` admit ``caller``, and a caller scoped to sessions may only call and stop in its own
+sessions (a global Stop needs every session). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import grpc.aio
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.broker.broker import Broker, Connection
+from services.broker.errors import NotPermitted
+from services.core.auth import Role, current_principal
+from services.core.status import ServiceError, abort
+
+log = logging.getLogger("maka.broker.servicer")
+
+Context = grpc.aio.ServicerContext[object, object]
+
+
+def _require(role: Role, session_id: str | None = None) -> None:
+    principal = current_principal()
+    if not principal.has_role(role):
+        raise NotPermitted(f"the caller lacks the {role.value} role")
+    if session_id is not None and not principal.may_see(session_id):
+        raise NotPermitted("the caller may not act in this session")
+
+
+class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
+    """``CapabilityBrokerService`` over a :class:`Broker`."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def Connect(
+        self, request_iterator: AsyncIterator[broker_pb2.ConnectRequest], context: Context
+    ) -> AsyncIterator[broker_pb2.ConnectResponse]:
+        """Provider stream: ``register`` first, then frames; see ``broker.proto``. PERMISSION_DENIED
+        without the provider role."""
+        try:
+            _require(Role.PROVIDER)
+        except ServiceError as error:
+            await abort(context, error)
+        connection = self._broker.open_connection()
+        reader = asyncio.create_task(self._pump(request_iterator, connection))
+        try:
+            async for frame in connection.frames():
+                yield frame
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            self._broker.connection_lost(connection)
+
+    async def _pump(self, requests: AsyncIterator[broker_pb2.ConnectRequest], connection: Connection) -> None:
+        try:
+            async for request in requests:
+                self._broker.handle_frame(connection, request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the transport failed: the provider is gone
+            log.info("provider_stream_failed", extra={"error_type": type(error).__name__})
+        finally:
+            self._broker.connection_lost(connection)
+
+    async def CallTool(
+        self, request: broker_pb2.CallToolRequest, context: Context
+    ) -> AsyncIterator[broker_pb2.CallToolResponse]:
+        """One invocation's events; the caller disconnecting stops the invocation."""
+        try:
+            _require(Role.CALLER, request.session_id)
+        except ServiceError as error:
+            await abort(context, error)
+        invocation = self._broker.call_tool(request)
+        try:
+            async for event in invocation.stream():
+                yield event
+        finally:
+            if not invocation.is_terminal:
+                self._broker.stop_invocation(invocation, "caller disconnected")
+
+    async def Stop(self, request: broker_pb2.StopRequest, context: Context) -> broker_pb2.StopResponse:
+        """Stop a turn, a session, or (all) the Host. INVALID_ARGUMENT for a malformed scope."""
+        try:
+            if request.all:
+                _require(Role.CALLER, "*")
+            else:
+                _require(Role.CALLER, request.session_id)
+            stopped = await self._broker.stop(request.session_id, request.turn_id, all_sessions=request.all)
+        except ServiceError as error:
+            await abort(context, error)
+        return broker_pb2.StopResponse(stopped_invocations=stopped)
+
+    async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
+        """Tools of every live registration."""
+        try:
+            _require(Role.CALLER)
+        except ServiceError as error:
+            await abort(context, error)
+        return broker_pb2.ListToolsResponse(tools=self._broker.list_tools())

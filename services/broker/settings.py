@@ -1,0 +1,26 @@
+"""Capability broker settings (``MAKA_*`` environment variables)."""
+
+from __future__ import annotations
+
+from services.core.settings import GrpcServerSettings
+
+
+class Settings(GrpcServerSettings):
+    """How the broker serves providers and callers and reaches the Interaction service."""
+
+    interaction_target: str = "127.0.0.1:7101"
+    """``host:port`` of the Interaction service (its ``HostLink`` stream)."""
+    host_id: str = "local"
+    """The Runtime Host this broker is (one Host epoch sequence per id)."""
+    execution_timeout_seconds: float = 120.0
+    """Provider execution budget of one leg; suspended while a nested form is pending (RFC criterion 10)."""
+    heartbeat_seconds: float = 5.0
+    """HostLink lease renewal interval, and the provider heartbeat interval (silent for 3x = lost)."""
+    form_wait_seconds: float = 0.0
+    """Bounded wait of one pending form; 0 uses the Interaction service default."""
+    max_invocations_per_provider: int = 256
+    """Live invocations one provider registration may hold; more fail RESOURCE_EXHAUSTED."""
+    stream_queue_size: int = 256
+    """Bound of each per-stream outgoing queue (provider streams, CallTool streams, HostLink)."""
+    interaction_token: str = ""
+    """Bearer token presented to the Interaction service; empty sends none."""
