@@ -37,9 +37,11 @@ import grpc.aio
 from google.protobuf import timestamp_pb2
 
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.core.auth import bearer_metadata
+from services.core.channels import open_channel
 from services.core.form import Answer, Form, convert
-from services.core.serving import KEEPALIVE_OPTIONS
 from services.core.status import ErrorDetail, error_from_rpc
+from surfaces.common.form_input import field_to_json
 
 log = logging.getLogger("maka.surfaces.interaction_client")
 
@@ -124,6 +126,10 @@ def _time(ts: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
     return ts.ToDatetime(tzinfo=UTC)
 
 
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
+
+
 def close_reason_of(value: int) -> CloseReason:
     """``maka.interaction.v1.CloseReason`` enum number → :class:`CloseReason`."""
     try:
@@ -171,6 +177,33 @@ class InteractionView:
     def pending(self) -> bool:
         """True while the Interaction waits for an answer."""
         return self.state is InteractionState.PENDING
+
+    def to_json(self) -> dict[str, object]:
+        """JSON-ready data for machine output (``maka pending --json``): ids, session, Tool, state, message,
+        requester, fields (see :func:`surfaces.common.form_input.field_to_json`), times as RFC 3339 UTC
+        strings (``expires_at`` ``null`` when unbounded). Never includes answer values."""
+        requester = self.form.requester
+        return {
+            "id": self.interaction_id,
+            "session": self.session_id,
+            "turn": self.turn_id,
+            "tool_use_id": self.tool_use_id,
+            "tool": self.tool_name,
+            "state": self.state.value,
+            "close_reason": self.close_reason.value if not self.pending else None,
+            "action": self.answer.action.value if self.answer is not None else None,
+            "message": self.form.message,
+            "requester": {
+                "provider_id": requester.provider_id,
+                "provider_display_name": requester.provider_display_name,
+                "claimed_server": requester.claimed_server,
+                "claimed_tool": requester.claimed_tool,
+            },
+            "fields": [field_to_json(f) for f in self.form.fields],
+            "created_at": _iso(self.created_at),
+            "expires_at": _iso(self.expires_at),
+            "settled_at": _iso(self.settled_at),
+        }
 
     @classmethod
     def from_proto(cls, message: interaction_pb2.Interaction) -> InteractionView:
@@ -307,7 +340,7 @@ class InteractionClient:
     ) -> None:
         self._channel = channel
         self._stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
-        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self._metadata: tuple[tuple[str, str], ...] = bearer_metadata(token)
         self._backoff = backoff or Backoff()
         self._timeout = timeout
         self._owns_channel = owns_channel
@@ -316,17 +349,12 @@ class InteractionClient:
 
     @classmethod
     def connect(cls, target: str, *, token: str | None = None, backoff: Backoff | None = None) -> InteractionClient:
-        """Open an insecure channel to ``target`` (``host:port``); call inside the running loop.
-
-        ``token`` defaults to :func:`surface_token_from_env`.
+        """Open a channel to ``target`` (``host:port``) with :func:`services.core.channels.open_channel`
+        (keepalive, TLS from ``MAKA_TLS_*`` when configured, bearer token on every call); call inside the
+        running loop. ``token`` defaults to :func:`surface_token_from_env`.
         """
-        channel = grpc.aio.insecure_channel(target, options=list(KEEPALIVE_OPTIONS))
-        return cls(
-            channel,
-            token=token if token is not None else surface_token_from_env(),
-            backoff=backoff,
-            owns_channel=True,
-        )
+        channel = open_channel(target, token=token if token is not None else surface_token_from_env())
+        return cls(channel, backoff=backoff, owns_channel=True)
 
     async def close(self) -> None:
         """Close the channel when this client opened it."""

@@ -1,0 +1,104 @@
+"""``maka answer``: answer one pending form (DESIGN.md §7; MCP ``ElicitResult`` actions).
+
+``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
+
+``accept`` reads the form first (``GetInteraction``) to type the JSON values (integers for integer fields,
+lists for multi-selects), then calls ``Answer``; the Interaction service validates and commits exactly one
+canonical answer. Prints the outcome (id, state, action, close reason; never the values). Exit codes:
+0 committed; 2 usage (bad ``--values`` JSON, values with decline/cancel); 3 the answer was refused, with the
+stable ``ErrorReason`` first on stderr (``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER``
+followed by one ``path: problem`` line per violation, ``UNAVAILABLE``, ``NO_STACK``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from services.core.form import Action, Answer, FormValue
+from surfaces.cli.commands.pending import fail
+from surfaces.common.form_input import FieldInputError, values_from_json
+from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
+from surfaces.common.target import add_target_arguments, interaction_target
+
+NAME = "answer"
+HELP = "answer a pending form: accept --values JSON | decline | cancel"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``ID``, ``ACTION``, ``--values``, ``--session``, ``--submission-id``, ``--json`` and the target options."""
+    parser.add_argument("interaction_id", metavar="ID", help="the Interaction id (from `maka pending`)")
+    parser.add_argument("action", choices=[a.value for a in Action], help="accept, decline or cancel")
+    parser.add_argument(
+        "--values", default=None, metavar="JSON", help='accept only: a JSON object, e.g. \'{"env": "prod"}\''
+    )
+    parser.add_argument("--session", default="", metavar="S", help="the session the form belongs to (checked)")
+    parser.add_argument("--submission-id", default=None, help="idempotency key; repeating it returns the same outcome")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    add_target_arguments(parser)
+
+
+def usage(code: str, message: str) -> int:
+    """Print ``CODE: message`` on stderr and return exit code 2."""
+    print(f"{code}: {message}", file=sys.stderr)
+    return 2
+
+
+async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
+    async with InteractionClient.connect(target) as client:
+        values: dict[str, FormValue] = {}
+        action = Action(args.action)
+        if action is Action.ACCEPT:
+            view = await client.get(args.interaction_id, session_id=args.session)
+            values = values_from_json(view.form, raw_values)
+        return await client.answer(
+            args.interaction_id,
+            Answer(action=action, values=values),
+            submission_id=args.submission_id,
+            session_id=args.session,
+        )
+
+
+def _outcome(view: InteractionView) -> dict[str, object]:
+    return {
+        "id": view.interaction_id,
+        "session": view.session_id,
+        "state": view.state.value,
+        "action": view.answer.action.value if view.answer is not None else None,
+        "close_reason": view.close_reason.value if not view.pending else None,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Answer one form; see the module docstring for output and exit codes."""
+    raw_values: object = {}
+    if args.values is not None:
+        if args.action != Action.ACCEPT.value:
+            return usage("ANSWER_INVALID_ACTION", f"--values is only allowed with accept, not {args.action}")
+        try:
+            raw_values = json.loads(args.values)
+        except json.JSONDecodeError as error:
+            return usage("INVALID_VALUES", f"--values is not JSON: {error.msg} at position {error.pos}")
+        if not isinstance(raw_values, dict):
+            return usage("INVALID_VALUES", "--values must be a JSON object")
+    try:
+        target = interaction_target(args)
+    except (FileNotFoundError, ValueError) as error:
+        return fail("NO_STACK", str(error))
+    try:
+        view = asyncio.run(_answer(args, target, raw_values))
+    except FieldInputError as error:
+        return usage("INVALID_VALUES", str(error))
+    except InteractionError as error:
+        code = fail(error.reason, error.detail.message)
+        for path, description in error.detail.violations:
+            print(f"  {path}: {description}", file=sys.stderr)
+        return code
+    outcome = _outcome(view)
+    if args.json:
+        print(json.dumps(outcome, ensure_ascii=False))
+    else:
+        print(f"{outcome['id']}: {outcome['state']} ({outcome['action'] or outcome['close_reason']})")
+    return 0

@@ -1,0 +1,80 @@
+"""``maka pending``: list the pending forms of the running stack (DESIGN.md §7).
+
+``maka pending [--session S ...] [--json]`` prints every pending form the caller may see (or those of the
+given sessions). With ``--json`` the output is a JSON array, one object per form (see
+:meth:`surfaces.common.interaction_client.InteractionView.to_json`: id, session, tool, message, requester,
+fields with kind/label/required/constraints/default/options, expires_at). Exit codes: 0 listed, 2 usage,
+3 failed (stable code, e.g. ``UNAVAILABLE`` or ``NO_STACK``, first on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+
+from surfaces.common.form_input import field_kind, format_time_left, plain_text
+from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
+from surfaces.common.target import add_target_arguments, interaction_target
+
+NAME = "pending"
+HELP = "list pending forms (id, session, message, requester, fields, expiry)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--session S`` (repeatable), ``--json``, ``--state-dir``, ``--interaction``."""
+    parser.add_argument("--session", action="append", default=[], metavar="S", help="only this session (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print a JSON array")
+    add_target_arguments(parser)
+
+
+def fail(code: str, message: str) -> int:
+    """Print ``CODE: message`` on stderr and return exit code 3."""
+    print(f"{code}: {message}", file=sys.stderr)
+    return 3
+
+
+def _human(views: list[InteractionView]) -> str:
+    if not views:
+        return "no pending forms"
+    now = datetime.now(UTC)
+    lines: list[str] = []
+    for view in views:
+        requester = view.form.requester
+        lines.append(
+            f"{view.interaction_id}  session={view.session_id}  tool={plain_text(view.tool_name, keep_newlines=False)}"
+            f"  ({format_time_left(view.expires_at, now)})"
+        )
+        lines.append(
+            f"  provider {plain_text(requester.provider_display_name or requester.provider_id)};"
+            f" claimed server {plain_text(requester.claimed_server)}, Tool {plain_text(requester.claimed_tool)}"
+        )
+        lines.append("  " + plain_text(view.form.message).replace("\n", "\n  "))
+        for f in view.form.fields:
+            label = plain_text(f.label, keep_newlines=False)
+            lines.append(f"  - {label}{' *' if f.required else ''} [{f.name}] {field_kind(f)}")
+    return "\n".join(lines)
+
+
+async def _list(target: str, sessions: list[str]) -> list[InteractionView]:
+    async with InteractionClient.connect(target) as client:
+        return await client.list_pending(sessions)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List pending forms; see the module docstring for output and exit codes."""
+    try:
+        target = interaction_target(args)
+    except (FileNotFoundError, ValueError) as error:
+        return fail("NO_STACK", str(error))
+    try:
+        views = asyncio.run(_list(target, list(args.session)))
+    except InteractionError as error:
+        return fail(error.reason, error.detail.message)
+    if args.json:
+        print(json.dumps([v.to_json() for v in views], ensure_ascii=False, indent=2))
+    else:
+        print(_human(views))
+    return 0

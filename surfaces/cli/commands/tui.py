@@ -1,0 +1,37 @@
+"""``maka tui``: the Textual forms surface (see :mod:`surfaces.tui.app`).
+
+``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT]`` attaches to the given sessions
+(default: every session the surface token may see). Exit codes: 0 quit, 3 no stack found (``NO_STACK``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from surfaces.cli.commands.pending import fail
+from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.target import add_target_arguments, interaction_target
+
+NAME = "tui"
+HELP = "answer pending forms in a terminal UI"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--session S`` (repeatable) and the target options."""
+    parser.add_argument(
+        "--session", action="append", default=[], metavar="S", help="attach to this session (repeatable)"
+    )
+    add_target_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the TUI until the user quits (Ctrl+Q)."""
+    from surfaces.tui.app import MakaTui
+
+    try:
+        target = interaction_target(args)
+    except (FileNotFoundError, ValueError) as error:
+        return fail("NO_STACK", str(error))
+    app = MakaTui(lambda: InteractionClient.connect(target), session_ids=list(args.session))
+    app.run()
+    return 0

@@ -1,0 +1,632 @@
+"""``maka tui``: a Textual surface over the Interaction service's ``Attach`` projection (DESIGN.md §2, §6).
+
+The app lists every pending form of the attached sessions (several sessions, several rounds of one
+call), renders the selected one, and answers it with one of three distinct actions (RFC "Add a
+provider-neutral form Interaction"): **Submit** (``accept``, ``#submit``), **Decline** (``decline``,
+``#decline``) and **Dismiss** (``cancel``, ``#dismiss`` or Esc). Untrusted server text (message,
+labels, descriptions, options, claimed server/Tool) is shown as plain text, never as markup. A form
+closed elsewhere (answered on another surface, stopped, timed out, Host restarted) disappears with its
+reason. No pending list is kept beyond the projection the service streams.
+
+Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#provenance``,
+``#warning``, ``#message``, ``#time-left``, ``#field-<index>`` (the input widget of field ``index``),
+``#filter-<index>`` (option filter of long select lists), ``#error-<index>``, ``#form-error``,
+``#submit``, ``#decline``, ``#dismiss``.
+
+Tests drive it through the constructor: ``MakaTui(connect=lambda: backend)`` where ``backend``
+implements :class:`FormsBackend` (the real :class:`~surfaces.common.interaction_client.InteractionClient`
+does). ``connect`` is called inside the app's event loop, on mount.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Protocol
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import (
+    Button,
+    Footer,
+    Header,
+    Input,
+    Label,
+    ListItem,
+    ListView,
+    RadioButton,
+    RadioSet,
+    Select,
+    SelectionList,
+    Static,
+)
+
+from services.core.form import (
+    Action,
+    Answer,
+    BooleanField,
+    Field,
+    MultiSelectField,
+    NumberField,
+    SingleSelectField,
+    StringField,
+)
+from surfaces.common.form_input import (
+    RawInput,
+    check_form_input,
+    constraint_texts,
+    field_kind,
+    filter_options,
+    format_hint,
+    format_time_left,
+    initial_raws,
+    plain_text,
+)
+from surfaces.common.interaction_client import (
+    CLOSE_REASON_TEXT,
+    Answered,
+    AttachEvent,
+    Closed,
+    CloseReason,
+    Disconnected,
+    InteractionError,
+    InteractionView,
+    Opened,
+    Snapshot,
+    new_submission_id,
+)
+
+WARNING_TEXT = "⚠ Do not enter passwords, API keys, access tokens or payment details in this form."
+"""The RFC's sensitive-data warning, shown on every form."""
+
+FILTER_THRESHOLD = 8
+"""Select fields with more options than this get a filter box."""
+
+_SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
+
+
+class FormsBackend(Protocol):
+    """What the app needs from the Interaction service (``InteractionClient`` implements it)."""
+
+    def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
+        """Typed projection events, reconnecting as needed."""
+        ...
+
+    async def answer(
+        self,
+        interaction_id: str,
+        answer: Answer,
+        *,
+        submission_id: str | None = None,
+        session_id: str = "",
+    ) -> InteractionView:
+        """Commit an answer; raises ``InteractionError``."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to an answer this app sent: the action and either the resulting state or an error reason."""
+
+    interaction_id: str
+    action: Action
+    accepted: bool
+    reason: str = ""
+
+
+def _option_label(label: str, value: str) -> str:
+    text = plain_text(label, keep_newlines=False)
+    return text if text else plain_text(value, keep_newlines=False)
+
+
+class FormPanel(Vertical):
+    """The selected form: provenance header, warning, message, time left, one row per field, actions."""
+
+    def __init__(self, view: InteractionView, raws: list[RawInput], now: datetime) -> None:
+        super().__init__(id="form-panel")
+        self.view = view
+        self.raws = raws
+        self._now = now
+
+    def compose(self) -> ComposeResult:
+        form = self.view.form
+        requester = form.requester
+        provider = plain_text(requester.provider_display_name or requester.provider_id or "unknown provider")
+        if requester.provider_id and requester.provider_display_name:
+            provider += f" ({plain_text(requester.provider_id)})"
+        server = plain_text(requester.claimed_server or "?", keep_newlines=False)
+        tool = plain_text(requester.claimed_tool or "?", keep_newlines=False)
+        yield Static(
+            f"Requested by provider: {provider}\n"
+            f"Claimed MCP server: {server} · claimed Tool: {tool} (claimed by the server — display only)\n"
+            f"Session {self.view.session_id} · call {plain_text(self.view.tool_name)}",
+            id="provenance",
+            markup=False,
+        )
+        yield Static(WARNING_TEXT, id="warning", markup=False)
+        yield Static(plain_text(form.message), id="message", markup=False)
+        yield Static(format_time_left(self.view.expires_at, self._now), id="time-left", markup=False)
+        for index, f in enumerate(form.fields):
+            yield from self._field_row(index, f)
+        yield Static("", id="form-error", markup=False)
+        with Horizontal(id="actions"):
+            yield Button("Submit", id="submit", variant="primary")
+            yield Button("Decline", id="decline", variant="warning")
+            yield Button("Dismiss (Esc)", id="dismiss")
+
+    def _field_row(self, index: int, f: Field) -> ComposeResult:
+        label = plain_text(f.label or f.name, keep_newlines=False)
+        extras = [field_kind(f), *constraint_texts(f)]
+        yield Label(f"{label}{' *' if f.required else ''}  ({', '.join(extras)})", id=f"label-{index}", markup=False)
+        if f.description:
+            yield Static(plain_text(f.description), id=f"help-{index}", classes="help", markup=False)
+        raw = self.raws[index]
+        if isinstance(f, StringField | NumberField):
+            yield Input(
+                value=raw if isinstance(raw, str) else "",
+                placeholder=format_hint(f),
+                id=f"field-{index}",
+                select_on_focus=False,
+            )
+        elif isinstance(f, BooleanField):
+            with RadioSet(id=f"field-{index}"):
+                yield RadioButton("Yes", value=raw is True, id=f"field-{index}-yes")
+                yield RadioButton("No", value=raw is False, id=f"field-{index}-no")
+        elif isinstance(f, SingleSelectField):
+            if len(f.options) > FILTER_THRESHOLD:
+                yield Input(placeholder="type to filter options", id=f"filter-{index}", classes="filter")
+            options = [(_option_label(o.label, o.value), o.value) for o in f.options]
+            yield Select(
+                options,
+                prompt="choose…",
+                allow_blank=True,
+                value=raw if isinstance(raw, str) and raw else Select.NULL,
+                id=f"field-{index}",
+            )
+        elif isinstance(f, MultiSelectField):
+            if len(f.options) > FILTER_THRESHOLD:
+                yield Input(placeholder="type to filter options", id=f"filter-{index}", classes="filter")
+            picks = set(raw) if isinstance(raw, tuple) else set()
+            yield SelectionList[str](
+                *[(_option_label(o.label, o.value), o.value, o.value in picks) for o in f.options],
+                id=f"field-{index}",
+            )
+        yield Static("", id=f"error-{index}", classes="error", markup=False)
+
+
+class MakaTui(App[None]):
+    """The Maka forms TUI. See the module docstring for widget ids and the constructor contract.
+
+    Public state for drivers and tests: :attr:`pending` (id → view, in arrival order), :attr:`selected_id`,
+    :attr:`closed` (id → reason of forms that disappeared), :attr:`outcomes` (answers this app sent),
+    :attr:`connection` (``"connecting"``, ``"connected"``, ``"reconnecting"``, ``"failed: REASON"``).
+    """
+
+    TITLE = "Maka — pending forms"
+    CSS: ClassVar[str] = """
+    #pending { width: 36; border-right: solid $accent; }
+    #form { width: 1fr; padding: 0 1; }
+    #warning { color: $warning; text-style: bold; }
+    #provenance { color: $text-muted; }
+    #message { margin: 1 0; }
+    .error, #form-error { color: $error; }
+    .help { color: $text-muted; }
+    #actions { height: auto; margin-top: 1; }
+    #actions Button { margin-right: 2; }
+    #status, #notice { height: auto; }
+    SelectionList { height: auto; max-height: 12; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_form", "Dismiss (cancel)"),
+        Binding("ctrl+s", "submit_form", "Submit"),
+        Binding("ctrl+d", "decline_form", "Decline"),
+        Binding("ctrl+q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        connect: Callable[[], FormsBackend],
+        *,
+        session_ids: Sequence[str] = (),
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        super().__init__()
+        self._connect = connect
+        self._session_ids = tuple(session_ids)
+        self._now = now
+        self._backend: FormsBackend | None = None
+        self.pending: dict[str, InteractionView] = {}
+        self.selected_id: str | None = None
+        self.closed: dict[str, CloseReason] = {}
+        self.outcomes: list[Outcome] = []
+        self.connection = "connecting"
+        self._raws: dict[str, list[RawInput]] = {}
+        self._submission_ids: dict[str, str] = {}
+        self._sent: set[str] = set()
+        self._busy: set[str] = set()
+
+    # --- layout -------------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("connecting…", id="status", markup=False)
+        yield Static("", id="notice", markup=False)
+        with Horizontal():
+            yield ListView(id="pending")
+            yield VerticalScroll(Static("No pending forms.", id="empty", markup=False), id="form")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._backend = self._connect()
+        self._feed()
+        self.set_interval(1.0, self._tick)
+
+    async def on_unmount(self) -> None:
+        if self._backend is not None:
+            await self._backend.close()
+
+    # --- the feed -----------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="feed")
+    async def _feed(self) -> None:
+        assert self._backend is not None
+        try:
+            async for event in self._backend.attach(self._session_ids):
+                await self._apply(event)
+        except InteractionError as error:
+            self.connection = f"failed: {error.reason}"
+            self._status(f"Cannot attach: {error.reason}")
+
+    async def _apply(self, event: AttachEvent) -> None:
+        if isinstance(event, Disconnected):
+            self.connection = "reconnecting"
+            self._status(f"Disconnected; reconnecting in {event.retry_in:.1f}s (attempt {event.attempt})")
+            return
+        if self.connection != "connected":
+            self.connection = "connected"
+            self._status(self._connected_text())
+        if isinstance(event, Snapshot):
+            fresh = {v.interaction_id: v for v in event.pending}
+            for gone in [i for i in self.pending if i not in fresh]:
+                await self._remove(gone, None)
+            for view in event.pending:
+                if view.interaction_id not in self.pending:
+                    await self._add(view)
+        elif isinstance(event, Opened):
+            if event.interaction.pending and event.interaction.interaction_id not in self.pending:
+                await self._add(event.interaction)
+        elif isinstance(event, Answered):
+            await self._remove(event.interaction.interaction_id, CloseReason.ANSWERED)
+        elif isinstance(event, Closed):
+            await self._remove(event.interaction.interaction_id, event.reason)
+        self._status(self._connected_text())
+
+    def _connected_text(self) -> str:
+        sessions = ", ".join(self._session_ids) if self._session_ids else "all visible sessions"
+        return f"Connected · {sessions} · {len(self.pending)} pending"
+
+    def _status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    def _notice(self, text: str) -> None:
+        self.query_one("#notice", Static).update(text)
+
+    def _item_text(self, view: InteractionView) -> str:
+        message = plain_text(view.form.message, keep_newlines=False)
+        if len(message) > 60:
+            message = message[:59] + "…"
+        time_left = format_time_left(view.expires_at, self._now())
+        return f"{view.session_id} · {plain_text(view.tool_name, keep_newlines=False)}\n{message}\n{time_left}"
+
+    async def _add(self, view: InteractionView) -> None:
+        interaction_id = view.interaction_id
+        self.pending[interaction_id] = view
+        self._raws.setdefault(interaction_id, initial_raws(view.form))
+        self._submission_ids.setdefault(interaction_id, new_submission_id())
+        item = ListItem(Label(self._item_text(view), markup=False), id=self._item_id(interaction_id))
+        await self.query_one("#pending", ListView).append(item)
+        if self.selected_id is None:
+            await self.select(interaction_id)
+
+    async def _remove(self, interaction_id: str, reason: CloseReason | None) -> None:
+        if interaction_id not in self.pending:
+            return
+        view = self.pending.pop(interaction_id)
+        self._raws.pop(interaction_id, None)
+        if reason is not None:
+            self.closed[interaction_id] = reason
+        for item in self.query(f"#{self._item_id(interaction_id)}"):
+            await item.remove()
+        if interaction_id in self._sent:
+            text = f"Your answer to “{plain_text(view.form.message, keep_newlines=False)[:60]}” was recorded."
+        elif reason is None:
+            text = f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” is no longer pending."
+        else:
+            text = (
+                f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” closed: {CLOSE_REASON_TEXT[reason]}."
+            )
+        self._notice(text)
+        if self.selected_id == interaction_id:
+            self.selected_id = None
+            following = next(iter(self.pending), None)
+            if following is not None:
+                await self.select(following)
+            else:
+                await self._show_empty()
+
+    @staticmethod
+    def _item_id(interaction_id: str) -> str:
+        return "item-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in interaction_id)
+
+    async def _show_empty(self) -> None:
+        container = self.query_one("#form", VerticalScroll)
+        await container.remove_children()
+        await container.mount(Static("No pending forms.", id="empty", markup=False))
+
+    async def select(self, interaction_id: str) -> None:
+        """Show the pending form ``interaction_id`` (its edits so far are kept per form)."""
+        view = self.pending[interaction_id]
+        self.selected_id = interaction_id
+        container = self.query_one("#form", VerticalScroll)
+        await container.remove_children()
+        await container.mount(FormPanel(view, self._raws[interaction_id], self._now()))
+        self._refresh_errors(show_missing=False)
+        items = self.query_one("#pending", ListView)
+        for position, child in enumerate(items.children):
+            if child.id == self._item_id(interaction_id) and items.index != position:
+                items.index = position
+
+    @on(ListView.Selected, "#pending")
+    @on(ListView.Highlighted, "#pending")
+    async def _on_item(self, event: ListView.Selected | ListView.Highlighted) -> None:
+        item = event.item
+        if item is None:
+            return
+        for interaction_id in self.pending:
+            if self._item_id(interaction_id) == item.id and interaction_id != self.selected_id:
+                await self.select(interaction_id)
+                return
+
+    def _tick(self) -> None:
+        now = self._now()
+        if self.selected_id is not None and self.selected_id in self.pending:
+            for widget in self.query("#time-left"):
+                if isinstance(widget, Static):
+                    widget.update(format_time_left(self.pending[self.selected_id].expires_at, now))
+        for interaction_id, view in self.pending.items():
+            for item in self.query(f"#{self._item_id(interaction_id)} Label"):
+                if isinstance(item, Label):
+                    item.update(self._item_text(view))
+
+    # --- editing ------------------------------------------------------------------------------------
+
+    def _index_of(self, widget: Widget | None) -> int | None:
+        if widget is None or widget.id is None or not widget.id.startswith("field-"):
+            return None
+        try:
+            return int(widget.id.removeprefix("field-"))
+        except ValueError:
+            return None
+
+    def _set_raw(self, index: int | None, raw: RawInput) -> None:
+        if index is None or self.selected_id is None:
+            return
+        raws = self._raws[self.selected_id]
+        if 0 <= index < len(raws):
+            raws[index] = raw
+            self._refresh_errors(show_missing=False)
+
+    @on(Input.Changed)
+    def _on_input(self, event: Input.Changed) -> None:
+        widget = event.input
+        if widget.id and widget.id.startswith("filter-"):
+            self._apply_filter(int(widget.id.removeprefix("filter-")), event.value)
+            return
+        self._set_raw(self._index_of(widget), event.value)
+
+    @on(RadioSet.Changed)
+    def _on_radio(self, event: RadioSet.Changed) -> None:
+        self._set_raw(self._index_of(event.radio_set), event.index == 0)
+
+    @on(Select.Changed)
+    def _on_select(self, event: Select.Changed) -> None:
+        value = event.value
+        index = self._index_of(event.select)
+        if isinstance(value, str):
+            self._set_raw(index, value)
+        elif not self._filtering:
+            self._set_raw(index, None)
+
+    @on(SelectionList.SelectedChanged)
+    def _on_selection(self, event: SelectionList.SelectedChanged[Any]) -> None:
+        if self._filtering or self.selected_id is None:
+            return
+        index = self._index_of(event.selection_list)
+        if index is None:
+            return
+        field = self.pending[self.selected_id].form.fields[index]
+        if not isinstance(field, MultiSelectField):
+            return
+        current = self._raws[self.selected_id][index]
+        picks = set(current) if isinstance(current, tuple) else set()
+        visible = {
+            str(event.selection_list.get_option_at_index(i).value) for i in range(event.selection_list.option_count)
+        }
+        chosen = {str(v) for v in event.selection_list.selected}
+        picks = (picks - visible) | chosen
+        self._set_raw(index, tuple(o.value for o in field.options if o.value in picks))
+
+    _filtering = False
+
+    def _apply_filter(self, index: int, query: str) -> None:
+        if self.selected_id is None:
+            return
+        field = self.pending[self.selected_id].form.fields[index]
+        raw = self._raws[self.selected_id][index]
+        self._filtering = True
+        try:
+            if isinstance(field, SingleSelectField):
+                select = self.query_one(f"#field-{index}", Select)
+                shown = filter_options(field.options, query)
+                select.set_options([(_option_label(o.label, o.value), o.value) for o in shown])
+                if isinstance(raw, str) and raw in {o.value for o in shown}:
+                    select.value = raw
+            elif isinstance(field, MultiSelectField):
+                selection: SelectionList[str] = self.query_one(f"#field-{index}", SelectionList)
+                picks = set(raw) if isinstance(raw, tuple) else set()
+                selection.clear_options()
+                selection.add_options(
+                    [
+                        (_option_label(o.label, o.value), o.value, o.value in picks)
+                        for o in filter_options(field.options, query)
+                    ]
+                )
+        finally:
+            self._filtering = False
+
+    def _refresh_errors(self, *, show_missing: bool) -> bool:
+        """Re-check the selected form; show inline errors; enable Submit only when valid. Returns validity.
+
+        Before the first Submit, "required" is not shown for fields the user has not filled yet.
+        """
+        if self.selected_id is None:
+            return False
+        view = self.pending[self.selected_id]
+        raws = self._raws[self.selected_id]
+        check = check_form_input(view.form, raws)
+        for index, f in enumerate(view.form.fields):
+            message = check.errors.get(index, "")
+            if message == "required" and not show_missing:
+                message = ""
+            for widget in self.query(f"#error-{index}"):
+                if isinstance(widget, Static):
+                    widget.update(message)
+            self._mark_invalid(index, f, bool(message))
+        for widget in self.query("#form-error"):
+            if isinstance(widget, Static):
+                widget.update("; ".join(check.form_errors) if show_missing else "")
+        for button in self.query("#submit"):
+            if isinstance(button, Button):
+                button.disabled = not check.ok
+        return check.ok
+
+    def _mark_invalid(self, index: int, field: Field, invalid: bool) -> None:
+        for widget in self.query(f"#field-{index}"):
+            widget.set_class(invalid, "-invalid")
+
+    def field_error(self, index: int) -> str:
+        """The inline error currently shown under field ``index`` (empty when none)."""
+        widget = self.query_one(f"#error-{index}", Static)
+        return str(widget.content)
+
+    # --- actions ------------------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#submit")
+    def _pressed_submit(self) -> None:
+        self.action_submit_form()
+
+    @on(Button.Pressed, "#decline")
+    def _pressed_decline(self) -> None:
+        self.action_decline_form()
+
+    @on(Button.Pressed, "#dismiss")
+    def _pressed_dismiss(self) -> None:
+        self.action_dismiss_form()
+
+    def action_submit_form(self) -> None:
+        """Submit (``accept``) the selected form when every field is valid; otherwise show the errors inline."""
+        if self.selected_id is None:
+            return
+        if not self._refresh_errors(show_missing=True):
+            self._form_error("Fix the highlighted fields before submitting.")
+            return
+        view = self.pending[self.selected_id]
+        check = check_form_input(view.form, self._raws[self.selected_id])
+        if check.answer is not None:
+            self._send(self.selected_id, check.answer)
+
+    def action_decline_form(self) -> None:
+        """Decline (``decline``) the selected form."""
+        if self.selected_id is not None:
+            self._send(self.selected_id, Answer(action=Action.DECLINE))
+
+    def action_dismiss_form(self) -> None:
+        """Dismiss (``cancel``) the selected form."""
+        if self.selected_id is not None:
+            self._send(self.selected_id, Answer(action=Action.CANCEL))
+
+    def _form_error(self, text: str) -> None:
+        for widget in self.query("#form-error"):
+            if isinstance(widget, Static):
+                widget.update(text)
+
+    def _send(self, interaction_id: str, answer: Answer) -> None:
+        if interaction_id in self._busy:
+            return
+        self._busy.add(interaction_id)
+        self._answer_worker(interaction_id, answer)
+
+    @work(group="answers")
+    async def _answer_worker(self, interaction_id: str, answer: Answer) -> None:
+        assert self._backend is not None
+        view = self.pending.get(interaction_id)
+        if view is None:
+            self._busy.discard(interaction_id)
+            return
+        try:
+            result = await self._backend.answer(
+                interaction_id,
+                answer,
+                submission_id=self._submission_ids[interaction_id],
+                session_id=view.session_id,
+            )
+        except InteractionError as error:
+            self.outcomes.append(Outcome(interaction_id, answer.action, accepted=False, reason=error.reason))
+            if error.reason in _SETTLED_REASONS:
+                await self._remove(interaction_id, _settled_reason(error))
+                self._notice(f"Not sent ({error.reason}): the form was already settled elsewhere.")
+            else:
+                if self.selected_id == interaction_id:
+                    self._show_violations(error)
+                self._submission_ids[interaction_id] = new_submission_id()
+        else:
+            self._sent.add(interaction_id)
+            self.outcomes.append(Outcome(interaction_id, answer.action, accepted=True))
+            reason = result.close_reason if not result.pending else None
+            if reason is not None:
+                await self._remove(interaction_id, reason)
+        finally:
+            self._busy.discard(interaction_id)
+
+    def _show_violations(self, error: InteractionError) -> None:
+        view = self.pending.get(self.selected_id or "")
+        names = [f.name for f in view.form.fields] if view is not None else []
+        lines: list[str] = []
+        for path, description in error.detail.violations:
+            index = next((i for i, name in enumerate(names) if path == "/" + name), None)
+            if index is not None:
+                for widget in self.query(f"#error-{index}"):
+                    if isinstance(widget, Static):
+                        widget.update(description)
+            else:
+                lines.append(description)
+        self._form_error(f"Not accepted ({error.reason})" + (": " + "; ".join(lines) if lines else ""))
+
+
+def _settled_reason(error: InteractionError) -> CloseReason | None:
+    """The close reason an ALREADY_SETTLED/CLOSED error names (``ErrorInfo.metadata["close_reason"]``)."""
+    if error.reason == "ALREADY_SETTLED":
+        return CloseReason.ANSWERED
+    name = error.detail.metadata.get("close_reason", "").removeprefix("CLOSE_REASON_").lower()
+    try:
+        return CloseReason(name)
+    except ValueError:
+        return None
