@@ -1,0 +1,249 @@
+"""The process supervisor's own logic, with small Python child processes standing in for services."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import redis.asyncio
+
+from surfaces.stack.supervisor import ChildSpec, Ports, Stack, StackError, StackEvent, Supervisor
+from tests.helpers.waiting import eventually
+
+CHILD = """
+import os, signal, sys
+if len(sys.argv) > 2 and sys.argv[2] == "ignore-term":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("hello from child", flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+tmp = sys.argv[1] + ".tmp"
+open(tmp, "w").write(str(os.getpid()))
+os.replace(tmp, sys.argv[1])
+signal.pause()
+"""
+
+
+def _child(tmp_path: Path, name: str, *extra: str, restart: bool = True) -> ChildSpec:
+    """A child that prints two lines, writes its pid to ``<name>.ready`` and waits for a signal."""
+    ready_file = tmp_path / f"{name}.ready"
+
+    async def prepare(spec: ChildSpec, attempt: int) -> None:
+        ready_file.unlink(missing_ok=True)
+
+    async def ready() -> bool:
+        return ready_file.exists()
+
+    return ChildSpec(
+        name, [sys.executable, "-c", CHILD, str(ready_file), *extra], ready=ready, prepare=prepare, restart=restart
+    )
+
+
+async def _next(queue: asyncio.Queue[StackEvent], kind: str, name: str) -> StackEvent:
+    async with asyncio.timeout(20):
+        while True:
+            event = await queue.get()
+            if event.kind == kind and event.name == name:
+                return event
+
+
+@pytest.fixture
+def lines() -> list[tuple[str, str]]:
+    return []
+
+
+@pytest.fixture
+async def supervisor(lines: list[tuple[str, str]]) -> Supervisor:
+    return Supervisor(sink=lambda name, line: lines.append((name, line)), ready_timeout=20, stop_grace=5)
+
+
+async def test_children_start_in_order_and_stop_in_reverse_order(supervisor: Supervisor, tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        await supervisor.start(_child(tmp_path, name))
+
+    assert [e.name for e in supervisor.history if e.kind == "ready"] == ["a", "b", "c"]
+    assert set(supervisor.pids()) == {"a", "b", "c"}
+    await supervisor.stop()
+
+    assert [e.name for e in supervisor.history if e.kind == "stopped"] == ["c", "b", "a"]
+    assert supervisor.pids() == {}
+
+
+async def test_each_output_line_is_forwarded_with_the_child_name(
+    supervisor: Supervisor, tmp_path: Path, lines: list[tuple[str, str]]
+) -> None:
+    await supervisor.start(_child(tmp_path, "web"))
+    try:
+        await eventually(lambda: {("web", "hello from child"), ("web", "to stderr")} <= set(lines), what="both lines")
+    finally:
+        await supervisor.stop()
+
+
+async def test_a_dead_child_is_reported_and_restarted_with_a_new_pid(supervisor: Supervisor, tmp_path: Path) -> None:
+    await supervisor.start(_child(tmp_path, "interaction"))
+    events = supervisor.subscribe()
+    old_pid = supervisor.pid("interaction")
+
+    supervisor.kill("interaction")
+
+    exited = await _next(events, "exited", "interaction")
+    await _next(events, "ready", "interaction")
+    try:
+        assert exited.code == -9
+        new_pid = supervisor.pid("interaction")
+        assert new_pid is not None
+        assert new_pid != old_pid
+        assert (tmp_path / "interaction.ready").read_text() == str(new_pid)
+    finally:
+        await supervisor.stop()
+
+
+async def test_a_child_without_restart_policy_is_only_reported(supervisor: Supervisor, tmp_path: Path) -> None:
+    await supervisor.start(_child(tmp_path, "once", restart=False))
+    events = supervisor.subscribe()
+
+    supervisor.kill("once")
+
+    await _next(events, "exited", "once")
+    assert supervisor.pid("once") is None
+    assert events.empty()
+    await supervisor.stop()
+
+
+async def test_a_child_that_keeps_dying_is_given_up_after_the_restart_budget(tmp_path: Path) -> None:
+    supervisor = Supervisor(sink=lambda _n, _l: None, max_restarts=1, restart_backoff=0.01, ready_timeout=20)
+    await supervisor.start(_child(tmp_path, "flaky"))
+    events = supervisor.subscribe()
+
+    supervisor.kill("flaky")
+    await _next(events, "ready", "flaky")
+    supervisor.kill("flaky")
+
+    given_up = await _next(events, "gave_up", "flaky")
+    assert given_up.detail == "1 restarts"
+    assert supervisor.pid("flaky") is None
+    await supervisor.stop()
+
+
+async def test_restart_replaces_the_process_and_waits_until_ready(supervisor: Supervisor, tmp_path: Path) -> None:
+    await supervisor.start(_child(tmp_path, "broker"))
+    old_pid = supervisor.pid("broker")
+
+    await supervisor.restart("broker")
+
+    try:
+        assert supervisor.pid("broker") not in (None, old_pid)
+        assert [e.kind for e in supervisor.history if e.name == "broker"] == [
+            "started",
+            "ready",
+            "stopped",
+            "started",
+            "ready",
+        ]
+    finally:
+        await supervisor.stop()
+
+
+async def test_a_child_that_exits_before_ready_fails_start_with_its_code(supervisor: Supervisor) -> None:
+    spec = ChildSpec("broken", [sys.executable, "-c", "raise SystemExit(7)"], ready=_never)
+
+    with pytest.raises(StackError, match="broken exited with code 7 before it was ready"):
+        await supervisor.start(spec)
+    await supervisor.stop()
+
+
+async def test_a_child_that_never_gets_ready_fails_start_after_the_timeout(tmp_path: Path) -> None:
+    supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=0.3)
+    spec = ChildSpec("slow", [sys.executable, "-c", "import signal; signal.pause()"], ready=_never)
+
+    with pytest.raises(StackError, match="slow was not ready within 0s"):
+        await supervisor.start(spec)
+    await supervisor.stop()
+    assert supervisor.pids() == {}
+
+
+async def test_a_child_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    supervisor = Supervisor(sink=lambda _n, _l: None, stop_grace=0.2)
+    await supervisor.start(_child(tmp_path, "stubborn", "ignore-term"))
+
+    async with asyncio.timeout(10):
+        await supervisor.stop()
+
+    assert supervisor.history[-1] == StackEvent("stopped", "stubborn", code=-9)
+
+
+async def _never() -> bool:
+    return False
+
+
+def test_ports_parse_accepts_ephemeral_defaults_and_named_ports() -> None:
+    assert Ports.parse("ephemeral") == Ports(0, 0, 0, 0)
+    assert Ports.parse("default") == Ports(50051, 50052, 50053, 8765)
+    assert Ports.parse("web=9000,broker=0") == Ports(50051, 0, 50053, 9000)
+
+
+@pytest.mark.parametrize("bad", ["web", "gui=80", "web=http", "web=70000"])
+def test_ports_parse_rejects_bad_specs_with_a_clear_message(bad: str) -> None:
+    with pytest.raises(ValueError, match="bad port"):
+        Ports.parse(bad)
+
+
+async def test_stack_without_a_config_file_fails_with_a_clear_message(tmp_path: Path) -> None:
+    stack = Stack(tmp_path / "missing.json", tmp_path / "state")
+
+    with pytest.raises(StackError, match=r"missing\.json not found"):
+        await stack.start()
+
+
+async def test_stack_rejects_a_config_without_mcp_servers(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"servers": {}}))
+
+    with pytest.raises(StackError, match='needs a top-level "mcpServers" object'):
+        await Stack(config, tmp_path / "state").start()
+
+
+async def test_stack_without_redis_server_binary_says_how_to_fix_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+
+    with pytest.raises(StackError, match=r"redis-server is not installed.*--redis-url"):
+        await Stack(config, tmp_path / "state").start()
+
+
+async def test_embedded_redis_keeps_an_append_only_file_in_the_state_dir(tmp_path: Path) -> None:
+    stack = Stack(tmp_path / "mcp.json", tmp_path / "state")
+    supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=20)
+    (tmp_path / "state").mkdir()
+    await supervisor.start(stack._redis_spec())
+    try:
+        client = redis.asyncio.Redis.from_url(stack.redis_url)
+        config = await client.config_get("appendonly")
+        directory = await client.config_get("dir")
+        await client.aclose()
+    finally:
+        await supervisor.stop()
+
+    assert config == {"appendonly": "yes"}
+    assert directory == {"dir": str(tmp_path / "state" / "redis")}
+    assert stack.redis_url.startswith("unix://")
+
+
+async def test_embedded_redis_socket_moves_to_a_short_path_when_the_state_dir_is_long(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    stack = Stack(tmp_path / "mcp.json", deep)
+
+    stack._redis_spec()
+    try:
+        socket_path = stack.redis_url.removeprefix("unix://")
+        assert len(socket_path) < 100
+        assert socket_path.startswith("/tmp/maka-")
+    finally:
+        await stack.stop()
+    assert not Path(socket_path).parent.exists()
