@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from maka.form.v1 import form_pb2
+from services.core.form.answer import MAX_SAFE_INTEGER
 from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
 from services.core.form.model import (
     Action,
@@ -104,13 +105,16 @@ def field_to_proto(field: Field) -> form_pb2.Field:
         if field.max_items is not None:
             multi.max_items = field.max_items
         if field.default is not None:
+            multi.default_value.SetInParent()  # an empty default ``[]`` still has presence
             multi.default_value.values.extend(field.default)
     return message
 
 
 def _integral(value: float) -> int | float:
-    """A double that holds an integral value becomes ``int`` (integer fields); others stay ``float``."""
-    return int(value) if math.isfinite(value) and value.is_integer() else value
+    """A double holding an integral value within ±2^53 becomes ``int`` (integer fields); others stay ``float``."""
+    if math.isfinite(value) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    return value
 
 
 def field_from_proto(message: form_pb2.Field) -> Field:
@@ -265,6 +269,8 @@ def answer_to_proto(answer: Answer) -> form_pb2.Answer:
             message.values[name].CopyFrom(value_to_proto(value))
         except FormError as error:
             violations.extend(Violation(pointer(name), v.reason, v.description) for v in error.violations)
+        except (TypeError, ValueError):  # e.g. text that is not valid Unicode
+            violations.append(Violation(pointer(str(name)), FormErrorReason.ANSWER_WRONG_TYPE, "cannot be encoded"))
     if violations:
         raise FormError(violations)
     return message

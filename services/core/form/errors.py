@@ -27,11 +27,14 @@ class FormErrorReason(StrEnum):
 def pointer(*parts: str) -> str:
     """A JSON Pointer (RFC 6901) from unescaped ``parts``: ``pointer("properties", "a/b")`` → ``/properties/a~1b``.
 
-    With no parts it returns ``$``, the whole schema or answer (``maka.form.v1.FieldViolation.path``).
+    Unpaired surrogates are replaced with U+FFFD. With no parts it returns ``$``, the whole schema or answer
+    (``maka.form.v1.FieldViolation.path``).
     """
     if not parts:
         return "$"
-    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+    # Unpaired surrogates (possible in parsed JSON) become U+FFFD so a path always encodes as UTF-8.
+    clean = (part.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for part in parts)
+    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in clean)
 
 
 @dataclass(frozen=True, slots=True)

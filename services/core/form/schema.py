@@ -115,6 +115,8 @@ class _PropertyDecoder:
         self.add = collector.add
         self.limits = limits
         self.parts: tuple[str, ...] = ("properties", name)
+        self.options_parts: tuple[str, ...] | None = None
+        """Where this property's options were (``enum``, ``oneOf``, ``items/enum``, ``items/anyOf``)."""
 
     def path(self, *more: str) -> str:
         return pointer(*self.parts, *more)
@@ -258,7 +260,8 @@ class _PropertyDecoder:
 
     def _enum(self, common: dict[str, Any]) -> SingleSelectField | None:
         assert isinstance(self.schema, dict)
-        values = self._string_list(self.schema["enum"], (*self.parts, "enum"), "enum")
+        self.options_parts = (*self.parts, "enum")
+        values = self._string_list(self.schema["enum"], self.options_parts, "enum")
         if values is None:
             return None
         labels = values
@@ -303,7 +306,8 @@ class _PropertyDecoder:
 
     def _one_of(self, common: dict[str, Any]) -> SingleSelectField | None:
         assert isinstance(self.schema, dict)
-        options = self._titled(self.schema["oneOf"], (*self.parts, "oneOf"))
+        self.options_parts = (*self.parts, "oneOf")
+        options = self._titled(self.schema["oneOf"], self.options_parts)
         return None if options is None else SingleSelectField(**common, options=options)
 
     def _array(self, common: dict[str, Any]) -> MultiSelectField | None:
@@ -333,10 +337,12 @@ class _PropertyDecoder:
         options: tuple[Option, ...] | None
         if "enum" in items and "anyOf" not in items:
             allowed = {"type", "enum"}
+            self.options_parts = (*items_parts, "enum")
             values = self._string_list(items["enum"], (*items_parts, "enum"), "items.enum")
             options = None if values is None else tuple(Option(value, value) for value in values)
         elif "anyOf" in items and "enum" not in items:
             allowed = {"type", "anyOf"}
+            self.options_parts = (*items_parts, "anyOf")
             options = self._titled(items["anyOf"], (*items_parts, "anyOf"))
         else:
             self.add(
@@ -415,7 +421,9 @@ def _options_path(field: SingleSelectField | MultiSelectField) -> tuple[str, ...
     return ("items", "anyOf") if titled else ("items", "enum")
 
 
-def _check_field_semantics(field: Field, add: _Add, limits: Limits) -> None:
+def _check_field_semantics(
+    field: Field, add: _Add, limits: Limits, *, options_parts: tuple[str, ...] | None = None
+) -> None:
     """The rules shared by decode and :func:`check_form`: caps, ranges, options, satisfiable counts."""
     parts = ("properties", field.name)
     if not field.name:
@@ -440,7 +448,7 @@ def _check_field_semantics(field: Field, add: _Add, limits: Limits) -> None:
         if field.minimum is not None and field.maximum is not None and field.minimum > field.maximum:
             add(pointer(*parts, "minimum"), FormErrorReason.SCHEMA_INVALID_VALUE, "minimum is greater than maximum")
     elif isinstance(field, SingleSelectField | MultiSelectField):
-        options_parts = (*parts, *_options_path(field))
+        options_parts = options_parts or (*parts, *_options_path(field))
         if not field.options:
             add(pointer(*options_parts), FormErrorReason.SCHEMA_INVALID_VALUE, "a select needs at least one option")
         if len(field.options) > limits.max_options:
@@ -605,9 +613,10 @@ def _decode(requested_schema: object, *, message: object, requester: Requester, 
                     add(pointer("properties"), FormErrorReason.SCHEMA_INVALID_VALUE, "property names must be strings")
                     continue
                 before = len(collector.violations)
-                field = _PropertyDecoder(name, property_schema, name in required_names, collector, limits).decode()
+                decoder = _PropertyDecoder(name, property_schema, name in required_names, collector, limits)
+                field = decoder.decode()
                 if field is not None:
-                    _check_field_semantics(field, add, limits)
+                    _check_field_semantics(field, add, limits, options_parts=decoder.options_parts)
                     if len(collector.violations) == before:
                         fields.append(field)
     collector.raise_if_any()
@@ -632,6 +641,17 @@ def check_form(form: Form, *, limits: Limits = DEFAULT_LIMITS) -> Form:
     Source: MCP 2026-07-28 ``client/elicitation.mdx`` "Requested Schema"; RFC criterion 5 ("validated again by the
     Interaction service before it is published").
     """
+    try:
+        return _check_form(form, limits)
+    except FormError:
+        raise
+    except Exception:  # defensive: a malformed Form must surface as a FormError, never as another exception
+        raise FormError(
+            [Violation("$", FormErrorReason.SCHEMA_INVALID_VALUE, "the form could not be checked")]
+        ) from None
+
+
+def _check_form(form: Form, limits: Limits) -> Form:
     collector = _Collector()
     add = collector.add
     if not isinstance(form.message, str):
