@@ -1,0 +1,303 @@
+"""The web surface: a Starlette app over the Interaction service (rendering and gestures only).
+
+Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces.web.security`):
+
+- ``GET /`` — the page (``static/index.html`` + ``static/app.js``); ``GET /login``, ``POST /login``
+  (form field ``token``), ``POST /logout`` when a surface token is configured.
+- ``GET /api/session`` → ``{"csrf": str, "sessions": [str], "auth_required": bool, "server_time": ISO}``.
+- ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
+- ``GET /api/interactions/{id}?session_id=S`` → ``{"interaction": view}`` (``GetInteraction``).
+- ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
+  200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
+  "violations": [{"path", "reason", "description"}], "close_reason"?}, "interaction"?: view}`` with
+  400 (``INVALID_REQUEST``: not the JSON shape), 413 (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``:
+  the service's field violations), 404 (``NOT_FOUND``), 409 (``CLOSED`` / ``ALREADY_SETTLED``, with the
+  Interaction as it now stands), 503 (``UNAVAILABLE``), 502 (any other service failure).
+- ``GET /api/events`` — server-sent events from one ``Attach`` stream: ``snapshot`` (``{"pending",
+  "server_time"}``), then ``opened`` / ``answered`` / ``closed`` (``{"interaction", "server_time"}``);
+  each event id is the service's resume token, so ``Last-Event-ID`` resumes. A lost stream ends with a
+  ``failure`` event (``{"reason", "message"}``) and the browser reconnects.
+
+The answer path checks caps before anything is sent on (``Limits.max_answer_bytes``), and answer
+values are never logged or echoed back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from services.core.limits import DEFAULT_LIMITS
+from surfaces.common.interaction_client import (
+    Answered,
+    Closed,
+    Disconnected,
+    InteractionClient,
+    InteractionError,
+    Opened,
+    Snapshot,
+)
+from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, error_json
+from surfaces.web.settings import WebSettings
+from surfaces.web.views import AnswerShapeError, answer_from_json, interaction_view, now_iso
+
+log = logging.getLogger("maka.web.app")
+
+STATIC_DIR = Path(__file__).parent / "static"
+MAX_ANSWER_BODY_BYTES = DEFAULT_LIMITS.max_answer_bytes + 16 * 1024
+"""Cap on one answer request body: the answer-values cap plus room for ids and JSON framing."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+SSE_PING_SECONDS = 15
+SSE_RETRY_MS = 1500
+
+_HTTP_STATUS: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.INVALID_ARGUMENT: 422,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.FAILED_PRECONDITION: 409,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 413,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+}
+
+
+def _error_body(error: InteractionError) -> dict[str, Any]:
+    detail = error.detail
+    violations = []
+    for path, description in detail.violations:
+        reason, sep, text = description.partition(": ")
+        violations.append({"path": path, "reason": reason if sep else "", "description": text if sep else description})
+    body: dict[str, Any] = {"reason": error.reason, "message": detail.message, "violations": violations}
+    if "close_reason" in detail.metadata:
+        body["close_reason"] = detail.metadata["close_reason"].lower().removeprefix("close_reason_")
+    return body
+
+
+class WebSurface:
+    """The routes' state: settings, the Interaction-service backend, and the access guard."""
+
+    def __init__(self, settings: WebSettings, backend: InteractionClient) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.guard = Guard(settings.surface_token.get_secret_value())
+        self.sessions: list[str] = list(settings.sessions)
+
+    def visible(self, session_id: str) -> bool:
+        """True when this surface is configured to show ``session_id``."""
+        return not self.sessions or session_id in self.sessions
+
+    # --- pages ---------------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def login_page(self, request: Request) -> Response:
+        if not self.guard.enabled:
+            return RedirectResponse("/", status_code=303)
+        return FileResponse(STATIC_DIR / "login.html", headers={"Cache-Control": "no-store"})
+
+    async def login(self, request: Request) -> Response:
+        if not self.guard.enabled:
+            return RedirectResponse("/", status_code=303)
+        if int(request.headers.get("content-length") or 0) > 4096:
+            return error_json(413, "LIMIT_EXCEEDED", "login body too large")
+        async with request.form(max_files=0, max_fields=4) as form:
+            token = form.get("token")
+        if not isinstance(token, str) or not self.guard.check_token(token):
+            log.info("web.login_failed")
+            page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
+            page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')
+            return HTMLResponse(page, status_code=401, headers={"Cache-Control": "no-store"})
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            COOKIE_NAME,
+            self.guard.cookie_value(),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        response = RedirectResponse("/login" if self.guard.enabled else "/", status_code=303)
+        response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
+        return response
+
+    # --- JSON API --------------------------------------------------------------------------------
+
+    async def session(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "csrf": self.guard.csrf_token,
+                "sessions": self.sessions,
+                "auth_required": self.guard.enabled,
+                "server_time": now_iso(),
+            }
+        )
+
+    async def pending(self, request: Request) -> Response:
+        try:
+            items = await self.backend.list_pending(self.sessions)
+        except InteractionError as error:
+            return self._backend_error(error)
+        views = [interaction_view(ix) for ix in items if self.visible(ix.session_id)]
+        return JSONResponse({"pending": views, "server_time": now_iso()})
+
+    async def get_interaction(self, request: Request) -> Response:
+        interaction_id = request.path_params["interaction_id"]
+        session_id = request.query_params.get("session_id", "")
+        if not self.visible(session_id):
+            return error_json(404, "NOT_FOUND", "no such interaction")
+        try:
+            ix = await self.backend.get(interaction_id, session_id=session_id)
+        except InteractionError as error:
+            return self._backend_error(error)
+        return JSONResponse({"interaction": interaction_view(ix), "server_time": now_iso()})
+
+    async def answer(self, request: Request) -> Response:
+        interaction_id: str = request.path_params["interaction_id"]
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return error_json(415, "INVALID_REQUEST", "send the answer as application/json")
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_ANSWER_BODY_BYTES):
+            return error_json(413, "LIMIT_EXCEEDED", f"answer body larger than {MAX_ANSWER_BODY_BYTES} bytes")
+        raw = bytearray()
+        async for chunk in request.stream():
+            raw.extend(chunk)
+            if len(raw) > MAX_ANSWER_BODY_BYTES:
+                return error_json(413, "LIMIT_EXCEEDED", f"answer body larger than {MAX_ANSWER_BODY_BYTES} bytes")
+        try:
+            body: object = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return error_json(400, "INVALID_REQUEST", "the answer body is not valid JSON")
+        session_id = body.get("session_id") if isinstance(body, dict) else None
+        if not isinstance(session_id, str) or not session_id:
+            return error_json(400, "INVALID_REQUEST", "session_id is required")
+        if not self.visible(session_id):
+            return error_json(404, "NOT_FOUND", "no such interaction")
+        try:
+            current = await self.backend.get(interaction_id, session_id=session_id)
+            answer, submission_id = answer_from_json(body, current)
+            settled = await self.backend.answer(
+                interaction_id, answer, submission_id=submission_id or None, session_id=session_id
+            )
+        except AnswerShapeError as error:
+            violations = [
+                {"path": v.path, "reason": v.reason.value, "description": v.description} for v in error.violations
+            ]
+            return JSONResponse(
+                {"error": {"reason": "INVALID_REQUEST", "message": "malformed answer", "violations": violations}},
+                status_code=400,
+            )
+        except InteractionError as error:
+            return await self._answer_error(error, interaction_id, session_id)
+        log.info(
+            "web.answered",
+            extra={"interaction_id": interaction_id, "action": body.get("action") if isinstance(body, dict) else ""},
+        )
+        return JSONResponse({"interaction": interaction_view(settled), "server_time": now_iso()})
+
+    async def _answer_error(self, error: InteractionError, interaction_id: str, session_id: str) -> Response:
+        response: dict[str, Any] = {"error": _error_body(error)}
+        if error.code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
+            with contextlib.suppress(InteractionError):
+                response["interaction"] = interaction_view(
+                    await self.backend.get(interaction_id, session_id=session_id)
+                )
+        log.info("web.answer_rejected", extra={"interaction_id": interaction_id, "reason": error.reason})
+        return JSONResponse(response, status_code=_HTTP_STATUS.get(error.code, 502))
+
+    def _backend_error(self, error: InteractionError) -> Response:
+        return JSONResponse({"error": _error_body(error)}, status_code=_HTTP_STATUS.get(error.code, 502))
+
+    async def events(self, request: Request) -> Response:
+        resume_token = request.headers.get("last-event-id", "")
+        return EventSourceResponse(
+            self._event_stream(resume_token),
+            ping=SSE_PING_SECONDS,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def _event_stream(self, resume_token: str) -> AsyncIterator[ServerSentEvent]:
+        try:
+            async for event in self.backend.attach(self.sessions, resume_token):
+                if isinstance(event, Snapshot):
+                    views = [interaction_view(ix) for ix in event.pending if self.visible(ix.session_id)]
+                    yield ServerSentEvent(
+                        json.dumps({"pending": views, "server_time": now_iso()}),
+                        event="snapshot",
+                        id=event.resume_token or None,
+                        retry=SSE_RETRY_MS,
+                    )
+                elif isinstance(event, Opened | Answered | Closed):
+                    if not self.visible(event.interaction.session_id):
+                        continue
+                    name = (
+                        "opened"
+                        if isinstance(event, Opened)
+                        else "answered"
+                        if isinstance(event, Answered)
+                        else "closed"
+                    )
+                    yield ServerSentEvent(
+                        json.dumps({"interaction": interaction_view(event.interaction), "server_time": now_iso()}),
+                        event=name,
+                        id=event.resume_token or None,
+                    )
+                elif isinstance(event, Disconnected):
+                    yield ServerSentEvent(
+                        json.dumps({"retry_in": event.retry_in, "attempt": event.attempt}), event="disconnected"
+                    )
+        except InteractionError as error:
+            log.info("web.attach_failed", extra={"code": error.code.name, "reason": error.reason})
+            yield ServerSentEvent(
+                json.dumps({"reason": error.reason, "message": error.detail.message}),
+                event="failure",
+                retry=SSE_RETRY_MS,
+            )
+
+
+def create_app(settings: WebSettings, backend: InteractionClient) -> Starlette:
+    """The Starlette app of the web surface over ``backend``.
+
+    When ``web_listen`` is a loopback address, only loopback ``Host`` headers are served (a DNS
+    rebinding defence); otherwise any host name is accepted and the surface token should be set.
+    """
+    surface = WebSurface(settings, backend)
+    host, _ = settings.listen_host_port()
+    loopback = host in LOOPBACK_HOSTS
+    routes = [
+        Route("/", surface.index, methods=["GET"]),
+        Route("/login", surface.login_page, methods=["GET"]),
+        Route("/login", surface.login, methods=["POST"]),
+        Route("/logout", surface.logout, methods=["POST"]),
+        Route("/api/session", surface.session, methods=["GET"]),
+        Route("/api/pending", surface.pending, methods=["GET"]),
+        Route("/api/events", surface.events, methods=["GET"]),
+        Route("/api/interactions/{interaction_id}", surface.get_interaction, methods=["GET"]),
+        Route("/api/interactions/{interaction_id}/answer", surface.answer, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS) if loopback else ["*"]),
+        Middleware(GuardMiddleware, guard=surface.guard),
+    ]
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.surface = surface
+    return app

@@ -1,0 +1,141 @@
+"""Access control and browser hardening of the web surface (DESIGN.md §6).
+
+- **Headers** on every response: a strict Content-Security-Policy (``default-src 'self'``, no
+  ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``.
+- **Surface token** (when configured): ``Authorization: Bearer <token>``, or the cookie set by the
+  ``/login`` step (HttpOnly, SameSite=Strict; its value is an HMAC of the token, never the token).
+  Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``.
+- **CSRF**: every unsafe request authenticated by cookie or by nothing (no token configured) must
+  come from this origin (``Origin`` equal to the request's own origin, or ``Sec-Fetch-Site:
+  same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF`` (from ``GET /api/session``) and a
+  JSON body. Bearer-authenticated requests are not ambient credentials and skip the origin check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+"""The page's CSP: only same-origin static files, no inline script or style, no framing."""
+
+SECURITY_HEADERS: dict[str, str] = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+COOKIE_NAME = "maka_surface"
+CSRF_HEADER = "X-Maka-CSRF"
+_PUBLIC_PATHS = ("/login", "/static/")
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def error_json(status: int, reason: str, message: str) -> JSONResponse:
+    """The ``/api/`` error body: ``{"error": {"reason", "message", "violations": []}}``."""
+    return JSONResponse({"error": {"reason": reason, "message": message, "violations": []}}, status_code=status)
+
+
+class Guard:
+    """Decides who may use the surface. ``token`` empty means open (loopback default)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.csrf_token = secrets.token_urlsafe(32)
+        self._cookie_value = (
+            hmac.new(token.encode(), b"maka-web-session-v1", hashlib.sha256).hexdigest() if token else ""
+        )
+
+    @property
+    def enabled(self) -> bool:
+        """True when a surface token is configured."""
+        return bool(self.token)
+
+    def cookie_value(self) -> str:
+        """The login cookie's value: HMAC-SHA256 of the token (so the cookie never holds the token)."""
+        return self._cookie_value
+
+    def check_token(self, candidate: str) -> bool:
+        """Constant-time comparison of ``candidate`` with the configured token."""
+        return self.enabled and hmac.compare_digest(candidate.encode(), self.token.encode())
+
+    def bearer(self, request: Request) -> bool:
+        """True when the request carries ``Authorization: Bearer <the token>``."""
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        return scheme.lower() == "bearer" and self.check_token(value.strip())
+
+    def has_cookie(self, request: Request) -> bool:
+        """True when the request carries the login cookie."""
+        value = request.cookies.get(COOKIE_NAME, "")
+        return self.enabled and bool(value) and hmac.compare_digest(value.encode(), self._cookie_value.encode())
+
+    def same_origin(self, request: Request) -> bool:
+        """True when the browser says the request comes from this origin."""
+        origin = request.headers.get("origin")
+        if origin is not None:
+            own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+            return hmac.compare_digest(origin.encode(), own.encode())
+        return request.headers.get("sec-fetch-site") == "same-origin"
+
+    def check(self, request: Request) -> Response | None:
+        """The refusal for ``request`` (401/303/403), or None when it may proceed."""
+        path = request.url.path
+        is_api = path.startswith("/api/")
+        by_bearer = self.bearer(request)
+        public = any(path == p or (p.endswith("/") and path.startswith(p)) for p in _PUBLIC_PATHS)
+        if self.enabled and not public and not by_bearer and not self.has_cookie(request):
+            if is_api:
+                return error_json(401, "UNAUTHENTICATED", "log in or send Authorization: Bearer <surface token>")
+            return RedirectResponse("/login", status_code=303)
+        if request.method in _UNSAFE and not by_bearer:
+            if not self.same_origin(request):
+                return error_json(403, "CSRF_REJECTED", "cross-origin request refused")
+            if is_api and not hmac.compare_digest(
+                request.headers.get(CSRF_HEADER, "").encode(), self.csrf_token.encode()
+            ):
+                return error_json(403, "CSRF_REJECTED", f"missing or wrong {CSRF_HEADER} header")
+        return None
+
+
+class GuardMiddleware:
+    """Pure ASGI middleware (safe for streaming SSE): :meth:`Guard.check`, then the security headers
+    (and ``Cache-Control: no-store`` under ``/api/``) on every HTTP response."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        is_api = str(scope.get("path", "")).startswith("/api/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    if name not in headers:
+                        headers[name] = value
+                if is_api and "cache-control" not in headers:
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        refusal = self.guard.check(Request(scope))
+        if refusal is not None:
+            await refusal(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,630 @@
+// Maka web surface: renders the Host's pending forms and sends user answers.
+// Uses only the JSON API under /api/ (session, events, interactions/{id}, interactions/{id}/answer).
+// Every server-supplied string is put into the page as DOM text (textContent / option.text /
+// attribute values), never parsed as HTML.
+
+"use strict";
+
+const FILTER_THRESHOLD = 8; // option lists longer than this get a filter box
+const MAX_NOTICES = 8;
+const MAX_SAFE_INTEGER = 2 ** 53;
+
+const state = {
+  csrf: "",
+  skewMs: 0, // server clock minus browser clock
+  cards: new Map(), // interaction id -> {view, el, fields: [{field, read, showError}], busy}
+  inFlight: new Set(), // ids with an answer POST under way from this tab
+  seq: 0,
+};
+
+// --- small DOM helpers ------------------------------------------------------------------------
+
+function el(tag, options = {}, children = []) {
+  const node = document.createElement(tag);
+  if (options.className) node.className = options.className;
+  if (options.text !== undefined) node.textContent = options.text;
+  for (const [name, value] of Object.entries(options.attrs || {})) {
+    if (value !== undefined && value !== null && value !== false) node.setAttribute(name, String(value));
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function setText(root, selector, text) {
+  const node = root.querySelector(selector);
+  node.textContent = text;
+  return node;
+}
+
+function nextId(prefix) {
+  state.seq += 1;
+  return `${prefix}-${state.seq}`;
+}
+
+function newSubmissionId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function codePoints(text) {
+  return Array.from(text).length;
+}
+
+function fold(text) {
+  return text.normalize("NFKC").toLocaleLowerCase();
+}
+
+function pluralise(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+// --- time ---------------------------------------------------------------------------------------
+
+function updateSkew(serverTime) {
+  const server = Date.parse(serverTime);
+  if (!Number.isNaN(server)) state.skewMs = server - Date.now();
+}
+
+function serverNow() {
+  return Date.now() + state.skewMs;
+}
+
+function timeLeftText(expiresAt) {
+  if (!expiresAt) return { text: "no time limit", urgent: false, expired: false };
+  const left = Date.parse(expiresAt) - serverNow();
+  if (left <= 0) return { text: "time is up", urgent: true, expired: true };
+  const seconds = Math.ceil(left / 1000);
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  const pad = (n) => String(n).padStart(2, "0");
+  const text = h ? `${h}h ${pad(m)}m left` : m ? `${m}m ${pad(s)}s left` : `${s}s left`;
+  return { text, urgent: seconds <= 60, expired: false };
+}
+
+function tick() {
+  for (const card of state.cards.values()) {
+    const timer = card.el.querySelector(".timer");
+    const left = timeLeftText(card.view.expires_at);
+    timer.textContent = left.text;
+    timer.classList.toggle("urgent", left.urgent);
+    timer.classList.toggle("expired", left.expired);
+  }
+}
+
+// --- date-time conversion (datetime-local shows local time; the form wants RFC 3339) -----------
+
+function toLocalInput(iso) {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "";
+  const pad = (n) => String(n).padStart(2, "0");
+  return (
+    `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}` +
+    `T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`
+  );
+}
+
+function fromLocalInput(value) {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return null;
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+// --- field widgets ------------------------------------------------------------------------------
+
+const FORMAT_HINTS = {
+  email: "An email address, like name@example.com",
+  uri: "A web address, like https://example.com/path",
+  date: "A date",
+  "date-time": "A date and time (your local time zone)",
+};
+
+function constraintText(field) {
+  const c = field.constraints || {};
+  const parts = [];
+  const num = (n) => String(n);
+  if (field.kind === "number" || field.kind === "integer") {
+    parts.push(field.kind === "integer" ? "A whole number" : "A number");
+    if (c.minimum !== undefined && c.maximum !== undefined) parts.push(`between ${num(c.minimum)} and ${num(c.maximum)}`);
+    else if (c.minimum !== undefined) parts.push(`of at least ${num(c.minimum)}`);
+    else if (c.maximum !== undefined) parts.push(`of at most ${num(c.maximum)}`);
+    return parts.join(" ");
+  }
+  if (FORMAT_HINTS[field.kind]) parts.push(FORMAT_HINTS[field.kind]);
+  if (c.minLength !== undefined && c.maxLength !== undefined) parts.push(`${c.minLength} to ${c.maxLength} characters`);
+  else if (c.minLength !== undefined) parts.push(`at least ${c.minLength} characters`);
+  else if (c.maxLength !== undefined) parts.push(`at most ${c.maxLength} characters`);
+  if (field.kind === "multi_select") {
+    if (c.minItems !== undefined && c.maxItems !== undefined) parts.push(`Pick ${c.minItems} to ${c.maxItems}`);
+    else if (c.minItems !== undefined) parts.push(`Pick at least ${c.minItems}`);
+    else if (c.maxItems !== undefined) parts.push(`Pick at most ${c.maxItems}`);
+    else parts.push("Pick any");
+  }
+  return parts.join(" · ");
+}
+
+function filterBox(count, onFilter, labelText) {
+  const input = el("input", {
+    className: "filter",
+    attrs: { type: "search", placeholder: `Filter ${count} options…`, "aria-label": `Filter options of ${labelText}` },
+  });
+  input.addEventListener("input", () => onFilter(fold(input.value.trim())));
+  return input;
+}
+
+function buildControl(field, id) {
+  const c = field.constraints || {};
+  switch (field.kind) {
+    case "string":
+    case "email":
+    case "uri":
+    case "date":
+    case "date-time": {
+      const type = { string: "text", email: "email", uri: "url", date: "date", "date-time": "datetime-local" }[field.kind];
+      const input = el("input", { attrs: { id, type, autocomplete: "off", spellcheck: field.kind === "string" } });
+      if (field.kind === "date-time") input.step = "1";
+      if (field.kind === "string" && c.maxLength !== undefined && (c.maxLength ?? 0) > 200) {
+        const area = el("textarea", { attrs: { id, rows: 3, autocomplete: "off" } });
+        if (field.default !== null) area.value = field.default;
+        return { node: area, focus: area, read: () => area.value, watch: [area] };
+      }
+      if (field.default !== null && field.default !== undefined) {
+        input.value = field.kind === "date-time" ? toLocalInput(field.default) : field.default;
+      }
+      return { node: input, focus: input, read: () => input.value, watch: [input] };
+    }
+    case "number":
+    case "integer": {
+      const input = el("input", {
+        attrs: { id, type: "number", inputmode: field.kind === "integer" ? "numeric" : "decimal", step: field.kind === "integer" ? "1" : "any", min: c.minimum, max: c.maximum },
+      });
+      if (field.default !== null && field.default !== undefined) input.value = String(field.default);
+      return { node: input, focus: input, read: () => input.value, watch: [input] };
+    }
+    case "boolean": {
+      const input = el("input", { attrs: { id, type: "checkbox" } });
+      input.checked = field.default === true;
+      const wrap = el("span", { className: "switch" }, [input, el("span", { className: "switch-text", text: "Yes" })]);
+      return { node: wrap, focus: input, read: () => input.checked, watch: [input] };
+    }
+    case "single_select": {
+      const select = el("select", { attrs: { id } });
+      const placeholder = el("option", { text: "Choose…", attrs: { value: "" } });
+      select.append(placeholder);
+      for (const option of field.options) {
+        const node = new Option(option.label, option.value);
+        select.append(node);
+      }
+      select.value = field.default ?? "";
+      const nodes = [select];
+      if (field.options.length > FILTER_THRESHOLD) {
+        select.size = Math.min(8, field.options.length + 1);
+        const box = filterBox(field.options.length, (query) => {
+          for (const node of select.options) {
+            if (!node.value) continue;
+            node.hidden = Boolean(query) && !fold(node.text).includes(query) && !fold(node.value).includes(query);
+          }
+        }, field.label);
+        nodes.unshift(box);
+      }
+      return { node: el("div", { className: "select-wrap" }, nodes), focus: select, read: () => select.value, watch: [select] };
+    }
+    case "multi_select": {
+      const list = el("div", { className: "checks", attrs: { role: "group", "aria-labelledby": `${id}-label` } });
+      const boxes = [];
+      const chosen = new Set(field.default || []);
+      field.options.forEach((option, index) => {
+        const boxId = `${id}-o${index}`;
+        const box = el("input", { attrs: { id: boxId, type: "checkbox" } });
+        box.value = option.value;
+        box.checked = chosen.has(option.value);
+        boxes.push(box);
+        const row = el("label", { className: "check", attrs: { for: boxId } }, [box, el("span", { text: option.label })]);
+        row.dataset.search = fold(`${option.label}\u0000${option.value}`);
+        list.append(row);
+      });
+      const nodes = [list];
+      if (field.options.length > FILTER_THRESHOLD) {
+        nodes.unshift(filterBox(field.options.length, (query) => {
+          for (const row of list.children) row.hidden = Boolean(query) && !row.dataset.search.includes(query);
+        }, field.label));
+      }
+      return {
+        node: el("div", { className: "multi-wrap" }, nodes),
+        focus: boxes[0],
+        read: () => boxes.filter((b) => b.checked).map((b) => b.value),
+        watch: boxes,
+      };
+    }
+    default:
+      return null;
+  }
+}
+
+// Returns [value, error]: value undefined = omit; error is a user-facing message (never the value).
+function parseField(field, raw, validate) {
+  const c = field.constraints || {};
+  const missing = () => (field.required && validate ? [undefined, "Required"] : [undefined, null]);
+  switch (field.kind) {
+    case "string":
+    case "email":
+    case "uri":
+    case "date":
+    case "date-time": {
+      if (raw === "") return missing();
+      let value = field.kind === "string" ? raw : raw.trim();
+      if (field.kind === "date-time") {
+        value = fromLocalInput(value);
+        if (value === null) return [undefined, "Enter a real date and time"];
+      }
+      if (!validate) return [value, null];
+      const length = codePoints(value);
+      if (c.minLength !== undefined && length < c.minLength) return [value, `Use at least ${c.minLength} characters`];
+      if (c.maxLength !== undefined && length > c.maxLength) return [value, `Use at most ${c.maxLength} characters`];
+      if (field.kind === "email" && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) return [value, "Enter an email address like name@example.com"];
+      if (field.kind === "uri") {
+        let ok = false;
+        try {
+          ok = Boolean(new URL(value).protocol);
+        } catch {
+          ok = false;
+        }
+        if (!ok) return [value, "Enter a full address like https://example.com"];
+      }
+      if (field.kind === "date" && (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(value)))) return [value, "Enter a real date"];
+      return [value, null];
+    }
+    case "number":
+    case "integer": {
+      if (raw.trim() === "") return missing();
+      const value = Number(raw);
+      if (!Number.isFinite(value)) return [undefined, field.kind === "integer" ? "Enter a whole number" : "Enter a number"];
+      if (field.kind === "integer" && (!Number.isInteger(value) || Math.abs(value) > MAX_SAFE_INTEGER)) return [value, "Enter a whole number"];
+      if (!validate) return [value, null];
+      if (c.minimum !== undefined && value < c.minimum) return [value, `Must be at least ${c.minimum}`];
+      if (c.maximum !== undefined && value > c.maximum) return [value, `Must be at most ${c.maximum}`];
+      return [value, null];
+    }
+    case "boolean":
+      return [raw, null];
+    case "single_select":
+      if (raw === "") return missing();
+      return [raw, null];
+    case "multi_select": {
+      if (!validate) return [raw, null];
+      if (raw.length === 0 && field.required && c.minItems === undefined) return [raw, "Pick at least one"];
+      if (c.minItems !== undefined && raw.length < c.minItems) return [raw, `Pick at least ${c.minItems}`];
+      if (c.maxItems !== undefined && raw.length > c.maxItems) return [raw, `Pick at most ${c.maxItems}`];
+      return [raw, null];
+    }
+    default:
+      return [undefined, null];
+  }
+}
+
+function buildField(field, card) {
+  const id = nextId("f");
+  const control = buildControl(field, id);
+  const wrap = el("div", { className: `field kind-${field.kind}` });
+  wrap.dataset.name = field.name;
+  wrap.dataset.kind = field.kind;
+  const label = el("label", { className: "label", attrs: { for: field.kind === "multi_select" ? undefined : id, id: `${id}-label` } });
+  label.append(el("span", { className: "label-text", text: field.label }));
+  if (field.required) {
+    label.append(el("span", { className: "required", text: "*", attrs: { "aria-hidden": "true", title: "required" } }));
+    label.append(el("span", { className: "sr-only", text: " (required)" }));
+  }
+  const help = field.description ? el("p", { className: "help", text: field.description, attrs: { id: `${id}-help` } }) : null;
+  const hintText = constraintText(field);
+  const hint = hintText ? el("p", { className: "hint", text: hintText }) : null;
+  const error = el("p", { className: "field-error", attrs: { id: `${id}-error`, role: "alert" } });
+  error.hidden = true;
+  if (!control) {
+    wrap.append(label, el("p", { className: "field-error", text: "This field kind is not supported by this page." }));
+    card.fields.push({ field, read: () => undefined, showError: () => {}, focus: () => {} });
+    return wrap;
+  }
+  const describedBy = [help && `${id}-help`, `${id}-error`].filter(Boolean).join(" ");
+  control.focus?.setAttribute("aria-describedby", describedBy);
+  wrap.append(label, help, control.node, hint, error);
+  const entry = {
+    field,
+    read: control.read,
+    focus: () => control.focus?.focus(),
+    showError(message) {
+      error.textContent = message || "";
+      error.hidden = !message;
+      wrap.classList.toggle("invalid", Boolean(message));
+      for (const node of control.watch) node.setAttribute("aria-invalid", message ? "true" : "false");
+    },
+  };
+  // Once a field shows an error, re-check it as the user edits so the message clears when fixed.
+  for (const node of control.watch) {
+    const recheck = () => {
+      if (wrap.classList.contains("invalid")) entry.showError(parseField(field, entry.read(), true)[1]);
+    };
+    node.addEventListener("input", recheck);
+    node.addEventListener("change", recheck);
+  }
+  card.fields.push(entry);
+  return wrap;
+}
+
+// --- cards ----------------------------------------------------------------------------------------
+
+function toolLabel(view) {
+  return view.requester.claimed_tool || view.tool_name || "A Tool";
+}
+
+function renderCard(view) {
+  const template = document.getElementById("form-card");
+  const node = template.content.firstElementChild.cloneNode(true);
+  node.dataset.id = view.id;
+  node.dataset.session = view.session_id;
+  const card = { view, el: node, fields: [], busy: false };
+  const r = view.requester;
+  setText(node, ".provider-name", r.provider_display_name || r.provider_id || "Unknown provider");
+  setText(node, ".provider-id", r.provider_display_name && r.provider_id ? `(${r.provider_id})` : "");
+  setText(node, ".claimed-server", r.claimed_server || "unnamed");
+  setText(node, ".claimed-tool", r.claimed_tool || "unnamed");
+  setText(node, ".session", `Session ${view.session_id}${view.tool_name ? ` · called as ${view.tool_name}` : ""}`);
+  const message = setText(node, ".message", view.message);
+  message.hidden = !view.message;
+  const list = node.querySelector(".field-list");
+  for (const field of view.fields) list.append(buildField(field, card));
+  const form = node.querySelector("form");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    answer(card, "accept");
+  });
+  for (const button of node.querySelectorAll("button[data-action]")) {
+    if (button.dataset.action !== "accept") button.addEventListener("click", () => answer(card, button.dataset.action));
+  }
+  state.cards.set(view.id, card);
+  return card;
+}
+
+function placeCards() {
+  const container = document.getElementById("forms");
+  const sorted = [...state.cards.values()].sort((a, b) => (a.view.created_at || "").localeCompare(b.view.created_at || ""));
+  for (const card of sorted) if (card.el.parentNode !== container || container.lastElementChild !== card.el) container.append(card.el);
+  const count = state.cards.size;
+  document.getElementById("empty").hidden = count > 0;
+  document.getElementById("pending-count").textContent = `${count} waiting`;
+  document.title = count ? `(${count}) Maka — forms waiting for you` : "Maka — forms waiting for you";
+  tick();
+}
+
+function upsert(view) {
+  if (view.state !== "pending") {
+    settle(view, null);
+    return;
+  }
+  if (state.cards.has(view.id)) {
+    state.cards.get(view.id).view = view; // keep the user's edits; refresh times and state
+  } else {
+    renderCard(view);
+  }
+  placeCards();
+}
+
+function removeCard(id) {
+  const card = state.cards.get(id);
+  if (!card) return null;
+  card.el.remove();
+  state.cards.delete(id);
+  placeCards();
+  return card;
+}
+
+function notice(kind, title, text) {
+  const box = document.getElementById("notices");
+  const dismiss = el("button", { className: "notice-close", text: "×", attrs: { type: "button", "aria-label": "Dismiss this notice" } });
+  const item = el("div", { className: `notice ${kind}`, attrs: { role: "status" } }, [
+    el("strong", { className: "notice-title", text: title }),
+    el("span", { className: "notice-text", text }),
+    dismiss,
+  ]);
+  dismiss.addEventListener("click", () => item.remove());
+  box.prepend(item);
+  while (box.children.length > MAX_NOTICES) box.lastElementChild.remove();
+}
+
+const OWN_ACTION_TEXT = {
+  accept: "You submitted the form; the Tool continues.",
+  decline: "You declined; the Tool was told.",
+  cancel: "You dismissed the form; the Tool was told.",
+};
+
+// A form stopped being pending. `ownAction` is set when this tab's answer won.
+function settle(view, ownAction) {
+  const card = removeCard(view.id);
+  const title = toolLabel(card ? card.view : view);
+  if (ownAction) {
+    notice("own", title, OWN_ACTION_TEXT[ownAction] || "Answer sent.");
+  } else if (card) {
+    const reason = view.state === "answered" ? "answered on another surface" : view.close_text || "closed";
+    notice(view.state === "answered" ? "elsewhere" : "closed", title, `Closed: ${reason}.`);
+  }
+}
+
+// --- answering ------------------------------------------------------------------------------------
+
+function collect(card, action) {
+  const values = {};
+  let firstInvalid = null;
+  for (const entry of card.fields) {
+    const [value, error] = parseField(entry.field, entry.read(), action === "accept");
+    if (action !== "accept") continue;
+    entry.showError(error);
+    if (error && !firstInvalid) firstInvalid = entry;
+    if (value !== undefined && !error) values[entry.field.name] = value;
+  }
+  return { values, firstInvalid };
+}
+
+function formError(card, text) {
+  const node = card.el.querySelector(".form-error");
+  node.textContent = text || "";
+  node.hidden = !text;
+}
+
+function setBusy(card, busy) {
+  card.busy = busy;
+  card.el.classList.toggle("busy", busy);
+  for (const button of card.el.querySelectorAll("button[data-action]")) button.disabled = busy;
+}
+
+function fieldForPath(card, path) {
+  for (const entry of card.fields) {
+    const name = entry.field.name;
+    const pointer = "/" + name.replaceAll("~", "~0").replaceAll("/", "~1");
+    for (const candidate of [pointer, "/" + name]) {
+      if (path === candidate || path.startsWith(candidate + "/")) return entry;
+    }
+  }
+  return null;
+}
+
+async function answer(card, action) {
+  if (card.busy) return;
+  formError(card, "");
+  let values = {};
+  if (action === "accept") {
+    const collected = collect(card, action);
+    if (collected.firstInvalid) {
+      formError(card, "Fix the highlighted fields to submit.");
+      collected.firstInvalid.focus();
+      return;
+    }
+    values = collected.values;
+  } else {
+    for (const entry of card.fields) entry.showError(null);
+  }
+  const id = card.view.id;
+  setBusy(card, true);
+  state.inFlight.add(id);
+  let response;
+  let body = null;
+  try {
+    response = await fetch(`/api/interactions/${encodeURIComponent(id)}/answer`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Maka-CSRF": state.csrf },
+      body: JSON.stringify({ session_id: card.view.session_id, submission_id: newSubmissionId(), action, values }),
+    });
+    body = await response.json().catch(() => null);
+  } catch {
+    state.inFlight.delete(id);
+    setBusy(card, false);
+    formError(card, "Could not reach the Maka web surface. Check the connection and try again.");
+    return;
+  }
+  state.inFlight.delete(id);
+  if (response.ok && body && body.interaction) {
+    if (body.server_time) updateSkew(body.server_time);
+    settle(body.interaction, action);
+    return;
+  }
+  setBusy(card, false);
+  const error = (body && body.error) || { reason: `HTTP_${response.status}`, message: "", violations: [] };
+  if (response.status === 409 || response.status === 404) {
+    removeCard(id);
+    const current = body && body.interaction;
+    let text;
+    if (error.reason === "ALREADY_SETTLED" || (current && current.state === "answered")) {
+      text = "Already answered on another surface; your answer was not sent.";
+    } else if (current && current.close_text) {
+      text = `Closed: ${current.close_text}; your answer was not sent.`;
+    } else {
+      text = "This form is no longer pending; your answer was not sent.";
+    }
+    notice("elsewhere", toolLabel(card.view), text);
+    return;
+  }
+  if (response.status === 422 || response.status === 400) {
+    let unplaced = [];
+    for (const violation of error.violations || []) {
+      const entry = fieldForPath(card, violation.path);
+      const text = violation.reason === "ANSWER_MISSING_REQUIRED" ? "Required" : violation.description || violation.reason;
+      if (entry) entry.showError(text);
+      else unplaced.push(text);
+    }
+    formError(card, ["The host did not accept these values.", ...unplaced].join(" "));
+    return;
+  }
+  if (response.status === 401) {
+    location.assign("/login");
+    return;
+  }
+  formError(card, `The answer could not be delivered (${error.reason}). Try again.`);
+}
+
+// --- live updates ---------------------------------------------------------------------------------
+
+function setConnection(kind, text) {
+  const node = document.getElementById("connection");
+  node.className = `connection ${kind}`;
+  node.textContent = text;
+}
+
+function applySnapshot(pending) {
+  const ids = new Set(pending.map((view) => view.id));
+  for (const [id, card] of [...state.cards]) {
+    if (ids.has(id) || state.inFlight.has(id)) continue;
+    removeCard(id);
+    notice("closed", toolLabel(card.view), "No longer pending.");
+  }
+  for (const view of pending) upsert(view);
+  placeCards();
+  document.body.dataset.ready = "true";
+}
+
+function connect() {
+  const source = new EventSource("/api/events");
+  source.addEventListener("open", () => setConnection("live", "Live"));
+  source.addEventListener("error", () => setConnection("connecting", "Reconnecting…"));
+  source.addEventListener("snapshot", (event) => {
+    const data = JSON.parse(event.data);
+    updateSkew(data.server_time);
+    applySnapshot(data.pending);
+    setConnection("live", "Live");
+  });
+  for (const kind of ["opened", "answered", "closed"]) {
+    source.addEventListener(kind, (event) => {
+      const data = JSON.parse(event.data);
+      updateSkew(data.server_time);
+      const view = data.interaction;
+      if (state.inFlight.has(view.id) && view.state !== "pending") return; // our POST reports the outcome
+      if (view.state === "pending") upsert(view);
+      else settle(view, null);
+    });
+  }
+  source.addEventListener("disconnected", () => setConnection("connecting", "Host unreachable — retrying…"));
+  source.addEventListener("failure", (event) => {
+    const data = JSON.parse(event.data);
+    setConnection("failed", `Disconnected (${data.reason})`);
+  });
+}
+
+async function start() {
+  let response;
+  try {
+    response = await fetch("/api/session", { credentials: "same-origin" });
+  } catch {
+    setConnection("failed", "Cannot reach the web surface");
+    return;
+  }
+  if (response.status === 401) {
+    location.assign("/login");
+    return;
+  }
+  const session = await response.json();
+  state.csrf = session.csrf;
+  updateSkew(session.server_time);
+  connect();
+  setInterval(tick, 1000);
+}
+
+start();

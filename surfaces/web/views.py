@@ -1,0 +1,131 @@
+"""JSON shapes of the web surface's ``/api/`` (what ``static/app.js`` reads and sends).
+
+The page never sees protobuf: :func:`interaction_view` turns an
+:class:`surfaces.common.interaction_client.InteractionView` into plain JSON, and
+:func:`answer_from_json` turns the page's answer body into a typed :class:`services.core.form.Answer`
+(with :func:`surfaces.common.form_input.values_from_json`). Answer *values* never go back to the
+page: a settled Interaction's view carries only the action (RFC "Security and privacy requirements").
+Untrusted display text (message, labels, descriptions, option labels) is passed through
+:func:`surfaces.common.form_input.plain_text` (control and bidi-override characters removed); the
+page still renders it only as DOM text.
+
+Interaction view shape::
+
+    {"id": str, "session_id": str, "turn_id": str, "tool_name": "SERVER:TOOL", "host_epoch": int,
+     "state": "pending" | "answered" | "closed", "close_reason": "" | "answered" | "stopped" | ...,
+     "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
+     "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
+     "requester": {"provider_id", "provider_display_name", "claimed_server", "claimed_tool"},
+     "message": str,
+     "fields": [{"name", "kind": "string" | "email" | "uri" | "date" | "date-time" | "number" | "integer" |
+                 "boolean" | "single_select" | "multi_select", "label", "description", "required",
+                 "constraints": {"minLength"?, "maxLength"?, "format"?, "minimum"?, "maximum"?,
+                 "minItems"?, "maxItems"?}, "default": value | null, "options": [{"value", "label"}]}]}
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from services.core.form import Action, Answer
+from services.core.form.errors import FormErrorReason, Violation
+from surfaces.common.form_input import FieldInputError, field_to_json, plain_text, values_from_json
+from surfaces.common.interaction_client import CLOSE_REASON_TEXT, CloseReason, InteractionView
+
+JsonObject = dict[str, Any]
+
+ACTIONS_BY_NAME: dict[str, Action] = {a.value: a for a in Action}
+
+
+def iso(moment: datetime | None) -> str | None:
+    """``moment`` as ISO-8601 UTC with milliseconds (``2026-11-30T09:00:00.000Z``), or None."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def now_iso() -> str:
+    """The server's current time in the format of :func:`iso` (the page uses it to correct clock skew)."""
+    return iso(datetime.now(tz=UTC)) or ""
+
+
+def _field_view(data: dict[str, object]) -> JsonObject:
+    view: JsonObject = dict(data)
+    view["label"] = plain_text(str(view["label"]) or str(view["name"]), keep_newlines=False)
+    view["description"] = plain_text(str(view["description"]))
+    options = view["options"]
+    assert isinstance(options, list)
+    view["options"] = [{"value": o["value"], "label": plain_text(o["label"], keep_newlines=False)} for o in options]
+    return view
+
+
+def interaction_view(ix: InteractionView) -> JsonObject:
+    """The page's JSON view of one Interaction (shape in the module docstring). Never carries answer values."""
+    requester = ix.form.requester
+    closed = ix.state.value != "pending" and ix.close_reason is not CloseReason.UNSPECIFIED
+    return {
+        "id": ix.interaction_id,
+        "session_id": ix.session_id,
+        "turn_id": ix.turn_id,
+        "tool_name": plain_text(ix.tool_name, keep_newlines=False),
+        "host_epoch": ix.host_epoch,
+        "state": ix.state.value,
+        "close_reason": ix.close_reason.value if closed else "",
+        "close_text": CLOSE_REASON_TEXT[ix.close_reason] if closed else "",
+        "answer_action": ix.answer.action.value if ix.answer is not None else "",
+        "created_at": iso(ix.created_at),
+        "expires_at": iso(ix.expires_at),
+        "settled_at": iso(ix.settled_at),
+        "requester": {
+            "provider_id": plain_text(requester.provider_id, keep_newlines=False),
+            "provider_display_name": plain_text(requester.provider_display_name, keep_newlines=False),
+            "claimed_server": plain_text(requester.claimed_server, keep_newlines=False),
+            "claimed_tool": plain_text(requester.claimed_tool, keep_newlines=False),
+        },
+        "message": plain_text(ix.form.message),
+        "fields": [_field_view(field_to_json(f)) for f in ix.form.fields],
+    }
+
+
+class AnswerShapeError(ValueError):
+    """The page's answer body is not the expected JSON shape (HTTP 400, ``INVALID_REQUEST``).
+
+    ``violations`` name each problem by path; messages never quote the submitted values.
+    """
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = tuple(violations)
+        super().__init__("; ".join(f"{v.path}: {v.description}" for v in violations))
+
+
+def answer_from_json(body: object, ix: InteractionView) -> tuple[Answer, str]:
+    """Decode the page's answer body into ``(Answer, submission_id)``.
+
+    ``body`` shape: ``{"action": "accept" | "decline" | "cancel", "values": {name: value},
+    "submission_id": str, "session_id": str}`` (``values`` only with ``accept``). Values are typed by the
+    form's field kinds; the Interaction service then validates them authoritatively (RFC "Core owns
+    exact-shape decoding").
+
+    Raises :class:`AnswerShapeError` for a body that is not that shape.
+    """
+    if not isinstance(body, dict):
+        raise AnswerShapeError([Violation("$", FormErrorReason.ANSWER_WRONG_TYPE, "expected a JSON object")])
+    action = body.get("action")
+    if not isinstance(action, str) or action not in ACTIONS_BY_NAME:
+        raise AnswerShapeError(
+            [Violation("/action", FormErrorReason.ANSWER_INVALID_ACTION, "expected accept, decline or cancel")]
+        )
+    submission_id = body.get("submission_id", "")
+    if not isinstance(submission_id, str) or len(submission_id) > 128:
+        raise AnswerShapeError(
+            [Violation("/submission_id", FormErrorReason.ANSWER_WRONG_TYPE, "expected at most 128 characters")]
+        )
+    raw_values = body.get("values")
+    if raw_values is None:
+        raw_values = {}
+    try:
+        values = values_from_json(ix.form, raw_values)
+    except FieldInputError as error:
+        raise AnswerShapeError([Violation("/values", FormErrorReason.ANSWER_WRONG_TYPE, str(error))]) from None
+    return Answer(action=ACTIONS_BY_NAME[action], values=values), submission_id
