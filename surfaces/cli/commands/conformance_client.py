@@ -1,0 +1,68 @@
+"""``maka conformance-client``: the client the official MCP conformance harness runs.
+
+Harness client contract (``@modelcontextprotocol/conformance@0.2.0-alpha.12``): the scenario name is in
+``MCP_CONFORMANCE_SCENARIO``, the protocol version in ``MCP_CONFORMANCE_PROTOCOL_VERSION``, the
+scenario server's URL is the last argument, and the client exits 0 when done. This command starts
+the whole stack in-process (private redis-server, Interaction service, broker, MCP provider pointed
+at the URL), an automatic answering surface that accepts every form with its defaults, makes the
+calls the scenario expects through the broker, prints one JSON line per call, and stops everything.
+
+Supported scenarios: ``tools_call`` (2026-07-28 and 2025-11-25), ``request-metadata`` and
+``sep-2322-client-request-state`` (2026-07-28); see :mod:`surfaces.conformance.scenarios`.
+
+Exit codes: 0 every call met the scenario's plan; 1 a call did not (details on stdout);
+2 usage error (no URL, unknown scenario or version); 3 the stack did not start or the run timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+NAME = "conformance-client"
+HELP = "MCP conformance-harness client: run one harness scenario through the whole stack"
+
+SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
+VERSION_ENV = "MCP_CONFORMANCE_PROTOCOL_VERSION"
+DEFAULT_VERSION = "2025-11-25"
+"""What the harness sends when run without ``--spec-version``."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``SERVER_URL`` plus optional overrides of the harness environment variables."""
+    parser.add_argument("server_url", help="the scenario server URL (the harness appends it)")
+    parser.add_argument("--scenario", default=None, help=f"scenario name (default: ${SCENARIO_ENV})")
+    parser.add_argument(
+        "--protocol-version", default=None, help=f"protocol version (default: ${VERSION_ENV} or {DEFAULT_VERSION})"
+    )
+    parser.add_argument("--timeout", type=float, default=90.0, help="bound of the whole run, seconds (default 90)")
+    parser.add_argument("--log-level", default="WARNING", help="stack log level on stderr (default WARNING)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the scenario; returns the exit code documented in the module docstring."""
+    from services.core import logs
+    from surfaces.conformance import runner
+    from surfaces.conformance.scenarios import UnsupportedScenario
+    from surfaces.conformance.stack import StackError
+
+    scenario = args.scenario or os.environ.get(SCENARIO_ENV, "")
+    version = args.protocol_version or os.environ.get(VERSION_ENV) or DEFAULT_VERSION
+    if not scenario:
+        print(f"conformance-client: no scenario (set {SCENARIO_ENV} or pass --scenario)", file=sys.stderr)
+        return 2
+    logs.configure("conformance-client", args.log_level)
+    try:
+        ok = asyncio.run(runner.run(args.server_url, scenario, version, out=sys.stdout, timeout=args.timeout))
+    except UnsupportedScenario as error:
+        print(f"conformance-client: {error}", file=sys.stderr)
+        return 2
+    except StackError as error:
+        print(f"conformance-client: stack_failed: {error}", file=sys.stderr)
+        return 3
+    except TimeoutError:
+        print(f"conformance-client: timed_out: no complete run within {args.timeout} s", file=sys.stderr)
+        return 3
+    return 0 if ok else 1

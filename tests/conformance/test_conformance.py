@@ -1,0 +1,89 @@
+"""The official MCP conformance harness (``@modelcontextprotocol/conformance@0.2.0-alpha.12`` on
+Node 22) against ``maka conformance-client``, which drives the whole stack (issue 5, "Done when" 2).
+
+Each scenario must pass every check with the client exiting 0; the checks a scenario is known to
+emit are named so that a harness that silently stopped checking fails too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.harness import HarnessRun, require_tools, run_harness
+
+pytestmark = [pytest.mark.conformance, pytest.mark.slow]
+
+PASSING = {"SUCCESS", "INFO", "SKIPPED"}
+
+REQUIRED_CHECKS: dict[str, set[str]] = {
+    "sep-2322-client-request-state": {
+        "sep-2322-client-request-state-echoed",
+        "sep-2322-client-jsonrpc-id-different",
+        "sep-2322-client-no-state-omitted",
+        "sep-2322-client-parallel-isolation",
+        "sep-2322-default-result-type-complete",
+    },
+    "request-metadata": {
+        "sep-2575-http-client-sends-version-header",
+        "sep-2575-client-populates-meta",
+        "sep-2575-client-sends-client-info",
+        "sep-2575-http-version-header-matches-meta",
+        "sep-2575-client-retry-supported-version",
+    },
+    "tools_call": {"tool-add-numbers", "wire-schema-valid"},
+}
+"""Checks that must be present with status SUCCESS (read from the harness's scenario code)."""
+
+STEPS: dict[str, list[str]] = {
+    "sep-2322-client-request-state": [
+        "test_mrtr_unrelated",
+        "test_mrtr_echo_state",
+        "test_mrtr_no_state",
+        "test_mrtr_no_result_type",
+    ],
+    "request-metadata": [],
+    "tools_call": ["add_numbers"],
+}
+"""The calls ``maka conformance-client`` reports, in completion order (unrelated ends inside echo_state)."""
+
+
+def _explain(run: HarnessRun) -> str:
+    return (
+        f"harness stderr:\n{run.stderr[-4000:]}\n"
+        f"client stdout:\n{run.client_stdout}\n"
+        f"client stderr:\n{run.client_stderr[-4000:]}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("scenario", "spec_version"),
+    [
+        ("sep-2322-client-request-state", "2026-07-28"),
+        ("request-metadata", "2026-07-28"),
+        ("tools_call", "2026-07-28"),
+        ("tools_call", "2025-11-25"),
+    ],
+)
+def test_harness_scenario_passes_every_check_through_the_whole_stack(
+    scenario: str, spec_version: str, tmp_path: Path
+) -> None:
+    require_tools()
+    run = run_harness(scenario, spec_version, tmp_path)
+
+    assert "Client exited with code" not in run.stderr, _explain(run)
+    assert "OVERALL: PASSED" in run.stderr, _explain(run)
+    assert run.returncode == 0, _explain(run)
+    statuses = run.statuses()
+    failing = {check_id: status for check_id, status in statuses.items() if status not in PASSING}
+    assert failing == {}, _explain(run)
+    assert {check_id: statuses.get(check_id) for check_id in REQUIRED_CHECKS[scenario]} == dict.fromkeys(
+        REQUIRED_CHECKS[scenario], "SUCCESS"
+    ), _explain(run)
+
+    lines = run.client_lines()
+    assert (lines[0]["scenario"], lines[0]["protocol_version"]) == (scenario, spec_version), _explain(run)
+    steps = [line for line in lines if "step" in line]
+    assert [line["step"] for line in steps] == STEPS[scenario], _explain(run)
+    assert all(line["ok"] for line in steps), _explain(run)
