@@ -25,7 +25,7 @@ import logging
 import random
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 
 import grpc
 import grpc.aio
@@ -34,6 +34,7 @@ from google.protobuf import duration_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.broker.errors import HostUnavailable, OpenRefused
+from services.core.channels import open_channel
 from services.core.status import error_from_rpc
 
 log = logging.getLogger("maka.broker.host_link")
@@ -46,8 +47,9 @@ class HostLink:
 
     Args:
         target: ``host:port`` of the Interaction service.
-        options: gRPC channel options (``services.core.serving.channel_options``: caps + keepalive).
         token: bearer token for ``authorization`` metadata; empty sends none.
+        max_message_bytes: gRPC message cap of the channel (keepalive and TLS come from
+            ``services.core.channels.open_channel``).
         heartbeat_seconds: lease renewal interval (seconds).
         queue_size: bound of the outgoing frame queue.
         on_settled: called with every ``InteractionSettled.interaction`` (and with the winning
@@ -61,8 +63,8 @@ class HostLink:
         self,
         target: str,
         *,
-        options: Sequence[tuple[str, int]] = (),
         token: str = "",
+        max_message_bytes: int = 4 * 1024 * 1024,
         heartbeat_seconds: float = 5.0,
         queue_size: int = 256,
         on_settled: SettledCallback,
@@ -73,8 +75,8 @@ class HostLink:
         backoff_max: float = 2.0,
     ) -> None:
         self._target = target
-        self._options = list(options)
-        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self._token = token or None
+        self._max_message_bytes = max_message_bytes
         self._heartbeat_seconds = heartbeat_seconds
         self._queue_size = queue_size
         self._on_settled = on_settled
@@ -107,7 +109,7 @@ class HostLink:
 
     async def start(self) -> None:
         """Open the channel and start the link in the background (never blocks on the service)."""
-        self._channel = grpc.aio.insecure_channel(self._target, options=self._options)
+        self._channel = open_channel(self._target, token=self._token, max_message_bytes=self._max_message_bytes)
         self._task = asyncio.create_task(self._run(), name="maka-broker-hostlink")
 
     async def wait_connected(self, timeout: float) -> None:
@@ -267,7 +269,7 @@ class HostLink:
                     return
                 yield item
 
-        call = stub.HostLink(requests(), metadata=self._metadata)
+        call = stub.HostLink(requests())
         heartbeat: asyncio.Task[None] | None = None
         try:
             first = await call.read()

@@ -20,7 +20,7 @@ from services.broker.servicer import BrokerServicer
 from services.broker.settings import Settings
 from services.core import logs
 from services.core.auth import Role
-from services.core.serving import channel_options, serve
+from services.core.serving import serve
 
 SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["CapabilityBrokerService"].full_name
 _METHOD = f"/{SERVICE_NAME}/"
@@ -41,8 +41,8 @@ class BrokerApp:
         self.settings = settings
         self.host_link = HostLink(
             settings.interaction_target,
-            options=channel_options(settings),
             token=settings.interaction_token,
+            max_message_bytes=settings.max_message_bytes,
             heartbeat_seconds=settings.heartbeat_seconds,
             queue_size=settings.stream_queue_size,
             on_settled=lambda interaction: self.broker.interaction_settled(interaction),

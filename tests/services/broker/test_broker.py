@@ -1,0 +1,495 @@
+"""Unit tests of the broker's pure state machine (`services/broker/broker.py`).
+
+The Interaction service is replaced by an in-memory recorder of opens and closes (pure logic only);
+the same rules are exercised end to end over gRPC with the real Interaction service and Redis in
+`test_servicer.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from maka.broker.v1 import broker_pb2
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2
+from services.broker.broker import Broker, Connection, Invocation, InvocationState
+from services.broker.errors import InvalidRequest, OpenRefused
+from tests.helpers.waiting import eventually
+
+FC = broker_pb2.FailureCode
+RR = broker_pb2.RejectReason
+CR = interaction_pb2.CloseReason
+
+
+class RecordingHost:
+    """Records opens and closes; opens succeed with minted ids unless ``refuse`` is set."""
+
+    def __init__(self) -> None:
+        self.opened: list[tuple[interaction_pb2.Binding, form_pb2.Form]] = []
+        self.closed: list[tuple[str, int]] = []
+        self.refuse: OpenRefused | None = None
+        self.gate: asyncio.Event | None = None
+
+    async def open(
+        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+    ) -> interaction_pb2.Interaction:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.refuse is not None:
+            raise self.refuse
+        self.opened.append((binding, form))
+        return interaction_pb2.Interaction(
+            interaction_id=f"ix_{len(self.opened)}",
+            binding=binding,
+            form=form,
+            state=interaction_pb2.INTERACTION_STATE_PENDING,
+        )
+
+    async def close(self, interaction_id: str, reason: int) -> object:
+        self.closed.append((interaction_id, reason))
+        return None
+
+
+def _form() -> form_pb2.Form:
+    return form_pb2.Form(
+        message="Choose the deployment target",
+        fields=[form_pb2.Field(name="environment", label="Environment", required=True, string=form_pb2.StringField())],
+        requester=form_pb2.Requester(provider_id="forged", provider_display_name="Forged", claimed_server="srv"),
+    )
+
+
+def _tool(name: str = "deploy", server: str = "examples") -> broker_pb2.ToolDescriptor:
+    return broker_pb2.ToolDescriptor(name=name, description="d", input_schema_json="{}", claimed_server=server)
+
+
+def _frames(connection: Connection) -> list[broker_pb2.ConnectResponse]:
+    items: list[broker_pb2.ConnectResponse] = list(connection.outbox._items)
+    connection.outbox._items.clear()
+    return items
+
+
+def _kinds(connection: Connection) -> list[str]:
+    return [str(f.WhichOneof("frame")) for f in _frames(connection)]
+
+
+def _events(invocation: Invocation) -> list[broker_pb2.CallToolResponse]:
+    items: list[broker_pb2.CallToolResponse] = list(invocation.events._items)
+    invocation.events._items.clear()
+    return items
+
+
+async def _all_events(invocation: Invocation) -> list[broker_pb2.CallToolResponse]:
+    return [e async for e in invocation.stream()]
+
+
+@pytest.fixture
+async def host() -> RecordingHost:
+    return RecordingHost()
+
+
+@pytest.fixture
+async def broker(host: RecordingHost) -> AsyncIterator[Broker]:
+    b = Broker(host, execution_timeout=0.3, heartbeat_seconds=30, queue_size=16)
+    await b.start()
+    yield b
+    await b.shutdown(timeout=1)
+
+
+def _register(broker: Broker, provider_id: str = "mcp:examples", *tools: broker_pb2.ToolDescriptor) -> Connection:
+    connection = broker.open_connection()
+    broker.handle_frame(
+        connection,
+        broker_pb2.ConnectRequest(
+            register=broker_pb2.Register(provider_id=provider_id, display_name="Examples", tools=tools or [_tool()])
+        ),
+    )
+    return connection
+
+
+def _call(broker: Broker, tool: str = "examples:deploy", tool_use: str = "tu1", **kw: Any) -> Invocation:
+    return broker.call_tool(
+        broker_pb2.CallToolRequest(
+            session_id=kw.get("session", "s1"),
+            turn_id=kw.get("turn", "t1"),
+            tool_use_id=tool_use,
+            tool_name=tool,
+            arguments_json=kw.get("args", '{"artifact":"build-42"}'),
+        )
+    )
+
+
+def _ask(broker: Broker, connection: Connection, invocation_id: str, correlation: str = "corr-1") -> None:
+    broker.handle_frame(
+        connection,
+        broker_pb2.ConnectRequest(
+            interaction_request=broker_pb2.InteractionRequest(
+                invocation_id=invocation_id, correlation_id=correlation, form=_form()
+            )
+        ),
+    )
+
+
+def _answered(host: RecordingHost, index: int = 0) -> interaction_pb2.Interaction:
+    binding, form = host.opened[index]
+    return interaction_pb2.Interaction(
+        interaction_id=f"ix_{index + 1}",
+        binding=binding,
+        form=form,
+        state=interaction_pb2.INTERACTION_STATE_ANSWERED,
+        answer=form_pb2.Answer(
+            action=form_pb2.ACTION_ACCEPT, values={"environment": form_pb2.Value(string_value="staging")}
+        ),
+        close_reason=CR.CLOSE_REASON_ANSWERED,
+    )
+
+
+async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker) -> None:
+    connection = _register(broker)
+    registered = _frames(connection)[0].registered
+    assert registered.registration_id.startswith("reg_")
+    assert registered.connection_id == connection.connection_id
+    assert registered.heartbeat_interval.seconds == 30
+
+    invocation = _call(broker)
+    invoke = _frames(connection)[0].invoke
+    assert invoke.invocation_id == invocation.invocation_id
+    assert invoke.tool_name == "deploy"
+    assert invoke.arguments_json == '{"artifact":"build-42"}'
+    assert _events(invocation)[0].accepted.provider_id == "mcp:examples"
+
+
+async def test_unknown_tool_and_malformed_calls_fail_with_stable_codes(broker: Broker) -> None:
+    _register(broker)
+    unknown = await _all_events(_call(broker, tool="examples:nope"))
+    assert [e.failure.code for e in unknown] == [FC.FAILURE_CODE_UNKNOWN_TOOL]
+    not_object = await _all_events(_call(broker, args="[1]"))
+    assert [e.failure.code for e in not_object] == [FC.FAILURE_CODE_INVALID_REQUEST]
+    unqualified = await _all_events(_call(broker, tool="deploy"))
+    assert [e.failure.code for e in unqualified] == [FC.FAILURE_CODE_INVALID_REQUEST]
+    assert broker.stats()["live_invocations"] == 0
+
+
+async def test_duplicate_tool_use_id_in_a_session_is_refused_while_the_first_is_live(broker: Broker) -> None:
+    _register(broker)
+    first = _call(broker)
+    second = await _all_events(_call(broker))
+    assert second[0].failure.code == FC.FAILURE_CODE_INVALID_REQUEST
+    assert not first.is_terminal
+
+
+async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(broker: Broker) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _frames(connection)
+    result = broker_pb2.ConnectRequest(
+        result=broker_pb2.InvocationResult(
+            invocation_id=invocation.invocation_id, call_tool_result_json='{"content":[],"isError":true}'
+        )
+    )
+    broker.handle_frame(connection, result)
+    broker.handle_frame(connection, result)
+    events = await _all_events(invocation)
+    assert events[-1].result.is_error is True
+    assert [e.WhichOneof("event") for e in events] == ["accepted", "result"]
+    rejected = _frames(connection)[0].rejected
+    assert rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert broker.stats()["rejected_frames.INVOCATION_SETTLED"] == 1
+
+
+async def test_frames_for_unknown_or_another_connections_invocations_are_rejected(broker: Broker) -> None:
+    owner = _register(broker)
+    intruder = _register(broker, "mcp:other", _tool("other"))
+    invocation = _call(broker)
+    _frames(owner)
+    _frames(intruder)
+    for frame in (
+        broker_pb2.ConnectRequest(
+            result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
+        ),
+        broker_pb2.ConnectRequest(failure=broker_pb2.InvocationFailure(invocation_id=invocation.invocation_id)),
+        broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id)),
+    ):
+        broker.handle_frame(intruder, frame)
+    _ask(broker, intruder, invocation.invocation_id)
+    broker.handle_frame(
+        intruder, broker_pb2.ConnectRequest(failure=broker_pb2.InvocationFailure(invocation_id="inv_unknown"))
+    )
+    reasons = [f.rejected.reason for f in _frames(intruder)]
+    assert reasons == [RR.REJECT_REASON_CROSS_CONNECTION] * 4 + [RR.REJECT_REASON_UNKNOWN_INVOCATION]
+    assert invocation.state is InvocationState.RUNNING
+    assert [e.WhichOneof("event") for e in _events(invocation)] == ["accepted"]
+
+
+async def test_interaction_request_binds_trusted_provenance_and_suspends_the_timer(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    binding, form = host.opened[0]
+    assert binding.invocation_id == invocation.invocation_id
+    assert binding.connection_id == connection.connection_id
+    assert binding.provider_correlation_id == "corr-1"
+    assert binding.tool_name == "examples:deploy"
+    assert form.requester.provider_id == "mcp:examples"
+    assert form.requester.provider_display_name == "Examples"
+    assert form.requester.claimed_server == "srv"
+    assert form.requester.claimed_tool == "deploy"
+    assert invocation.timer is None
+    awaiting = _events(invocation)[-1].awaiting_interaction
+    assert awaiting.interaction_id == "ix_1"
+    assert awaiting.field_count == 1
+
+
+async def test_a_second_interaction_request_while_one_is_pending_is_rejected(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, connection, invocation.invocation_id, "corr-2")
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    rejected = [f.rejected.reason for f in _frames(connection) if f.HasField("rejected")]
+    assert rejected == [RR.REJECT_REASON_INTERACTION_ALREADY_PENDING]
+    assert len(host.opened) == 1
+
+
+async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rearms(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    _frames(connection)
+    broker.interaction_settled(_answered(host))
+    result = _frames(connection)[0].interaction_result
+    assert result.correlation_id == "corr-1"
+    assert result.interaction_id == "ix_1"
+    assert result.answer.values["environment"].string_value == "staging"
+    assert invocation.state is InvocationState.RUNNING
+    assert invocation.timer is not None
+    settled = _events(invocation)[-1].interaction_settled
+    assert settled.action == form_pb2.ACTION_ACCEPT
+    # The re-armed timer fires after a fresh leg.
+    events = await _all_events(invocation)
+    assert events[-1].failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert _frames(connection)[-1].cancel.invocation_id == invocation.invocation_id
+
+
+async def test_a_settlement_for_another_connection_is_never_delivered(broker: Broker, host: RecordingHost) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    _frames(connection)
+    forged = _answered(host)
+    forged.binding.connection_id = "conn_other"
+    broker.interaction_settled(forged)
+    assert _frames(connection) == []
+    assert invocation.state is InvocationState.AWAITING
+
+
+async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    broker.handle_frame(
+        connection,
+        broker_pb2.ConnectRequest(
+            result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
+        ),
+    )
+    events = await _all_events(invocation)
+    assert events[-1].failure.code == FC.FAILURE_CODE_INCONSISTENT_PROVIDER
+    assert not any(e.HasField("result") for e in events)
+    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
+    # A late answer changes nothing.
+    _frames(connection)
+    broker.interaction_settled(_answered(host))
+    assert _frames(connection) == []
+
+
+async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    host.gate = asyncio.Event()
+    _ask(broker, connection, invocation.invocation_id)
+    stopping = asyncio.create_task(broker.stop("s1"))
+    await eventually(lambda: invocation.is_terminal, what="stopped")
+    assert not stopping.done()  # Stop waits for the in-flight open so it can close it
+    host.gate.set()
+    assert await stopping == 1
+    assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
+    assert (await _all_events(invocation))[-1].HasField("stopped")
+
+
+async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocation_keeps_running(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    host.refuse = OpenRefused("INVALID_FORM", "bad schema")
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.RUNNING and broker.stats().get("rejected_frames"))
+    rejected = [f.rejected for f in _frames(connection) if f.HasField("rejected")]
+    assert rejected[0].reason == RR.REJECT_REASON_INVALID_FORM
+    assert "bad schema" in rejected[0].message
+
+
+async def test_timed_out_form_fails_the_invocation_and_cancels_the_provider(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    _frames(connection)
+    binding, _ = host.opened[0]
+    broker.interaction_settled(
+        interaction_pb2.Interaction(
+            interaction_id="ix_1",
+            binding=binding,
+            state=interaction_pb2.INTERACTION_STATE_CLOSED,
+            close_reason=CR.CLOSE_REASON_TIMED_OUT,
+        )
+    )
+    events = await _all_events(invocation)
+    assert events[-1].failure.code == FC.FAILURE_CODE_INTERACTION_TIMED_OUT
+    assert _kinds(connection) == ["interaction_result", "cancel"]
+
+
+async def test_host_restarted_close_fails_interaction_closed(broker: Broker, host: RecordingHost) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    binding, _ = host.opened[0]
+    broker.interaction_settled(
+        interaction_pb2.Interaction(
+            interaction_id="ix_1",
+            binding=binding,
+            state=interaction_pb2.INTERACTION_STATE_CLOSED,
+            close_reason=CR.CLOSE_REASON_HOST_RESTARTED,
+        )
+    )
+    assert (await _all_events(invocation))[-1].failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+
+
+async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones(broker: Broker) -> None:
+    connection = _register(broker, "mcp:examples", _tool(), _tool("other"))
+    awaiting = _call(broker)
+    running = _call(broker, tool="examples:other", tool_use="tu2")
+    _ask(broker, connection, awaiting.invocation_id)
+    await eventually(lambda: awaiting.state is InvocationState.AWAITING, what="awaiting")
+    broker.host_stale()
+    assert (await _all_events(awaiting))[-1].failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+    assert running.state is InvocationState.RUNNING
+
+
+async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_to_the_new_one(
+    broker: Broker, host: RecordingHost
+) -> None:
+    old = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, old, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    new = _register(broker)
+    assert (await _all_events(invocation))[-1].HasField("lost")
+    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_PROVIDER_LOST)], what="close")
+    assert old.outbox.closed
+    _frames(new)
+    second = _call(broker, tool_use="tu2")
+    assert _frames(new)[0].invoke.invocation_id == second.invocation_id
+    # The old connection's late frames are refused.
+    broker.handle_frame(
+        old,
+        broker_pb2.ConnectRequest(
+            result=broker_pb2.InvocationResult(invocation_id=second.invocation_id, call_tool_result_json="{}")
+        ),
+    )
+    assert not second.is_terminal
+
+
+async def test_stop_scopes_turn_session_and_all(broker: Broker) -> None:
+    _register(broker, "mcp:examples", _tool(), _tool("other"), _tool("third"))
+    a = _call(broker, session="s1", turn="t1", tool_use="a")
+    b = _call(broker, session="s1", turn="t2", tool_use="b")
+    c = _call(broker, session="s2", turn="t1", tool_use="c")
+    assert await broker.stop("s1", "t1") == 1
+    assert a.is_terminal
+    assert not b.is_terminal
+    assert await broker.stop("s1") == 1
+    assert await broker.stop(all_sessions=True) == 1
+    assert c.state is InvocationState.STOPPED
+    with pytest.raises(InvalidRequest):
+        await broker.stop("s1", all_sessions=True)
+    with pytest.raises(InvalidRequest):
+        await broker.stop()
+
+
+async def test_too_many_invocations_for_a_provider_fail_resource_exhausted(host: RecordingHost) -> None:
+    broker = Broker(host, execution_timeout=5, max_invocations_per_provider=1)
+    _register(broker)
+    _call(broker)
+    second = await _all_events(_call(broker, tool_use="tu2"))
+    assert second[0].failure.code == FC.FAILURE_CODE_RESOURCE_EXHAUSTED
+    await broker.shutdown(timeout=1)
+
+
+async def test_frames_before_register_and_a_second_register_are_rejected(broker: Broker) -> None:
+    connection = broker.open_connection()
+    broker.handle_frame(connection, broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
+    broker.handle_frame(
+        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="", tools=[_tool()]))
+    )
+    broker.handle_frame(
+        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
+    )
+    broker.handle_frame(
+        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
+    )
+    frames = _frames(connection)
+    assert [f.WhichOneof("frame") for f in frames] == ["rejected", "rejected", "registered", "rejected"]
+    assert [f.rejected.reason for f in frames if f.HasField("rejected")] == [
+        RR.REJECT_REASON_NOT_REGISTERED,
+        RR.REJECT_REASON_INVALID_FRAME,
+        RR.REJECT_REASON_ALREADY_REGISTERED,
+    ]
+
+
+async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: Broker, host: RecordingHost) -> None:
+    connection = _register(broker, "mcp:examples", _tool(), _tool("other"))
+    changed = _call(broker)
+    kept = _call(broker, tool="examples:other", tool_use="tu2")
+    _ask(broker, connection, changed.invocation_id)
+    await eventually(lambda: changed.state is InvocationState.AWAITING, what="awaiting")
+    broker.handle_frame(
+        connection, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[_tool("other")]))
+    )
+    assert (await _all_events(changed))[-1].HasField("lost")
+    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_SUPERSEDED)], what="close")
+    assert not kept.is_terminal
+    assert [t.qualified_name for t in broker.list_tools()] == ["examples:other"]
+
+
+async def test_shutdown_settles_live_invocations_lost_and_closes_forms_stopped(host: RecordingHost) -> None:
+    broker = Broker(host, execution_timeout=5)
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    await broker.shutdown(timeout=1)
+    assert (await _all_events(invocation))[-1].HasField("lost")
+    assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
+    assert connection.outbox.closed
