@@ -310,8 +310,9 @@ def _describe(reason: str, description: str) -> str:
 def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInput]) -> FormCheck:
     """Parse every field's raw input (by field index) and validate the resulting ``accept`` answer.
 
-    Fields left empty are omitted from the answer, so a missing required one is reported as
-    ``"required"`` by :func:`services.core.form.validate_answer` (RFC criterion: core owns validation).
+    Fields left empty are omitted from the answer; an empty required field is reported as ``"required"``
+    (even when it has a default, which ``validate_answer`` would otherwise fill in); every other rule is
+    :func:`services.core.form.validate_answer`'s (RFC: core owns validation).
     Returns a :class:`FormCheck`; never raises for bad input.
     """
     values: dict[str, FormValue] = {}
@@ -323,8 +324,12 @@ def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInpu
         except FieldInputError as error:
             errors[index] = str(error)
             continue
-        if value is not None:
-            values[f.name] = value
+        if value is None or value == ():
+            if f.required:
+                errors[index] = "required"  # checked here: validate_answer would fill a default in
+            if value is None:
+                continue
+        values[f.name] = value
     answer = Answer(action=Action.ACCEPT, values=values)
     form_errors: list[str] = []
     try:

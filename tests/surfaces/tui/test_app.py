@@ -1,0 +1,385 @@
+"""surfaces.tui.app.MakaTui driven by Textual's pilot over a scripted feed (rendering, editing, actions)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import grpc
+from textual.pilot import Pilot
+from textual.widgets import Button, Input, RadioButton, RadioSet, Select, SelectionList
+
+from services.core.form import (
+    Action,
+    BooleanField,
+    Form,
+    MultiSelectField,
+    NumberField,
+    Option,
+    Requester,
+    SingleSelectField,
+    StringField,
+    StringFormat,
+)
+from services.core.status import ErrorDetail
+from surfaces.common.interaction_client import (
+    Answered,
+    Closed,
+    CloseReason,
+    Disconnected,
+    InteractionError,
+    InteractionState,
+    Opened,
+    Snapshot,
+)
+from surfaces.tui.app import WARNING_TEXT, MakaTui
+from tests.surfaces.helpers import ScriptedBackend, screen_text, view_of
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+ENVS = (Option("prod", "Production"), Option("stage", "Staging"), Option("dev", "Development"))
+REQUESTER = Requester(
+    provider_id="mcp-provider-1",
+    provider_display_name="Maka MCP provider",
+    claimed_server="deployer",
+    claimed_tool="deploy",
+)
+
+
+def every_kind_form() -> Form:
+    return Form(
+        message="Deploy [bold red]now[/]? \x1b[31m\u202eall",
+        requester=REQUESTER,
+        fields=(
+            StringField(name="note", label="Note", description="Why [i]deploy[/i]", max_length=20),
+            StringField(name="email", label="Owner email", format=StringFormat.EMAIL, required=True, default="a@b.co"),
+            NumberField(name="replicas", label="Replicas", integer=True, minimum=1, maximum=10, default=2),
+            NumberField(name="ratio", label="Canary ratio", minimum=0, maximum=1),
+            BooleanField(name="dry_run", label="Dry run", default=True),
+            SingleSelectField(name="env", label="Environment", options=ENVS, required=True, default="stage"),
+            MultiSelectField(name="regions", label="Regions", options=ENVS, min_items=1, max_items=2),
+            StringField(name="day", label="Day", format=StringFormat.DATE),
+            StringField(name="at", label="At", format=StringFormat.DATE_TIME),
+        ),
+    )
+
+
+@asynccontextmanager
+async def running(
+    backend: ScriptedBackend, *, now: Callable[[], datetime] = lambda: NOW, sessions: tuple[str, ...] = ()
+) -> AsyncIterator[tuple[MakaTui, Pilot[None]]]:
+    app = MakaTui(lambda: backend, session_ids=sessions, now=now)
+    async with app.run_test(size=(140, 90)) as pilot:
+        yield app, pilot
+
+
+async def settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
+    """Let the app process messages until ``check()`` holds; fail after 5 s naming ``what``."""
+    try:
+        async with asyncio.timeout(5):
+            while not check():
+                await pilot.pause(0.01)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text() -> None:
+    backend = ScriptedBackend()
+    view = view_of(every_kind_form(), expires_at=NOW + timedelta(minutes=4, seconds=5))
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(view,), resume_token="1-0"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
+        text = screen_text(app)
+        assert "Requested by provider: Maka MCP provider (mcp-provider-1)" in text
+        assert "Claimed MCP server: deployer · claimed Tool: deploy (claimed by the server — display only)" in text
+        assert WARNING_TEXT in text
+        assert "Deploy [bold red]now[/]? [31mall" in text  # markup not interpreted, controls dropped
+        assert "Why [i]deploy[/i]" in text
+        assert "4m 05s left" in text
+        assert app.connection == "connected"
+
+
+async def test_every_field_kind_gets_its_widget_with_defaults_prefilled() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(view_of(every_kind_form()),), resume_token="1-0"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
+        assert app.query_one("#field-0", Input).value == ""
+        assert app.query_one("#field-1", Input).value == "a@b.co"
+        assert app.query_one("#field-1", Input).placeholder == "name@example.com"
+        assert app.query_one("#field-2", Input).value == "2"
+        assert app.query_one("#field-3", Input).value == ""
+        assert app.query_one("#field-4", RadioSet).pressed_index == 0
+        assert app.query_one("#field-5", Select).value == "stage"
+        assert app.query_one("#field-6", SelectionList).selected == []
+        assert app.query_one("#field-7", Input).placeholder == "YYYY-MM-DD"
+        assert app.query_one("#field-8", Input).placeholder.startswith("YYYY-MM-DDTHH:MM:SS")
+        text = screen_text(app)
+        assert "Owner email *  (email)" in text
+        assert "Replicas  (integer, between 1 and 10)" in text
+        assert "Regions  (multi_select, pick 1 to 2)" in text
+        assert "Staging" in text  # the single select shows the label of its value
+
+
+async def test_submit_sends_accept_with_typed_values_after_edits() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(every_kind_form()), "1-0"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
+        await pilot.click("#field-0")
+        await pilot.press(*"rollout")
+        app.query_one("#field-2", Input).value = "5"
+        app.query_one("#field-3", Input).value = "0.25"
+        await pilot.click("#field-4-no")
+        app.query_one("#field-5", Select).value = "prod"
+        app.query_one("#field-6", SelectionList).select("dev")
+        app.query_one("#field-7", Input).value = "2026-12-01"
+        app.query_one("#field-8", Input).value = "2026-12-01T10:00:00Z"
+        await pilot.pause()
+        assert not app.query_one("#submit", Button).disabled
+        await pilot.click("#submit")
+        await settle(pilot, lambda: backend.answers, "the answer to be sent")
+        interaction_id, answer, submission_id, session_id = backend.answers[0]
+        assert (interaction_id, session_id) == ("ix-1", "s1")
+        assert submission_id
+        assert answer.action is Action.ACCEPT
+        assert answer.values == {
+            "note": "rollout",
+            "email": "a@b.co",
+            "replicas": 5,
+            "ratio": 0.25,
+            "dry_run": False,
+            "env": "prod",
+            "regions": ("dev",),
+            "day": "2026-12-01",
+            "at": "2026-12-01T10:00:00Z",
+        }
+        await settle(pilot, lambda: "ix-1" not in app.pending, "the answered form to leave")
+        assert "Your answer" in screen_text(app)
+
+
+async def test_invalid_input_is_shown_inline_and_blocks_submit_until_fixed() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(every_kind_form()), "1-0"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
+        app.query_one("#field-2", Input).value = "2.5"
+        app.query_one("#field-7", Input).value = "2026-02-30"
+        await pilot.pause()
+        assert "whole number" in app.field_error(2)
+        assert "calendar" in app.field_error(7)
+        assert app.query_one("#submit", Button).disabled
+        assert app.query_one("#field-2", Input).has_class("-invalid")
+        app.action_submit_form()
+        await pilot.pause()
+        assert backend.answers == []
+        assert "whole number" in screen_text(app)
+        app.query_one("#field-2", Input).value = "11"
+        await pilot.pause()
+        assert "at most 10" in app.field_error(2) or "10" in app.field_error(2)
+        app.query_one("#field-2", Input).value = "3"
+        app.query_one("#field-7", Input).value = "2026-02-28"
+        app.query_one("#field-6", SelectionList).select("prod")
+        await pilot.pause()
+        assert app.field_error(2) == ""
+        assert not app.query_one("#submit", Button).disabled
+
+
+async def test_required_field_cleared_shows_required_only_after_submit_attempt() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(every_kind_form()), "1-0"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
+        app.query_one("#field-1", Input).value = ""
+        app.query_one("#field-6", SelectionList).select("prod")
+        await pilot.pause()
+        assert app.field_error(1) == ""
+        assert app.query_one("#submit", Button).disabled
+        app.action_submit_form()
+        await pilot.pause()
+        assert app.field_error(1) == "required"
+        assert backend.answers == []
+
+
+async def test_decline_and_escape_send_decline_and_cancel_without_values() -> None:
+    backend = ScriptedBackend()
+    form = every_kind_form()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(
+            Snapshot(pending=(view_of(form, interaction_id="a"), view_of(form, interaction_id="b")), resume_token="1")
+        )
+        await settle(pilot, lambda: len(app.pending) == 2, "two forms")
+        assert app.selected_id == "a"
+        await pilot.click("#decline")
+        await settle(pilot, lambda: app.selected_id == "b", "the next form to be selected")
+        await pilot.press("escape")
+        await settle(pilot, lambda: len(backend.answers) == 2, "both answers")
+        assert [(i, a.action, a.values) for i, a, _, _ in backend.answers] == [
+            ("a", Action.DECLINE, {}),
+            ("b", Action.CANCEL, {}),
+        ]
+        await settle(pilot, lambda: not app.pending, "both forms to leave")
+        assert [o.action for o in app.outcomes] == [Action.DECLINE, Action.CANCEL]
+
+
+async def test_several_forms_are_listed_and_each_is_reachable() -> None:
+    backend = ScriptedBackend()
+    first = view_of(Form(message="first round", fields=()), interaction_id="a", session_id="s1")
+    second = view_of(
+        Form(message="second session", fields=(StringField(name="x", label="X"),)),
+        interaction_id="b",
+        session_id="s2",
+        tool_name="other:tool",
+    )
+    async with running(backend, sessions=("s1", "s2")) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(first,), resume_token="1"))
+        await backend.events.put(Opened(second, "2"))
+        await settle(pilot, lambda: len(app.pending) == 2, "two forms")
+        assert backend.attached == [("s1", "s2")]
+        text = screen_text(app)
+        assert "s1 · deployer:deploy" in text
+        assert "s2 · other:tool" in text
+        assert "first round" in text
+        await pilot.click("#item-b")
+        await settle(pilot, lambda: app.selected_id == "b", "the second form to be selected")
+        assert "second session" in screen_text(app)
+        app.query_one("#field-0", Input).value = "kept"
+        await pilot.click("#item-a")
+        await settle(pilot, lambda: app.selected_id == "a", "the first form to be selected")
+        await pilot.click("#item-b")
+        await settle(pilot, lambda: app.selected_id == "b", "the second form again")
+        assert app.query_one("#field-0", Input).value == "kept"  # edits survive switching forms
+
+
+async def test_form_closed_elsewhere_disappears_with_its_reason() -> None:
+    backend = ScriptedBackend()
+    form = every_kind_form()
+    a, b = view_of(form, interaction_id="a"), view_of(form, interaction_id="b")
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(a, b), resume_token="1"))
+        await settle(pilot, lambda: len(app.pending) == 2, "two forms")
+        closed = replace(a, state=InteractionState.CLOSED, close_reason=CloseReason.STOPPED)
+        await backend.events.put(Closed(closed, CloseReason.STOPPED, "2"))
+        await settle(pilot, lambda: "a" not in app.pending, "the stopped form to leave")
+        assert app.closed["a"] is CloseReason.STOPPED
+        assert "closed: the Tool call was stopped" in screen_text(app)
+        assert app.selected_id == "b"
+        answered = replace(b, state=InteractionState.ANSWERED, close_reason=CloseReason.ANSWERED)
+        await backend.events.put(Answered(answered, "3"))
+        await settle(pilot, lambda: not app.pending, "the answered form to leave")
+        text = screen_text(app)
+        assert "closed: answered on another surface" in text
+        assert "No pending forms." in text
+        assert backend.answers == []
+
+
+async def test_answer_refused_as_already_settled_removes_the_form() -> None:
+    backend = ScriptedBackend(
+        answer_error=InteractionError(ErrorDetail(grpc.StatusCode.ABORTED, "ALREADY_SETTLED", "already answered"))
+    )
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(Form(message="m", fields=())), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        await pilot.click("#decline")
+        await settle(pilot, lambda: not app.pending, "the settled form to leave")
+        assert app.outcomes[0].reason == "ALREADY_SETTLED"
+        assert "ALREADY_SETTLED" in screen_text(app)
+
+
+async def test_disconnect_shows_reconnecting_and_a_new_snapshot_restores_the_list() -> None:
+    backend = ScriptedBackend()
+    view = view_of(Form(message="survives", fields=()))
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(view,), resume_token="1"))
+        await settle(pilot, lambda: app.connection == "connected", "connected")
+        await backend.events.put(Disconnected(error=None, retry_in=0.4, attempt=1))
+        await settle(pilot, lambda: app.connection == "reconnecting", "reconnecting")
+        assert "reconnecting in 0.4s (attempt 1)" in screen_text(app)
+        assert "ix-1" in app.pending  # the form stays listed while reconnecting
+        await backend.events.put(Snapshot(pending=(), resume_token="2"))
+        await settle(pilot, lambda: app.connection == "connected" and not app.pending, "the fresh snapshot")
+        assert "no longer pending" in screen_text(app)
+
+
+async def test_attach_refused_shows_the_stable_reason() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(
+            InteractionError(ErrorDetail(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", "not yours"))
+        )
+        await settle(pilot, lambda: app.connection == "failed: PERMISSION_DENIED", "the failure")
+        assert "Cannot attach: PERMISSION_DENIED" in screen_text(app)
+
+
+async def test_long_option_lists_are_filterable_and_keep_picks() -> None:
+    options = tuple(Option(f"v{i}", f"Region {i:02d}") for i in range(30))
+    form = Form(
+        message="pick",
+        fields=(
+            MultiSelectField(name="r", label="Regions", options=options),
+            SingleSelectField(name="one", label="One", options=options),
+        ),
+    )
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        selection = app.query_one("#field-0", SelectionList)
+        selection.select("v3")
+        await pilot.pause()
+        app.query_one("#filter-0", Input).value = "region 2"
+        await pilot.pause()
+        assert [selection.get_option_at_index(i).value for i in range(selection.option_count)] == [
+            f"v{i}" for i in range(20, 30)
+        ]
+        selection.select("v21")
+        await pilot.pause()
+        app.query_one("#filter-1", Input).value = "07"
+        await pilot.pause()
+        app.query_one("#field-1", Select).value = "v7"
+        await pilot.pause()
+        app.action_submit_form()
+        await settle(pilot, lambda: backend.answers, "the answer")
+        assert backend.answers[0][1].values == {"r": ("v3", "v21"), "one": "v7"}
+
+
+async def test_wide_and_right_to_left_text_is_laid_out_whole() -> None:
+    form = Form(
+        message="部署先を選んでください — בחר יעד",
+        requester=REQUESTER,
+        fields=(SingleSelectField(name="env", label="環境 סביבה", options=(Option("prod", "本番 ייצור"),)),),
+    )
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        text = screen_text(app)
+        assert "部署先を選んでください — בחר יעד" in text
+        assert "環境 סביבה" in text
+
+
+async def test_time_left_counts_down_with_the_clock() -> None:
+    clock = [NOW]
+    backend = ScriptedBackend()
+    view = view_of(Form(message="m", fields=()), expires_at=NOW + timedelta(seconds=90))
+    async with running(backend, now=lambda: clock[0]) as (app, pilot):
+        await backend.events.put(Opened(view, "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        assert "1m 30s left" in screen_text(app)
+        clock[0] = NOW + timedelta(seconds=80)
+        await settle(pilot, lambda: "10s left" in screen_text(app), "the countdown to tick")
+
+
+async def test_boolean_without_default_is_omitted_until_chosen() -> None:
+    form = Form(message="m", fields=(BooleanField(name="ok", label="OK"),))
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        assert app.query_one("#field-0", RadioSet).pressed_index == -1
+        assert not app.query_one("#field-0-yes", RadioButton).value
+        await pilot.click("#submit")
+        await settle(pilot, lambda: backend.answers, "the answer")
+        assert backend.answers[0][1].values == {}
