@@ -1,0 +1,234 @@
+"""A real stack for web-surface tests: the Interaction service (in-process, real Redis), the broker's
+``HostLink`` played by :class:`tests.surfaces.helpers.BrokerLink`, and the web surface on uvicorn.
+
+- :func:`running_stack` — async context manager for async tests (everything in the test's loop).
+- :class:`StackThread` — the same stack in a background thread with its own loop, for the sync
+  Playwright tests (the sync Playwright API cannot run inside an active asyncio loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc.aio
+
+from maka.form.v1 import form_pb2
+from services.core.serving import RunningServer, start_server
+from services.interaction.main import build as build_interaction
+from services.interaction.settings import Settings as InteractionSettings
+from surfaces.web.main import RunningWeb, WebApp, start_web
+from surfaces.web.main import build as build_web
+from surfaces.web.settings import WebSettings
+from tests.surfaces.helpers import BrokerLink
+
+T = TypeVar("T")
+
+
+def every_kind_form(message: str = "Where should build-42 go?") -> form_pb2.Form:
+    """A form with every field kind, defaults, descriptions, required marks and a long option list."""
+    regions = [form_pb2.Option(value=f"region-{i:02d}", label=f"Region {i:02d}") for i in range(1, 21)]
+    regions.append(form_pb2.Option(value="mars-base", label="Mars Base Alpha"))
+    return form_pb2.Form(
+        message=message,
+        requester=form_pb2.Requester(
+            provider_id="mcp-provider-1",
+            provider_display_name="Local MCP provider",
+            claimed_server="deployer",
+            claimed_tool="deploy",
+        ),
+        fields=[
+            form_pb2.Field(
+                name="environment",
+                label="Environment",
+                description="Where the artifact is deployed.",
+                required=True,
+                single_select=form_pb2.SingleSelectField(
+                    options=[
+                        form_pb2.Option(value="staging", label="Staging"),
+                        form_pb2.Option(value="production", label="Production"),
+                    ],
+                    default_value="staging",
+                ),
+            ),
+            form_pb2.Field(
+                name="region",
+                label="Region",
+                required=True,
+                single_select=form_pb2.SingleSelectField(options=regions),
+            ),
+            form_pb2.Field(
+                name="channels",
+                label="Notify channels",
+                description="Pick one or two.",
+                multi_select=form_pb2.MultiSelectField(
+                    options=[
+                        form_pb2.Option(value="email", label="Email"),
+                        form_pb2.Option(value="chat", label="Chat"),
+                        form_pb2.Option(value="pager", label="Pager"),
+                    ],
+                    min_items=1,
+                    max_items=2,
+                    default_value=form_pb2.StringList(values=["chat"]),
+                ),
+            ),
+            form_pb2.Field(
+                name="replicas",
+                label="Replicas",
+                required=True,
+                integer=form_pb2.NumberField(minimum=1, maximum=10, default_value=2),
+            ),
+            form_pb2.Field(
+                name="canary",
+                label="Canary share",
+                description="Fraction of traffic for the canary.",
+                number=form_pb2.NumberField(minimum=0, maximum=1),
+            ),
+            form_pb2.Field(name="confirm", label="I have read the release notes", boolean=form_pb2.BooleanField()),
+            form_pb2.Field(
+                name="contact",
+                label="Contact email",
+                string=form_pb2.StringField(format=form_pb2.STRING_FORMAT_EMAIL),
+            ),
+            form_pb2.Field(
+                name="dashboard",
+                label="Dashboard URL",
+                string=form_pb2.StringField(format=form_pb2.STRING_FORMAT_URI),
+            ),
+            form_pb2.Field(
+                name="window_day",
+                label="Window day",
+                string=form_pb2.StringField(format=form_pb2.STRING_FORMAT_DATE, default_value="2026-12-01"),
+            ),
+            form_pb2.Field(
+                name="window_start",
+                label="Window start",
+                string=form_pb2.StringField(format=form_pb2.STRING_FORMAT_DATE_TIME),
+            ),
+            form_pb2.Field(
+                name="note",
+                label="Release note",
+                description="Shown to the on-call engineer.",
+                string=form_pb2.StringField(min_length=3, max_length=80, default_value="Routine deploy"),
+            ),
+        ],
+    )
+
+
+def text_form(message: str, *, claimed_tool: str = "deploy", required: bool = True) -> form_pb2.Form:
+    """A one-field form (a required text ``target``)."""
+    return form_pb2.Form(
+        message=message,
+        requester=form_pb2.Requester(
+            provider_id="mcp-provider-1",
+            provider_display_name="Local MCP provider",
+            claimed_server="deployer",
+            claimed_tool=claimed_tool,
+        ),
+        fields=[
+            form_pb2.Field(name="target", label="Target", required=required, string=form_pb2.StringField(min_length=1))
+        ],
+    )
+
+
+@dataclass
+class Stack:
+    """A running Interaction service, a broker link on it, and (optionally) web surfaces."""
+
+    interaction: RunningServer
+    target: str
+    channel: grpc.aio.Channel
+    link: BrokerLink
+
+    async def web(self, sessions: Sequence[str] = (), token: str = "") -> tuple[WebApp, RunningWeb]:
+        """Start a web surface on 127.0.0.1:0 showing ``sessions`` (empty: all)."""
+        settings = WebSettings(
+            interaction_target=self.target,
+            web_listen="127.0.0.1:0",
+            sessions=list(sessions),
+            surface_token=token,  # type: ignore[arg-type]  # pydantic coerces str → SecretStr
+        )
+        app = await build_web(settings)
+        return app, await start_web(app, settings)
+
+
+def interaction_settings(redis_url: str) -> InteractionSettings:
+    """Interaction-service settings for tests: port 0, a private Host id, long leases (no heartbeats needed)."""
+    return InteractionSettings(
+        listen="127.0.0.1:0",
+        redis_url=redis_url,
+        host_id=f"web-{uuid.uuid4().hex[:10]}",
+        lease_seconds=600,
+        grace_seconds=0.5,
+    )
+
+
+@asynccontextmanager
+async def running_stack(redis_url: str) -> AsyncIterator[Stack]:
+    """The Interaction service + a broker link, in this loop; stopped on exit."""
+    settings = interaction_settings(redis_url)
+    app = await build_interaction(settings)
+    server = await start_server(app, settings)
+    target = f"127.0.0.1:{server.port}"
+    channel = grpc.aio.insecure_channel(target)
+    try:
+        async with BrokerLink(channel) as link:
+            yield Stack(interaction=server, target=target, channel=channel, link=link)
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+class StackThread:
+    """:func:`running_stack` in a background thread with its own event loop (for sync browser tests).
+
+    ``run(coro)`` executes a coroutine on that loop and returns its result (bounded wait).
+    """
+
+    def __init__(self, redis_url: str) -> None:
+        self._redis_url = redis_url
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="web-test-stack", daemon=True)
+        self._cm: Any = None
+        self.stack: Stack | None = None
+        self._webs: list[tuple[WebApp, RunningWeb]] = []
+
+    def start(self) -> Stack:
+        """Start the loop and the stack; returns the stack."""
+        self._thread.start()
+        self._cm = running_stack(self._redis_url)
+        self.stack = self.run(self._cm.__aenter__())
+        return self.stack
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 20.0) -> T:
+        """Run ``coro`` on the stack's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def web(self, sessions: Sequence[str] = (), token: str = "") -> str:
+        """Start a web surface for ``sessions``; returns its base URL (stopped with the stack)."""
+        assert self.stack is not None
+        app, running = self.run(self.stack.web(sessions, token))
+        self._webs.append((app, running))
+        return running.url
+
+    def stop(self) -> None:
+        """Stop web surfaces, the stack and the loop."""
+
+        async def shutdown() -> None:
+            for app, running in self._webs:
+                await running.stop()
+                await app.close()
+            if self._cm is not None:
+                await self._cm.__aexit__(None, None, None)
+
+        try:
+            self.run(shutdown())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
