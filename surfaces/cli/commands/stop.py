@@ -1,0 +1,86 @@
+"""``maka stop``: stop live Tool calls through the broker's ``Stop`` (RFC criterion 7).
+
+``maka stop [--session S] [--turn T] [--all]``
+
+Stops every live invocation of a turn (``--turn``), of a whole session (default session
+``default``), or of the whole Host (``--all``, global Stop). A pending form is aborted: no retry is
+sent to the MCP server and no ``cancel`` answer is made up. Prints how many invocations stopped.
+
+Exit codes: 0 done (also when nothing was running); 2 usage (``--all`` with ``--session``/``--turn``);
+3 the broker refused or cannot be reached, with a stable code first on stderr (``NO_STACK``,
+``UNAVAILABLE`` or another gRPC status name). The bearer token is read from ``MAKA_CALLER_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+import grpc.aio
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.core.channels import open_channel
+from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+
+NAME = "stop"
+HELP = "stop live Tool calls of a turn, a session, or (--all) the whole Host"
+
+TOKEN_ENV = "MAKA_CALLER_TOKEN"
+TIMEOUT_SECONDS = 10.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--session``, ``--turn``, ``--all``, ``--broker`` and ``--state-dir``."""
+    parser.add_argument("--session", default=None, metavar="S", help="session id (default: default)")
+    parser.add_argument("--turn", default="", metavar="T", help="stop only this turn of the session")
+    parser.add_argument("--all", action="store_true", help="stop every live call of the Host (global Stop)")
+    parser.add_argument(
+        "--broker", default=None, metavar="HOST:PORT", help="broker address (default: from endpoints.json)"
+    )
+    add_state_dir_argument(parser)
+
+
+def build_request(args: argparse.Namespace) -> broker_pb2.StopRequest:
+    """The ``StopRequest`` for ``args``; raises ``ValueError`` for ``--all`` combined with a scope."""
+    if args.all:
+        if args.session is not None or args.turn:
+            raise ValueError("--all stops everything; do not combine it with --session or --turn")
+        return broker_pb2.StopRequest(all=True)
+    return broker_pb2.StopRequest(session_id=args.session or "default", turn_id=args.turn)
+
+
+async def _stop(broker: str, request: broker_pb2.StopRequest) -> int:
+    async with open_channel(broker, token=os.environ.get(TOKEN_ENV) or None) as channel:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        response = await stub.Stop(request, timeout=TIMEOUT_SECONDS)
+    return response.stopped_invocations
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``maka stop``; see the module docstring for output and exit codes."""
+    try:
+        request = build_request(args)
+    except ValueError as error:
+        print(f"USAGE: {error}", file=sys.stderr)
+        return 2
+    broker: str | None = args.broker
+    if broker is None:
+        try:
+            broker = read_endpoints(args.state_dir).broker
+        except FileNotFoundError as error:
+            print(f"NO_STACK: {error}", file=sys.stderr)
+            return 3
+    try:
+        stopped = asyncio.run(_stop(broker, request))
+    except grpc.aio.AioRpcError as error:
+        print(f"{error.code().name}: {error.details() or 'the broker refused Stop'}", file=sys.stderr)
+        return 3
+    scope = (
+        "the Host"
+        if request.all
+        else f"session {request.session_id}" + (f" turn {request.turn_id}" if request.turn_id else "")
+    )
+    print(f"stopped {stopped} invocation(s) of {scope}")
+    return 0
