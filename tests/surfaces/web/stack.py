@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc.aio
+from pydantic import SecretStr
 
 from maka.form.v1 import form_pb2
 from services.core.serving import RunningServer, start_server
@@ -151,7 +152,7 @@ class Stack:
             interaction_target=self.target,
             web_listen="127.0.0.1:0",
             sessions=list(sessions),
-            surface_token=token,  # type: ignore[arg-type]  # pydantic coerces str → SecretStr
+            surface_token=SecretStr(token),
         )
         app = await build_web(settings)
         return app, await start_web(app, settings)

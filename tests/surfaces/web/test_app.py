@@ -56,16 +56,20 @@ async def test_page_is_served_with_a_strict_csp_and_no_inline_script(web: Web) -
     assert response.status_code == 200
     csp = response.headers["content-security-policy"]
     assert "default-src 'self'" in csp
-    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert "unsafe-inline" not in csp
+    assert "unsafe-eval" not in csp
     assert "frame-ancestors 'none'" in csp
     assert response.headers["x-content-type-options"] == "nosniff"
     scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", response.text, re.DOTALL)
     assert scripts, "the page loads its script"
     for attributes, body in scripts:
-        assert 'src="/static/' in attributes and body.strip() == ""
+        assert 'src="/static/' in attributes
+        assert body.strip() == ""
     assert not re.search(r"<[^>]+\son[a-z]+=", response.text), "no inline event handlers"
     js = await web.client.get("/static/app.js")
-    assert js.status_code == 200 and "innerHTML" not in js.text and "insertAdjacentHTML" not in js.text
+    assert js.status_code == 200
+    assert "innerHTML" not in js.text
+    assert "insertAdjacentHTML" not in js.text
     assert js.headers["content-security-policy"] == csp
 
 
@@ -98,7 +102,8 @@ async def test_pending_lists_only_the_configured_sessions_forms(stack: Stack, we
         "window_start": "date-time",
         "note": "string",
     }
-    assert view["expires_at"] is not None and view["state"] == "pending"
+    assert view["expires_at"] is not None
+    assert view["state"] == "pending"
 
 
 async def test_accept_commits_values_typed_by_field_kind(stack: Stack, web: Web) -> None:
@@ -119,8 +124,10 @@ async def test_accept_commits_values_typed_by_field_kind(stack: Stack, web: Web)
     stored = await get_interaction(stack, ix.interaction_id)
     assert stored.state == interaction_pb2.INTERACTION_STATE_ANSWERED
     values = stored.answer.values
-    assert values["replicas"].WhichOneof("kind") == "integer_value" and values["replicas"].integer_value == 3
-    assert values["canary"].WhichOneof("kind") == "number_value" and values["canary"].number_value == 0.25
+    assert values["replicas"].WhichOneof("kind") == "integer_value"
+    assert values["replicas"].integer_value == 3
+    assert values["canary"].WhichOneof("kind") == "number_value"
+    assert values["canary"].number_value == 0.25
     assert values["confirm"].boolean_value is True
     assert values["region"].string_value == "mars-base"
 
@@ -153,7 +160,8 @@ async def test_invalid_values_get_the_services_field_violations_and_the_form_sta
     error = response.json()["error"]
     assert error["reason"] == "INVALID_ANSWER"
     paths = {v["path"] for v in error["violations"]}
-    assert "/replicas" in paths and "/region" in paths
+    assert "/replicas" in paths
+    assert "/region" in paths
     assert "99" not in json.dumps(error), "violations never quote the submitted value"
     assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
@@ -201,7 +209,8 @@ async def test_malformed_answer_bodies_are_refused_and_lose_nothing(stack: Stack
     ix = await stack.link.open(text_form("shape"), session_id="s1")
     url = f"/api/interactions/{ix.interaction_id}/answer"
     not_json = await web.client.post(url, content=b"{nope", headers=post_headers(web))
-    assert not_json.status_code == 400 and not_json.json()["error"]["reason"] == "INVALID_REQUEST"
+    assert not_json.status_code == 400
+    assert not_json.json()["error"]["reason"] == "INVALID_REQUEST"
     bad_action = await web.client.post(url, json={"session_id": "s1", "action": "maybe"}, headers=post_headers(web))
     assert bad_action.status_code == 400
     assert bad_action.json()["error"]["violations"][0]["path"] == "/action"
@@ -232,7 +241,8 @@ async def test_posts_without_the_csrf_token_or_from_another_origin_are_refused(s
     url = f"/api/interactions/{ix.interaction_id}/answer"
     body = {"session_id": "s1", "action": "decline"}
     no_token = await web.client.post(url, json=body, headers={"Origin": web.base})
-    assert no_token.status_code == 403 and no_token.json()["error"]["reason"] == "CSRF_REJECTED"
+    assert no_token.status_code == 403
+    assert no_token.json()["error"]["reason"] == "CSRF_REJECTED"
     cross = await web.client.post(url, json=body, headers={CSRF_HEADER: web.csrf, "Origin": "https://evil.example"})
     assert cross.status_code == 403
     cross_site = await web.client.post(url, json=body, headers={CSRF_HEADER: web.csrf, "Sec-Fetch-Site": "cross-site"})
@@ -251,10 +261,12 @@ async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(
         async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
             assert (await client.get("/api/pending")).status_code == 401
             page = await client.get("/")
-            assert page.status_code == 303 and page.headers["location"] == "/login"
+            assert page.status_code == 303
+            assert page.headers["location"] == "/login"
             assert (await client.get("/login")).status_code == 200
             wrong = await client.post("/login", data={"token": "nope"}, headers={"Origin": running.url})
-            assert wrong.status_code == 401 and COOKIE_NAME not in wrong.cookies
+            assert wrong.status_code == 401
+            assert COOKIE_NAME not in wrong.cookies
             cross = await client.post(
                 "/login", data={"token": "t0ken-secret"}, headers={"Origin": "https://evil.example"}
             )
@@ -262,7 +274,8 @@ async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(
             login = await client.post("/login", data={"token": "t0ken-secret"}, headers={"Origin": running.url})
             assert login.status_code == 303
             cookie = login.headers["set-cookie"]
-            assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+            assert "HttpOnly" in cookie
+            assert "SameSite=strict" in cookie.replace("Strict", "strict")
             assert "t0ken-secret" not in cookie, "the cookie never holds the token itself"
             assert (await client.get("/api/pending")).status_code == 200
         async with httpx.AsyncClient(base_url=running.url, timeout=10) as bearer:
@@ -318,7 +331,8 @@ async def test_events_stream_a_snapshot_then_opened_and_closed_changes(stack: St
         assert [p["id"] for p in snapshot.data["pending"]] == [before.interaction_id]
         later = await stack.link.open(text_form("new one"), session_id="s1")
         opened = await next_event(events)
-        assert opened.event == "opened" and opened.data["interaction"]["id"] == later.interaction_id
+        assert opened.event == "opened"
+        assert opened.data["interaction"]["id"] == later.interaction_id
         assert opened.id
         await stack.link.close(later.interaction_id, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)
         closed = await next_event(events)
@@ -331,7 +345,8 @@ async def test_events_resume_from_last_event_id_without_a_new_snapshot(stack: St
     async with web.client.stream("GET", "/api/events") as response:
         events = sse_events(response)
         snapshot = await next_event(events)
-        assert snapshot.event == "snapshot" and snapshot.id
+        assert snapshot.event == "snapshot"
+        assert snapshot.id
         last_id = snapshot.id
     missed = await stack.link.open(text_form("while away"), session_id="s1")
     async with web.client.stream("GET", "/api/events", headers={"Last-Event-ID": last_id}) as response:
