@@ -24,8 +24,9 @@ from types import TracebackType
 
 from services.core.serving import RunningServer, start_server
 
-READY_LINE = b"Ready to accept connections"
-"""What redis-server logs (to stdout, with ``--logfile ""``) once it serves."""
+READY_LINE = b"ready to accept connections"
+"""What redis-server logs (to stdout, with ``--logfile ""``) once it serves, compared lower-case
+(7.0: "The server is now ready to accept connections at <socket>"; 7.2+: "Ready to accept connections unix")."""
 
 
 class StackError(RuntimeError):
@@ -39,6 +40,7 @@ class PrivateRedis:
         self.socket = directory / "redis.sock"
         self.directory = directory
         self._process: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -70,7 +72,7 @@ class PrivateRedis:
                     line = await stdout.readline()
                     if not line:
                         raise StackError(f"redis-server exited with {await self._process.wait()}")
-                    if READY_LINE in line:
+                    if READY_LINE in line.lower():
                         break
         except TimeoutError:
             await self.stop()
@@ -86,6 +88,9 @@ class PrivateRedis:
     async def stop(self) -> None:
         """Terminate and wait for the process (killed after 5 s)."""
         process, self._process = self._process, None
+        if self._drain is not None:
+            self._drain.cancel()
+            self._drain = None
         if process is None or process.returncode is not None:
             return
         process.terminate()
