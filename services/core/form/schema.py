@@ -429,7 +429,8 @@ def _check_field_semantics(
     if not field.name:
         add(pointer(*parts), FormErrorReason.SCHEMA_INVALID_VALUE, "a property name must not be empty")
     _cap_text(add, pointer(*parts), field.name, limits.max_label_chars, "property name")
-    _cap_text(add, pointer(*parts, "title"), field.label, limits.max_label_chars, "title")
+    if field.label != field.name:  # a label that is the name was capped as the name
+        _cap_text(add, pointer(*parts, "title"), field.label, limits.max_label_chars, "title")
     _cap_text(add, pointer(*parts, "description"), field.description, limits.max_description_chars, "description")
     if isinstance(field, StringField):
         if field.min_length is not None and field.min_length > limits.max_string_value_chars:
@@ -465,7 +466,8 @@ def _check_field_semantics(
                 add(here, FormErrorReason.SCHEMA_DUPLICATE_OPTION, "two options share one value")
             seen.add(option.value)
             _cap_text(add, here, option.value, limits.max_option_value_chars, "option value")
-            _cap_text(add, here, option.label, limits.max_label_chars, "option label")
+            if option.label != option.value:  # a label that is the value was capped as the value
+                _cap_text(add, here, option.label, limits.max_label_chars, "option label")
         if isinstance(field, MultiSelectField):
             if field.min_items is not None and field.max_items is not None and field.min_items > field.max_items:
                 add(

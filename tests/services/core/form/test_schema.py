@@ -1,0 +1,760 @@
+"""decode_requested_schema and check_form (MCP 2026-07-28 elicitation "Requested Schema"; RFC criterion 5)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from services.core.form import (
+    BooleanField,
+    Form,
+    FormError,
+    FormErrorReason,
+    MultiSelectField,
+    NumberField,
+    Option,
+    Requester,
+    SingleSelectField,
+    StringField,
+    StringFormat,
+    check_form,
+    decode_requested_schema,
+)
+from services.core.limits import DEFAULT_LIMITS, Limits
+from tests.services.core.form.strategies import requested_schemas
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+R = FormErrorReason
+
+
+def decode(schema: object, message: str = "Please answer", limits: Limits = DEFAULT_LIMITS) -> Form:
+    return decode_requested_schema(schema, message=message, limits=limits)
+
+
+def rejects(schema: object, message: str = "Please answer", limits: Limits = DEFAULT_LIMITS) -> FormError:
+    with pytest.raises(FormError) as caught:
+        decode(schema, message, limits)
+    return caught.value
+
+
+def codes(error: FormError) -> set[tuple[str, FormErrorReason]]:
+    return {(violation.path, violation.reason) for violation in error.violations}
+
+
+def obj(properties: dict[str, Any], **root: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, **root}
+
+
+# --------------------------------------------------------------------------- shapes real servers send
+
+
+def test_sdk_style_schema_with_root_title_decodes_every_kind_in_property_order() -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "UserInfo",
+        "description": "Who you are",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "minLength": 1, "maxLength": 40},
+            "email": {"type": "string", "format": "email", "description": "Work address"},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "ratio": {"type": "number", "minimum": 0.5, "maximum": 2.5},
+            "subscribe": {"type": "boolean", "title": "Subscribe?"},
+            "color": {"type": "string", "enum": ["red", "green"]},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 1, "maxItems": 2},
+        },
+        "required": ["name", "tags"],
+    }
+    form = decode(schema)
+    assert form.message == "Please answer"
+    assert [f.name for f in form.fields] == ["name", "email", "age", "ratio", "subscribe", "color", "tags"]
+    assert form.fields[0] == StringField(name="name", label="Name", required=True, min_length=1, max_length=40)
+    assert form.fields[1] == StringField(
+        name="email", label="email", description="Work address", format=StringFormat.EMAIL
+    )
+    assert form.fields[2] == NumberField(name="age", label="age", integer=True, minimum=0, maximum=150)
+    assert form.fields[3] == NumberField(name="ratio", label="ratio", minimum=0.5, maximum=2.5)
+    assert form.fields[4] == BooleanField(name="subscribe", label="Subscribe?")
+    assert form.fields[5] == SingleSelectField(
+        name="color", label="color", options=(Option("red", "red"), Option("green", "green"))
+    )
+    assert form.fields[6] == MultiSelectField(
+        name="tags", label="tags", required=True, options=(Option("a", "a"), Option("b", "b")), min_items=1, max_items=2
+    )
+
+
+def test_root_additional_properties_false_is_tolerated_but_true_is_rejected() -> None:
+    assert decode(obj({"a": {"type": "string"}}, additionalProperties=False)).fields[0].name == "a"
+    error = rejects(obj({"a": {"type": "string"}}, additionalProperties=True))
+    assert codes(error) == {("/additionalProperties", R.SCHEMA_UNSUPPORTED_KEYWORD)}
+
+
+def test_legacy_enum_names_with_matching_length_become_non_ascii_labels() -> None:
+    form = decode(obj({"city": {"type": "string", "enum": ["mun", "koe"], "enumNames": ["München", "Köln 🏙"]}}))
+    field = form.fields[0]
+    assert isinstance(field, SingleSelectField)
+    assert field.options == (Option("mun", "München"), Option("koe", "Köln 🏙"))
+
+
+@pytest.mark.parametrize("enum_names", [["Only one"], ["A", "B", "C"], []])
+def test_legacy_enum_names_with_mismatched_length_fall_back_to_raw_values(enum_names: list[str]) -> None:
+    form = decode(obj({"pick": {"type": "string", "enum": ["x", "y"], "enumNames": enum_names}}))
+    field = form.fields[0]
+    assert isinstance(field, SingleSelectField)
+    assert field.options == (Option("x", "x"), Option("y", "y"))
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["with-type", "without-type"])
+def test_titled_one_of_decodes_to_labelled_options_with_or_without_type(typed: bool) -> None:
+    prop: dict[str, Any] = {"oneOf": [{"const": "p1", "title": "Première"}, {"const": "p2", "title": "Second"}]}
+    if typed:
+        prop["type"] = "string"
+    field = decode(obj({"plan": prop}, required=["plan"])).fields[0]
+    assert field == SingleSelectField(
+        name="plan", label="plan", required=True, options=(Option("p1", "Première"), Option("p2", "Second"))
+    )
+
+
+def test_both_multi_select_shapes_decode_to_the_same_kind() -> None:
+    untitled = decode(obj({"m": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}})).fields[0]
+    titled = decode(
+        obj(
+            {
+                "m": {
+                    "type": "array",
+                    "items": {"anyOf": [{"const": "a", "title": "Ay"}, {"const": "b", "title": "Bee"}]},
+                }
+            }
+        )
+    ).fields[0]
+    assert untitled == MultiSelectField(name="m", label="m", options=(Option("a", "a"), Option("b", "b")))
+    assert titled == MultiSelectField(name="m", label="m", options=(Option("a", "Ay"), Option("b", "Bee")))
+
+
+def test_empty_properties_is_a_valid_form_with_zero_fields() -> None:
+    assert decode(obj({})).fields == ()
+
+
+def test_every_kind_optional_with_falsy_defaults_keeps_each_default_in_its_type() -> None:
+    form = decode(
+        obj(
+            {
+                "s": {"type": "string", "default": ""},
+                "i": {"type": "integer", "default": 0},
+                "i2": {"type": "integer", "default": 3.0},
+                "n": {"type": "number", "default": 0.0},
+                "b": {"type": "boolean", "default": False},
+                "one": {"type": "string", "enum": ["x", "y"], "default": "y"},
+                "many": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "default": []},
+            }
+        )
+    )
+    defaults = {field.name: field.default for field in form.fields}
+    assert defaults == {"s": "", "i": 0, "i2": 3, "n": 0.0, "b": False, "one": "y", "many": ()}
+    assert type(defaults["i2"]) is int
+    assert type(defaults["b"]) is bool
+    assert all(not field.required for field in form.fields)
+
+
+def test_request_state_never_appears_because_decode_reads_only_message_and_schema() -> None:
+    form = decode(obj({"a": {"type": "string"}}), message="hi")
+    assert set(dataclasses.asdict(form)) == {"message", "fields", "requester"}
+
+
+def test_requester_provenance_is_carried_through() -> None:
+    requester = Requester("prov-1", "Deploy provider", "deploy-server", "deploy")
+    form = decode_requested_schema(obj({}), message="m", requester=requester)
+    assert form.requester == requester
+
+
+# --------------------------------------------------------------------------- rejected structures
+
+
+def test_enum_behind_ref_is_rejected_naming_ref_and_defs() -> None:
+    schema = {
+        "$defs": {"Color": {"enum": ["red", "green"], "title": "Color", "type": "string"}},
+        "properties": {"color": {"$ref": "#/$defs/Color"}},
+        "required": ["color"],
+        "title": "Model",
+        "type": "object",
+    }
+    error = rejects(schema)
+    assert codes(error) == {
+        ("/$defs", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/properties/color/$ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
+    }
+
+
+@pytest.mark.parametrize(
+    ("prop", "path", "reason"),
+    [
+        ({"type": "object", "properties": {"x": {"type": "string"}}}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": ["string", "null"]}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "null"}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array", "items": {"type": "number", "enum": [1]}}, "/items/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array", "items": {"type": "string"}}, "/items", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array", "items": {"type": "object"}}, "/items/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array"}, "/items", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array", "items": [{"type": "string"}]}, "/items", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "string", "pattern": "^a$"}, "/pattern", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}, "/anyOf", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"allOf": [{"type": "string"}]}, "/allOf", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "string", "enum": ["a"], "minLength": 1}, "/minLength", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "string", "enumNames": ["A"]}, "/enumNames", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "string", "const": "a"}, "/const", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "number", "exclusiveMinimum": 0}, "/exclusiveMinimum", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["a"]}, "uniqueItems": True},
+            "/uniqueItems",
+            R.SCHEMA_UNSUPPORTED_KEYWORD,
+        ),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["a"], "minLength": 1}},
+            "/items/minLength",
+            R.SCHEMA_UNSUPPORTED_KEYWORD,
+        ),
+        (
+            {"oneOf": [{"const": "a", "title": "A", "description": "d"}]},
+            "/oneOf/0/description",
+            R.SCHEMA_UNSUPPORTED_KEYWORD,
+        ),
+        ({"title": "only a title"}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "str"}, "/type", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "format": "password"}, "/format", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "format": 5}, "/format", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "minLength": -1}, "/minLength", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "minLength": True}, "/minLength", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "maxLength": 1.5}, "/maxLength", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "maxLength": 2**32}, "/maxLength", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "minLength": 5, "maxLength": 4}, "/minLength", R.SCHEMA_INVALID_VALUE),
+        ({"type": "number", "minimum": 2, "maximum": 1}, "/minimum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "number", "minimum": "0"}, "/minimum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "number", "maximum": False}, "/maximum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "integer", "maximum": 2**53 + 1}, "/maximum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "title": 7}, "/title", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "description": ["x"]}, "/description", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": []}, "/enum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": ["a", 1]}, "/enum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": "a"}, "/enum", R.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": ["a"], "enumNames": "A"}, "/enumNames", R.SCHEMA_INVALID_VALUE),
+        ({"oneOf": [{"const": "a"}]}, "/oneOf/0", R.SCHEMA_INVALID_VALUE),
+        ({"oneOf": [{"const": 1, "title": "One"}]}, "/oneOf/0", R.SCHEMA_INVALID_VALUE),
+        ({"oneOf": ["a"]}, "/oneOf/0", R.SCHEMA_INVALID_VALUE),
+        ({"oneOf": {"const": "a"}}, "/oneOf", R.SCHEMA_INVALID_VALUE),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["a"]}, "minItems": 2},
+            "/minItems",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 2, "maxItems": 1},
+            "/minItems",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        ("string", "", R.SCHEMA_INVALID_VALUE),
+        (True, "", R.SCHEMA_INVALID_VALUE),
+    ],
+)
+def test_structures_outside_the_flat_primitive_subset_are_rejected_with_code_and_path(
+    prop: object, path: str, reason: FormErrorReason
+) -> None:
+    error = rejects(obj({"field": prop}))
+    assert ("/properties/field" + path, reason) in codes(error)
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "reason"),
+    [
+        ([], "$", R.SCHEMA_NOT_OBJECT),
+        ("object", "$", R.SCHEMA_NOT_OBJECT),
+        (None, "$", R.SCHEMA_NOT_OBJECT),
+        ({"type": "array", "properties": {}}, "/type", R.SCHEMA_NOT_OBJECT),
+        ({"properties": {}}, "/type", R.SCHEMA_NOT_OBJECT),
+        ({"type": "object"}, "/properties", R.SCHEMA_NOT_OBJECT),
+        ({"type": "object", "properties": []}, "/properties", R.SCHEMA_NOT_OBJECT),
+        ({"type": "object", "properties": {}, "required": ["ghost"]}, "/required/0", R.SCHEMA_UNKNOWN_REQUIRED),
+        ({"type": "object", "properties": {}, "required": "ghost"}, "/required", R.SCHEMA_INVALID_VALUE),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "a"]},
+            "/required/1",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        ({"type": "object", "properties": {}, "$defs": {}}, "/$defs", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "object", "properties": {}, "allOf": []}, "/allOf", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "object", "properties": {}, "title": 3}, "/title", R.SCHEMA_INVALID_VALUE),
+        ({"type": "object", "properties": {"": {"type": "string"}}}, "/properties/", R.SCHEMA_INVALID_VALUE),
+    ],
+)
+def test_bad_roots_are_rejected_with_code_and_path(schema: object, path: str, reason: FormErrorReason) -> None:
+    assert (path, reason) in codes(rejects(schema))
+
+
+@pytest.mark.parametrize(
+    ("prop", "path"),
+    [
+        ({"type": "string", "enum": ["a", "b", "a"]}, "/enum/2"),
+        ({"type": "string", "enum": ["a", "a"], "enumNames": ["A", "B"]}, "/enum/1"),
+        ({"oneOf": [{"const": "a", "title": "A"}, {"const": "a", "title": "Again"}]}, "/oneOf/1"),
+        ({"type": "array", "items": {"type": "string", "enum": ["x", "x"]}}, "/items/enum/1"),
+        (
+            {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}, {"const": "x", "title": "Y"}]}},
+            "/items/anyOf/1",
+        ),
+    ],
+)
+def test_duplicate_option_values_are_rejected_at_the_second_occurrence(prop: dict[str, Any], path: str) -> None:
+    assert codes(rejects(obj({"f": prop}))) == {("/properties/f" + path, R.SCHEMA_DUPLICATE_OPTION)}
+
+
+@pytest.mark.parametrize(
+    "prop",
+    [
+        {"type": "string", "default": 1},
+        {"type": "string", "default": None},
+        {"type": "string", "minLength": 3, "default": "ab"},
+        {"type": "string", "format": "date", "default": "2024-02-30"},
+        {"type": "integer", "default": 1.5},
+        {"type": "integer", "default": True},
+        {"type": "integer", "minimum": 0, "default": -1},
+        {"type": "number", "default": "1"},
+        {"type": "number", "maximum": 1, "default": 1.01},
+        {"type": "boolean", "default": "false"},
+        {"type": "boolean", "default": 0},
+        {"type": "string", "enum": ["a"], "default": "b"},
+        {"oneOf": [{"const": "a", "title": "A"}], "default": "A"},
+        {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "default": "a"},
+        {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "default": ["a", "a"]},
+        {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "default": ["c"]},
+        {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 1, "default": []},
+        {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 1, "default": ["a", "b"]},
+    ],
+)
+def test_a_default_that_does_not_fit_its_own_field_is_rejected(prop: dict[str, Any]) -> None:
+    assert codes(rejects(obj({"f": prop}))) == {("/properties/f/default", R.SCHEMA_INVALID_DEFAULT)}
+
+
+def test_every_violation_is_listed_not_just_the_first() -> None:
+    schema = obj(
+        {
+            "a": {"type": "object"},
+            "b": {"type": "string", "pattern": "x", "format": "hostname"},
+            "c": {"type": "string", "enum": ["x", "x"]},
+            "ok": {"type": "string"},
+        },
+        required=["nope"],
+        **{"$ref": "#/x"},
+    )
+    assert codes(rejects(schema)) == {
+        ("/$ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/required/0", R.SCHEMA_UNKNOWN_REQUIRED),
+        ("/properties/a/type", R.SCHEMA_UNSUPPORTED_TYPE),
+        ("/properties/b/pattern", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/properties/c/enum/1", R.SCHEMA_DUPLICATE_OPTION),
+    }
+
+
+def test_property_names_are_escaped_as_json_pointers_in_paths() -> None:
+    error = rejects(obj({"a/b~c": {"type": "object"}}))
+    assert codes(error) == {("/properties/a~1b~0c/type", R.SCHEMA_UNSUPPORTED_TYPE)}
+
+
+class _Weird:
+    pass
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    for _ in range(levels):
+        node = {"x": node}
+    return node
+
+
+def _circular() -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "object"}
+    node["properties"] = {"self": node}
+    return node
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        1,
+        1.5,
+        b"{}",
+        {1: 2},
+        {"type": "object", "properties": {1: {"type": "string"}}},
+        {"type": "object", "properties": {"a": {1: "string"}}},
+        {"type": "object", "properties": {"a": {"type": "number", "minimum": float("nan")}}},
+        {"type": "object", "properties": {"a": {"type": "number", "minimum": float("inf")}}},
+        {"type": "object", "properties": {"a": {"type": "string", "title": "\ud800"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "default": _Weird()}}},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": {"a"}},
+        {"type": "object", "properties": {"a": {"type": "integer", "default": 10**400}}},
+        {"type": "object", "properties": _deep(100_000)},
+        _circular(),
+    ],
+    ids=lambda value: type(value).__name__,
+)
+def test_weird_input_raises_form_error_and_nothing_else(schema: object) -> None:
+    rejects(schema)
+
+
+def test_a_message_that_is_not_a_string_is_rejected() -> None:
+    with pytest.raises(FormError) as caught:
+        decode_requested_schema(obj({}), message=5)  # type: ignore[arg-type]
+    assert codes(caught.value) == {("/message", R.SCHEMA_INVALID_VALUE)}
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+_schema_keys = st.sampled_from(
+    ["type", "properties", "required", "enum", "oneOf", "items", "default", "minLength", "minimum", "title", "$ref"]
+)
+_schema_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(["object", "string", "array", "integer"]),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(_schema_keys | st.text(max_size=4), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+@PROPERTY
+@given(schema=st.one_of(_json, _schema_like, _schema_like.map(lambda p: {"type": "object", "properties": {"p": p}})))
+def test_arbitrary_json_either_decodes_or_raises_form_error(schema: object) -> None:
+    form: Form | None = None
+    try:
+        form = decode(schema)
+    except FormError as error:
+        violations = error.violations
+    else:
+        violations = ()
+    assert (form is None) == bool(violations)
+    if form is not None:
+        assert check_form(form) == form
+
+
+# --------------------------------------------------------------------------- caps: exactly at accepted, one past rejected
+
+
+def _request_bytes(schema: dict[str, Any], message: str) -> int:
+    return len(json.dumps({"message": message, "requestedSchema": schema}, ensure_ascii=False).encode("utf-8"))
+
+
+def _schema_of_exact_bytes(target: int, message: str) -> dict[str, Any]:
+    """Fields whose multi-byte descriptions make the request exactly ``target`` UTF-8 bytes."""
+    properties: dict[str, Any] = {}
+    schema = obj(properties)
+    index = 0
+    while _request_bytes(schema, message) < target:
+        name = f"f{index}"
+        properties[name] = {"type": "string", "description": ""}
+        room = target - _request_bytes(schema, message)
+        if room < 0:
+            del properties[name]
+            break
+        emoji = min(room // 4, DEFAULT_LIMITS.max_description_chars - 3)
+        properties[name]["description"] = "💬" * emoji + "a" * min(3, room - 4 * emoji)
+        index += 1
+    # Trim or pad the last description with ASCII to hit the target exactly.
+    last = properties[f"f{index - 1}"]
+    while _request_bytes(schema, message) > target:
+        last["description"] = last["description"][:-1]
+    while _request_bytes(schema, message) < target:
+        last["description"] = "a" + last["description"]
+    assert _request_bytes(schema, message) == target
+    return schema
+
+
+def test_request_exactly_at_the_default_byte_cap_is_accepted_and_one_byte_past_is_rejected() -> None:
+    cap = DEFAULT_LIMITS.max_request_bytes
+    at_cap = _schema_of_exact_bytes(cap, "Fill in ✍")
+    assert len(decode(at_cap, "Fill in ✍").fields) <= DEFAULT_LIMITS.max_fields
+    past = copy.deepcopy(at_cap)
+    past["properties"]["f0"]["description"] = past["properties"]["f0"]["description"][:-1] + "é"  # +1 byte
+    error = rejects(past, "Fill in ✍")
+    assert codes(error) == {("$", R.LIMIT_EXCEEDED)}
+
+
+def test_byte_cap_is_checked_first_before_any_structure() -> None:
+    huge = {"$ref": "x" * 200, "type": "array"}
+    size = _request_bytes(huge, "")
+    assert codes(rejects(huge, "", Limits(max_request_bytes=size - 1))) == {("$", R.LIMIT_EXCEEDED)}
+
+
+def test_a_legacy_schema_whose_canonical_form_outgrows_the_byte_cap_is_rejected_at_decode() -> None:
+    schema = obj({"p": {"type": "string", "enum": ["a", "b", "c"], "enumNames": ["A", "B", "C"]}})
+    limits = Limits(max_request_bytes=_request_bytes(schema, "m"))
+    assert codes(rejects(schema, "m", limits)) == {("$", R.LIMIT_EXCEEDED)}
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_field_count_cap(extra: int) -> None:
+    count = DEFAULT_LIMITS.max_fields + extra
+    schema = obj({f"f{i}": {"type": "boolean"} for i in range(count)})
+    if extra == 0:
+        assert len(decode(schema).fields) == count
+    else:
+        assert codes(rejects(schema)) == {("/properties", R.LIMIT_EXCEEDED)}
+
+
+@pytest.mark.parametrize("shape", ["enum", "oneOf", "items.enum", "items.anyOf"])
+@pytest.mark.parametrize("extra", [0, 1])
+def test_option_count_cap_for_every_select_shape(shape: str, extra: int) -> None:
+    values = [f"v{i}" for i in range(DEFAULT_LIMITS.max_options + extra)]
+    titled = [{"const": v, "title": v.upper()} for v in values]
+    shapes: dict[str, dict[str, Any]] = {
+        "enum": {"type": "string", "enum": values},
+        "oneOf": {"type": "string", "oneOf": titled},
+        "items.enum": {"type": "array", "items": {"type": "string", "enum": values}},
+        "items.anyOf": {"type": "array", "items": {"anyOf": titled}},
+    }
+    prop = shapes[shape]
+    if extra == 0:
+        field = decode(obj({"s": prop})).fields[0]
+        assert isinstance(field, SingleSelectField | MultiSelectField)
+        assert len(field.options) == DEFAULT_LIMITS.max_options
+    else:
+        path = "/properties/s/" + shape.replace(".", "/")
+        assert codes(rejects(obj({"s": prop}))) == {(path, R.LIMIT_EXCEEDED)}
+
+
+def _text_of(chars: int) -> str:
+    """``chars`` code points, several UTF-8 bytes each, so caps are seen to count code points."""
+    return ("é🎉" * chars)[:chars]
+
+
+_L = DEFAULT_LIMITS
+
+
+@pytest.mark.parametrize(
+    ("build", "cap", "path"),
+    [
+        (
+            lambda n: (obj({"a": {"type": "string", "title": _text_of(n)}}), "m"),
+            _L.max_label_chars,
+            "/properties/a/title",
+        ),
+        (
+            lambda n: (obj({"a": {"type": "string", "description": _text_of(n)}}), "m"),
+            _L.max_description_chars,
+            "/properties/a/description",
+        ),
+        (lambda n: (obj({_text_of(n): {"type": "string"}}), "m"), _L.max_label_chars, "/properties/" + _text_of(201)),
+        (lambda n: (obj({}), _text_of(n)), _L.max_message_chars, "/message"),
+        (
+            lambda n: (obj({"a": {"oneOf": [{"const": "v", "title": _text_of(n)}]}}), "m"),
+            _L.max_label_chars,
+            "/properties/a/oneOf/0",
+        ),
+        (
+            lambda n: (obj({"a": {"type": "string", "enum": ["v"], "enumNames": [_text_of(n)]}}), "m"),
+            _L.max_label_chars,
+            "/properties/a/enum/0",
+        ),
+        (
+            lambda n: (obj({"a": {"type": "string", "enum": [_text_of(n)]}}), "m"),
+            _L.max_option_value_chars,
+            "/properties/a/enum/0",
+        ),
+        (
+            lambda n: (obj({"a": {"type": "string", "minLength": n}}), "m"),
+            _L.max_string_value_chars,
+            "/properties/a/minLength",
+        ),
+    ],
+    ids=["title", "description", "property-name", "message", "oneOf-title", "enumNames", "option-value", "minLength"],
+)
+def test_text_caps_count_code_points_exactly_at_accepted_one_past_rejected(build: Any, cap: int, path: str) -> None:
+    schema, message = build(cap)
+    decode(schema, message)
+    schema, message = build(cap + 1)
+    assert codes(rejects(schema, message)) == {(path, R.LIMIT_EXCEEDED)}
+
+
+def test_requester_text_over_the_label_cap_is_rejected() -> None:
+    requester = Requester(claimed_server="s" * (DEFAULT_LIMITS.max_label_chars + 1))
+    with pytest.raises(FormError) as caught:
+        decode_requested_schema(obj({}), message="m", requester=requester)
+    assert codes(caught.value) == {("/requester/claimed_server", R.LIMIT_EXCEEDED)}
+
+
+# --------------------------------------------------------------------------- check_form
+
+
+def _form(*fields: Any, message: str = "m") -> Form:
+    return Form(message=message, fields=tuple(fields))
+
+
+def test_check_form_returns_a_valid_form_unchanged() -> None:
+    form = decode(obj({"a": {"type": "string", "enum": ["x"], "default": "x"}, "b": {"type": "integer"}}))
+    assert check_form(form) is form
+
+
+@pytest.mark.parametrize(
+    ("form", "path", "reason"),
+    [
+        (_form(StringField(name="", label="x")), "/properties/", R.SCHEMA_INVALID_VALUE),
+        (
+            _form(BooleanField(name="a", label="a"), StringField(name="a", label="b")),
+            "/properties/a",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        (
+            _form(SingleSelectField(name="s", label="s", options=(Option("x", "x"), Option("x", "y")))),
+            "/properties/s/oneOf/1",
+            R.SCHEMA_DUPLICATE_OPTION,
+        ),
+        (_form(SingleSelectField(name="s", label="s", options=())), "/properties/s/enum", R.SCHEMA_INVALID_VALUE),
+        (
+            _form(SingleSelectField(name="s", label="s", options=(Option("x", "x"),), default="y")),
+            "/properties/s/default",
+            R.SCHEMA_INVALID_DEFAULT,
+        ),
+        (
+            _form(NumberField(name="n", label="n", integer=True, default=1.5)),
+            "/properties/n/default",
+            R.SCHEMA_INVALID_DEFAULT,
+        ),
+        (
+            _form(NumberField(name="n", label="n", minimum=float("nan"))),
+            "/properties/n/minimum",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        (
+            _form(NumberField(name="n", label="n", minimum=2, maximum=1)),
+            "/properties/n/minimum",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        (
+            _form(StringField(name="t", label="t", min_length=3, max_length=2)),
+            "/properties/t/minLength",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        (_form(StringField(name="t", label="t", max_length=2**32)), "/properties/t/maxLength", R.SCHEMA_INVALID_VALUE),
+        (_form(StringField(name="t", label="t" * 201)), "/properties/t/title", R.LIMIT_EXCEEDED),
+        (
+            _form(MultiSelectField(name="m", label="m", options=(Option("a", "a"),), min_items=2)),
+            "/properties/m/minItems",
+            R.SCHEMA_INVALID_VALUE,
+        ),
+        (_form(message="x" * 4001), "/message", R.LIMIT_EXCEEDED),
+        (_form(*[BooleanField(name=f"b{i}", label="b") for i in range(33)]), "/properties", R.LIMIT_EXCEEDED),
+        (
+            Form(message="m", fields=(), requester=Requester(claimed_tool="t" * 201)),
+            "/requester/claimed_tool",
+            R.LIMIT_EXCEEDED,
+        ),
+    ],
+)
+def test_check_form_rejects_what_decode_would_reject(form: Form, path: str, reason: FormErrorReason) -> None:
+    with pytest.raises(FormError) as caught:
+        check_form(form)
+    assert (path, reason) in codes(caught.value)
+
+
+def test_check_form_enforces_the_byte_cap_on_the_canonical_schema() -> None:
+    form = decode(obj({"a": {"type": "string", "description": "d" * 100}}))
+    from services.core.form import form_to_requested_schema
+
+    size = _request_bytes(form_to_requested_schema(form), form.message)
+    assert check_form(form, limits=Limits(max_request_bytes=size)) is form
+    with pytest.raises(FormError) as caught:
+        check_form(form, limits=Limits(max_request_bytes=size - 1))
+    assert codes(caught.value) == {("$", R.LIMIT_EXCEEDED)}
+
+
+def test_check_form_turns_a_malformed_form_into_form_error() -> None:
+    broken = Form(message="m", fields=(StringField(name="a", label=None),))  # type: ignore[arg-type]
+    with pytest.raises(FormError):
+        check_form(broken)
+
+
+@PROPERTY
+@given(schema=requested_schemas())
+def test_every_schema_from_the_allowed_subset_decodes_and_passes_check_form(schema: dict[str, Any]) -> None:
+    form = decode(schema)
+    assert [field.name for field in form.fields] == list(schema["properties"])
+    assert {field.name for field in form.fields if field.required} == set(schema.get("required", []))
+    assert check_form(form) is form
+
+
+_MUTATIONS: list[tuple[str, FormErrorReason]] = [
+    ("pattern", R.SCHEMA_UNSUPPORTED_KEYWORD),
+    ("ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
+    ("nested-object", R.SCHEMA_UNSUPPORTED_TYPE),
+    ("union", R.SCHEMA_UNSUPPORTED_TYPE),
+    ("bad-default", R.SCHEMA_INVALID_DEFAULT),
+    ("duplicate-option", R.SCHEMA_DUPLICATE_OPTION),
+]
+
+
+def _mutate(prop: dict[str, Any], mutation: str) -> tuple[dict[str, Any], str] | None:
+    """A mutated copy of ``prop`` and the expected path suffix, or ``None`` when it does not apply."""
+    prop = copy.deepcopy(prop)
+    if mutation == "pattern":
+        prop["pattern"] = ".*"
+        return prop, "/pattern"
+    if mutation == "ref":
+        prop["$ref"] = "#/$defs/X"
+        return prop, "/$ref"
+    if mutation == "nested-object":
+        prop["type"] = "object"
+        return prop, "/type"
+    if mutation == "union":
+        prop["type"] = [prop.get("type", "string"), "null"]
+        return prop, "/type"
+    if mutation == "bad-default":
+        prop["default"] = {"not": "a primitive"}
+        return prop, "/default"
+    options = (
+        prop.get("enum") or prop.get("oneOf") or prop.get("items", {}).get("enum") or prop.get("items", {}).get("anyOf")
+    )
+    if options is None:
+        return None
+    options.append(copy.deepcopy(options[0]))
+    key = (
+        next(k for k in ("enum", "oneOf") if k in prop)
+        if "items" not in prop
+        else "items/" + next(k for k in ("enum", "anyOf") if k in prop["items"])
+    )
+    return prop, f"/{key}/{len(options) - 1}"
+
+
+@PROPERTY
+@given(schema=requested_schemas(), mutation=st.sampled_from(_MUTATIONS), data=st.data())
+def test_mutated_schemas_are_rejected_with_the_right_code_and_path(
+    schema: dict[str, Any], mutation: tuple[str, FormErrorReason], data: st.DataObject
+) -> None:
+    kind, reason = mutation
+    if not schema["properties"]:
+        schema["properties"]["only"] = {"type": "string", "enum": ["a"]}
+    name = data.draw(st.sampled_from(list(schema["properties"])))
+    mutated = _mutate(schema["properties"][name], kind)
+    if mutated is None:
+        return
+    prop, suffix = mutated
+    schema["properties"][name] = prop
+    error = rejects(schema)
+    from services.core.form.errors import pointer
+
+    assert (pointer("properties", name) + suffix, reason) in codes(error)
+
+
+@PROPERTY
+@given(schema=requested_schemas(), ghost=st.text(min_size=1, max_size=5))
+def test_a_required_name_that_is_not_a_property_is_rejected(schema: dict[str, Any], ghost: str) -> None:
+    if ghost in schema["properties"]:
+        return
+    schema["required"] = [*schema.get("required", []), ghost]
+    assert (f"/required/{len(schema['required']) - 1}", R.SCHEMA_UNKNOWN_REQUIRED) in codes(rejects(schema))
