@@ -52,7 +52,7 @@ def obj(properties: dict[str, Any], **root: Any) -> dict[str, Any]:
     return {"type": "object", "properties": properties, **root}
 
 
-# --------------------------------------------------------------------------- shapes real servers send
+# --- shapes real servers send
 
 
 def test_sdk_style_schema_with_root_title_decodes_every_kind_in_property_order() -> None:
@@ -174,7 +174,7 @@ def test_requester_provenance_is_carried_through() -> None:
     assert form.requester == requester
 
 
-# --------------------------------------------------------------------------- rejected structures
+# --- rejected structures
 
 
 def test_enum_behind_ref_is_rejected_naming_ref_and_defs() -> None:
@@ -444,7 +444,7 @@ def test_arbitrary_json_either_decodes_or_raises_form_error(schema: object) -> N
         assert check_form(form) == form
 
 
-# --------------------------------------------------------------------------- caps: exactly at accepted, one past rejected
+# --- caps: exactly at accepted, one past rejected
 
 
 def _request_bytes(schema: dict[str, Any], message: str) -> int:
@@ -589,7 +589,7 @@ def test_requester_text_over_the_label_cap_is_rejected() -> None:
     assert codes(caught.value) == {("/requester/claimed_server", R.LIMIT_EXCEEDED)}
 
 
-# --------------------------------------------------------------------------- check_form
+# --- check_form
 
 
 def _form(*fields: Any, message: str = "m") -> Form:
