@@ -1,0 +1,413 @@
+"""The broker over gRPC with the real Interaction service and Redis, driven by synthetic providers
+(real ``Connect`` clients on loopback), model-side callers (``CallTool``) and a surface (``Answer``)."""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+import grpc.aio
+import pytest
+
+from maka.broker.v1 import broker_pb2
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2
+from tests.helpers.waiting import eventually
+from tests.services.broker.conftest import Stack, StackFactory, accept_staging, deploy_tool
+
+FC = broker_pb2.FailureCode
+RR = broker_pb2.RejectReason
+CR = interaction_pb2.CloseReason
+
+
+async def test_one_form_round_trip_delivers_the_answer_to_the_provider_and_one_result_to_the_caller(
+    stack: Stack,
+) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    accepted = (await call.next("accepted")).accepted
+    invoke = await provider.invoked()
+    assert invoke.invocation_id == accepted.invocation_id
+    assert invoke.tool_name == "deploy"
+    assert invoke.arguments_json == '{"artifact":"build-42"}'
+
+    await provider.ask(invoke.invocation_id, "provider-corr-7")
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    assert awaiting.field_count == 2
+    assert awaiting.interaction_id != "provider-corr-7"
+
+    [pending] = await stack.pending()
+    assert pending.interaction_id == awaiting.interaction_id
+    assert pending.binding.invocation_id == invoke.invocation_id
+    assert pending.binding.connection_id == provider.registered.connection_id
+    assert pending.binding.registration_id == provider.registered.registration_id
+    assert pending.binding.provider_correlation_id == "provider-corr-7"
+    assert pending.binding.tool_use_id == call.request.tool_use_id
+    assert pending.form.requester.provider_id == "mcp:examples"  # trusted, not the forged one
+    assert pending.form.requester.claimed_server == "examples"
+    assert pending.form.requester.claimed_tool == "deploy"
+
+    await stack.answer(awaiting.interaction_id, accept_staging())
+    result = (await provider.next("interaction_result")).interaction_result
+    assert result.invocation_id == invoke.invocation_id
+    assert result.correlation_id == "provider-corr-7"
+    assert result.interaction_id == awaiting.interaction_id
+    assert result.close_reason == CR.CLOSE_REASON_ANSWERED
+    assert result.answer.values["environment"].string_value == "staging"
+    assert result.answer.values["confirm"].boolean_value is True
+
+    settled = (await call.next("interaction_settled")).interaction_settled
+    assert settled.action == form_pb2.ACTION_ACCEPT
+    assert "staging" not in str(settled)
+
+    await provider.finish(invoke.invocation_id)
+    final = await call.terminal()
+    assert final.result.call_tool_result_json == '{"content":[{"type":"text","text":"ok"}]}'
+    assert final.result.is_error is False
+    assert stack.app.broker.stats()["live_invocations"] == 0
+
+
+async def test_decline_and_cancel_answers_reach_the_provider_distinctly(stack: Stack) -> None:
+    provider = await stack.provider()
+    for action in (form_pb2.ACTION_DECLINE, form_pb2.ACTION_CANCEL):
+        call = stack.call()
+        invoke = await provider.invoked()
+        await provider.ask(invoke.invocation_id)
+        awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+        await stack.answer(awaiting.interaction_id, form_pb2.Answer(action=action))
+        result = (await provider.next("interaction_result")).interaction_result
+        assert result.answer.action == action
+        assert not result.answer.values
+        await provider.finish(invoke.invocation_id)
+        assert (await call.terminal()).HasField("result")
+
+
+async def test_execution_timer_is_suspended_while_the_form_is_pending_and_rearmed_after(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(execution_timeout_seconds=0.5)
+    provider = await stack.provider("mcp:examples", [deploy_tool(), deploy_tool("ping")])
+    paused = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await paused.next("awaiting_interaction")).awaiting_interaction
+
+    # A control invocation started after the form opened runs out its whole budget ...
+    control = stack.call("examples:ping")
+    control_invoke = await provider.invoked()
+    assert (await control.terminal()).failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    cancel = (await provider.next("cancel")).cancel
+    assert cancel.invocation_id == control_invoke.invocation_id
+    # ... while the one with the pending form has not timed out.
+    assert not paused.done.is_set()
+    assert [e.WhichOneof("event") for e in paused.all] == ["accepted", "awaiting_interaction"]
+
+    await stack.answer(awaiting.interaction_id, accept_staging())
+    await provider.next("interaction_result")
+    settled_at = time.monotonic()
+    assert (await paused.terminal()).failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert time.monotonic() - settled_at >= 0.45  # a fresh leg, not the remainder
+    assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
+
+
+async def test_another_connection_cannot_answer_cancel_or_finish_an_invocation(stack: Stack) -> None:
+    owner = await stack.provider()
+    intruder = await stack.provider("mcp:intruder", [deploy_tool("other", "intruder")])
+    call = stack.call()
+    invoke = await owner.invoked()
+    await owner.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+
+    iid = invoke.invocation_id
+    await intruder.ask(iid, "steal")
+    await intruder.send(broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id=iid)))
+    await intruder.send(
+        broker_pb2.ConnectRequest(
+            failure=broker_pb2.InvocationFailure(invocation_id=iid, code=FC.FAILURE_CODE_PROVIDER_ERROR)
+        )
+    )
+    await intruder.finish(iid)
+    reasons = [(await intruder.next("rejected")).rejected.reason for _ in range(4)]
+    assert reasons == [RR.REJECT_REASON_CROSS_CONNECTION] * 4
+
+    await stack.answer(awaiting.interaction_id, accept_staging())
+    assert (await owner.next("interaction_result")).interaction_result.invocation_id == iid
+    await owner.finish(iid)
+    assert (await call.terminal()).HasField("result")
+    assert not any(f.HasField("interaction_result") for f in intruder.received)
+    assert stack.app.broker.stats()["rejected_frames.CROSS_CONNECTION"] == 4
+
+
+async def test_duplicate_late_and_unknown_frames_are_rejected_and_change_nothing(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    await provider.ask(invoke.invocation_id, "again")
+    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INTERACTION_ALREADY_PENDING
+    await provider.send(broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id="inv_nope")))
+    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_UNKNOWN_INVOCATION
+    assert [p.interaction_id for p in await stack.pending()] == [awaiting.interaction_id]
+
+    await stack.answer(awaiting.interaction_id, accept_staging())
+    await provider.next("interaction_result")
+    await provider.finish(invoke.invocation_id)
+    await call.terminal()
+    await provider.finish(invoke.invocation_id)
+    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    await provider.ask(invoke.invocation_id, "late")
+    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert await stack.pending() == []
+
+
+async def test_stop_while_form_pending_leaves_nothing_pending_and_delivers_no_result(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call(session="s1", turn="t1")
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+
+    response = await stack.broker.Stop(broker_pb2.StopRequest(all=True))
+    assert response.stopped_invocations == 1
+    assert (await call.terminal()).HasField("stopped")
+    assert await stack.pending() == []
+    assert (await stack.get(awaiting.interaction_id)).close_reason == CR.CLOSE_REASON_STOPPED
+    assert stack.app.broker.stats()["live_invocations"] == 0
+    cancel = (await provider.next("cancel")).cancel
+    assert cancel.invocation_id == invoke.invocation_id
+
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stack.answer(awaiting.interaction_id, accept_staging())
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    # Frames are ordered: the rejection of a later probe proves no interaction result came first.
+    await provider.send(
+        broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id=invoke.invocation_id))
+    )
+    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert not any(f.HasField("interaction_result") for f in provider.received)
+
+
+async def test_stop_of_a_turn_leaves_other_turns_running(stack: Stack) -> None:
+    provider = await stack.provider()
+    t1 = stack.call(turn="t1")
+    await provider.invoked()
+    t2 = stack.call(turn="t2")
+    second = await provider.invoked()
+    response = await stack.broker.Stop(broker_pb2.StopRequest(session_id="s1", turn_id="t1"))
+    assert response.stopped_invocations == 1
+    assert (await t1.terminal()).HasField("stopped")
+    await provider.next("cancel")
+    await provider.finish(second.invocation_id)
+    assert (await t2.terminal()).HasField("result")
+
+
+async def test_stop_with_a_bad_scope_is_invalid_argument(stack: Stack) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stack.broker.Stop(broker_pb2.StopRequest(session_id="s1", all=True))
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_provider_killed_mid_form_loses_the_call_and_closes_the_form_provider_lost(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    provider.kill()
+    assert (await call.terminal()).HasField("lost")
+    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_PROVIDER_LOST
+    assert await stack.pending() == []
+
+
+async def test_reregistration_mid_form_loses_the_old_call_and_the_new_registration_serves_new_calls(
+    stack: Stack,
+) -> None:
+    old = await stack.provider()
+    call = stack.call()
+    invoke = await old.invoked()
+    await old.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+
+    new = await stack.provider()
+    assert new.registered.registration_id != old.registered.registration_id
+    assert (await call.terminal()).HasField("lost")
+    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_PROVIDER_LOST
+    assert (await old.next("cancel")).cancel.invocation_id == invoke.invocation_id
+    await eventually(lambda: old.ended.is_set(), what="old stream ended")
+
+    second = stack.call()
+    routed = await new.invoked()
+    assert routed.invocation_id != invoke.invocation_id
+    await new.finish(routed.invocation_id)
+    assert (await second.terminal()).HasField("result")
+    assert not any(f.HasField("invoke") and f.invoke.invocation_id == routed.invocation_id for f in old.received)
+
+
+async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    await provider.finish(invoke.invocation_id)
+    final = await call.terminal()
+    assert final.failure.code == FC.FAILURE_CODE_INCONSISTENT_PROVIDER
+    assert not any(e.HasField("result") for e in call.all)
+    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_INVOCATION_SETTLED
+
+
+async def test_provider_failure_while_form_pending_closes_the_form(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    await provider.send(
+        broker_pb2.ConnectRequest(
+            failure=broker_pb2.InvocationFailure(
+                invocation_id=invoke.invocation_id, code=FC.FAILURE_CODE_CONNECTION_LOST, message="mcp gone"
+            )
+        )
+    )
+    assert (await call.terminal()).failure.code == FC.FAILURE_CODE_CONNECTION_LOST
+    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_INVOCATION_SETTLED
+
+
+async def test_a_form_that_times_out_fails_interaction_timed_out_and_cancels_the_provider(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(execution_timeout_seconds=5.0, form_wait_seconds=0.3)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    assert (await call.terminal()).failure.code == FC.FAILURE_CODE_INTERACTION_TIMED_OUT
+    settled = [e.interaction_settled for e in call.all if e.HasField("interaction_settled")]
+    assert [s.close_reason for s in settled] == [CR.CLOSE_REASON_TIMED_OUT]
+    result = (await provider.next("interaction_result")).interaction_result
+    assert result.close_reason == CR.CLOSE_REASON_TIMED_OUT
+    assert not result.HasField("answer")
+    assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
+    assert (await stack.get(awaiting.interaction_id)).close_reason == CR.CLOSE_REASON_TIMED_OUT
+
+
+async def test_an_invalid_form_is_rejected_to_the_provider_and_the_invocation_continues(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    bad = form_pb2.Form(
+        message="x",
+        fields=[form_pb2.Field(name="n", label="N", number=form_pb2.NumberField(minimum=5, maximum=1))],
+    )
+    await provider.ask(invoke.invocation_id, form=bad)
+    rejected = (await provider.next("rejected")).rejected
+    assert rejected.reason == RR.REJECT_REASON_INVALID_FORM
+    assert rejected.invocation_id == invoke.invocation_id
+    await provider.finish(invoke.invocation_id)
+    assert (await call.terminal()).HasField("result")
+    assert await stack.pending() == []
+
+
+async def test_caller_disconnect_stops_the_invocation_and_closes_its_form(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    call.cancel()
+    assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
+    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
+
+
+async def test_unknown_tool_fails_with_a_single_failure_event(stack: Stack) -> None:
+    await stack.provider()
+    call = stack.call("examples:missing")
+    final = await call.terminal()
+    assert final.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert len(call.all) == 1
+
+
+async def test_list_tools_names_qualified_tools_of_live_registrations(stack: Stack) -> None:
+    provider = await stack.provider("mcp:examples", [deploy_tool(), deploy_tool("ping")])
+    tools = (await stack.broker.ListTools(broker_pb2.ListToolsRequest())).tools
+    assert [t.qualified_name for t in tools] == ["examples:deploy", "examples:ping"]
+    assert {t.provider_id for t in tools} == {"mcp:examples"}
+    provider.kill()
+    await eventually(lambda: stack.app.broker.stats()["live_registrations"] == 0, what="retired")
+    assert list((await stack.broker.ListTools(broker_pb2.ListToolsRequest())).tools) == []
+
+
+async def test_a_new_broker_epoch_closes_the_old_brokers_forms_and_fails_its_call_closed(
+    make_stack: StackFactory,
+) -> None:
+    from tests.services.broker.conftest import start_broker
+
+    stack = await make_stack(execution_timeout_seconds=5.0, heartbeat_seconds=0.2)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    first_epoch = stack.app.host_link.epoch
+
+    _, server, app = await start_broker(stack.interaction_target)
+    try:
+        assert app.host_link.epoch == (first_epoch or 0) + 1
+        assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_HOST_RESTARTED
+        assert (await call.terminal()).failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+        await eventually(lambda: stack.app.host_link.stale, what="old broker stale")
+    finally:
+        await server.stop()
+
+
+async def test_hostlink_drop_resumes_the_same_epoch_and_delivers_an_answer_given_meanwhile(
+    make_stack: StackFactory, redis_url: str
+) -> None:
+    from tests.services.broker.conftest import start_interaction
+
+    stack = await make_stack(execution_timeout_seconds=5.0)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    epoch = stack.app.host_link.epoch
+    port = stack.interaction.port
+
+    await stack.interaction.stop()
+    await eventually(lambda: not stack.app.host_link.connected, what="link down")
+    _, restarted = await start_interaction(redis_url, listen=f"127.0.0.1:{port}")
+    stack.interaction = restarted
+    await stack.answer(awaiting.interaction_id, accept_staging())
+    result = (await provider.next("interaction_result")).interaction_result
+    assert result.answer.values["environment"].string_value == "staging"
+    assert stack.app.host_link.epoch == epoch
+    assert stack.app.host_link.connects == 2
+    await provider.finish(invoke.invocation_id)
+    assert (await call.terminal()).HasField("result")
+
+
+async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_stopped(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    await stack.broker_server.stop()
+    assert (await call.terminal()).HasField("lost")
+    assert (await stack.get(awaiting.interaction_id)).close_reason == CR.CLOSE_REASON_STOPPED
+    await eventually(lambda: provider.ended.is_set(), what="provider stream ended")
+    assert any(f.HasField("cancel") for f in provider.received)
+
+
+async def test_a_silent_provider_is_retired_after_three_heartbeat_intervals(make_stack: StackFactory) -> None:
+    stack = await make_stack(execution_timeout_seconds=5.0, heartbeat_seconds=0.1)
+    provider = await stack.provider()
+    assert provider.registered.heartbeat_interval.ToMilliseconds() == 100
+    call = stack.call()
+    await provider.invoked()
+    assert (await call.terminal()).HasField("lost")
+    await eventually(lambda: provider.ended.is_set(), what="stream ended")
+    assert stack.app.broker.stats()["providers_timed_out"] == 1
