@@ -7,7 +7,8 @@
 2. starts :class:`surfaces.conformance.stack.InProcessStack` (private redis-server, Interaction
    service, broker, MCP provider);
 3. attaches :class:`surfaces.conformance.auto_answer.AutoAnswerer` (accepts every form);
-4. waits until the provider registered the scenario's Tools with the broker (``ListTools``), then
+4. waits until the provider connected to the harness server (era negotiated, Tools listed) and
+   registered the scenario's Tools with the broker (``ListTools``), then
    makes each :class:`surfaces.conformance.scenarios.Step` as a broker ``CallTool`` and checks its
    final event; every step prints one JSON line to ``out``;
 5. stops everything.
@@ -246,6 +247,7 @@ async def run_scenario(scenario: Scenario, server_url: str, version: str, *, out
             channel = grpc.aio.insecure_channel(stack.broker_target, options=list(KEEPALIVE_OPTIONS))
             exits.push_async_callback(channel.close)
             broker = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+            await stack.wait_mcp_connected(SERVER_NAME)
             expected = {f"{SERVER_NAME}:{name}" for name in scenario.expect_tools}
             tools = await wait_for_tools(broker, expected)
             print(json.dumps({"scenario": scenario.name, "protocol_version": version,

@@ -173,6 +173,15 @@ class InProcessStack:
         self.provider = await start_server(await provider_main.build(provider_settings), provider_settings)
         self._exit.push_async_callback(self.provider.stop)
 
+    async def wait_mcp_connected(self, server: str, timeout: float = 30.0) -> None:
+        """Wait until the provider's connection to MCP server ``server`` negotiated its era and listed
+        its Tools (``McpConnection.wait_connected``). Raises ``TimeoutError`` after ``timeout`` seconds."""
+        assert self.provider is not None, "stack not started"
+        manager = getattr(self.provider.app, "manager", None)
+        if manager is None:
+            raise StackError("the MCP provider app exposes no `manager` (McpClientManager)")
+        await manager.connection(server).wait_connected(timeout)
+
     async def stop(self) -> None:
         """Stop in reverse order; safe to call twice."""
         await self._exit.aclose()
