@@ -26,7 +26,7 @@ import logging
 import os
 import random
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -422,7 +422,9 @@ class InteractionClient:
 
     # --- Attach -----------------------------------------------------------------------------------
 
-    async def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
+    async def attach(
+        self, session_ids: Sequence[str] = (), resume_token: str = ""
+    ) -> AsyncGenerator[AttachEvent, None]:
         """Yield the attached sessions' projection forever, reconnecting as needed.
 
         First a :class:`Snapshot` (or, when ``resume_token`` is still valid, the events after it),

@@ -4,9 +4,11 @@ player that opens forms on the real Interaction service the way the broker does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import re
 import socket
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -107,13 +109,16 @@ class ScriptedBackend:
 
 class BrokerLink:
     """Plays the Capability broker on the Interaction service's ``HostLink``: ``hello`` with
-    ``begin_new_epoch``, then ``open`` forms and ``close`` them, reading the ordered replies.
+    ``begin_new_epoch`` (or ``resume_epoch`` when given: a broker whose link dropped), then ``open``
+    forms and ``close`` them, reading the ordered replies.
 
     Use as ``async with BrokerLink(channel) as link:``; the stream stays open (so leases live) until exit.
     """
 
-    def __init__(self, channel: grpc.aio.Channel) -> None:
+    def __init__(self, channel: grpc.aio.Channel, *, resume_epoch: int = 0) -> None:
         self._stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
+        self._resume_epoch = resume_epoch
+        self._tag = uuid.uuid4().hex[:8]
         self._call: (
             grpc.aio.StreamStreamCall[interaction_service_pb2.HostLinkRequest, interaction_service_pb2.HostLinkResponse]
             | None
@@ -124,9 +129,12 @@ class BrokerLink:
 
     async def __aenter__(self) -> BrokerLink:
         self._call = self._stub.HostLink()
-        await self._call.write(
-            interaction_service_pb2.HostLinkRequest(hello=interaction_service_pb2.Hello(begin_new_epoch=True))
+        hello = (
+            interaction_service_pb2.Hello(resume_epoch=self._resume_epoch)
+            if self._resume_epoch
+            else interaction_service_pb2.Hello(begin_new_epoch=True)
         )
+        await self._call.write(interaction_service_pb2.HostLinkRequest(hello=hello))
         reply = await self._read("epoch")
         self.epoch = reply.epoch.host_epoch
         return self
@@ -166,7 +174,7 @@ class BrokerLink:
             session_id=session_id,
             turn_id="turn-1",
             tool_use_id=f"tu-{self._refs}",
-            invocation_id=invocation_id or f"inv-{self._refs}",
+            invocation_id=invocation_id or f"inv-{self._tag}-{self._refs}",
             registration_id="reg-1",
             connection_id="conn-1",
             provider_correlation_id=f"corr-{self._refs}",
@@ -213,9 +221,12 @@ class LiveInteraction:
 
 
 @asynccontextmanager
-async def interaction_service(redis_url: str, *, port: int = 0) -> AsyncIterator[LiveInteraction]:
+async def interaction_service(
+    redis_url: str, *, port: int = 0, resume_epoch: int = 0
+) -> AsyncIterator[LiveInteraction]:
     """Start the real Interaction service (``services.interaction.main.build`` + ``start_server``) on
-    ``127.0.0.1:port`` over ``redis_url``, with a :class:`BrokerLink` that began a new Host epoch."""
+    ``127.0.0.1:port`` over ``redis_url``, with a :class:`BrokerLink` that began a new Host epoch (or
+    resumed ``resume_epoch``). Stopping ``server`` early (to simulate an outage) is allowed."""
     from services.interaction.main import build
     from services.interaction.settings import Settings
 
@@ -224,11 +235,12 @@ async def interaction_service(redis_url: str, *, port: int = 0) -> AsyncIterator
     address = f"127.0.0.1:{server.port}"
     channel = grpc.aio.insecure_channel(address)
     try:
-        async with BrokerLink(channel) as link:
+        async with BrokerLink(channel, resume_epoch=resume_epoch) as link:
             yield LiveInteraction(address=address, channel=channel, link=link, server=server)
     finally:
         await channel.close()
-        await server.stop()
+        with contextlib.suppress(Exception):
+            await server.stop()
 
 
 def text_field(name: str, *, label: str = "", required: bool = False) -> form_pb2.Field:

@@ -1,0 +1,167 @@
+"""surfaces.common.interaction_client against the real Interaction service (in-process, real Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+import pytest
+
+from maka.interaction.v1 import interaction_pb2
+from services.core.form import Action, Answer, MultiSelectField, NumberField, SingleSelectField
+from surfaces.common.interaction_client import (
+    Answered,
+    AttachEvent,
+    Backoff,
+    Closed,
+    CloseReason,
+    Disconnected,
+    InteractionClient,
+    InteractionError,
+    InteractionState,
+    Opened,
+    Snapshot,
+)
+from tests.surfaces.helpers import BrokerLink, deploy_form, free_port, interaction_service
+
+FAST = Backoff(initial=0.05, maximum=0.2)
+
+
+async def next_event(events: AsyncGenerator[AttachEvent, None], *, skip_disconnects: bool = False) -> AttachEvent:
+    async with asyncio.timeout(10):
+        while True:
+            event = await anext(events)
+            if skip_disconnects and isinstance(event, Disconnected):
+                continue
+            return event
+
+
+async def test_list_pending_decodes_the_form_opened_through_hostlink(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        opened = await live.link.open(deploy_form(), session_id="s1", wait_seconds=120)
+        await live.link.open(deploy_form("other"), session_id="s2")
+        async with InteractionClient.connect(live.address) as client:
+            views = await client.list_pending(["s1"])
+        assert [v.interaction_id for v in views] == [opened.interaction_id]
+        view = views[0]
+        assert view.pending
+        assert view.session_id == "s1"
+        assert view.tool_name == "deployer:deploy"
+        assert view.form.requester.claimed_server == "deployer"
+        assert view.form.message == "Where should build-42 go?"
+        env, replicas, _, regions = view.form.fields
+        assert isinstance(env, SingleSelectField)
+        assert env.default == "staging"
+        assert isinstance(replicas, NumberField)
+        assert replicas.integer
+        assert isinstance(regions, MultiSelectField)
+        assert view.expires_at is not None
+        assert view.created_at is not None
+        assert 100 < (view.expires_at - view.created_at).total_seconds() <= 120
+
+
+async def test_answer_commits_once_and_a_second_answer_gets_already_settled(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        opened = await live.link.open(deploy_form(), session_id="s1")
+        async with InteractionClient.connect(live.address) as client:
+            answer = Answer(Action.ACCEPT, {"environment": "production", "replicas": 3, "regions": ("eu",)})
+            first = await client.answer(opened.interaction_id, answer, submission_id="sub-1", session_id="s1")
+            assert first.state is InteractionState.ANSWERED
+            assert first.answer is not None
+            assert first.answer.values["replicas"] == 3
+            again = await client.answer(opened.interaction_id, answer, submission_id="sub-1", session_id="s1")
+            assert again.state is InteractionState.ANSWERED  # same submission id: same outcome
+            with pytest.raises(InteractionError) as refused:
+                await client.answer(opened.interaction_id, Answer(Action.DECLINE), submission_id="sub-2")
+            assert refused.value.reason == "ALREADY_SETTLED"
+            stored = await client.get(opened.interaction_id)
+            assert stored.answer is not None
+            assert stored.answer.action is Action.ACCEPT
+
+
+async def test_invalid_answer_is_refused_with_violations_and_leaves_the_form_pending(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        opened = await live.link.open(deploy_form(), session_id="s1")
+        async with InteractionClient.connect(live.address) as client:
+            with pytest.raises(InteractionError) as refused:
+                await client.answer(opened.interaction_id, Answer(Action.ACCEPT, {"replicas": 99}))
+            assert refused.value.reason == "INVALID_ANSWER"
+            assert any(path == "/replicas" for path, _ in refused.value.detail.violations)
+            assert (await client.get(opened.interaction_id)).pending
+
+
+async def test_unknown_or_other_session_ids_are_not_found(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        opened = await live.link.open(deploy_form(), session_id="s1")
+        async with InteractionClient.connect(live.address) as client:
+            with pytest.raises(InteractionError) as missing:
+                await client.get("no-such-id")
+            assert missing.value.reason == "NOT_FOUND"
+            with pytest.raises(InteractionError) as elsewhere:
+                await client.answer(opened.interaction_id, Answer(Action.CANCEL), session_id="s2")
+            assert elsewhere.value.reason == "NOT_FOUND"
+
+
+async def test_attach_yields_snapshot_then_live_opened_answered_and_closed_events(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        first = await live.link.open(deploy_form(), session_id="s1")
+        async with InteractionClient.connect(live.address) as client:
+            events = client.attach(["s1"])
+            snapshot = await next_event(events)
+            assert isinstance(snapshot, Snapshot)
+            assert [v.interaction_id for v in snapshot.pending] == [first.interaction_id]
+            assert snapshot.resume_token
+            second = await live.link.open(deploy_form("round 2"), session_id="s1")
+            opened = await next_event(events)
+            assert isinstance(opened, Opened)
+            assert opened.interaction.interaction_id == second.interaction_id
+            await client.answer(first.interaction_id, Answer(Action.DECLINE))
+            answered = await next_event(events)
+            assert isinstance(answered, Answered)
+            assert answered.interaction.interaction_id == first.interaction_id
+            await live.link.close(second.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+            closed = await next_event(events)
+            assert isinstance(closed, Closed)
+            assert closed.reason is CloseReason.STOPPED
+            await events.aclose()
+
+
+async def test_attach_reconnects_after_a_service_restart_and_resumes_live(redis_url: str) -> None:
+    port = free_port()
+    async with interaction_service(redis_url, port=port) as live:
+        kept = await live.link.open(deploy_form(), session_id="s1")
+        epoch = live.link.epoch
+        client = InteractionClient.connect(live.address, backoff=FAST)
+        events = client.attach(["s1"])
+        snapshot = await next_event(events)
+        assert isinstance(snapshot, Snapshot)
+        await live.server.stop()  # the stream breaks while the service is down
+        dropped = await next_event(events)
+        assert isinstance(dropped, Disconnected)
+    try:
+        # A new replica on the same address, same Redis; the broker re-attaches to the same Host epoch.
+        async with interaction_service(redis_url, port=port, resume_epoch=epoch) as again:
+            later = await again.link.open(deploy_form("after the outage"), session_id="s1")
+            seen: list[AttachEvent] = []
+            while not any(isinstance(e, Opened) and e.interaction.interaction_id == later.interaction_id for e in seen):
+                seen.append(await next_event(events, skip_disconnects=True))
+            assert client.reconnects >= 1
+            assert not any(isinstance(e, Closed) for e in seen), "the kept form was not closed by the outage"
+            assert (await client.get(kept.interaction_id)).pending
+    finally:
+        await events.aclose()
+        await client.close()
+
+
+async def test_a_host_restart_closes_attached_forms_as_host_restarted(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        old = await live.link.open(deploy_form(), session_id="s1")
+        async with InteractionClient.connect(live.address) as client:
+            events = client.attach(["s1"])
+            assert isinstance(await next_event(events), Snapshot)
+            async with BrokerLink(live.channel):  # a freshly started broker begins a new Host epoch
+                closed = await next_event(events)
+            assert isinstance(closed, Closed)
+            assert closed.interaction.interaction_id == old.interaction_id
+            assert closed.reason is CloseReason.HOST_RESTARTED
+            await events.aclose()
