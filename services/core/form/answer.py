@@ -85,7 +85,7 @@ def safe_integer(value: object) -> int | None:
     if number is None:
         return None
     if isinstance(number, float):
-        if not number.is_integer():
+        if not number.is_integer() or abs(number) > MAX_SAFE_INTEGER:
             return None
         return int(number)
     return number
