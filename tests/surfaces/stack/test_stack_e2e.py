@@ -1,0 +1,159 @@
+"""The runnable stack end to end: ``maka up`` as a process, ``maka call`` as processes, forms answered
+through the Interaction service's unary ``Answer`` (RFC criterion 1 through the whole stack), and the
+supervisor restarting killed services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from maka.form.v1 import form_pb2
+from surfaces.cli.endpoints import read_endpoints
+from tests.helpers.stack import EXAMPLES_CONFIG, answer, running_stack, wait_for_pending
+
+pytestmark = pytest.mark.e2e
+
+MAKA = [sys.executable, "-m", "surfaces.cli.main"]
+
+
+@dataclass
+class Up:
+    """A running ``maka up`` process, its ready line and where its state is."""
+
+    process: asyncio.subprocess.Process
+    ready_line: str
+    state_dir: Path
+    log: Path
+
+
+@pytest.fixture
+async def up(tmp_path: Path) -> AsyncIterator[Up]:
+    state_dir = tmp_path / "state"
+    log = tmp_path / "maka-up.log"
+    with log.open("wb") as log_file:
+        process = await asyncio.create_subprocess_exec(
+            *MAKA,
+            "up",
+            "--config",
+            str(EXAMPLES_CONFIG),
+            "--state-dir",
+            str(state_dir),
+            "--ports",
+            "ephemeral",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log_file,
+        )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(120):
+            ready_line = (await process.stdout.readline()).decode()
+        assert ready_line.startswith("maka is ready: http://127.0.0.1:"), log.read_text()[-4000:]
+        yield Up(process, ready_line, state_dir, log)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)
+            async with asyncio.timeout(60):
+                await process.wait()
+
+
+async def _maka(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *MAKA,
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    async with asyncio.timeout(60):
+        out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_maka_up_serves_ping_and_a_deploy_answered_through_the_interaction_service(up: Up) -> None:
+    endpoints = read_endpoints(up.state_dir)
+    assert up.ready_line.startswith(f"maka is ready: {endpoints.web} ")
+    assert set(endpoints.pids) == {"redis", "interaction", "broker", "provider", "web"}
+
+    code, out, _ = await _maka("call", "examples:ping", "--state-dir", str(up.state_dir))
+    assert (code, out) == (0, "pong\n")
+
+    deploy = asyncio.create_task(
+        _maka("call", "examples:deploy", "--args", '{"artifact": "build-42"}', "--state-dir", str(up.state_dir))
+    )
+    form = await wait_for_pending(endpoints.interaction, "default", timeout=60)
+    assert [field.name for field in form.form.fields] == ["environment", "confirm"]
+    await answer(
+        endpoints.interaction,
+        form,
+        form_pb2.ACTION_ACCEPT,
+        {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)},
+    )
+    code, out, err = await deploy
+
+    assert (code, out) == (0, "Deployed build-42 to staging.\n"), err
+    assert f"waiting for your answer in {endpoints.web}" in err
+
+
+async def test_maka_up_drains_every_child_on_sigint(up: Up) -> None:
+    pids = read_endpoints(up.state_dir).pids
+
+    up.process.send_signal(signal.SIGINT)
+    async with asyncio.timeout(60):
+        code = await up.process.wait()
+
+    assert code == 0
+    assert not (up.state_dir / "endpoints.json").exists()
+    for pid in pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert up.log.read_text().splitlines()[-1] == "maka stopped"
+
+
+async def test_a_declined_deploy_reaches_the_tool_and_its_text_comes_back(up: Up) -> None:
+    endpoints = read_endpoints(up.state_dir)
+    deploy = asyncio.create_task(
+        _maka(
+            "call",
+            "examples:deploy",
+            "--args",
+            '{"artifact": "build-7"}',
+            "--session",
+            "s-decline",
+            "--json",
+            "--state-dir",
+            str(up.state_dir),
+        )
+    )
+    form = await wait_for_pending(endpoints.interaction, "s-decline", timeout=60)
+    await answer(endpoints.interaction, form, form_pb2.ACTION_DECLINE)
+    code, out, _ = await deploy
+
+    assert code == 0
+    result = json.loads(out)
+    assert result["content"][0]["text"] == "Deployment of build-7 was declined by the user; nothing was deployed."
+
+
+@pytest.mark.faults
+async def test_a_killed_interaction_service_is_restarted_and_calls_keep_working(tmp_path: Path) -> None:
+    async with running_stack(tmp_path, echo=False) as running:
+        old_port = running.stack.bound["interaction"]
+        running.stack.kill("interaction")
+        await running.wait_for("exited", "interaction")
+        events = running.stack.subscribe()
+        async with asyncio.timeout(60):
+            while (await events.get()).kind != "ready":
+                pass
+
+        assert running.stack.bound["interaction"] == old_port
+        code, out, err = await _maka("call", "examples:ping", "--state-dir", str(tmp_path / "state"))
+        assert (code, out) == (0, "pong\n"), err
