@@ -287,13 +287,16 @@ class Supervisor:
         if child.process is not None and child.process.returncode is None:
             _signal_group(child.process, signal.SIGKILL)
 
-    async def stop(self) -> None:
-        """Stop every child in reverse start order (SIGTERM, ``stop_grace``, then SIGKILL)."""
+    async def stop(self, order: Sequence[str] = ()) -> None:
+        """Stop every child: those named in ``order`` first, in that order, then the rest in reverse
+        start order (each: SIGTERM, ``stop_grace``, then SIGKILL of its process group)."""
         self._stopping = True
         for task in list(self._restart_tasks):
             task.cancel()
         await asyncio.gather(*self._restart_tasks, return_exceptions=True)
-        for name in reversed(self._order):
+        names = [n for n in order if n in self._children]
+        names += [n for n in reversed(self._order) if n not in names]
+        for name in names:
             child = self._children[name]
             if child.process is not None and child.process.returncode is None:
                 await self._terminate(child)
@@ -421,6 +424,14 @@ def _read_port(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf exception of ``group`` (a :class:`StackError` reads better than a group)."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
 def _check_config(config_path: Path) -> None:
     if not config_path.is_file():
         raise StackError(f"MCP config {config_path} not found (an mcpServers JSON file, e.g. examples/mcp.json)")
@@ -484,7 +495,7 @@ class Stack:
     # --- public API --------------------------------------------------------------------------
 
     async def start(self) -> Endpoints:
-        """Start Redis (embedded default), interaction, broker, provider and web, in that order.
+        """Start Redis (embedded default), interaction, then broker → provider alongside web.
 
         Returns the endpoints (also written to ``<state_dir>/endpoints.json``) once every child is
         ready: gRPC health SERVING, web answering HTTP, Redis answering PING. Raises
@@ -498,18 +509,25 @@ class Stack:
             if self._embedded_redis:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
-            await self.supervisor.start(self._broker_spec())
-            await self.supervisor.start(self._provider_spec())
-            if self.web_enabled:
-                await self.supervisor.start(self._web_spec())
+            try:
+                async with asyncio.TaskGroup() as group:  # web needs only the Interaction service
+                    group.create_task(self._start_broker_and_provider())
+                    if self.web_enabled:
+                        group.create_task(self.supervisor.start(self._web_spec()))
+            except BaseExceptionGroup as group_error:
+                raise _first(group_error) from None
         except BaseException:
             await self.stop()
             raise
         return await self._write_endpoints()
 
+    async def _start_broker_and_provider(self) -> None:
+        await self.supervisor.start(self._broker_spec())
+        await self.supervisor.start(self._provider_spec())
+
     async def stop(self) -> None:
         """Drain and stop every child: web, provider, broker, interaction, redis."""
-        await self.supervisor.stop()
+        await self.supervisor.stop(order=(self.WEB, self.PROVIDER, self.BROKER, self.INTERACTION, self.REDIS))
         (self.state_dir / "endpoints.json").unlink(missing_ok=True)
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)

@@ -247,3 +247,18 @@ async def test_embedded_redis_socket_moves_to_a_short_path_when_the_state_dir_is
     finally:
         await stack.stop()
     assert not Path(socket_path).parent.exists()
+
+
+async def test_stop_takes_named_children_first_then_the_rest_in_reverse(supervisor: Supervisor, tmp_path: Path) -> None:
+    for name in ("redis", "interaction", "broker", "web", "provider"):
+        await supervisor.start(_child(tmp_path, name))
+
+    await supervisor.stop(order=("web", "provider"))
+
+    assert [e.name for e in supervisor.history if e.kind == "stopped"] == [
+        "web",
+        "provider",
+        "broker",
+        "interaction",
+        "redis",
+    ]
