@@ -1,0 +1,420 @@
+"""One live MCP connection through the official ``mcp`` SDK: era, Tools, generations, reconnect.
+
+A :class:`McpConnection` owns a supervisor task that connects (stdio or Streamable HTTP), negotiates
+the era (``auto``: the SDK's ``server/discover``-then-``initialize`` policy; ``modern``: discover
+only; ``legacy``: ``initialize`` only), lists Tools, and waits until the connection is lost, then
+reconnects with exponential backoff. Every successful connect is a new **connection generation**;
+every Tool has a **tool generation** that changes when ``tools/list_changed`` changes its definition.
+A :class:`ToolBinding` captures both at the start of a call; :meth:`McpConnection.check_binding`
+is the fence the manager checks before every retry (RFC criterion 8).
+
+SDK workarounds, both in :class:`MakaDispatcher` (a ``JSONRPCDispatcher`` subclass the session is
+built over, overriding only the public ``send_raw_request`` and ``run``):
+
+1. **Absent ``resultType``.** MCP 2026-07-28 ``basic/index`` §ResultType: a client MUST treat an absent
+   ``resultType`` as ``"complete"``. SDK 2.3.0 ``ClientSession.send_request`` validates a modern
+   result against the wire model (``mcp_types.methods.validate_server_result`` with the
+   ``_v2026_07_28`` surface), where ``resultType`` is required, and raises ``ValidationError``.
+   :func:`normalize_result` fills in ``"complete"`` for results of modern requests that lack it,
+   before the SDK sees them. Nothing else is changed.
+2. **Per-call capabilities** — see :mod:`services.mcp_provider.capabilities`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+from mcp.client._probe import negotiate_auto
+from mcp.client.session import ClientSession, IncomingMessage
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp_types import (
+    PROTOCOL_VERSION_META_KEY,
+    Implementation,
+    ServerNotification,
+    Tool,
+    ToolListChangedNotification,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from services.mcp_provider import capabilities
+from services.mcp_provider.config import Era, HttpServer, ServerConfig
+from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+
+log = logging.getLogger("maka.mcp_provider.connection")
+
+CLIENT_INFO = Implementation(name="maka-runtime", version="0.1.0")
+"""How the provider identifies itself to MCP servers."""
+
+
+def normalize_result(params: Mapping[str, Any] | None, raw: dict[str, Any]) -> dict[str, Any]:
+    """Treat an absent ``resultType`` on a modern result as ``"complete"`` (workaround 1 above).
+
+    ``params`` are the request's params: only requests stamped with a modern
+    ``io.modelcontextprotocol/protocolVersion`` are normalized (legacy results have no
+    ``resultType``, and the SDK drops later-revision fields for them itself).
+    """
+    meta = (params or {}).get("_meta")
+    if not isinstance(meta, Mapping) or meta.get(PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
+        return raw
+    if "resultType" in raw:
+        return raw
+    return {**raw, "resultType": "complete"}
+
+
+class MakaDispatcher(JSONRPCDispatcher[Any]):
+    """The SDK's JSON-RPC dispatcher plus the two documented workarounds and a ``closed`` event."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.closed = asyncio.Event()
+        """Set when the receive loop ends (the transport closed)."""
+
+    async def send_raw_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        opts: CallOptions | None = None,
+        *,
+        _related_request_id: Any = None,
+    ) -> dict[str, Any]:
+        """Send with this call's capabilities stamped; normalize an absent modern ``resultType``."""
+        params = capabilities.apply_call_capabilities(method, params)
+        raw = await super().send_raw_request(method, params, opts, _related_request_id=_related_request_id)
+        return normalize_result(params, raw)
+
+    async def run(self, *args: Any, **kwargs: Any) -> None:
+        """Run the SDK receive loop; set :attr:`closed` when it ends for any reason."""
+        try:
+            await super().run(*args, **kwargs)
+        finally:
+            self.closed.set()
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One Tool as listed by the server, with its tool generation."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    generation: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class ToolBinding:
+    """What a call is bound to: server, Tool, connection generation and tool generation."""
+
+    server: str
+    tool: str
+    connection_generation: int
+    tool_generation: int
+    modern: bool
+
+
+@dataclass(frozen=True)
+class ConnectionSnapshot:
+    """What the provider registers: the connection generation (0 = not connected) and its Tools."""
+
+    server: str
+    generation: int
+    connected: bool
+    tools: tuple[ToolInfo, ...]
+
+
+def _digest(tool: Tool) -> str:
+    body = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+ChangeCallback = Callable[[ConnectionSnapshot], Awaitable[None]]
+
+
+class McpConnection:
+    """One configured MCP server's live connection (see module docstring).
+
+    ``on_change`` is awaited after every connect, loss and Tool refresh with a fresh snapshot.
+    """
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        on_change: ChangeCallback | None = None,
+        reconnect_initial_seconds: float = 0.5,
+        reconnect_max_seconds: float = 30.0,
+    ) -> None:
+        self.config = config
+        self._on_change = on_change
+        self._initial = reconnect_initial_seconds
+        self._max = reconnect_max_seconds
+        self.generation = 0
+        """Connection generation: incremented on every successful connect."""
+        self._tool_generation = 0
+        self._tools: dict[str, ToolInfo] = {}
+        self._session: ClientSession | None = None
+        self._dispatcher: MakaDispatcher | None = None
+        self._modern = False
+        self._broken = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._connected = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._refresh: asyncio.Task[None] | None = None
+        self.connects = 0
+        """How many times a connection was established (tests read it)."""
+
+    @property
+    def name(self) -> str:
+        """The configured server name."""
+        return self.config.name
+
+    @property
+    def connected(self) -> bool:
+        """True while a negotiated session is live."""
+        return self._session is not None
+
+    @property
+    def modern(self) -> bool:
+        """True when the live session speaks a modern (2026-07-28) protocol version."""
+        return self._modern
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version of the live session, or None."""
+        return self._session.protocol_version if self._session is not None else None
+
+    def snapshot(self) -> ConnectionSnapshot:
+        """The current generation and Tools (sorted by name)."""
+        tools = tuple(sorted(self._tools.values(), key=lambda t: t.name)) if self.connected else ()
+        return ConnectionSnapshot(self.name, self.generation, self.connected, tools)
+
+    async def start(self) -> None:
+        """Start the supervisor (connect, then reconnect with backoff). Returns at once."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"mcp-connection-{self.name}")
+
+    async def wait_connected(self, timeout: float = 30.0) -> None:
+        """Wait until a session is live. Raises ``TimeoutError`` after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            await self._connected.wait()
+
+    async def close(self) -> None:
+        """Stop the supervisor and close the connection (terminates a stdio subprocess)."""
+        self._closing.set()
+        self._broken.set()
+        for task in (self._refresh, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def mark_broken(self) -> None:
+        """Drop the live session (a transport failure was seen); the supervisor reconnects."""
+        self._broken.set()
+
+    def binding(self, tool: str) -> ToolBinding:
+        """Bind a call to ``tool`` on the live session.
+
+        Raises :class:`McpToolCallError` ``CONNECTION_LOST`` when not connected, ``UNKNOWN_TOOL`` when the
+        server does not list ``tool``.
+        """
+        if self._session is None:
+            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, f"server {self.name} is not connected")
+        info = self._tools.get(tool)
+        if info is None:
+            raise McpToolCallError(CallErrorCode.UNKNOWN_TOOL, f"server {self.name} has no such Tool")
+        return ToolBinding(self.name, tool, self.generation, info.generation, self._modern)
+
+    def check_binding(self, binding: ToolBinding) -> ClientSession:
+        """The fence: return the session iff ``binding`` is still current.
+
+        Raises :class:`McpToolCallError` ``CONNECTION_LOST`` (no live session or a new connection
+        generation) or ``BINDING_CHANGED`` (the Tool was removed or its definition changed).
+        """
+        session = self._session
+        if session is None or self._broken.is_set():
+            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, "the MCP connection was lost")
+        if binding.connection_generation != self.generation:
+            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, "the MCP connection was replaced")
+        info = self._tools.get(binding.tool)
+        if info is None or info.generation != binding.tool_generation:
+            raise McpToolCallError(CallErrorCode.BINDING_CHANGED, "the Tool definition changed")
+        return session
+
+    # --- supervisor -------------------------------------------------------------------------
+
+    def _transport(self) -> AbstractAsyncContextManager[Any]:
+        transport = self.config.transport
+        if isinstance(transport, HttpServer):
+            return _http_transport(transport)
+        params = StdioServerParameters(
+            command=transport.command, args=list(transport.args), env=transport.env or None, cwd=transport.cwd
+        )
+        return stdio_client(params)
+
+    async def _negotiate(self, session: ClientSession) -> None:
+        if self.config.era is Era.LEGACY:
+            await session.initialize()
+        elif self.config.era is Era.MODERN:
+            await session.discover()
+        else:
+            await negotiate_auto(session)
+        self._modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, ToolListChangedNotification) and self._refresh is None:
+            self._refresh = asyncio.create_task(self._refresh_tools())
+        elif isinstance(message, Exception):
+            log.info("mcp_transport_error", extra={"server": self.name, "error_type": type(message).__name__})
+
+    async def _list_tools(self, session: ClientSession) -> list[Tool]:
+        tools: list[Tool] = []
+        cursor: str | None = None
+        for _ in range(100):
+            from mcp_types import PaginatedRequestParams
+
+            result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.extend(result.tools)
+            cursor = result.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    def _absorb(self, tools: list[Tool], *, fresh: bool) -> bool:
+        """Install a listing; bump the tool generation of every changed Tool. True if anything changed."""
+        changed = fresh
+        listed: dict[str, ToolInfo] = {}
+        for tool in tools:
+            digest = _digest(tool)
+            old = None if fresh else self._tools.get(tool.name)
+            if old is not None and old.digest == digest:
+                listed[tool.name] = old
+                continue
+            self._tool_generation += 1
+            changed = True
+            listed[tool.name] = ToolInfo(
+                tool.name, tool.description or "", dict(tool.input_schema), self._tool_generation, digest
+            )
+        if set(listed) != set(self._tools):
+            changed = True
+        self._tools = listed
+        return changed
+
+    async def _refresh_tools(self) -> None:
+        try:
+            session = self._session
+            if session is None:
+                return
+            tools = await self._list_tools(session)
+            if self._session is session and self._absorb(tools, fresh=False):
+                log.info("mcp_tools_changed", extra={"server": self.name, "tools": len(self._tools)})
+                await self._notify()
+        except Exception as error:
+            log.warning("mcp_tools_refresh_failed", extra={"server": self.name, "error_type": type(error).__name__})
+        finally:
+            self._refresh = None
+
+    async def refresh_tools(self) -> None:
+        """List Tools again now (what ``tools/list_changed`` triggers)."""
+        await self._refresh_tools()
+
+    async def _notify(self) -> None:
+        if self._on_change is not None:
+            try:
+                await self._on_change(self.snapshot())
+            except Exception as error:
+                log.warning("mcp_change_callback_failed", extra={"server": self.name, "error": type(error).__name__})
+
+    async def _supervise(self) -> None:
+        delay = self._initial
+        while not self._closing.is_set():
+            try:
+                async with AsyncExitStack() as stack:
+                    read, write = await stack.enter_async_context(self._transport())
+                    dispatcher = MakaDispatcher(read, write)
+                    session = await stack.enter_async_context(
+                        ClientSession(dispatcher=dispatcher, message_handler=self._on_message, client_info=CLIENT_INFO)
+                    )
+                    await self._negotiate(session)
+                    tools = await self._list_tools(session)
+                    self._broken = asyncio.Event()
+                    self.generation += 1
+                    self.connects += 1
+                    self._absorb(tools, fresh=True)
+                    self._session = session
+                    self._dispatcher = dispatcher
+                    self._connected.set()
+                    log.info(
+                        "mcp_connected",
+                        extra={
+                            "server": self.name,
+                            "generation": self.generation,
+                            "protocol_version": session.protocol_version,
+                            "tools": len(tools),
+                        },
+                    )
+                    await self._notify()
+                    delay = self._initial
+                    await _first(dispatcher.closed.wait(), self._broken.wait())
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("mcp_connect_failed", extra={"server": self.name, "error_type": type(error).__name__})
+            finally:
+                was_connected = self._session is not None
+                self._session = None
+                self._dispatcher = None
+                self._connected.clear()
+                if was_connected:
+                    log.info("mcp_disconnected", extra={"server": self.name, "generation": self.generation})
+            if was_connected and not self._closing.is_set():
+                await self._notify()
+            if self._closing.is_set():
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._closing.wait()
+            delay = min(delay * 2, self._max) if math.isfinite(delay) else self._max
+
+
+async def _first(*waits: Awaitable[Any]) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(server: HttpServer) -> AsyncIterator[Any]:
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=server.headers, timeout=timeout) as client,
+        streamable_http_client(server.url, http_client=client) as streams,
+    ):
+        yield streams
+
+
+__all__ = [
+    "ConnectionSnapshot",
+    "MakaDispatcher",
+    "McpConnection",
+    "ServerNotification",
+    "ToolBinding",
+    "ToolInfo",
+    "normalize_result",
+]

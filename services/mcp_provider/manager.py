@@ -1,0 +1,446 @@
+"""``McpClientManager``: the manual MRTR loop of one logical MCP ``tools/call`` (RFC §3, SEP-2322).
+
+Each call is driven by hand through the SDK's ``ClientSession.call_tool(..., allow_input_required=True)``:
+
+1. send the original call (bound to the Tool's connection and tool generation) and accept a complete
+   ``CallToolResult`` (an absent ``resultType`` counts as complete) or a validated ``InputRequiredResult``;
+2. a result with only ``requestState`` retries after an abortable pacing delay (50 ms doubling to
+   250 ms, like the SDK), without a form;
+3. an unsupported embedded request (URL-mode elicitation, ``sampling/createMessage``, ``roots/list``,
+   an unknown method), an over-cap round (count, key length, bytes, ``requestState`` size) or an
+   exhausted round cap fails the whole round before any form is published: no retry is sent;
+4. every form-mode ``elicitation/create`` is decoded into the form contract
+   (:func:`services.core.form.decode_requested_schema`, requester = claimed server and Tool) and put to
+   the :data:`FormHandler`, one at a time in sorted key order (Unicode code point order);
+5. each answer is validated again (:func:`services.core.form.validate_answer`, then ``jsonschema``
+   against the server's original ``requestedSchema``) and collected as a bare ``ElicitResult`` under
+   the server's exact key;
+6. the fences are checked (same Tool binding and connection generation, provider link alive, not
+   stopped) and the original method is retried with the unchanged name and arguments, this round's
+   ``inputResponses`` only, and the byte-exact ``requestState`` (none if the server sent none), on a
+   fresh JSON-RPC id (the SDK mints one per request);
+7. this repeats up to ``max_rounds`` retries, then fails with ``ROUNDS_EXHAUSTED``.
+
+Secrecy (DESIGN.md §6): ``requestState`` exists only in :meth:`McpClientManager.call_tool`'s local
+variables for one continuation; it is never logged, put in an exception message or returned. SDK
+exceptions that could quote it (pydantic ``ValidationError`` echoes input) are replaced, not chained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import httpx2
+import jsonschema
+from jsonschema import Draft202012Validator
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    REQUEST_TIMEOUT,
+    CallToolResult,
+    CreateMessageRequest,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    InputResponse,
+    ListRootsRequest,
+)
+from pydantic import ValidationError
+
+from services.core.form import Answer, Form, FormError, FormErrorReason, Requester, decode_requested_schema
+from services.core.form import validate_answer as core_validate_answer
+from services.core.form.convert import answer_to_elicit_result
+from services.core.limits import DEFAULT_LIMITS, Limits
+from services.mcp_provider import capabilities
+from services.mcp_provider.connection import McpConnection, ToolBinding
+from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+
+log = logging.getLogger("maka.mcp_provider.manager")
+
+FormHandler = Callable[[Form], Awaitable[Answer]]
+"""Asks the Host for one form and returns the user's answer (accept/decline/cancel).
+
+Raises :class:`~services.mcp_provider.errors.InteractionAborted` when the form closed without an
+answer (stop, timeout, provider loss, host restart): the call then fails and no retry is sent.
+"""
+
+ProgressHandler = ProgressFnT
+"""Receives MCP ``notifications/progress`` of the in-flight leg: ``(progress, total, message)``."""
+
+T = TypeVar("T")
+
+_FORMAT_CHECKER = Draft202012Validator.FORMAT_CHECKER
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """A complete result: the ``CallToolResult`` JSON object and how many retries it took."""
+
+    result: dict[str, Any]
+    retries: int
+    forms: int
+
+
+def _json_bytes(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+class McpClientManager:
+    """Owns the MCP connections of this provider and drives Tool calls through the MRTR loop.
+
+    ``max_rounds`` is the number of retries after the first leg (default 10: at most 11 ``tools/call``
+    legs). ``pacing_initial_ms``/``pacing_max_ms`` shape the state-only retry delay.
+    ``call_timeout_seconds`` is the read timeout of one leg.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        max_rounds: int | None = None,
+        pacing_initial_ms: int = 50,
+        pacing_max_ms: int = 250,
+        call_timeout_seconds: float = 300.0,
+        provider_id: str = "",
+        provider_display_name: str = "",
+    ) -> None:
+        self._connections: dict[str, McpConnection] = {}
+        self.limits = limits
+        self.max_rounds = limits.max_rounds if max_rounds is None else max_rounds
+        self.pacing_initial = pacing_initial_ms / 1000
+        self.pacing_max = pacing_max_ms / 1000
+        self.call_timeout_seconds = call_timeout_seconds
+        self.provider_id = provider_id
+        self.provider_display_name = provider_display_name
+
+    # --- connections --------------------------------------------------------------------------
+
+    def add(self, connection: McpConnection) -> None:
+        """Manage ``connection`` under its server name (replacing any previous one)."""
+        self._connections[connection.name] = connection
+
+    def connection(self, server: str) -> McpConnection:
+        """The connection of ``server``. Raises ``McpToolCallError`` ``UNKNOWN_TOOL`` when not configured."""
+        connection = self._connections.get(server)
+        if connection is None:
+            raise McpToolCallError(CallErrorCode.UNKNOWN_TOOL, "no such MCP server")
+        return connection
+
+    @property
+    def connections(self) -> Mapping[str, McpConnection]:
+        """Every managed connection by server name."""
+        return self._connections
+
+    async def start(self) -> None:
+        """Start every connection's supervisor."""
+        for connection in self._connections.values():
+            await connection.start()
+
+    async def close(self) -> None:
+        """Close every connection."""
+        for connection in self._connections.values():
+            await connection.close()
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        form_handler: FormHandler | None = None,
+        progress: ProgressHandler | None = None,
+        stop: asyncio.Event | None = None,
+        link_alive: Callable[[], bool] | None = None,
+    ) -> CallOutcome:
+        """Run ``server``'s Tool ``tool`` with ``arguments`` to a complete result (see module docstring).
+
+        ``form_handler`` installs the form path: only then, and only on a modern connection, does each
+        leg advertise ``{"elicitation": {"form": {}}}``. ``stop`` aborts the call (the in-flight MCP
+        request is cancelled and nothing more is sent). ``link_alive`` is the provider-link fence.
+
+        Returns :class:`CallOutcome`. Raises :class:`McpToolCallError` with a stable
+        :class:`CallErrorCode`: ``UNKNOWN_TOOL``, ``CONNECTION_LOST``, ``BINDING_CHANGED``,
+        ``UNSUPPORTED_INPUT_REQUEST``, ``LIMITS_EXCEEDED``, ``ROUNDS_EXHAUSTED``, ``INVALID_FORM``,
+        ``INVALID_ANSWER``, ``SERVER_ERROR``, ``REQUEST_STATE_REJECTED``, ``MISSING_CLIENT_CAPABILITY``,
+        ``STOPPED``, or the code of an :class:`InteractionAborted` raised by ``form_handler``.
+        """
+        stop = stop if stop is not None else asyncio.Event()
+        connection = self.connection(server)
+        binding = connection.binding(tool)
+        original_arguments = dict(arguments or {})
+        advertise_form = form_handler is not None and binding.modern
+        responses: dict[str, InputResponse] | None = None
+        request_state: str | None = None
+        retries = 0
+        forms = 0
+        pacing = self.pacing_initial
+        while True:
+            self._fence(connection, binding, stop, link_alive)
+            result = await self._leg(
+                connection,
+                binding,
+                original_arguments,
+                responses,
+                request_state,
+                advertise_form=advertise_form,
+                progress=progress,
+                stop=stop,
+            )
+            if isinstance(result, CallToolResult):
+                log.info("mcp_call_complete", extra={"server": server, "tool": tool, "retries": retries})
+                return CallOutcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), retries, forms)
+            if retries >= self.max_rounds:
+                raise McpToolCallError(
+                    CallErrorCode.ROUNDS_EXHAUSTED,
+                    f"no complete result after {retries} retries (cap {self.max_rounds})",
+                )
+            requests = self._check_round(result, form_handler, binding)
+            next_state = result.request_state
+            del result
+            if not requests:
+                await self._pause(pacing, stop)
+                pacing = min(pacing * 2, self.pacing_max)
+                responses = None
+            else:
+                pacing = self.pacing_initial
+                assert form_handler is not None
+                responses = {}
+                for key, (form, schema) in requests.items():
+                    self._fence(connection, binding, stop, link_alive)
+                    answer = await self._abortable(form_handler(form), stop)
+                    forms += 1
+                    responses[key] = self._elicit_result(form, schema, answer)
+            request_state = next_state
+            retries += 1
+            log.info(
+                "mcp_call_retry",
+                extra={"server": server, "tool": tool, "retry": retries, "responses": len(responses or {})},
+            )
+
+    # --- one leg ------------------------------------------------------------------------------
+
+    async def _leg(
+        self,
+        connection: McpConnection,
+        binding: ToolBinding,
+        arguments: dict[str, Any],
+        responses: dict[str, InputResponse] | None,
+        request_state: str | None,
+        *,
+        advertise_form: bool,
+        progress: ProgressHandler | None,
+        stop: asyncio.Event,
+    ) -> CallToolResult | InputRequiredResult:
+        session = connection.check_binding(binding)
+
+        async def send() -> CallToolResult | InputRequiredResult:
+            with capabilities.form_call(advertise_form):
+                result = await session.call_tool(
+                    binding.tool,
+                    arguments,
+                    read_timeout_seconds=self.call_timeout_seconds,
+                    progress_callback=progress,
+                    input_responses=responses,
+                    request_state=request_state,
+                    allow_input_required=True,
+                )
+            return result
+
+        try:
+            return await self._abortable(send(), stop)
+        except McpToolCallError:
+            raise
+        except MCPError as error:
+            raise self._from_mcp_error(connection, error, sent_state=request_state is not None) from None
+        except ValidationError:
+            raise McpToolCallError(CallErrorCode.SERVER_ERROR, "the server sent an invalid result") from None
+        except RuntimeError:
+            raise McpToolCallError(CallErrorCode.SERVER_ERROR, "the server's result failed validation") from None
+        except (OSError, httpx2.TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
+            connection.mark_broken()
+            raise McpToolCallError(
+                CallErrorCode.CONNECTION_LOST, f"transport failed ({type(error).__name__}); outcome unknown"
+            ) from None
+
+    @staticmethod
+    def _from_mcp_error(connection: McpConnection, error: MCPError, *, sent_state: bool) -> McpToolCallError:
+        code = error.code
+        if code == CONNECTION_CLOSED:
+            connection.mark_broken()
+            return McpToolCallError(
+                CallErrorCode.CONNECTION_LOST, "the MCP connection closed; outcome unknown", mcp_error_code=code
+            )
+        if code == REQUEST_TIMEOUT:
+            return McpToolCallError(
+                CallErrorCode.SERVER_ERROR, "the MCP request timed out; outcome unknown", mcp_error_code=code
+            )
+        if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+            return McpToolCallError(
+                CallErrorCode.MISSING_CLIENT_CAPABILITY,
+                "the server requires a client capability this call did not offer",
+                mcp_error_code=code,
+            )
+        data = error.data if isinstance(error.data, dict) else {}
+        if (
+            code == INVALID_PARAMS
+            and sent_state
+            and (data.get("reason") == "invalid_request_state" or "requeststate" in error.message.lower())
+        ):
+            return McpToolCallError(
+                CallErrorCode.REQUEST_STATE_REJECTED,
+                "the server rejected or expired its requestState",
+                mcp_error_code=code,
+            )
+        return McpToolCallError(CallErrorCode.SERVER_ERROR, f"MCP error {code}", mcp_error_code=code)
+
+    # --- checks -------------------------------------------------------------------------------
+
+    def _fence(
+        self,
+        connection: McpConnection,
+        binding: ToolBinding,
+        stop: asyncio.Event,
+        link_alive: Callable[[], bool] | None,
+    ) -> None:
+        if stop.is_set():
+            raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")
+        if link_alive is not None and not link_alive():
+            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, "the provider link to the broker was lost")
+        connection.check_binding(binding)
+
+    def _check_round(
+        self, result: InputRequiredResult, form_handler: FormHandler | None, binding: ToolBinding
+    ) -> dict[str, tuple[Form, dict[str, Any]]]:
+        """Validate a whole round before anything is published; return the forms in sorted key order."""
+        limits = self.limits
+        state = result.request_state
+        if state is not None and len(state.encode("utf-8")) > limits.max_request_state_bytes:
+            raise McpToolCallError(CallErrorCode.LIMITS_EXCEEDED, "requestState is over the byte cap")
+        requests = result.input_requests or {}
+        if len(requests) > limits.max_input_requests_per_round:
+            raise McpToolCallError(
+                CallErrorCode.LIMITS_EXCEEDED,
+                f"{len(requests)} input requests in one round (cap {limits.max_input_requests_per_round})",
+            )
+        if any(len(key) > limits.max_input_key_chars for key in requests):
+            raise McpToolCallError(CallErrorCode.LIMITS_EXCEEDED, "an inputRequests key is over the length cap")
+        if requests:
+            dumped = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True) for k, v in requests.items()}
+            if _json_bytes(dumped) > limits.max_total_input_request_bytes:
+                raise McpToolCallError(CallErrorCode.LIMITS_EXCEEDED, "inputRequests is over the byte cap")
+        ordered = sorted(requests)
+        for key in ordered:
+            request = requests[key]
+            if isinstance(request, CreateMessageRequest):
+                raise McpToolCallError(
+                    CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "sampling/createMessage is not supported"
+                )
+            if isinstance(request, ListRootsRequest):
+                raise McpToolCallError(CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "roots/list is not supported")
+            if not isinstance(request, ElicitRequest) or not isinstance(request.params, ElicitRequestFormParams):
+                raise McpToolCallError(
+                    CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "only form-mode elicitation/create is supported"
+                )
+        if requests and form_handler is None:
+            raise McpToolCallError(
+                CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "form elicitation was requested but this call has no form path"
+            )
+        forms: dict[str, tuple[Form, dict[str, Any]]] = {}
+        for key in ordered:
+            request = requests[key]
+            assert isinstance(request, ElicitRequest)
+            assert isinstance(request.params, ElicitRequestFormParams)
+            schema = request.params.requested_schema
+            try:
+                form = decode_requested_schema(
+                    schema,
+                    message=request.params.message,
+                    requester=Requester(
+                        provider_id=self.provider_id,
+                        provider_display_name=self.provider_display_name,
+                        claimed_server=binding.server,
+                        claimed_tool=binding.tool,
+                    ),
+                    limits=limits,
+                )
+            except FormError as error:
+                code = (
+                    CallErrorCode.LIMITS_EXCEEDED
+                    if error.reason is FormErrorReason.LIMIT_EXCEEDED
+                    else CallErrorCode.INVALID_FORM
+                )
+                raise McpToolCallError(code, f"form rejected: {error.reason.value}") from None
+            try:
+                Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError:
+                raise McpToolCallError(
+                    CallErrorCode.INVALID_FORM, "requestedSchema is not a valid JSON Schema"
+                ) from None
+            forms[key] = (form, dict(schema))
+        return forms
+
+    def _elicit_result(self, form: Form, schema: dict[str, Any], answer: Answer) -> ElicitResult:
+        """Validate ``answer`` twice (form contract, then the server's own schema); return the bare ElicitResult."""
+        try:
+            canonical = core_validate_answer(form, answer, limits=self.limits)
+            body = answer_to_elicit_result(canonical)
+        except FormError as error:
+            raise McpToolCallError(CallErrorCode.INVALID_ANSWER, f"answer rejected: {error.reason.value}") from None
+        if body["action"] == "accept":
+            validator = Draft202012Validator(schema, format_checker=_FORMAT_CHECKER)
+            mismatch = jsonschema.exceptions.best_match(validator.iter_errors(body.get("content", {})))
+            if mismatch is not None:
+                path = "/".join(str(p) for p in mismatch.absolute_path) or "$"
+                raise McpToolCallError(
+                    CallErrorCode.INVALID_ANSWER,
+                    f"answer does not match the server's schema at {path}: {mismatch.validator}",
+                )
+        return ElicitResult.model_validate(body)
+
+    # --- waiting ------------------------------------------------------------------------------
+
+    @staticmethod
+    async def _abortable(awaitable: Awaitable[T], stop: asyncio.Event) -> T:
+        """Await ``awaitable`` unless ``stop`` is set first; then cancel it and raise ``STOPPED``."""
+        if stop.is_set():
+            if isinstance(awaitable, Coroutine):
+                awaitable.close()
+            raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")
+        task = asyncio.ensure_future(awaitable)
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            stopper.cancel()
+            raise
+        if task.done():
+            stopper.cancel()
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")
+
+    @staticmethod
+    async def _pause(seconds: float, stop: asyncio.Event) -> None:
+        """The state-only pacing delay; returns early (raising ``STOPPED``) when ``stop`` is set."""
+        try:
+            async with asyncio.timeout(seconds):
+                await stop.wait()
+        except TimeoutError:
+            return
+        raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")

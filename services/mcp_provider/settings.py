@@ -1,0 +1,32 @@
+"""Settings of the MCP provider service (``MAKA_*`` environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.core.settings import GrpcServerSettings
+
+
+class Settings(GrpcServerSettings):
+    """The MCP provider: which broker to register with, which MCP servers to connect, loop pacing."""
+
+    broker_target: str = "127.0.0.1:50051"
+    """``host:port`` of the Capability broker's ``CapabilityBrokerService``."""
+    mcp_config: Path | None = None
+    """Path to an ``mcpServers`` JSON file (the format MCP hosts use, plus an optional ``era``)."""
+    broker_token: str = ""
+    """Bearer token sent to the broker as ``authorization: Bearer <token>``; empty sends none."""
+    reconnect_initial_seconds: float = 0.5
+    """First backoff delay after an MCP connection or broker stream fails; doubles per failure."""
+    reconnect_max_seconds: float = 30.0
+    """Largest backoff delay."""
+    max_rounds: int = 10
+    """``tools/call`` retries of one logical invocation after the first leg (the SDK's default of 10)."""
+    state_only_pacing_ms: int = 50
+    """Delay before retrying a state-only ``InputRequiredResult``; doubles per consecutive state-only round."""
+    state_only_pacing_max_ms: int = 250
+    """Cap of the state-only pacing delay (the SDK's 250 ms)."""
+    call_timeout_seconds: float = 300.0
+    """Read timeout of one MCP ``tools/call`` leg, in seconds."""
+    heartbeat_seconds: float = 10.0
+    """Interval of ``ProviderHeartbeat`` frames on each broker ``Connect`` stream."""

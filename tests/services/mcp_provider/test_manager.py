@@ -1,0 +1,336 @@
+"""McpClientManager's manual MRTR loop against real SDK servers, with the JSON-RPC traffic captured."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.core.form import Action, Answer, Form
+from services.mcp_provider.errors import CallErrorCode, InteractionAborted, McpToolCallError
+from services.mcp_provider.manager import McpClientManager
+from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS
+from tests.services.mcp_provider.conftest import ALL_SERVERS, LOW_SERVERS, ScriptedForms, accept, serve_mcp
+
+pytestmark = pytest.mark.slow
+
+ADA = {"action": "accept", "content": {"name": "Ada", "color": "red"}}
+"""The bare ElicitResult of ``accept(name="Ada")`` on the profile form (its ``color`` default filled in)."""
+
+
+def _text(result: dict[str, Any]) -> dict[str, Any]:
+    seen: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return seen
+
+
+@pytest.mark.parametrize("server", ALL_SERVERS)
+async def test_accepted_form_retries_with_fresh_id_same_params_bare_response_and_exact_state(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        forms = ScriptedForms(accept(name="Ada", age=36, color="blue"))
+        arguments = {"state": "s-1", "note": "héllo"}
+        outcome = await served.manager.call_tool("fx", "ask", arguments, form_handler=forms)
+
+        seen = _text(outcome.result)
+        assert seen["responses"] == {
+            "profile": {"action": "accept", "content": {"name": "Ada", "age": 36, "color": "blue"}}
+        }
+        assert seen["state"] == "s-1"
+        assert outcome.retries == 1
+        assert [f.requester.claimed_server for f in forms.forms] == ["fx"]
+        assert [f.requester.claimed_tool for f in forms.forms] == ["ask"]
+
+        first, retry = served.wire.tool_calls("ask")
+        assert first["id"] != retry["id"]
+        assert retry["params"]["name"] == first["params"]["name"] == "ask"
+        assert retry["params"]["arguments"] == first["params"]["arguments"] == arguments
+        assert "inputResponses" not in first["params"]
+        assert "requestState" not in first["params"]
+        assert retry["params"]["inputResponses"] == {
+            "profile": {"action": "accept", "content": {"name": "Ada", "age": 36, "color": "blue"}}
+        }
+        sent_state = served.wire.response(first["id"])["result"]["requestState"]
+        assert retry["params"]["requestState"] == sent_state
+        if kind == "high":
+            assert sent_state.startswith("v1."), "MCPServer seals requestState"
+
+
+@pytest.mark.parametrize("server", ALL_SERVERS)
+@pytest.mark.parametrize("action", [Action.DECLINE, Action.CANCEL])
+async def test_decline_and_cancel_are_sent_as_distinct_bare_actions(
+    server: tuple[str, str], action: Action, tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        forms = ScriptedForms(lambda form, index: Answer(action))
+        outcome = await served.manager.call_tool("fx", "ask", {}, form_handler=forms)
+
+        assert _text(outcome.result)["responses"] == {"profile": {"action": action.value}}
+        retry = served.wire.tool_calls("ask")[1]
+        assert retry["params"]["inputResponses"] == {"profile": {"action": action.value}}
+
+
+@pytest.mark.parametrize("server", LOW_SERVERS)
+@pytest.mark.parametrize(
+    "state",
+    [
+        pytest.param("état ✓ 状態 🔑 \u0000 \u2028", id="non-ascii"),
+        pytest.param('{ "a" :1,  "b":[ "x\\"y" , "\\u00e9" ]\t}\n', id="json-looking"),
+        pytest.param("", id="empty"),
+        pytest.param("x" * (256 * 1024 - 1024), id="large-near-cap"),
+    ],
+)
+async def test_request_state_is_echoed_byte_identical(server: tuple[str, str], state: str, tmp_path: Path) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        forms = ScriptedForms(accept(name="Ada"))
+        outcome = await served.manager.call_tool("fx", "ask", {"state": state}, form_handler=forms)
+
+        assert _text(outcome.result)["state"] == state
+        first, retry = served.wire.tool_calls("ask")
+        assert served.wire.response(first["id"])["result"]["requestState"] == state
+        assert retry["params"]["requestState"] == state
+
+
+@pytest.mark.parametrize("server", ALL_SERVERS)
+async def test_no_request_state_key_is_sent_when_the_server_sent_none(server: tuple[str, str], tmp_path: Path) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        forms = ScriptedForms(accept(name="Ada"))
+        outcome = await served.manager.call_tool("fx", "ask", {"omit_state": True}, form_handler=forms)
+
+        assert _text(outcome.result)["state"] is None
+        first, retry = served.wire.tool_calls("ask")
+        assert "requestState" not in served.wire.response(first["id"])["result"]
+        assert "requestState" not in retry["params"]
+        assert "profile" in retry["params"]["inputResponses"]
+
+
+@pytest.mark.parametrize("server", ALL_SERVERS)
+async def test_two_rounds_ask_different_keys_and_responses_are_replaced_not_accumulated(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+
+        def answer(form: Form, index: int) -> Answer:
+            return Answer(Action.ACCEPT, {"name": "Ada"} if index == 0 else {"count": 3})
+
+        forms = ScriptedForms(answer)
+        outcome = await served.manager.call_tool("fx", "two_rounds", {}, form_handler=forms)
+
+        assert outcome.retries == 2
+        assert [f.message for f in forms.forms] == ["First question", "Second question"]
+        first, second, third = served.wire.tool_calls("two_rounds")
+        assert len({first["id"], second["id"], third["id"]}) == 3
+        assert second["params"]["inputResponses"] == {
+            "first": {"action": "accept", "content": {"name": "Ada", "color": "red"}}
+        }
+        assert third["params"]["inputResponses"] == {"second": {"action": "accept", "content": {"count": 3}}}
+        assert third["params"]["requestState"] == served.wire.response(second["id"])["result"]["requestState"]
+
+
+@pytest.mark.parametrize("server", LOW_SERVERS)
+async def test_multiple_forms_in_one_round_are_asked_in_sorted_key_order_under_exact_keys(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        forms = ScriptedForms(lambda form, index: Answer(Action.ACCEPT, {"ok": index % 2 == 0}))
+        outcome = await served.manager.call_tool("fx", "multi", {}, form_handler=forms)
+
+        ordered = sorted(MULTI_KEYS)
+        assert [f.message for f in forms.forms] == [f"Confirm {key}" for key in ordered]
+        expected = {key: {"action": "accept", "content": {"ok": index % 2 == 0}} for index, key in enumerate(ordered)}
+        assert _text(outcome.result)["responses"] == expected
+        assert served.wire.tool_calls("multi")[1]["params"]["inputResponses"] == expected
+
+
+@pytest.mark.parametrize("server", LOW_SERVERS)
+async def test_server_that_reasks_after_decline_gets_a_second_form(server: tuple[str, str], tmp_path: Path) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+
+        def answer(form: Form, index: int) -> Answer:
+            return Answer(Action.DECLINE) if index == 0 else Answer(Action.ACCEPT, {"ok": True})
+
+        forms = ScriptedForms(answer)
+        outcome = await served.manager.call_tool("fx", "reask", {}, form_handler=forms)
+
+        assert [f.message for f in forms.forms] == ["Confirm (ask 1)", "Confirm (ask 2)"]
+        calls = served.wire.tool_calls("reask")
+        assert [c["params"].get("inputResponses") for c in calls] == [
+            None,
+            {"confirm": {"action": "decline"}},
+            {"confirm": {"action": "accept", "content": {"ok": True}}},
+        ]
+        assert _text(outcome.result)["state"] == "2"
+
+
+@pytest.mark.parametrize("server", ALL_SERVERS)
+async def test_state_only_rounds_retry_without_a_form_then_ask(server: tuple[str, str], tmp_path: Path) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        forms = ScriptedForms(accept(name="Ada"))
+        outcome = await served.manager.call_tool("fx", "state_only", {"n": 3}, form_handler=forms)
+
+        assert len(forms.forms) == 1
+        calls = served.wire.tool_calls("state_only")
+        assert len(calls) == 5
+        for earlier, later in itertools.pairwise(calls[:4]):
+            assert "inputResponses" not in later["params"]
+            assert later["params"]["requestState"] == served.wire.response(earlier["id"])["result"]["requestState"]
+        assert calls[4]["params"]["inputResponses"] == {
+            "profile": {"action": "accept", "content": {"name": "Ada", "color": "red"}}
+        }
+        assert outcome.retries == 4
+
+
+@pytest.mark.parametrize("tool", ["forever", "forever_state"])
+async def test_round_cap_stops_a_never_finishing_server_with_one_stable_error(tool: str, tmp_path: Path) -> None:
+    manager = McpClientManager(max_rounds=3, pacing_initial_ms=1, pacing_max_ms=2)
+    async with serve_mcp(tmp_path, manager=manager) as served:
+        forms = ScriptedForms(lambda form, index: Answer(Action.ACCEPT, {"ok": True}))
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", tool, {}, form_handler=forms)
+
+        assert caught.value.code is CallErrorCode.ROUNDS_EXHAUSTED
+        assert len(served.wire.tool_calls(tool)) == 4
+        assert len(forms.forms) == (3 if tool == "forever" else 0)
+
+
+@pytest.mark.parametrize(
+    ("tool", "code"),
+    [
+        ("mixed", CallErrorCode.UNSUPPORTED_INPUT_REQUEST),
+        ("url_mode", CallErrorCode.UNSUPPORTED_INPUT_REQUEST),
+        ("roots", CallErrorCode.UNSUPPORTED_INPUT_REQUEST),
+    ],
+)
+async def test_unsupported_input_request_fails_the_round_before_any_form_and_sends_no_retry(
+    tool: str, code: CallErrorCode, tmp_path: Path
+) -> None:
+    async with serve_mcp(tmp_path) as served:
+        forms = ScriptedForms(accept(ok=True))
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", tool, {}, form_handler=forms)
+
+        assert caught.value.code is code
+        assert forms.forms == []
+        assert len(served.wire.tool_calls(tool)) == 1
+
+
+async def test_two_concurrent_invocations_on_one_connection_do_not_leak_into_each_other(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        both_asked = asyncio.Event()
+        asked: list[str] = []
+
+        async def call(name: str) -> dict[str, Any]:
+            async def form_handler(form: Form) -> Answer:
+                asked.append(name)
+                if len(asked) == 2:
+                    both_asked.set()
+                async with asyncio.timeout(10):
+                    await both_asked.wait()
+                return Answer(Action.ACCEPT, {"name": name})
+
+            outcome = await served.manager.call_tool("fx", "ask", {"state": f"state-{name}"}, form_handler=form_handler)
+            return _text(outcome.result)
+
+        alice, bob = await asyncio.gather(call("alice"), call("bob"))
+
+        assert alice["state"] == "state-alice"
+        assert alice["responses"] == {"profile": {"action": "accept", "content": {"name": "alice", "color": "red"}}}
+        assert bob["state"] == "state-bob"
+        assert bob["responses"] == {"profile": {"action": "accept", "content": {"name": "bob", "color": "red"}}}
+        retries = [c for c in served.wire.tool_calls("ask") if "inputResponses" in c["params"]]
+        for retry in retries:
+            who = retry["params"]["inputResponses"]["profile"]["content"]["name"]
+            assert retry["params"]["arguments"] == {"state": f"state-{who}"}
+            assert retry["params"]["requestState"] == f"state-{who}"
+
+
+async def test_result_without_result_type_is_treated_as_complete(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, drop_result_type=True) as served:
+        outcome = await served.manager.call_tool("fx", "echo", {"x": 1})
+
+        assert _text(outcome.result)["arguments"] == {"x": 1}
+        raw = served.wire.response(served.wire.tool_calls("echo")[0]["id"])
+        assert "resultType" not in raw["result"]
+
+
+async def test_rejected_request_state_fails_with_its_stable_code(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "bad_state", {}, form_handler=ScriptedForms(accept(name="Ada")))
+
+        assert caught.value.code is CallErrorCode.REQUEST_STATE_REJECTED
+        assert "will-be-rejected" not in str(caught.value)
+
+
+async def test_missing_client_capability_without_a_form_handler_fails_with_its_stable_code(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "needs_ui", {})
+
+        assert caught.value.code is CallErrorCode.MISSING_CLIENT_CAPABILITY
+        assert caught.value.mcp_error_code == -32021
+
+
+async def test_server_json_rpc_error_is_a_server_error(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "fail", {})
+
+        assert caught.value.code is CallErrorCode.SERVER_ERROR
+
+
+async def test_form_closed_without_answer_aborts_and_sends_no_retry(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+
+        async def closed(form: Form) -> Answer:
+            raise InteractionAborted(CallErrorCode.INTERACTION_CLOSED, "host restarted")
+
+        with pytest.raises(InteractionAborted):
+            await served.manager.call_tool("fx", "ask", {}, form_handler=closed)
+
+        assert len(served.wire.tool_calls("ask")) == 1
+
+
+async def test_stop_while_a_form_is_pending_sends_no_retry(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        stop = asyncio.Event()
+        pending = asyncio.Event()
+
+        async def never_answered(form: Form) -> Answer:
+            pending.set()
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        call = asyncio.create_task(served.manager.call_tool("fx", "ask", {}, form_handler=never_answered, stop=stop))
+        async with asyncio.timeout(10):
+            await pending.wait()
+        stop.set()
+        with pytest.raises(McpToolCallError) as caught:
+            async with asyncio.timeout(10):
+                await call
+
+        assert caught.value.code is CallErrorCode.STOPPED
+        assert len(served.wire.tool_calls("ask")) == 1
+
+
+async def test_invalid_answer_against_the_servers_schema_sends_no_retry(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        forms = ScriptedForms(accept(name="Ada", age=900))
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "ask", {}, form_handler=forms)
+
+        assert caught.value.code is CallErrorCode.INVALID_ANSWER
+        assert "900" not in str(caught.value)
+        assert len(served.wire.tool_calls("ask")) == 1
