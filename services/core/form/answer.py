@@ -45,6 +45,7 @@ def format_conforms(fmt: StringFormat, text: str) -> bool:
 
     ``date``/``date-time`` are RFC 3339 and ``uri`` is RFC 3986 (``jsonschema.FormatChecker`` with the
     ``format-nongpl`` extras); ``email`` uses ``email_validator`` with deliverability checks off (no DNS).
+    Never raises.
     """
     if fmt is StringFormat.EMAIL:
         try:
@@ -56,7 +57,8 @@ def format_conforms(fmt: StringFormat, text: str) -> bool:
 
 
 def is_valid_unicode(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no unpaired surrogates), i.e. can travel in JSON and protobuf."""
+    """Whether ``text`` encodes as UTF-8 (no unpaired surrogates), i.e. can travel in JSON (RFC 8259 §8.1) and
+    protobuf ``string``. Never raises."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -68,7 +70,8 @@ def safe_number(value: object) -> int | float | None:
     """``value`` if it is a JSON number that can be carried exactly, else ``None``.
 
     A ``bool`` is never a number; a ``float`` must be finite (no NaN/Infinity); an ``int`` must be within
-    ±2^53 so it survives a JSON/double round trip.
+    ±2^53 so it survives a JSON/double round trip. Never raises. Source: MCP 2026-07-28 ``NumberSchema``;
+    RFC 8259 §6 / RFC 7493 §2.2 (interoperable numbers); RFC criterion 5.
     """
     if isinstance(value, bool):
         return None
@@ -80,7 +83,10 @@ def safe_number(value: object) -> int | float | None:
 
 
 def safe_integer(value: object) -> int | None:
-    """``value`` as ``int`` if it is an integral JSON number within ±2^53 (``1.0`` and ``1e1`` count), else ``None``."""
+    """``value`` as ``int`` if it is an integral JSON number within ±2^53 (``1.0`` and ``1e1`` count), else ``None``.
+
+    Never raises. Source: MCP 2026-07-28 ``NumberSchema`` ``type: "integer"``; RFC 7493 §2.2.
+    """
     number = safe_number(value)
     if number is None:
         return None
@@ -169,7 +175,8 @@ def check_value(
     Rules (MCP 2026-07-28 ``client/elicitation.mdx`` "Requested Schema"; RFC criterion 5): JSON types are exact
     (a ``bool`` is never a number; NaN/Infinity are not numbers; an integer is integral and within ±2^53);
     string lengths are Unicode code points; formats per :func:`format_conforms`; options are members of the
-    declared set; multi-select items are unique and within ``minItems``/``maxItems``.
+    declared set; multi-select items are unique and within ``minItems``/``maxItems``. Never raises: problems are
+    returned, not thrown.
     """
     if isinstance(field, StringField):
         return _check_string(field, value, limits)

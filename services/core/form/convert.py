@@ -65,7 +65,11 @@ def _options_from_proto(options: Iterable[form_pb2.Option]) -> tuple[Option, ...
 
 
 def field_to_proto(field: Field) -> form_pb2.Field:
-    """One :class:`Field` → ``maka.form.v1.Field`` (the ``kind`` oneof names the field kind)."""
+    """One :class:`Field` → ``maka.form.v1.Field`` (the ``kind`` oneof names the field kind).
+
+    Raises ``ValueError`` from protobuf only for a field that :func:`~services.core.form.schema.check_form` would
+    reject (e.g. a count beyond ``uint32``). Source: ``protos/maka/form/v1/form.proto``; RFC criterion 5.
+    """
     message = form_pb2.Field(name=field.name, label=field.label, description=field.description, required=field.required)
     if isinstance(field, StringField):
         string = message.string
@@ -120,7 +124,7 @@ def _integral(value: float) -> int | float:
 def field_from_proto(message: form_pb2.Field) -> Field:
     """``maka.form.v1.Field`` → :class:`Field`. Raises :class:`FormError` ``SCHEMA_UNSUPPORTED_TYPE`` when
     ``kind`` is unset and ``SCHEMA_INVALID_VALUE`` for an unknown ``StringFormat``. Does not check caps
-    (use :func:`~services.core.form.schema.check_form`)."""
+    (use :func:`~services.core.form.schema.check_form`). Source: ``protos/maka/form/v1/form.proto``."""
     common: dict[str, Any] = {
         "name": message.name,
         "label": message.label,
@@ -182,7 +186,8 @@ def field_from_proto(message: form_pb2.Field) -> Field:
 def form_to_proto(form: Form) -> form_pb2.Form:
     """:class:`Form` → ``maka.form.v1.Form`` (fields in order; optional keywords use proto3 ``optional``
     presence; integer fields use the ``integer`` kind). Loss-free: :func:`form_from_proto` gives back an
-    equal :class:`Form` (integers are within ±2^53, so doubles hold them exactly)."""
+    equal :class:`Form` (integers are within ±2^53, so doubles hold them exactly). Raises as :func:`field_to_proto`.
+    Source: ``protos/maka/form/v1/form.proto``; RFC criterion 5 ("validated again by the Interaction service")."""
     requester = form_pb2.Requester(
         provider_id=form.requester.provider_id,
         provider_display_name=form.requester.provider_display_name,
@@ -195,7 +200,8 @@ def form_to_proto(form: Form) -> form_pb2.Form:
 def form_from_proto(message: form_pb2.Form) -> Form:
     """``maka.form.v1.Form`` → :class:`Form`. Raises :class:`FormError` (``SCHEMA_UNSUPPORTED_TYPE``: a field
     without a kind; ``SCHEMA_INVALID_VALUE``: unknown format), listing every bad field. Untrusted input must
-    then pass :func:`~services.core.form.schema.check_form` (caps, uniqueness, defaults)."""
+    then pass :func:`~services.core.form.schema.check_form` (caps, uniqueness, defaults).
+    Source: ``protos/maka/form/v1/form.proto``; RFC criterion 5."""
     fields: list[Field] = []
     violations: list[Violation] = []
     for field in message.fields:
@@ -221,7 +227,7 @@ def value_to_proto(value: FormValue) -> form_pb2.Value:
     """One answer value → ``maka.form.v1.Value``: ``bool`` → ``boolean_value``, ``int`` → ``integer_value``,
     ``float`` → ``number_value``, ``str`` → ``string_value``, ``tuple``/``list`` of ``str`` →
     ``string_list_value``. Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` for anything else (or an ``int``
-    outside int64)."""
+    outside int64). Source: ``maka.form.v1.Value``; MCP 2026-07-28 ``ElicitResult.content`` value types."""
     if isinstance(value, bool):
         return form_pb2.Value(boolean_value=value)
     if isinstance(value, int):
@@ -239,7 +245,7 @@ def value_to_proto(value: FormValue) -> form_pb2.Value:
 
 def value_from_proto(message: form_pb2.Value) -> FormValue:
     """``maka.form.v1.Value`` → answer value (the inverse of :func:`value_to_proto`; lists become tuples).
-    Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` when ``kind`` is unset."""
+    Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` when ``kind`` is unset. Source: ``maka.form.v1.Value``."""
     kind = message.WhichOneof("kind")
     if kind == "string_value":
         return message.string_value
@@ -259,6 +265,7 @@ def answer_to_proto(answer: Answer) -> form_pb2.Answer:
 
     Raises :class:`FormError` ``ANSWER_WRONG_TYPE`` (path ``/<name>``) for a value with no proto kind and
     ``ANSWER_INVALID_ACTION`` for an action outside :class:`Action`. Loss-free with :func:`answer_from_proto`.
+    Source: ``maka.form.v1.Answer``; MCP 2026-07-28 ``client/elicitation.mdx`` "Response Actions".
     """
     if answer.action not in _ACTION_TO_PROTO:
         raise FormError([Violation("$", FormErrorReason.ANSWER_INVALID_ACTION, "unknown action")])
@@ -425,7 +432,11 @@ def _bound_json(value: float, integer: bool) -> int | float:
 
 
 def field_to_property_schema(field: Field) -> dict[str, Any]:
-    """One :class:`Field` → its canonical MCP ``PrimitiveSchemaDefinition`` (see :func:`form_to_requested_schema`)."""
+    """One :class:`Field` → its canonical MCP ``PrimitiveSchemaDefinition`` (see :func:`form_to_requested_schema`).
+
+    Never raises for a :class:`Field` built by this package. Source: MCP 2026-07-28 ``client/elicitation.mdx``
+    "Requested Schema".
+    """
     schema: dict[str, Any]
     if isinstance(field, StringField):
         schema = {"type": "string", **_annotations(field)}
@@ -493,7 +504,8 @@ def form_to_requested_schema(form: Form) -> dict[str, Any]:
 
 def violations_to_proto(violations: Sequence[Violation]) -> list[form_pb2.FieldViolation]:
     """:class:`Violation` list → ``maka.form.v1.FieldViolation`` list (reason names match with the
-    ``FORM_ERROR_REASON_`` prefix). Loss-free with :func:`violations_from_proto`."""
+    ``FORM_ERROR_REASON_`` prefix). Loss-free with :func:`violations_from_proto`. Never raises.
+    Source: ``maka.form.v1.FieldViolation``; RFC criterion 5 (stable error codes)."""
     return [
         form_pb2.FieldViolation(
             path=violation.path,
@@ -507,7 +519,8 @@ def violations_to_proto(violations: Sequence[Violation]) -> list[form_pb2.FieldV
 def violations_from_proto(messages: Iterable[form_pb2.FieldViolation]) -> list[Violation]:
     """``maka.form.v1.FieldViolation`` list → :class:`Violation` list. An unspecified or unknown reason becomes
     ``SCHEMA_INVALID_VALUE`` for ``/properties``/``/required`` paths and ``ANSWER_CONSTRAINT`` otherwise (the
-    reason enum is closed; a newer peer's code must not crash an older reader)."""
+    reason enum is closed; a newer peer's code must not crash an older reader). Never raises.
+    Source: ``maka.form.v1.FieldViolation``."""
     out: list[Violation] = []
     for message in messages:
         try:

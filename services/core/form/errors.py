@@ -28,7 +28,7 @@ def pointer(*parts: str) -> str:
     """A JSON Pointer (RFC 6901) from unescaped ``parts``: ``pointer("properties", "a/b")`` → ``/properties/a~1b``.
 
     Unpaired surrogates are replaced with U+FFFD. With no parts it returns ``$``, the whole schema or answer
-    (``maka.form.v1.FieldViolation.path``).
+    (``maka.form.v1.FieldViolation.path``). Never raises.
     """
     if not parts:
         return "$"
