@@ -1,13 +1,13 @@
 """Access control and browser hardening of the web surface (DESIGN.md §6).
 
 - **Headers** on every response: a strict Content-Security-Policy (``default-src 'self'``, no
-  ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``.
+  ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``.
 - **Surface token** (when configured): ``Authorization: Bearer <token>``, or the cookie set by the
   ``/login`` step (HttpOnly, SameSite=Strict; its value is an HMAC of the token, never the token).
   Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``.
 - **CSRF**: every unsafe request authenticated by cookie or by nothing (no token configured) must
-  come from this origin (``Origin`` equal to the request's own origin, or ``Sec-Fetch-Site:
-  same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF`` (from ``GET /api/session``) and a
+  come from this origin (``Origin`` equal to the request's own origin, or, when the browser sends
+  none or ``null``, ``Sec-Fetch-Site: same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF`` (from ``GET /api/session``) and a
   JSON body. Bearer-authenticated requests are not ambient credentials and skip the origin check.
 """
 
@@ -31,7 +31,7 @@ CONTENT_SECURITY_POLICY = (
 SECURITY_HEADERS: dict[str, str] = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
@@ -85,7 +85,7 @@ class Guard:
     def same_origin(self, request: Request) -> bool:
         """True when the browser says the request comes from this origin."""
         origin = request.headers.get("origin")
-        if origin is not None:
+        if origin is not None and origin != "null":
             own = f"{request.url.scheme}://{request.headers.get('host', '')}"
             return hmac.compare_digest(origin.encode(), own.encode())
         return request.headers.get("sec-fetch-site") == "same-origin"

@@ -20,6 +20,7 @@ import grpc.aio
 from pydantic import SecretStr
 
 from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.serving import RunningServer, start_server
 from services.interaction.main import build as build_interaction
 from services.interaction.settings import Settings as InteractionSettings
@@ -216,6 +217,27 @@ class StackThread:
         app, running = self.run(self.stack.web(sessions, token))
         self._webs.append((app, running))
         return running.url
+
+    def open(self, form: form_pb2.Form, session_id: str, *, wait_seconds: int = 0) -> interaction_pb2.Interaction:
+        """Open ``form`` in ``session_id`` through the broker link (a fresh invocation)."""
+        assert self.stack is not None
+        return self.run(self.stack.link.open(form, session_id=session_id, wait_seconds=wait_seconds))
+
+    def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        """Close a pending form through the broker link."""
+        assert self.stack is not None
+        self.run(self.stack.link.close(interaction_id, reason))
+
+    def get(self, interaction_id: str) -> interaction_pb2.Interaction:
+        """The Interaction as the service stores it."""
+        assert self.stack is not None
+        stub = interaction_service_pb2_grpc.InteractionServiceStub(self.stack.channel)
+        request = interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id)
+
+        async def fetch() -> interaction_pb2.Interaction:
+            return (await stub.GetInteraction(request)).interaction
+
+        return self.run(fetch())
 
     def stop(self) -> None:
         """Stop web surfaces, the stack and the loop."""

@@ -1,0 +1,50 @@
+"""Fixtures of the web-surface tests: Debian Chromium for Playwright, and the stack in a thread."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.redis_server import RedisServer
+from tests.surfaces.web.stack import StackThread
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Launch the machine's Chromium by path (never ``playwright install``)."""
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": ["--disable-gpu", "--disable-dev-shm-usage"],
+    }
+
+
+@pytest.fixture(scope="module")
+def stack_thread(redis_server: RedisServer) -> Iterator[StackThread]:
+    """The Interaction service + broker link in a background loop, shared by a module's browser tests."""
+    thread = StackThread(redis_server.url)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+@pytest.fixture
+def session_id() -> str:
+    """A fresh session id per test, so tests sharing a stack never see each other's forms."""
+    return f"s-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where browser tests save screenshots (git-ignored)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
