@@ -1,7 +1,10 @@
 """Repository caps, defined in one place (RFC "Security and privacy requirements"; DESIGN.md §6).
 
 Every cap is inclusive: a value exactly at the cap is accepted, one past it is rejected. Caps are
-checked before anything is stored, published or retained.
+checked before anything is stored, published or retained. Form caps are enforced by
+:func:`services.core.form.decode_requested_schema`, :func:`services.core.form.check_form` and
+:func:`services.core.form.validate_answer` (``FormErrorReason.LIMIT_EXCEEDED``); the MRTR caps
+(input requests per round, rounds, ``requestState`` bytes, input keys) by the MCP provider.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ class Limits:
     max_message_chars: int = 4000
     """Code points of the form's message."""
     max_label_chars: int = 200
-    """Code points of a field label (``title``), option label, or property name."""
+    """Code points of a field label (``title``), option label, property name, or requester display text
+    (``provider_display_name``, claimed server/Tool)."""
     max_option_value_chars: int = 1024
     """Code points of one select option's value (the string submitted back to the server)."""
     max_description_chars: int = 2000

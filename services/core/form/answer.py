@@ -44,8 +44,9 @@ def format_conforms(fmt: StringFormat, text: str) -> bool:
     """Whether ``text`` conforms to ``fmt`` (MCP 2026-07-28 elicitation "Requested Schema": email|uri|date|date-time).
 
     ``date``/``date-time`` are RFC 3339 and ``uri`` is RFC 3986 (``jsonschema.FormatChecker`` with the
-    ``format-nongpl`` extras); ``email`` uses ``email_validator`` with deliverability checks off (no DNS).
-    Never raises.
+    ``format-nongpl`` extras); ``email`` uses ``email_validator`` with deliverability checks off (no DNS), so
+    syntax and a globally routable domain shape are checked (``a@localhost`` and special-use names such as
+    ``.test`` are rejected). Never raises.
     """
     if fmt is StringFormat.EMAIL:
         try:

@@ -524,8 +524,9 @@ def decode_requested_schema(
     ``title``/``description`` become label/help (label falls back to the name); ``default`` is type-checked
     against its field with the same rule answers use. Fields keep the server's property order.
 
-    Tolerated and ignored at the root (cannot change meaning): ``title``, ``description``, ``$schema`` and
-    ``additionalProperties: false`` (undeclared answer keys are rejected anyway).
+    Tolerated and ignored at the root (cannot change meaning): ``title``, ``description``, ``$schema`` (each must be
+    a string) and ``additionalProperties: false`` (undeclared answer keys are rejected anyway). Every other key,
+    at the root or in a property, is rejected.
 
     Errors: always :class:`FormError` (never another exception, whatever ``requested_schema`` is), listing every
     violation with a JSON-Pointer path (``$`` = whole request): ``LIMIT_EXCEEDED`` (request bytes — checked first,
