@@ -158,7 +158,7 @@ class McpConnection:
         reconnect_max_seconds: float = 30.0,
     ) -> None:
         self.config = config
-        self._on_change = on_change
+        self._listeners: list[ChangeCallback] = [on_change] if on_change is not None else []
         self._initial = reconnect_initial_seconds
         self._max = reconnect_max_seconds
         self.generation = 0
@@ -331,10 +331,15 @@ class McpConnection:
         """List Tools again now (what ``tools/list_changed`` triggers)."""
         await self._refresh_tools()
 
+    def subscribe(self, callback: ChangeCallback) -> None:
+        """Also await ``callback`` with a fresh snapshot after every connect, loss and Tool refresh."""
+        self._listeners.append(callback)
+
     async def _notify(self) -> None:
-        if self._on_change is not None:
+        snapshot = self.snapshot()
+        for callback in list(self._listeners):
             try:
-                await self._on_change(self.snapshot())
+                await callback(snapshot)
             except Exception as error:
                 log.warning("mcp_change_callback_failed", extra={"server": self.name, "error": type(error).__name__})
 

@@ -1,0 +1,391 @@
+"""The provider's side of the broker's ``CapabilityBrokerService.Connect`` (``maka.broker.v1``).
+
+One :class:`ServerLink` per configured MCP server keeps one ``Connect`` stream registered as provider
+``mcp:<server>`` with that server's Tools (``claimed_server`` = the server name, so the broker
+qualifies them ``SERVER:TOOL``). Rules:
+
+- A stream is registered for exactly one MCP **connection generation**. When the MCP connection is
+  lost or replaced (reconnect = new generation) the stream is closed and, once the server is back, a
+  new stream registers again: the broker settles the old invocations as lost (RFC criterion 8).
+  A ``tools/list_changed`` refresh within one generation sends ``ToolsChanged``.
+- ``Invoke`` runs :meth:`McpClientManager.call_tool` in its own task with a FormHandler that sends
+  ``InteractionRequest`` (provider-local correlation id ``<invocation>/<n>``) and awaits the matching
+  ``InteractionResult``. A result with a close reason and no answer aborts the call: no retry.
+- The outcome is one ``InvocationResult`` (the ``CallToolResult`` JSON) or ``InvocationFailure``
+  (stable ``FailureCode``, secret-free message). MCP progress becomes ``InvocationProgress``.
+- ``CancelInvocation`` stops the call: the in-flight MCP request is cancelled and nothing more is
+  sent for it (no failure frame either: the broker already settled it).
+- Heartbeats go out every ``Registered.heartbeat_interval`` (default ``heartbeat_seconds``).
+- If the stream fails, the link reconnects with exponential backoff; calls in flight on the old
+  stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+import grpc.aio
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka.interaction.v1 import interaction_pb2
+from services.core.form import Answer, Form
+from services.core.form.convert import answer_from_proto, form_to_proto
+from services.mcp_provider.connection import ConnectionSnapshot, McpConnection
+from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
+from services.mcp_provider.manager import McpClientManager
+
+log = logging.getLogger("maka.mcp_provider.provider")
+
+CR = interaction_pb2.CloseReason
+
+_CLOSE_CODES: dict[int, CallErrorCode] = {
+    CR.CLOSE_REASON_STOPPED: CallErrorCode.STOPPED,
+    CR.CLOSE_REASON_TIMED_OUT: CallErrorCode.INTERACTION_TIMED_OUT,
+    CR.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
+    CR.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
+    CR.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
+}
+"""A form closed without an answer → why the call aborts (everything else: ``INTERACTION_CLOSED``)."""
+
+
+def provider_id(server: str) -> str:
+    """The broker provider id of MCP server ``server``: ``mcp:<server>``."""
+    return f"mcp:{server}"
+
+
+def descriptors(snapshot: ConnectionSnapshot) -> list[broker_pb2.ToolDescriptor]:
+    """The snapshot's Tools as broker descriptors (``claimed_server`` = the server name)."""
+    return [
+        broker_pb2.ToolDescriptor(
+            name=tool.name,
+            description=tool.description,
+            input_schema_json=json.dumps(tool.input_schema, ensure_ascii=False),
+            claimed_server=snapshot.server,
+        )
+        for tool in snapshot.tools
+    ]
+
+
+@dataclass
+class _Stream:
+    """One live ``Connect`` stream: its outbox, generation and in-flight calls."""
+
+    generation: int
+    outbox: asyncio.Queue[broker_pb2.ConnectRequest | None] = field(default_factory=asyncio.Queue)
+    alive: bool = True
+    registered: asyncio.Event = field(default_factory=asyncio.Event)
+    heartbeat_seconds: float = 10.0
+    calls: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = field(default_factory=dict)
+    forms: dict[tuple[str, str], asyncio.Future[broker_pb2.InteractionResult]] = field(default_factory=dict)
+    counter: int = 0
+
+    def send(self, frame: broker_pb2.ConnectRequest) -> None:
+        if self.alive:
+            self.outbox.put_nowait(frame)
+
+
+class ServerLink:
+    """Keeps MCP server ``connection`` registered with the broker (see module docstring)."""
+
+    def __init__(
+        self,
+        connection: McpConnection,
+        manager: McpClientManager,
+        stub: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub,
+        *,
+        reconnect_initial_seconds: float = 0.5,
+        reconnect_max_seconds: float = 30.0,
+        heartbeat_seconds: float = 10.0,
+    ) -> None:
+        self.connection = connection
+        self.manager = manager
+        self._stub = stub
+        self._initial = reconnect_initial_seconds
+        self._max = reconnect_max_seconds
+        self._heartbeat = heartbeat_seconds
+        self._changed = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._stream: _Stream | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.registrations = 0
+        """How many times a stream registered (tests read it)."""
+        connection.subscribe(self._on_change)
+
+    @property
+    def provider_id(self) -> str:
+        """``mcp:<server>``."""
+        return provider_id(self.connection.name)
+
+    @property
+    def registered(self) -> bool:
+        """True while a stream is registered for the live connection generation."""
+        stream = self._stream
+        return stream is not None and stream.alive and stream.registered.is_set()
+
+    async def start(self) -> None:
+        """Start the link task. Returns at once."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"broker-link-{self.connection.name}")
+
+    async def close(self) -> None:
+        """Stop in-flight calls (sending nothing more), end the stream, stop the task."""
+        self._closing.set()
+        self._changed.set()
+        stream = self._stream
+        if stream is not None:
+            await self._end(stream)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _on_change(self, snapshot: ConnectionSnapshot) -> None:
+        stream = self._stream
+        if stream is not None and stream.alive:
+            if not snapshot.connected or snapshot.generation != stream.generation:
+                log.info("mcp_generation_changed", extra={"provider_id": self.provider_id})
+                await self._end(stream)
+            elif stream.registered.is_set():
+                stream.send(
+                    broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=descriptors(snapshot)))
+                )
+        self._changed.set()
+
+    async def _run(self) -> None:
+        delay = self._initial
+        while not self._closing.is_set():
+            snapshot = self.connection.snapshot()
+            if not snapshot.connected:
+                self._changed.clear()
+                if not self.connection.connected:
+                    await self._changed.wait()
+                continue
+            stream = _Stream(snapshot.generation, heartbeat_seconds=self._heartbeat)
+            self._stream = stream
+            try:
+                await self._serve(stream, snapshot)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning(
+                    "broker_stream_failed", extra={"provider_id": self.provider_id, "error_type": type(error).__name__}
+                )
+            finally:
+                await self._end(stream)
+            if stream.registered.is_set():
+                delay = self._initial
+            if self._closing.is_set():
+                break
+            if self.connection.generation == stream.generation and self.connection.connected:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._closing.wait()
+                delay = min(delay * 2, self._max)
+
+    async def _frames(self, stream: _Stream) -> AsyncIterator[broker_pb2.ConnectRequest]:
+        while True:
+            frame = await stream.outbox.get()
+            if frame is None:
+                return
+            yield frame
+
+    async def _heartbeats(self, stream: _Stream) -> None:
+        await stream.registered.wait()
+        while stream.alive:
+            await asyncio.sleep(stream.heartbeat_seconds)
+            stream.send(broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
+
+    async def _serve(self, stream: _Stream, snapshot: ConnectionSnapshot) -> None:
+        stream.send(
+            broker_pb2.ConnectRequest(
+                register=broker_pb2.Register(
+                    provider_id=self.provider_id,
+                    display_name=f"MCP server {snapshot.server}",
+                    tools=descriptors(snapshot),
+                )
+            )
+        )
+        call = self._stub.Connect(self._frames(stream))
+        heartbeats = asyncio.create_task(self._heartbeats(stream))
+        try:
+            async for response in call:
+                self._handle(stream, response)
+        except grpc.aio.AioRpcError as error:
+            log.warning("broker_stream_ended", extra={"provider_id": self.provider_id, "code": error.code().name})
+        finally:
+            heartbeats.cancel()
+            call.cancel()
+
+    def _handle(self, stream: _Stream, response: broker_pb2.ConnectResponse) -> None:
+        kind = response.WhichOneof("frame")
+        if kind == "registered":
+            interval = response.registered.heartbeat_interval.ToTimedelta().total_seconds()
+            if interval > 0:
+                stream.heartbeat_seconds = interval
+            stream.registered.set()
+            self.registrations += 1
+            log.info(
+                "provider_registered",
+                extra={"provider_id": self.provider_id, "registration_id": response.registered.registration_id},
+            )
+        elif kind == "invoke":
+            invoke = response.invoke
+            if invoke.invocation_id in stream.calls:
+                return
+            stop = asyncio.Event()
+            task = asyncio.create_task(self._invoke(stream, invoke, stop))
+            stream.calls[invoke.invocation_id] = (task, stop)
+        elif kind == "interaction_result":
+            result = response.interaction_result
+            future = stream.forms.pop((result.invocation_id, result.correlation_id), None)
+            if future is not None and not future.done():
+                future.set_result(result)
+        elif kind == "cancel":
+            entry = stream.calls.get(response.cancel.invocation_id)
+            if entry is not None:
+                entry[1].set()
+        elif kind == "rejected":
+            rejected = response.rejected
+            log.warning(
+                "provider_frame_rejected",
+                extra={
+                    "provider_id": self.provider_id,
+                    "invocation_id": rejected.invocation_id,
+                    "reject_reason": broker_pb2.RejectReason.Name(rejected.reason),
+                },
+            )
+            for (invocation_id, _), future in list(stream.forms.items()):
+                if invocation_id == rejected.invocation_id and not future.done():
+                    future.set_exception(InteractionAborted(CallErrorCode.INTERACTION_CLOSED, "form refused"))
+
+    async def _invoke(self, stream: _Stream, invoke: broker_pb2.Invoke, stop: asyncio.Event) -> None:
+        invocation_id = invoke.invocation_id
+        server = self.connection.name
+
+        async def form_handler(form: Form) -> Answer:
+            stream.counter += 1
+            correlation_id = f"{invocation_id}/{stream.counter}"
+            future: asyncio.Future[broker_pb2.InteractionResult] = asyncio.get_running_loop().create_future()
+            stream.forms[(invocation_id, correlation_id)] = future
+            stream.send(
+                broker_pb2.ConnectRequest(
+                    interaction_request=broker_pb2.InteractionRequest(
+                        invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
+                    )
+                )
+            )
+            try:
+                result = await future
+            finally:
+                stream.forms.pop((invocation_id, correlation_id), None)
+            if result.close_reason == CR.CLOSE_REASON_ANSWERED and result.HasField("answer"):
+                return answer_from_proto(result.answer)
+            code = _CLOSE_CODES.get(result.close_reason, CallErrorCode.INTERACTION_CLOSED)
+            raise InteractionAborted(code, f"the form closed: {CR.Name(result.close_reason)}")
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            frame = broker_pb2.InvocationProgress(invocation_id=invocation_id, progress=progress, message=message or "")
+            if total is not None:
+                frame.total = total
+            stream.send(broker_pb2.ConnectRequest(progress=frame))
+
+        try:
+            try:
+                arguments = json.loads(invoke.arguments_json or "{}")
+            except ValueError:
+                arguments = None
+            if not isinstance(arguments, dict):
+                raise McpToolCallError(CallErrorCode.INVALID_REQUEST, "arguments_json must be a JSON object")
+            outcome = await self.manager.call_tool(
+                server,
+                invoke.tool_name,
+                arguments,
+                form_handler=form_handler,
+                progress=report,
+                stop=stop,
+                link_alive=lambda: stream.alive,
+            )
+            if stop.is_set():
+                return
+            stream.send(
+                broker_pb2.ConnectRequest(
+                    result=broker_pb2.InvocationResult(
+                        invocation_id=invocation_id,
+                        call_tool_result_json=json.dumps(outcome.result, ensure_ascii=False),
+                    )
+                )
+            )
+        except InteractionAborted as aborted:
+            log.info("invocation_aborted", extra={"invocation_id": invocation_id, "code": aborted.code.value})
+        except McpToolCallError as error:
+            log.info("invocation_failed", extra={"invocation_id": invocation_id, "code": error.code.value})
+            if error.code is CallErrorCode.STOPPED or stop.is_set():
+                return
+            stream.send(
+                broker_pb2.ConnectRequest(
+                    failure=broker_pb2.InvocationFailure(
+                        invocation_id=invocation_id, code=FAILURE_CODES[error.code], message=error.message
+                    )
+                )
+            )
+        except Exception as error:
+            log.exception("invocation_crashed", extra={"invocation_id": invocation_id})
+            stream.send(
+                broker_pb2.ConnectRequest(
+                    failure=broker_pb2.InvocationFailure(
+                        invocation_id=invocation_id,
+                        code=broker_pb2.FAILURE_CODE_PROVIDER_ERROR,
+                        message=f"provider error ({type(error).__name__})",
+                    )
+                )
+            )
+        finally:
+            stream.calls.pop(invocation_id, None)
+
+    async def _end(self, stream: _Stream) -> None:
+        """Close ``stream``: stop its calls (they send nothing more), end the request iterator."""
+        if not stream.alive:
+            return
+        stream.alive = False
+        for future in stream.forms.values():
+            if not future.done():
+                future.set_exception(InteractionAborted(CallErrorCode.CONNECTION_LOST, "the broker stream ended"))
+        tasks = []
+        for task, stop in list(stream.calls.values()):
+            stop.set()
+            tasks.append(task)
+        stream.outbox.put_nowait(None)
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+
+
+class McpProvider:
+    """Every :class:`ServerLink` of this process, over one broker channel."""
+
+    def __init__(self, manager: McpClientManager, channel: grpc.aio.Channel, **link_options: float) -> None:
+        self.manager = manager
+        self.channel = channel
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        self.links = {
+            name: ServerLink(connection, manager, stub, **link_options)
+            for name, connection in manager.connections.items()
+        }
+
+    async def start(self) -> None:
+        """Start the MCP connections and the broker links."""
+        await self.manager.start()
+        for link in self.links.values():
+            await link.start()
+
+    async def close(self) -> None:
+        """Stop the links (in-flight calls send nothing more), then the MCP connections and the channel."""
+        for link in self.links.values():
+            await link.close()
+        await self.manager.close()
+        await self.channel.close()
