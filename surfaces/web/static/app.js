@@ -132,9 +132,10 @@ function constraintText(field) {
     return parts.join(" ");
   }
   if (FORMAT_HINTS[field.kind]) parts.push(FORMAT_HINTS[field.kind]);
-  if (c.minLength !== undefined && c.maxLength !== undefined) parts.push(`${c.minLength} to ${c.maxLength} characters`);
-  else if (c.minLength !== undefined) parts.push(`at least ${c.minLength} characters`);
-  else if (c.maxLength !== undefined) parts.push(`at most ${c.maxLength} characters`);
+  if (c.minLength !== undefined && c.maxLength !== undefined) parts.push(`${c.minLength} to ${pluralise(c.maxLength, "character")}`);
+  else if (c.minLength === 1) parts.push("Must not be empty");
+  else if (c.minLength !== undefined) parts.push(`at least ${pluralise(c.minLength, "character")}`);
+  else if (c.maxLength !== undefined) parts.push(`at most ${pluralise(c.maxLength, "character")}`);
   if (field.kind === "multi_select") {
     if (c.minItems !== undefined && c.maxItems !== undefined) parts.push(`Pick ${c.minItems} to ${c.maxItems}`);
     else if (c.minItems !== undefined) parts.push(`Pick at least ${c.minItems}`);
@@ -183,10 +184,10 @@ function buildControl(field, id) {
       return { node: input, focus: input, read: () => input.value, watch: [input] };
     }
     case "boolean": {
+      // The checkbox sits inside its own label (see buildField), so the whole line is clickable.
       const input = el("input", { attrs: { id, type: "checkbox" } });
       input.checked = field.default === true;
-      const wrap = el("span", { className: "switch" }, [input, el("span", { className: "switch-text", text: "Yes" })]);
-      return { node: wrap, focus: input, read: () => input.checked, watch: [input] };
+      return { node: null, focus: input, read: () => input.checked, watch: [input] };
     }
     case "single_select": {
       const select = el("select", { attrs: { id } });
@@ -260,8 +261,8 @@ function parseField(field, raw, validate) {
       }
       if (!validate) return [value, null];
       const length = codePoints(value);
-      if (c.minLength !== undefined && length < c.minLength) return [value, `Use at least ${c.minLength} characters`];
-      if (c.maxLength !== undefined && length > c.maxLength) return [value, `Use at most ${c.maxLength} characters`];
+      if (c.minLength !== undefined && length < c.minLength) return [value, `Use at least ${pluralise(c.minLength, "character")}`];
+      if (c.maxLength !== undefined && length > c.maxLength) return [value, `Use at most ${pluralise(c.maxLength, "character")}`];
       if (field.kind === "email" && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) return [value, "Enter an email address like name@example.com"];
       if (field.kind === "uri") {
         let ok = false;
@@ -325,9 +326,13 @@ function buildField(field, card) {
     card.fields.push({ field, read: () => undefined, showError: () => {}, focus: () => {} });
     return wrap;
   }
+  if (field.kind === "boolean") {
+    label.classList.add("check-label");
+    label.prepend(control.focus);
+  }
   const describedBy = [help && `${id}-help`, `${id}-error`].filter(Boolean).join(" ");
   control.focus?.setAttribute("aria-describedby", describedBy);
-  wrap.append(label, help, control.node, hint, error);
+  wrap.append(...[label, help, control.node, hint, error].filter(Boolean));
   const entry = {
     field,
     read: control.read,

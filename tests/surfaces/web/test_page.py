@@ -93,6 +93,8 @@ def test_every_field_kind_renders_with_provenance_defaults_help_and_time_left(
     expect(region.locator("option:not([hidden])").last).to_have_text("Mars Base Alpha")
     field_of(card, "region").get_by_role("searchbox").fill("")
     expect(region.locator("option:not([hidden])")).to_have_count(22)
+    expect(card).not_to_contain_text("null")
+    expect(card).not_to_contain_text("undefined")
     expect(card.get_by_role("button", name="Submit")).to_be_visible()
     expect(card.get_by_role("button", name="Decline")).to_be_visible()
     expect(card.get_by_role("button", name="Dismiss")).to_be_visible()
