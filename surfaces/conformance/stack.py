@@ -29,6 +29,10 @@ READY_LINE = b"ready to accept connections"
 (7.0: "The server is now ready to accept connections at <socket>"; 7.2+: "Ready to accept connections unix")."""
 
 
+GRACE_SECONDS = 0.5
+"""Shutdown grace of each in-process server: every call has ended by then (the run is over)."""
+
+
 class StackError(RuntimeError):
     """The stack could not start (redis-server missing or not ready, a service failed to bind)."""
 
@@ -151,12 +155,15 @@ class InProcessStack:
         await redis.start()
         self._exit.push_async_callback(redis.stop)
 
-        interaction_settings = InteractionSettings(listen="127.0.0.1:0", redis_url=redis.url, host_id=self.host_id)
+        interaction_settings = InteractionSettings(
+            listen="127.0.0.1:0", redis_url=redis.url, host_id=self.host_id, grace_seconds=GRACE_SECONDS
+        )
         self.interaction = await start_server(await interaction_main.build(interaction_settings), interaction_settings)
         self._exit.push_async_callback(self.interaction.stop)
 
         broker_settings = BrokerSettings(
             listen="127.0.0.1:0",
+            grace_seconds=GRACE_SECONDS,
             interaction_target=self.interaction_target,
             host_id=self.host_id,
             execution_timeout_seconds=self.broker_execution_timeout,
@@ -166,6 +173,7 @@ class InProcessStack:
 
         provider_settings = ProviderSettings(
             listen="127.0.0.1:0",
+            grace_seconds=GRACE_SECONDS,
             broker_target=self.broker_target,
             mcp_config=self.mcp_config,
             reconnect_max_seconds=2.0,
