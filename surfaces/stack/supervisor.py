@@ -36,10 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import grpc.aio
 import httpx
 import redis.asyncio
 
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core import healthcheck
+from services.core.channels import open_channel
 from surfaces.cli.endpoints import Endpoints, write_endpoints
 
 log = logging.getLogger("maka.stack.supervisor")
@@ -340,6 +343,17 @@ async def grpc_serving(target: str, *, timeout: float = 2.0) -> bool:
     return await healthcheck.serving(target, "", timeout=timeout)
 
 
+async def list_tools(broker: str, *, timeout: float = 2.0) -> list[str]:
+    """Qualified names (``SERVER:TOOL``) of every Tool the broker at ``broker`` lists (``ListTools``).
+
+    Sends ``MAKA_CALLER_TOKEN`` as the bearer token when set. Raises ``grpc.aio.AioRpcError``.
+    """
+    async with open_channel(broker, token=os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        response = await stub.ListTools(broker_pb2.ListToolsRequest(), timeout=timeout)
+    return [tool.qualified_name for tool in response.tools]
+
+
 async def http_ok(url: str, *, timeout: float = 2.0) -> bool:
     """True when ``GET url`` answers below 500."""
     async with httpx.AsyncClient(timeout=timeout) as client:
@@ -474,6 +488,7 @@ class Stack:
         sink: LogSink = _stderr_sink,
         ready_timeout: float = 60.0,
         stop_grace: float = 10.0,
+        tools_timeout: float = 30.0,
         extra_env: Mapping[str, str] | None = None,
     ) -> None:
         self.config_path = config_path.resolve()
@@ -485,6 +500,9 @@ class Stack:
         self.redis_url = redis_url or ""
         self._embedded_redis = not redis_url
         self._extra_env = dict(extra_env or {})
+        self._sink = sink
+        self.tools_timeout = tools_timeout
+        """Seconds ``start()`` waits for every configured MCP server's Tools to be registered."""
         self._socket_dir: Path | None = None
         self.supervisor = Supervisor(sink=sink, ready_timeout=ready_timeout, stop_grace=stop_grace)
         self.supervisor.on_change = self._write_endpoints
@@ -519,7 +537,25 @@ class Stack:
         except BaseException:
             await self.stop()
             raise
+        await self._wait_for_tools()
         return await self._write_endpoints()
+
+    async def _wait_for_tools(self) -> None:
+        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every configured MCP server,
+        so a call right after start finds them; a server still missing is reported, not fatal."""
+        servers = set(json.loads(self.config_path.read_text())["mcpServers"])
+        missing = set(servers)
+        deadline = time.monotonic() + self.tools_timeout
+        while missing and time.monotonic() < deadline:
+            try:
+                tools = await list_tools(self.address(self.BROKER))
+            except grpc.aio.AioRpcError:
+                tools = []
+            missing = servers - {name.partition(":")[0] for name in tools}
+            if missing:
+                await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
+        for server in sorted(missing):
+            self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
 
     async def _start_broker_and_provider(self) -> None:
         await self.supervisor.start(self._broker_spec())
