@@ -14,8 +14,11 @@ returns a :class:`RunningWeb` with the bound port; port 0 picks a free one, writ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +60,14 @@ async def build(settings: WebSettings) -> WebApp:
     return WebApp(settings=settings, client=client, asgi=create_app(settings, client))
 
 
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal capture: :func:`serve` handles SIGINT/SIGTERM (exit code 0)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @dataclass
 class RunningWeb:
     """A web surface serving in this loop."""
@@ -71,6 +82,10 @@ class RunningWeb:
         """Base URL, e.g. ``http://127.0.0.1:8765``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    def request_stop(self) -> None:
+        """Ask the server to stop (safe from a signal handler); :meth:`stop` also waits for it."""
+        self.server.should_exit = True
 
     async def stop(self) -> None:
         """Stop accepting, cut open streams after the grace, and wait for the server task."""
@@ -109,7 +124,7 @@ async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
         server_header=False,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-web")
     try:
         async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
@@ -135,8 +150,11 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 async def serve(app: WebApp, settings: WebSettings) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn's own signal capture), then close the client."""
+    """Serve until SIGINT/SIGTERM, then stop gracefully (open SSE streams get a 1 s grace) and close the client."""
     running = await start_web(app, settings)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, running.request_stop)
     try:
         await running.task
     finally:

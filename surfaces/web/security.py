@@ -7,8 +7,9 @@
   Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``.
 - **CSRF**: every unsafe request authenticated by cookie or by nothing (no token configured) must
   come from this origin (``Origin`` equal to the request's own origin, or, when the browser sends
-  none or ``null``, ``Sec-Fetch-Site: same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF`` (from ``GET /api/session``) and a
-  JSON body. Bearer-authenticated requests are not ambient credentials and skip the origin check.
+  none or ``null``, ``Sec-Fetch-Site: same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF``
+  (from ``GET /api/session``) and a JSON body. Bearer-authenticated requests are not ambient
+  credentials and skip the origin check.
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""``maka web``: serve the browser forms surface (see :mod:`surfaces.web.app`) in the foreground.
+
+``maka web [--session S ...] [--listen HOST:PORT] [--state-dir DIR | --interaction HOST:PORT]`` starts the
+web surface against the stack's Interaction service and prints its URL. Settings not given as options
+come from ``MAKA_*`` variables (:class:`surfaces.web.settings.WebSettings`: ``MAKA_WEB_LISTEN``, default
+``127.0.0.1:8765``; ``MAKA_WEB_PORT_FILE``; ``MAKA_SURFACE_TOKEN``; ``MAKA_SESSIONS``). Exit codes: 0 stopped
+by SIGINT/SIGTERM, 2 bad option, 3 no stack found (``NO_STACK``) or the address cannot be bound (``BIND_FAILED``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+
+from pydantic import ValidationError
+
+from surfaces.cli.commands.pending import fail
+from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.web.main import build, start_web
+from surfaces.web.settings import WebSettings
+
+NAME = "web"
+HELP = "serve the browser forms surface (loopback by default)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--session S`` (repeatable), ``--listen HOST:PORT`` and the target options."""
+    parser.add_argument(
+        "--session", action="append", default=[], metavar="S", help="show this session's forms (repeatable)"
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default=None,
+        help="address to bind (default: $MAKA_WEB_LISTEN or 127.0.0.1:8765)",
+    )
+    add_target_arguments(parser)
+
+
+def settings_from(args: argparse.Namespace) -> WebSettings:
+    """The web settings: ``MAKA_*`` variables, overridden by the options given.
+
+    Raises ``FileNotFoundError``/``ValueError`` when no Interaction service can be found, and
+    ``pydantic.ValidationError`` for a malformed ``MAKA_*`` value.
+    """
+    overrides: dict[str, object] = {}
+    if args.interaction or "MAKA_INTERACTION_TARGET" not in os.environ:
+        overrides["interaction_target"] = interaction_target(args)
+    if args.listen:
+        overrides["web_listen"] = args.listen
+    if args.session:
+        overrides["sessions"] = list(args.session)
+    settings = WebSettings()
+    return settings.model_copy(update=overrides)
+
+
+async def _serve(settings: WebSettings) -> None:
+    app = await build(settings)
+    try:
+        running = await start_web(app, settings)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, running.request_stop)
+        print(f"maka web: {running.url}  (Ctrl+C to stop)", flush=True)
+        await running.task
+    finally:
+        await app.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted."""
+    try:
+        settings = settings_from(args)
+        settings.listen_host_port()
+    except (FileNotFoundError, ValueError, ValidationError) as error:
+        if isinstance(error, FileNotFoundError) or "endpoints" in str(error):
+            return fail("NO_STACK", str(error))
+        print(f"maka web: {error}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(settings))
+    except RuntimeError as error:
+        return fail("BIND_FAILED", str(error))
+    except KeyboardInterrupt:
+        pass
+    return 0
