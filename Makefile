@@ -8,7 +8,7 @@ PYTEST := $(PY) -m pytest
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml scripts/setup.sh scripts/setup_node_tools.sh
 	scripts/setup.sh
 	touch $(STAMP)
 

@@ -229,8 +229,8 @@ def write_mcp_config(directory: Path, server_url: str, era: str) -> Path:
 async def run_scenario(scenario: Scenario, server_url: str, version: str, *, out: TextIO) -> bool:
     """Run ``scenario`` against the harness server at ``server_url``; True when every step met its plan.
 
-    Raises ``TimeoutError`` when the provider never registers the scenario's Tools, and
-    :class:`surfaces.conformance.stack.StackError` when the stack cannot start.
+    Raises :class:`surfaces.conformance.stack.StackError` when the stack cannot start or the provider
+    cannot connect to ``server_url``, and ``TimeoutError`` when the Tools are never registered.
     """
     session_id = f"conformance-{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix="maka-conf-cfg-") as tmp:

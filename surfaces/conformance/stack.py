@@ -183,12 +183,15 @@ class InProcessStack:
 
     async def wait_mcp_connected(self, server: str, timeout: float = 30.0) -> None:
         """Wait until the provider's connection to MCP server ``server`` negotiated its era and listed
-        its Tools (``McpConnection.wait_connected``). Raises ``TimeoutError`` after ``timeout`` seconds."""
+        its Tools (``McpConnection.wait_connected``). Raises :class:`StackError` after ``timeout`` seconds."""
         assert self.provider is not None, "stack not started"
         manager = getattr(self.provider.app, "manager", None)
         if manager is None:
             raise StackError("the MCP provider app exposes no `manager` (McpClientManager)")
-        await manager.connection(server).wait_connected(timeout)
+        try:
+            await manager.connection(server).wait_connected(timeout)
+        except TimeoutError:
+            raise StackError(f"the MCP provider did not connect to server {server!r} within {timeout} s") from None
 
     async def stop(self) -> None:
         """Stop in reverse order; safe to call twice."""

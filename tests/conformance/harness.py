@@ -24,7 +24,7 @@ MAKA = Path(sys.executable).parent / "maka"
 def require_tools() -> None:
     """Fail (never skip) with the fix when the Node tools are missing."""
     missing = [str(path) for path in (NODE22, HARNESS, SERVER_EVERYTHING, MAKA) if not path.exists()]
-    assert not missing, f"missing {missing}: run `make setup` (scripts/setup_node_tools.sh)"
+    assert not missing, f"missing {missing}: run scripts/setup_node_tools.sh (make setup runs it)"
 
 
 @dataclass
@@ -50,13 +50,15 @@ class HarnessRun:
 def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_ms: int = 120_000) -> HarnessRun:
     """Run the harness on ``maka conformance-client`` for one scenario at one spec version.
 
+    The client logs at INFO (stderr.txt of the results) so that the secrecy checks see every log line.
+
     Raises ``subprocess.TimeoutExpired`` when the harness itself hangs (bound: timeout + 60 s).
     """
     command = [
         str(NODE22),
         str(HARNESS),
         "client",
-        "--command", f"{MAKA} conformance-client",
+        "--command", f"{MAKA} conformance-client --log-level INFO",
         "--scenario", scenario,
         "--spec-version", spec_version,
         "--timeout", str(timeout_ms),

@@ -7,6 +7,7 @@ emit are named so that a harness that silently stopped checking fails too.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,18 @@ def test_harness_scenario_passes_every_check_through_the_whole_stack(
     steps = [line for line in lines if "step" in line]
     assert [line["step"] for line in steps] == STEPS[scenario], _explain(run)
     assert all(line["ok"] for line in steps), _explain(run)
+
+
+def test_request_state_from_the_harness_never_reaches_the_clients_output_or_logs(tmp_path: Path) -> None:
+    require_tools()
+    run = run_harness("sep-2322-client-request-state", "2026-07-28", tmp_path)
+    assert run.returncode == 0, _explain(run)
+
+    [echoed] = [check for check in run.checks if check["id"] == "sep-2322-client-request-state-echoed"]
+    assert echoed["status"] == "SUCCESS", _explain(run)
+    sent = echoed["details"]["requestStateSent"]
+    nonce = json.loads(sent)["nonce"]
+    assert echoed["details"]["requestStateReceived"] == sent
+    assert '"level": "info"' in run.client_stderr, "the client must log at INFO for this check to mean anything"
+    for where, text in (("stdout", run.client_stdout), ("stderr", run.client_stderr)):
+        assert nonce not in text, f"requestState leaked into the client's {where}"
