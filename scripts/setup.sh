@@ -30,4 +30,8 @@ fi
 if [ -x scripts/setup_node_tools.sh ]; then
   scripts/setup_node_tools.sh
 fi
+# The polyglot Node.js surface (examples/polyglot): its pinned npm dependencies, when npm is present.
+if command -v npm >/dev/null 2>&1 && [ ! -d examples/polyglot/node_modules/@grpc/grpc-js ]; then
+  (cd examples/polyglot && npm ci --no-audit --no-fund --loglevel=error)
+fi
 echo "setup: ok"
