@@ -47,12 +47,14 @@ class HarnessRun:
         return [json.loads(line) for line in self.client_stdout.splitlines() if line.startswith("{")]
 
 
-def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_ms: int = 120_000) -> HarnessRun:
+def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_ms: int = 100_000) -> HarnessRun:
     """Run the harness on ``maka conformance-client`` for one scenario at one spec version.
 
     The client logs at INFO (stderr.txt of the results) so that the secrecy checks see every log line.
 
-    Raises ``subprocess.TimeoutExpired`` when the harness itself hangs (bound: timeout + 60 s).
+    ``timeout_ms`` bounds the client (the harness kills it then); the client bounds itself at 90 s.
+    Raises ``subprocess.TimeoutExpired`` when the harness itself hangs (bound: timeout + 30 s, below
+    pytest-timeout's 180 s).
     """
     command = [
         str(NODE22),
@@ -65,7 +67,7 @@ def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_m
         "-o", str(output_dir),
     ]  # fmt: skip
     done = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60, check=False
+        command, cwd=ROOT, capture_output=True, text=True, timeout=timeout_ms / 1000 + 30, check=False
     )
     results = sorted(output_dir.glob("*/checks.json"))
     assert len(results) == 1, f"expected one results folder, found {results}\n{done.stderr}"
