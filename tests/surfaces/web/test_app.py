@@ -354,3 +354,23 @@ async def test_events_resume_from_last_event_id_without_a_new_snapshot(stack: St
         first = await next_event(events)
         assert first.event == "opened", "a valid resume token replays what was missed"
         assert first.data["interaction"]["id"] == missed.interaction_id
+
+
+async def test_when_the_service_goes_away_answers_get_503_and_events_say_disconnected(stack: Stack, web: Web) -> None:
+    ix = await stack.link.open(text_form("soon unreachable"), session_id="s1")
+    async with web.client.stream("GET", "/api/events") as response:
+        events = sse_events(response)
+        assert (await next_event(events)).event == "snapshot"
+        await stack.interaction.server.stop(0)
+        disconnected = await next_event(events)
+        assert disconnected.event == "disconnected"
+        assert disconnected.data["attempt"] == 1
+    answer = await web.client.post(
+        f"/api/interactions/{ix.interaction_id}/answer",
+        json={"session_id": "s1", "action": "decline"},
+        headers=post_headers(web),
+    )
+    assert answer.status_code == 503
+    assert answer.json()["error"]["reason"] == "UNAVAILABLE"
+    listing = await web.client.get("/api/pending")
+    assert listing.status_code == 503

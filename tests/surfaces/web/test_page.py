@@ -331,3 +331,14 @@ def test_with_a_surface_token_the_page_needs_a_login(page: Page, stack_thread: S
     expect(card_of(page, ix.interaction_id)).to_be_visible(timeout=TIMEOUT_MS)
     assert all(c["httpOnly"] and c["sameSite"] == "Strict" for c in page.context.cookies())
     assert page.evaluate("() => document.cookie") == "", "the login cookie is HttpOnly"
+
+
+def test_a_form_whose_time_runs_out_is_closed_as_timed_out(
+    page: Page, stack_thread: StackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("quick"), session_id, wait_seconds=4)
+    open_page(page, stack_thread.web([session_id]))
+    expect(card_of(page, ix.interaction_id).locator(".timer")).to_have_text(re.compile(r"^\ds left$"))
+    expect(card_of(page, ix.interaction_id)).to_have_count(0, timeout=TIMEOUT_MS)
+    expect(page.locator(".notice.closed").first.locator(".notice-text")).to_have_text("Closed: it timed out.")
+    assert stack_thread.get(ix.interaction_id).close_reason == interaction_pb2.CLOSE_REASON_TIMED_OUT
