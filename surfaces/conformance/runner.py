@@ -226,7 +226,9 @@ def write_mcp_config(directory: Path, server_url: str, era: str) -> Path:
     return path
 
 
-async def run_scenario(scenario: Scenario, server_url: str, version: str, *, out: TextIO) -> bool:
+async def run_scenario(
+    scenario: Scenario, server_url: str, version: str, *, out: TextIO, connect_timeout: float = 30.0
+) -> bool:
     """Run ``scenario`` against the harness server at ``server_url``; True when every step met its plan.
 
     Raises :class:`surfaces.conformance.stack.StackError` when the stack cannot start or the provider
@@ -247,7 +249,7 @@ async def run_scenario(scenario: Scenario, server_url: str, version: str, *, out
             channel = grpc.aio.insecure_channel(stack.broker_target, options=list(KEEPALIVE_OPTIONS))
             exits.push_async_callback(channel.close)
             broker = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-            await stack.wait_mcp_connected(SERVER_NAME)
+            await stack.wait_mcp_connected(SERVER_NAME, connect_timeout)
             expected = {f"{SERVER_NAME}:{name}" for name in scenario.expect_tools}
             tools = await wait_for_tools(broker, expected)
             print(json.dumps({"scenario": scenario.name, "protocol_version": version,
@@ -268,9 +270,18 @@ async def _cancel(task: asyncio.Task[None]) -> None:
         await task
 
 
-async def run(server_url: str, scenario_name: str, version: str, *, out: TextIO, timeout: float = 90.0) -> bool:
+async def run(
+    server_url: str,
+    scenario_name: str,
+    version: str,
+    *,
+    out: TextIO,
+    timeout: float = 90.0,
+    connect_timeout: float = 30.0,
+) -> bool:
     """Look up the scenario plan (:func:`scenario_for`, raises ``UnsupportedScenario``) and run it,
-    bounded by ``timeout`` seconds (``TimeoutError``)."""
+    bounded by ``timeout`` seconds (``TimeoutError``); the provider gets ``connect_timeout`` seconds
+    to connect to ``server_url`` (``StackError``)."""
     scenario = scenario_for(scenario_name, version)
     async with asyncio.timeout(timeout):
-        return await run_scenario(scenario, server_url, version, out=out)
+        return await run_scenario(scenario, server_url, version, out=out, connect_timeout=connect_timeout)

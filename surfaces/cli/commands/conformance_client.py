@@ -38,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--protocol-version", default=None, help=f"protocol version (default: ${VERSION_ENV} or {DEFAULT_VERSION})"
     )
     parser.add_argument("--timeout", type=float, default=90.0, help="bound of the whole run, seconds (default 90)")
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=30.0,
+        help="how long the MCP provider may take to connect to the server, seconds (default 30)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stack log level on stderr (default WARNING)")
 
 
@@ -55,7 +61,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logs.configure("conformance-client", args.log_level)
     try:
-        ok = asyncio.run(runner.run(args.server_url, scenario, version, out=sys.stdout, timeout=args.timeout))
+        ok = asyncio.run(
+            runner.run(
+                args.server_url,
+                scenario,
+                version,
+                out=sys.stdout,
+                timeout=args.timeout,
+                connect_timeout=args.connect_timeout,
+            )
+        )
     except UnsupportedScenario as error:
         print(f"conformance-client: {error}", file=sys.stderr)
         return 2

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+
 import pytest
 
 from surfaces.cli.main import main
@@ -36,3 +40,16 @@ def test_a_scenario_at_a_version_it_does_not_run_at_exits_2(
 
     assert main(["conformance-client", "http://localhost:1/mcp"]) == 2
     assert "does not run at protocol version '2025-11-25'" in capsys.readouterr().err
+
+
+def test_an_unreachable_scenario_server_exits_3_with_a_stable_error_and_stops_the_stack() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "surfaces.cli.main", "conformance-client", "--scenario", "tools_call"]
+    command += ["--protocol-version", "2026-07-28", "--connect-timeout", "2", f"http://127.0.0.1:{port}/mcp"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+    assert done.returncode == 3, done.stderr
+    assert "conformance-client: stack_failed: the MCP provider did not connect to server 'conformance'" in done.stderr
+    assert done.stdout == ""
