@@ -271,6 +271,14 @@ class WebSurface:
                 event="failure",
                 retry=SSE_RETRY_MS,
             )
+        except Exception:
+            # Never let one undecodable frame kill the page silently: report it; the browser reconnects.
+            log.exception("web.attach_crashed")
+            yield ServerSentEvent(
+                json.dumps({"reason": "INTERNAL", "message": "the surface could not read the Host's projection"}),
+                event="failure",
+                retry=SSE_RETRY_MS,
+            )
 
 
 def create_app(settings: WebSettings, backend: InteractionClient) -> Starlette:

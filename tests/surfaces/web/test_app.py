@@ -190,6 +190,7 @@ async def test_answer_to_a_closed_form_reports_the_close_reason(stack: Stack, we
     )
     assert response.status_code == 409
     assert response.json()["error"]["reason"] == "CLOSED"
+    assert response.json()["error"]["close_reason"] == "stopped"
     assert response.json()["interaction"]["close_reason"] == "stopped"
     assert response.json()["interaction"]["close_text"] == "the Tool call was stopped"
 
