@@ -95,6 +95,9 @@ async def test_provider_initialize_to_a_legacy_server_declares_no_elicitation(
     assert "elicitation" not in params["capabilities"]
     answers = [body for direction, body in frames if direction == "S->C" and body.get("id") == initializes[0]["id"]]
     assert [answer["result"]["protocolVersion"] for answer in answers] == ["2025-11-25"]
+    # No frame at all claims elicitation: not the dual-era `server/discover` probe, not `initialize`.
+    claims = [body for direction, body in frames if direction == "C->S" and "elicitation" in json.dumps(body)]
+    assert claims == []
 
 
 async def test_legacy_elicitation_tool_fails_with_a_stable_error_and_the_connection_keeps_working(
