@@ -342,3 +342,38 @@ def test_a_form_whose_time_runs_out_is_closed_as_timed_out(
     expect(card_of(page, ix.interaction_id)).to_have_count(0, timeout=TIMEOUT_MS)
     expect(page.locator(".notice.closed").first.locator(".notice-text")).to_have_text("Closed: it timed out.")
     assert stack_thread.get(ix.interaction_id).close_reason == interaction_pb2.CLOSE_REASON_TIMED_OUT
+
+
+def test_a_long_multi_select_is_filterable_and_keeps_picks_while_filtered(
+    page: Page, stack_thread: StackThread, session_id: str
+) -> None:
+    options = [form_pb2.Option(value=f"svc-{i}", label=f"Service {i:02d}") for i in range(1, 13)]
+    form = form_pb2.Form(
+        message="Which services restart?",
+        requester=form_pb2.Requester(
+            provider_id="p", provider_display_name="P", claimed_server="ops", claimed_tool="restart"
+        ),
+        fields=[
+            form_pb2.Field(
+                name="services",
+                label="Services",
+                required=True,
+                multi_select=form_pb2.MultiSelectField(options=options, max_items=3),
+            )
+        ],
+    )
+    ix = stack_thread.open(form, session_id)
+    open_page(page, stack_thread.web([session_id]))
+    card = card_of(page, ix.interaction_id)
+    checks = field_of(card, "services").locator("label.check")
+    expect(checks).to_have_count(12, timeout=TIMEOUT_MS)
+    card.get_by_label("Service 02", exact=True).check()
+    field_of(card, "services").get_by_role("searchbox").fill("1")
+    expect(field_of(card, "services").locator("label.check:visible")).to_have_count(4)  # 01, 10, 11, 12
+    card.get_by_label("Service 11", exact=True).check()
+    field_of(card, "services").get_by_role("searchbox").fill("")
+    expect(field_of(card, "services").locator("label.check:visible")).to_have_count(12)
+    card.get_by_role("button", name="Submit").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    picked = stack_thread.get(ix.interaction_id).answer.values["services"].string_list_value.values
+    assert list(picked) == ["svc-2", "svc-11"]
