@@ -135,9 +135,17 @@ class InProcessStack:
         return f"127.0.0.1:{self.broker.port}"
 
     async def start(self) -> None:
-        """Start everything in dependency order; on failure stop what started and re-raise."""
+        """Start everything in dependency order. On failure stop what started and raise
+        :class:`StackError` naming the cause (a bad ``mcpServers`` file, a port that cannot be bound,
+        redis-server missing); cancellation propagates unchanged."""
         try:
             await self._start()
+        except StackError:
+            await self.stop()
+            raise
+        except Exception as error:
+            await self.stop()
+            raise StackError(f"{type(error).__name__}: {error}") from error
         except BaseException:
             await self.stop()
             raise

@@ -1,12 +1,15 @@
-"""The conformance stack's private redis-server: started on a unix socket, answering, then gone."""
+"""The conformance stack: its private redis-server, and a start that fails cleanly."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 import redis.asyncio
 
-from surfaces.conformance.stack import PrivateRedis
+from services.core.healthcheck import serving
+from surfaces.conformance.stack import InProcessStack, PrivateRedis, StackError
 
 
 async def test_private_redis_serves_on_its_socket_until_stopped(tmp_path: Path) -> None:
@@ -31,3 +34,14 @@ async def test_private_redis_serves_on_its_socket_until_stopped(tmp_path: Path) 
     finally:
         await client.aclose()
     await server.stop()  # idempotent
+
+
+async def test_a_bad_mcp_servers_file_fails_the_stack_start_with_the_json_path(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"conformance": {"url": "ftp://nowhere"}}}))
+    stack = InProcessStack(config, host_id="bad-config")
+
+    with pytest.raises(StackError, match=r"ConfigError: mcpServers\.conformance\.url: must be an http"):
+        await stack.start()
+    assert stack.interaction is not None
+    assert not await serving(stack.interaction_target)  # started, then stopped again
