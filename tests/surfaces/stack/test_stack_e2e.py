@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from maka.form.v1 import form_pb2
 from surfaces.cli.endpoints import read_endpoints
 from tests.helpers.stack import EXAMPLES_CONFIG, answer, running_stack, wait_for_pending
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
 
@@ -35,8 +36,8 @@ class Up:
     log: Path
 
 
-@pytest.fixture
-async def up(tmp_path: Path) -> AsyncIterator[Up]:
+async def _start_up(tmp_path: Path) -> AsyncIterator[Up]:
+    """``maka up`` with the example config on ephemeral ports; SIGINT (bounded wait) when done."""
     state_dir = tmp_path / "state"
     log = tmp_path / "maka-up.log"
     with log.open("wb") as log_file:
@@ -65,6 +66,20 @@ async def up(tmp_path: Path) -> AsyncIterator[Up]:
                 await process.wait()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
+    """One ``maka up`` shared by the tests that only call Tools (starting one takes seconds)."""
+    async for running in _start_up(tmp_path_factory.mktemp("shared")):
+        yield running
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def own_up(tmp_path: Path) -> AsyncIterator[Up]:
+    """A ``maka up`` of the test's own, for tests that stop it."""
+    async for running in _start_up(tmp_path):
+        yield running
+
+
 async def _maka(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         *MAKA,
@@ -79,7 +94,8 @@ async def _maka(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_maka_up_serves_ping_and_a_deploy_answered_through_the_interaction_service(up: Up) -> None:
+async def test_maka_up_serves_ping_and_a_deploy_answered_through_the_interaction_service(shared_up: Up) -> None:
+    up = shared_up
     endpoints = read_endpoints(up.state_dir)
     assert up.ready_line.startswith(f"maka is ready: {endpoints.web} ")
     assert set(endpoints.pids) == {"redis", "interaction", "broker", "provider", "web"}
@@ -104,7 +120,8 @@ async def test_maka_up_serves_ping_and_a_deploy_answered_through_the_interaction
     assert f"waiting for your answer in {endpoints.web}" in err
 
 
-async def test_maka_up_drains_every_child_on_sigint(up: Up) -> None:
+async def test_maka_up_drains_every_child_on_sigint(own_up: Up) -> None:
+    up = own_up
     pids = read_endpoints(up.state_dir).pids
 
     up.process.send_signal(signal.SIGINT)
@@ -119,7 +136,8 @@ async def test_maka_up_drains_every_child_on_sigint(up: Up) -> None:
     assert up.log.read_text().splitlines()[-1] == "maka stopped"
 
 
-async def test_a_declined_deploy_reaches_the_tool_and_its_text_comes_back(up: Up) -> None:
+async def test_a_declined_deploy_reaches_the_tool_and_its_text_comes_back(shared_up: Up) -> None:
+    up = shared_up
     endpoints = read_endpoints(up.state_dir)
     deploy = asyncio.create_task(
         _maka(
@@ -144,8 +162,10 @@ async def test_a_declined_deploy_reaches_the_tool_and_its_text_comes_back(up: Up
 
 
 @pytest.mark.faults
-async def test_a_killed_interaction_service_is_restarted_and_calls_keep_working(tmp_path: Path) -> None:
-    async with running_stack(tmp_path, echo=False) as running:
+async def test_a_killed_interaction_service_is_restarted_and_calls_keep_working(tmp_path: Path, redis_url: str) -> None:
+    async with running_stack(tmp_path, echo=False, redis_url=redis_url) as running:
+        assert "redis" not in running.endpoints.pids  # an external Redis: no embedded redis-server
+        assert running.endpoints.redis_url == redis_url
         old_port = running.stack.bound["interaction"]
         running.stack.kill("interaction")
         await running.wait_for("exited", "interaction")
