@@ -38,6 +38,7 @@ from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged, listen
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import (
@@ -325,7 +326,24 @@ class McpConnection:
         except Exception as error:
             log.warning("mcp_tools_refresh_failed", extra={"server": self.name, "error_type": type(error).__name__})
         finally:
-            self._refresh = None
+            if self._refresh is asyncio.current_task():
+                self._refresh = None
+
+    def _wants_listen(self, session: ClientSession) -> bool:
+        capabilities = session.server_capabilities
+        return bool(self._modern and capabilities and capabilities.tools and capabilities.tools.list_changed)
+
+    async def _listen(self, session: ClientSession) -> None:
+        """Modern sessions: follow ``tools/list_changed`` through ``subscriptions/listen`` (SEP-2575)."""
+        try:
+            async with listen(session, tools_list_changed=True) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        await self._refresh_tools()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.info("mcp_listen_ended", extra={"server": self.name, "error_type": type(error).__name__})
 
     async def refresh_tools(self) -> None:
         """List Tools again now (what ``tools/list_changed`` triggers)."""
@@ -373,7 +391,14 @@ class McpConnection:
                     )
                     await self._notify()
                     delay = self._initial
-                    await _first(dispatcher.closed.wait(), self._broken.wait())
+                    listener = asyncio.create_task(self._listen(session)) if self._wants_listen(session) else None
+                    try:
+                        await _first(dispatcher.closed.wait(), self._broken.wait())
+                    finally:
+                        if listener is not None:
+                            listener.cancel()
+                            with contextlib.suppress(asyncio.CancelledError, Exception):
+                                await listener
             except asyncio.CancelledError:
                 raise
             except Exception as error:

@@ -58,6 +58,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from services.core import metrics
 from services.core.form import Answer, Form, FormError, FormErrorReason, Requester, decode_requested_schema
 from services.core.form import validate_answer as core_validate_answer
 from services.core.form.convert import answer_to_elicit_result
@@ -225,6 +226,7 @@ class McpClientManager:
                     responses[key] = self._elicit_result(form, schema, answer)
             request_state = next_state
             retries += 1
+            metrics.MRTR_ROUNDS.labels("form" if responses else "state_only").inc()
             log.info(
                 "mcp_call_retry",
                 extra={"server": server, "tool": tool, "retry": retries, "responses": len(responses or {})},

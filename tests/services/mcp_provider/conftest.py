@@ -77,6 +77,8 @@ class Served:
     wire: Wire
     kind: str
     transport: str
+    process: asyncio.subprocess.Process | None = None
+    """The HTTP fixture server's process (None for stdio)."""
 
 
 @dataclass
@@ -110,7 +112,7 @@ async def _http_server(kind: str, tmp: Path) -> tuple[asyncio.subprocess.Process
         str(tmp / "wire.log"),
         cwd=ROOT,
     )
-    await eventually(lambda: port_file.exists() or process.returncode is not None, what="fixture HTTP port")
+    await eventually(lambda: port_file.exists() or process.returncode is not None, what="fixture HTTP port", timeout=60)
     assert process.returncode is None, "fixture HTTP server exited"
     return process, f"http://127.0.0.1:{port_file.read_text().strip()}/mcp"
 
@@ -145,7 +147,7 @@ async def serve_mcp(
     try:
         await connection.start()
         await connection.wait_connected(timeout=30)
-        yield Served(connection, manager, wire, kind, transport)
+        yield Served(connection, manager, wire, kind, transport, process)
     finally:
         await connection.close()
         if process is not None and process.returncode is None:

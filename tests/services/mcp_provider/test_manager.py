@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -334,3 +335,31 @@ async def test_invalid_answer_against_the_servers_schema_sends_no_retry(tmp_path
         assert caught.value.code is CallErrorCode.INVALID_ANSWER
         assert "900" not in str(caught.value)
         assert len(served.wire.tool_calls("ask")) == 1
+
+
+@pytest.mark.parametrize("tool", ["ask", "bad_state"])
+async def test_request_state_and_form_values_never_reach_logs_or_errors(
+    tool: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = "CANARY-STATE-7f3a"
+    value = "CANARY-VALUE-91c2"
+    caplog.set_level(logging.DEBUG, logger="maka")
+    async with serve_mcp(tmp_path) as served:
+        forms = ScriptedForms(accept(name=value))
+        failure: McpToolCallError | None = None
+        try:
+            await served.manager.call_tool("fx", tool, {"state": state}, form_handler=forms)
+        except McpToolCallError as error:
+            failure = error
+
+    assert (failure is not None) is (tool == "bad_state")
+    if failure is not None:
+        assert state not in str(failure)
+        assert value not in str(failure)
+        assert failure.__cause__ is None
+
+    assert caplog.records, "the manager logged its events"
+    for record in caplog.records:
+        text = record.getMessage() + repr(record.__dict__)
+        assert state not in text
+        assert value not in text

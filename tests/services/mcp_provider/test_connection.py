@@ -1,0 +1,178 @@
+"""McpConnection: eras, generations, Tool refresh, reconnect, and the fences the manager relies on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.core.form import Action, Answer, Form
+from services.mcp_provider.config import Era
+from services.mcp_provider.connection import normalize_result
+from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+from tests.helpers.waiting import eventually
+from tests.services.mcp_provider.conftest import ScriptedForms, accept, serve_mcp
+
+MODERN_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+
+
+def test_absent_result_type_on_a_modern_result_reads_as_complete() -> None:
+    assert normalize_result(MODERN_META, {"content": []}) == {"content": [], "resultType": "complete"}
+
+
+def test_present_result_type_and_legacy_results_are_left_alone() -> None:
+    raw: dict[str, Any] = {"resultType": "input_required", "requestState": "x"}
+    assert normalize_result(MODERN_META, raw) is raw
+    legacy: dict[str, Any] = {"content": []}
+    assert normalize_result({"name": "t"}, legacy) is legacy
+    assert normalize_result(None, legacy) is legacy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", [Era.AUTO, Era.MODERN, Era.LEGACY])
+async def test_each_era_setting_negotiates_its_protocol_version(era: Era, tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, kind="high", era=era) as served:
+        outcome = await served.manager.call_tool("fx", "echo", {"text": "x"})
+
+        expected = "2025-11-25" if era is Era.LEGACY else "2026-07-28"
+        assert served.connection.protocol_version == expected
+        assert served.connection.modern is (era is not Era.LEGACY)
+        assert outcome.result["isError"] is False
+        assert {t.name for t in served.connection.snapshot().tools} >= {"echo", "ask", "mutate"}
+
+
+@pytest.mark.slow
+async def test_tools_list_changed_refreshes_the_tool_and_a_pending_call_fails_binding_changed_without_retry(
+    tmp_path: Path,
+) -> None:
+    async with serve_mcp(tmp_path, kind="high") as served:
+        connection = served.connection
+        before = connection.binding("ask")
+        generation = connection.generation
+
+        async def change_tool_while_form_is_open(form: Form) -> Answer:
+            await served.manager.call_tool("fx", "mutate", {"description": "changed"})
+            await eventually(lambda: connection.binding("ask").tool_generation != before.tool_generation)
+            return Answer(Action.ACCEPT, {"name": "Ada"})
+
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "ask", {}, form_handler=change_tool_while_form_is_open)
+
+        assert caught.value.code is CallErrorCode.BINDING_CHANGED
+        assert len(served.wire.tool_calls("ask")) == 1
+        assert connection.generation == generation
+        [ask] = [t for t in connection.snapshot().tools if t.name == "ask"]
+        assert ask.description == "changed"
+
+
+@pytest.mark.slow
+async def test_legacy_tools_list_changed_notification_refreshes_the_listing(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, kind="high", era=Era.LEGACY) as served:
+        before = served.connection.binding("ask")
+        await served.manager.call_tool("fx", "mutate", {"description": "legacy change"})
+
+        await eventually(lambda: served.connection.binding("ask").tool_generation != before.tool_generation)
+        with pytest.raises(McpToolCallError) as caught:
+            served.connection.check_binding(before)
+        assert caught.value.code is CallErrorCode.BINDING_CHANGED
+
+
+@pytest.mark.slow
+async def test_server_exit_mid_call_is_connection_lost_and_reconnects_with_a_new_generation(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        connection = served.connection
+        old = connection.binding("ask")
+
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "crash", {})
+
+        assert caught.value.code is CallErrorCode.CONNECTION_LOST
+        await eventually(lambda: connection.connected and connection.generation == old.connection_generation + 1)
+        with pytest.raises(McpToolCallError) as stale:
+            connection.check_binding(old)
+        assert stale.value.code is CallErrorCode.CONNECTION_LOST
+        outcome = await served.manager.call_tool("fx", "echo", {"after": "reconnect"})
+        assert json.loads(outcome.result["content"][0]["text"])["arguments"] == {"after": "reconnect"}
+
+
+@pytest.mark.slow
+async def test_reconnect_while_a_form_is_open_sends_no_answer_to_the_new_connection(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        connection = served.connection
+
+        async def reconnect_then_answer(form: Form) -> Answer:
+            generation = connection.generation
+            connection.mark_broken()
+            await eventually(lambda: connection.connected and connection.generation == generation + 1)
+            return Answer(Action.ACCEPT, {"name": "Ada"})
+
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "ask", {}, form_handler=reconnect_then_answer)
+
+        assert caught.value.code is CallErrorCode.CONNECTION_LOST
+        retries = [c for c in served.wire.tool_calls("ask") if "inputResponses" in c["params"]]
+        assert retries == []
+
+
+@pytest.mark.slow
+async def test_http_server_gone_is_connection_lost_not_a_crash(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, transport="http") as served:
+        assert served.process is not None
+        served.process.terminate()
+        await served.process.wait()
+
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "echo", {})
+
+        assert caught.value.code in (CallErrorCode.CONNECTION_LOST, CallErrorCode.SERVER_ERROR)
+        await eventually(lambda: not served.connection.connected, what="connection marked lost")
+
+
+@pytest.mark.slow
+async def test_progress_notifications_reach_the_progress_handler(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, kind="high") as served:
+        seen: list[tuple[float, float | None, str | None]] = []
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, total, message))
+
+        await served.manager.call_tool("fx", "progress", {}, progress=progress)
+
+        assert seen == [(0.5, 1.0, "half way")]
+
+
+@pytest.mark.slow
+async def test_stop_cancels_the_in_flight_request_on_the_wire(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, kind="high") as served:
+        stop = asyncio.Event()
+        call = asyncio.create_task(served.manager.call_tool("fx", "slow", {}, stop=stop))
+        await eventually(lambda: served.wire.tool_calls("slow"), what="slow call sent")
+        stop.set()
+        with pytest.raises(McpToolCallError) as caught:
+            async with asyncio.timeout(10):
+                await call
+
+        assert caught.value.code is CallErrorCode.STOPPED
+        [sent] = served.wire.tool_calls("slow")
+        await eventually(
+            lambda: [
+                m for m in served.wire.requests("notifications/cancelled") if m["params"]["requestId"] == sent["id"]
+            ],
+            what="notifications/cancelled",
+        )
+
+
+@pytest.mark.slow
+async def test_a_call_to_an_unlisted_tool_is_unknown_tool(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "nope", {}, form_handler=ScriptedForms(accept()))
+        with pytest.raises(McpToolCallError) as unknown_server:
+            await served.manager.call_tool("other", "ask", {})
+
+        assert caught.value.code is CallErrorCode.UNKNOWN_TOOL
+        assert unknown_server.value.code is CallErrorCode.UNKNOWN_TOOL
+        assert served.wire.tool_calls() == []
