@@ -75,6 +75,32 @@ def normalize_result(params: Mapping[str, Any] | None, raw: dict[str, Any]) -> d
     return {**raw, "resultType": "complete"}
 
 
+KNOWN_INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+"""The methods an MCP 2026-07-28 ``InputRequest`` may carry (``schema.ts`` ``InputRequest``)."""
+
+
+def reject_unknown_input_requests(method: str, raw: Mapping[str, Any]) -> None:
+    """Fail a ``tools/call`` ``input_required`` result that embeds an unknown method or elicitation mode.
+
+    The SDK would reject such a result as a whole with a pydantic ``ValidationError`` (the
+    ``InputRequest`` union has no arm for it); the RFC wants a stable local error instead (criterion 11),
+    raised before anything is published. Raises :class:`McpToolCallError` ``UNSUPPORTED_INPUT_REQUEST``.
+    """
+    if method != "tools/call" or raw.get("resultType") != "input_required":
+        return
+    requests = raw.get("inputRequests")
+    if not isinstance(requests, Mapping):
+        return
+    for request in requests.values():
+        kind = request.get("method") if isinstance(request, Mapping) else None
+        if kind not in KNOWN_INPUT_METHODS:
+            raise McpToolCallError(CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "an input request has an unknown method")
+        params = request.get("params")
+        mode = params.get("mode") if isinstance(params, Mapping) else None
+        if kind == "elicitation/create" and mode not in (None, "form", "url"):
+            raise McpToolCallError(CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "an elicitation has an unknown mode")
+
+
 class MakaDispatcher(JSONRPCDispatcher[Any]):
     """The SDK's JSON-RPC dispatcher plus the two documented workarounds and a ``closed`` event."""
 
@@ -94,7 +120,9 @@ class MakaDispatcher(JSONRPCDispatcher[Any]):
         """Send with this call's capabilities stamped; normalize an absent modern ``resultType``."""
         params = capabilities.apply_call_capabilities(method, params)
         raw = await super().send_raw_request(method, params, opts, _related_request_id=_related_request_id)
-        return normalize_result(params, raw)
+        raw = normalize_result(params, raw)
+        reject_unknown_input_requests(method, raw)
+        return raw
 
     async def run(self, *args: Any, **kwargs: Any) -> None:
         """Run the SDK receive loop; set :attr:`closed` when it ends for any reason."""

@@ -125,6 +125,7 @@ async def serve_mcp(
     transport: str = "stdio",
     era: Era = Era.AUTO,
     drop_result_type: bool = False,
+    unknown_input_method: bool = False,
     name: str = "fx",
     manager: McpClientManager | None = None,
 ) -> AsyncIterator[Served]:
@@ -136,6 +137,8 @@ async def serve_mcp(
         proxy = ["-m", "tests.fixtures.mcp_servers.tee_proxy", str(wire.path)]
         if drop_result_type:
             proxy.append("--drop-result-type")
+        if unknown_input_method:
+            proxy.append("--unknown-input-method")
         args = [*proxy, "--", PYTHON, "-m", "tests.fixtures.mcp_servers.mrtr_server", "--kind", kind]
         config = ServerConfig(name, StdioServer(PYTHON, tuple(args), {}, str(ROOT)), era)
     else:

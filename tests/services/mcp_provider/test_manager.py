@@ -15,6 +15,7 @@ from services.core.form import Action, Answer, Form
 from services.mcp_provider.errors import CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager
 from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS
+from tests.helpers.waiting import eventually
 from tests.services.mcp_provider.conftest import ALL_SERVERS, LOW_SERVERS, ScriptedForms, accept, serve_mcp
 
 pytestmark = pytest.mark.slow
@@ -363,3 +364,85 @@ async def test_request_state_and_form_values_never_reach_logs_or_errors(
         text = record.getMessage() + repr(record.__dict__)
         assert state not in text
         assert value not in text
+
+
+async def test_unknown_input_request_method_is_unsupported_not_a_server_error(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, unknown_input_method=True) as served:
+        forms = ScriptedForms(accept(ok=True))
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "roots", {}, form_handler=forms)
+
+        assert caught.value.code is CallErrorCode.UNSUPPORTED_INPUT_REQUEST
+        assert "unknown method" in caught.value.message
+        assert forms.forms == []
+        assert len(served.wire.tool_calls("roots")) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "tool"),
+    [
+        pytest.param({"n": 9}, "many", id="too-many-requests-per-round"),
+        pytest.param({"key": "k" * 201}, "ask", id="key-over-length-cap"),
+        pytest.param({"state": "x" * (256 * 1024 + 1)}, "ask", id="request-state-over-byte-cap"),
+    ],
+)
+async def test_over_cap_round_fails_with_limits_exceeded_before_any_form_and_no_retry(
+    arguments: dict[str, Any], tool: str, tmp_path: Path
+) -> None:
+    async with serve_mcp(tmp_path) as served:
+        forms = ScriptedForms(accept(ok=True))
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", tool, arguments, form_handler=forms)
+
+        assert caught.value.code is CallErrorCode.LIMITS_EXCEEDED
+        assert forms.forms == []
+        assert len(served.wire.tool_calls(tool)) == 1
+
+
+async def test_exactly_at_the_per_round_cap_is_accepted(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        forms = ScriptedForms(accept(ok=True))
+        await served.manager.call_tool("fx", "many", {"n": 8}, form_handler=forms)
+
+        assert len(forms.forms) == 8
+
+
+async def test_nested_form_schema_is_an_invalid_form_and_nothing_is_published(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        forms = ScriptedForms(accept())
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "nested", {}, form_handler=forms)
+
+        assert caught.value.code is CallErrorCode.INVALID_FORM
+        assert forms.forms == []
+        assert len(served.wire.tool_calls("nested")) == 1
+
+
+async def test_stop_during_state_only_pacing_ends_the_call_without_another_leg(tmp_path: Path) -> None:
+    manager = McpClientManager(pacing_initial_ms=60_000, pacing_max_ms=60_000)
+    async with serve_mcp(tmp_path, manager=manager) as served:
+        stop = asyncio.Event()
+        call = asyncio.create_task(served.manager.call_tool("fx", "forever_state", {}, stop=stop))
+        await eventually(
+            lambda: (
+                served.wire.tool_calls("forever_state")
+                and served.wire.response(served.wire.tool_calls("forever_state")[0]["id"])
+            ),
+            what="first state-only result",
+        )
+        stop.set()
+        with pytest.raises(McpToolCallError) as caught:
+            async with asyncio.timeout(10):
+                await call
+
+        assert caught.value.code is CallErrorCode.STOPPED
+        assert len(served.wire.tool_calls("forever_state")) == 1
+
+
+async def test_a_form_request_without_a_form_handler_is_unsupported_and_not_retried(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "ask", {})
+
+        assert caught.value.code is CallErrorCode.UNSUPPORTED_INPUT_REQUEST
+        assert len(served.wire.tool_calls("ask")) == 1
