@@ -537,12 +537,14 @@ class Stack:
         except BaseException:
             await self.stop()
             raise
-        await self._wait_for_tools()
+        for server in sorted(await self.wait_for_tools()):
+            self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
         return await self._write_endpoints()
 
-    async def _wait_for_tools(self) -> None:
-        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every configured MCP server,
-        so a call right after start finds them; a server still missing is reported, not fatal."""
+    async def wait_for_tools(self) -> set[str]:
+        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every configured MCP server
+        (after start, or after a broker/provider restart). Returns the servers still missing (empty = all
+        registered); never raises for an unreachable broker (it counts as nothing listed)."""
         servers = set(json.loads(self.config_path.read_text())["mcpServers"])
         missing = set(servers)
         deadline = time.monotonic() + self.tools_timeout
@@ -554,8 +556,7 @@ class Stack:
             missing = servers - {name.partition(":")[0] for name in tools}
             if missing:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
-        for server in sorted(missing):
-            self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
+        return missing
 
     async def _start_broker_and_provider(self) -> None:
         await self.supervisor.start(self._broker_spec())

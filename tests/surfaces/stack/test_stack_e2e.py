@@ -162,18 +162,24 @@ async def test_a_declined_deploy_reaches_the_tool_and_its_text_comes_back(shared
 
 
 @pytest.mark.faults
-async def test_a_killed_interaction_service_is_restarted_and_calls_keep_working(tmp_path: Path, redis_url: str) -> None:
+async def test_each_killed_service_is_restarted_on_its_port_and_calls_keep_working(
+    tmp_path: Path, redis_url: str
+) -> None:
     async with running_stack(tmp_path, echo=False, redis_url=redis_url) as running:
         assert "redis" not in running.endpoints.pids  # an external Redis: no embedded redis-server
         assert running.endpoints.redis_url == redis_url
-        old_port = running.stack.bound["interaction"]
-        running.stack.kill("interaction")
-        await running.wait_for("exited", "interaction")
-        events = running.stack.subscribe()
-        async with asyncio.timeout(60):
-            while (await events.get()).kind != "ready":
-                pass
+        for name in ("interaction", "broker", "provider"):
+            old_port = running.stack.bound[name]
+            old_pid = running.stack.supervisor.pid(name)
+            events = running.stack.subscribe()
+            running.stack.kill(name)
+            async with asyncio.timeout(90):
+                while (event := await events.get()).kind != "ready":
+                    assert event.name == name
+            assert running.stack.bound[name] == old_port
+            assert running.stack.supervisor.pid(name) not in (None, old_pid)
+            assert await running.stack.wait_for_tools() == set(), f"tools after {name} restart"
 
-        assert running.stack.bound["interaction"] == old_port
-        code, out, err = await _maka("call", "examples:ping", "--state-dir", str(tmp_path / "state"))
-        assert (code, out) == (0, "pong\n"), err
+            code, out, err = await _maka("call", "examples:ping", "--state-dir", str(tmp_path / "state"))
+            assert (code, out) == (0, "pong\n"), (name, err)
+        assert read_endpoints(tmp_path / "state").pids == running.stack.supervisor.pids()
