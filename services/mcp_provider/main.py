@@ -9,6 +9,7 @@ client-side: MCP connections (``MAKA_MCP_CONFIG``) and one broker ``Connect`` st
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 import grpc.aio
@@ -73,11 +74,26 @@ class ProviderApp:
             await self.manager.close()
 
 
+SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpx")
+"""Loggers of the MCP SDK and its HTTP client; some log whole JSON-RPC messages at DEBUG
+(``mcp.client.streamable_http``: ``SSE message: ...``), which would carry ``requestState``."""
+
+
+def quiet_sdk_loggers() -> None:
+    """Keep the SDK's loggers at INFO or above whatever the service level (DESIGN.md §6: no
+    ``requestState`` or form values in logs)."""
+    for name in SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.INFO:
+            logger.setLevel(logging.INFO)
+
+
 async def build(settings: Settings) -> ProviderApp:
     """Build the provider from ``settings``; reads ``mcp_config`` (raises ``ConfigError`` on a bad file).
 
-    Nothing connects until ``start``.
+    Nothing connects until ``start``. Pins the SDK loggers to INFO (:func:`quiet_sdk_loggers`).
     """
+    quiet_sdk_loggers()
     servers = load_config(settings.mcp_config) if settings.mcp_config is not None else []
     return ProviderApp(settings, servers)
 

@@ -446,3 +446,17 @@ async def test_a_form_request_without_a_form_handler_is_unsupported_and_not_retr
 
         assert caught.value.code is CallErrorCode.UNSUPPORTED_INPUT_REQUEST
         assert len(served.wire.tool_calls("ask")) == 1
+
+
+async def test_sdk_loggers_stay_above_debug_so_raw_messages_are_never_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from services.mcp_provider.main import quiet_sdk_loggers
+
+    state = "CANARY-HTTP-STATE-55aa"
+    caplog.set_level(logging.DEBUG)
+    quiet_sdk_loggers()
+    async with serve_mcp(tmp_path, transport="http") as served:
+        await served.manager.call_tool("fx", "ask", {"state": state}, form_handler=ScriptedForms(accept(name="A")))
+
+    assert not [r for r in caplog.records if state in r.getMessage()]
