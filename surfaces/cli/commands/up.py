@@ -92,6 +92,8 @@ async def _up(args: argparse.Namespace, ports: Ports) -> int:
     stopped.cancel()
     if (error := starting.exception()) is not None:
         print(f"STACK_FAILED: {error}", file=sys.stderr)
+        if "before it was ready" in str(error):
+            print("  (its log lines are above; if a port is taken, try --ports ephemeral)", file=sys.stderr)
         return 3
     print(ready_line(starting.result(), args.state_dir), flush=True)
     code = 0
