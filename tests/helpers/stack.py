@@ -15,6 +15,7 @@ always runs and is bounded too.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import grpc.aio
 
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from surfaces.cli.endpoints import Endpoints
@@ -142,3 +144,43 @@ async def answer(
             timeout=10,
         )
     return response.interaction
+
+
+async def call_tool(
+    broker: str,
+    tool: str,
+    arguments: dict[str, object] | None = None,
+    *,
+    session: str = "default",
+    turn: str = "turn-1",
+    tool_use_id: str = "use-1",
+    timeout: float = 120.0,
+) -> list[broker_pb2.CallToolResponse]:
+    """Every event of one broker ``CallTool`` stream (the last is result, failure, lost or stopped).
+
+    Run it as a task while answering forms: ``task = asyncio.create_task(call_tool(...))``.
+    Raises ``TimeoutError`` after ``timeout`` s, ``grpc.aio.AioRpcError`` when the broker refuses.
+    """
+    request = broker_pb2.CallToolRequest(
+        session_id=session,
+        turn_id=turn,
+        tool_use_id=tool_use_id,
+        tool_name=tool,
+        arguments_json=json.dumps(arguments or {}),
+    )
+    events: list[broker_pb2.CallToolResponse] = []
+    async with asyncio.timeout(timeout), grpc.aio.insecure_channel(broker) as channel:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        async for event in stub.CallTool(request):
+            events.append(event)
+    return events
+
+
+def result_text(events: list[broker_pb2.CallToolResponse]) -> str:
+    """The joined text content of the final ``result`` event; ``AssertionError`` naming the last event
+    when the call did not end with a result."""
+    last = events[-1] if events else None
+    assert last is not None, "no events"
+    assert last.WhichOneof("event") == "result", f"call ended with {last}"
+    payload = json.loads(last.result.call_tool_result_json)
+    return "\n".join(block["text"] for block in payload.get("content", []) if block.get("type") == "text")

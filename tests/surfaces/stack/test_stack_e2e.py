@@ -19,7 +19,7 @@ import pytest_asyncio
 
 from maka.form.v1 import form_pb2
 from surfaces.cli.endpoints import read_endpoints
-from tests.helpers.stack import EXAMPLES_CONFIG, answer, running_stack, wait_for_pending
+from tests.helpers.stack import EXAMPLES_CONFIG, answer, call_tool, result_text, running_stack, wait_for_pending
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -159,6 +159,52 @@ async def test_a_declined_deploy_reaches_the_tool_and_its_text_comes_back(shared
     assert code == 0
     result = json.loads(out)
     assert result["content"][0]["text"] == "Deployment of build-7 was declined by the user; nothing was deployed."
+
+
+async def test_a_two_round_checklist_is_one_call_with_one_final_result(shared_up: Up) -> None:
+    endpoints = read_endpoints(shared_up.state_dir)
+    call = asyncio.create_task(
+        call_tool(endpoints.broker, "examples:release_checklist", {"release": "orion"}, session="s-two-rounds")
+    )
+    first = await wait_for_pending(endpoints.interaction, "s-two-rounds", timeout=60)
+    await answer(
+        endpoints.interaction,
+        first,
+        form_pb2.ACTION_ACCEPT,
+        {
+            "owner_email": form_pb2.Value(string_value="ada@example.com"),
+            "release_date": form_pb2.Value(string_value="2026-08-01"),
+            "version": form_pb2.Value(string_value="2.1.0"),
+            "reviewers": form_pb2.Value(integer_value=3),
+            "channel": form_pb2.Value(string_value="beta"),
+            "risk": form_pb2.Value(string_value="medium"),
+        },
+        submission_id="round-1",
+    )
+    second = await wait_for_pending(endpoints.interaction, "s-two-rounds", timeout=60)
+    assert second.interaction_id != first.interaction_id
+    assert [f.name for f in second.form.fields] == ["region", "platforms", "checks", "notes", "approve"]
+    await answer(
+        endpoints.interaction,
+        second,
+        form_pb2.ACTION_ACCEPT,
+        {
+            "region": form_pb2.Value(string_value="eu"),
+            "platforms": form_pb2.Value(string_list_value=form_pb2.StringList(values=["linux", "macos"])),
+            "approve": form_pb2.Value(boolean_value=True),
+        },
+        submission_id="round-2",
+    )
+    events = await call
+
+    kinds = [event.WhichOneof("event") for event in events]
+    assert kinds.count("accepted") == 1
+    assert kinds.count("awaiting_interaction") == 2
+    assert kinds.count("result") == 1
+    assert result_text(events) == (
+        "Release orion 2.1.0 approved: owner ada@example.com, date 2026-08-01, channel beta, risk medium, "
+        "reviewers 3, region eu, platforms linux,macos."
+    )
 
 
 @pytest.mark.faults
