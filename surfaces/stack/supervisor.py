@@ -48,6 +48,8 @@ from surfaces.cli.endpoints import Endpoints, write_endpoints
 log = logging.getLogger("maka.stack.supervisor")
 
 EventKind = Literal["started", "ready", "exited", "restarting", "gave_up", "stopped"]
+MAX_LINE_BYTES = 1024 * 1024
+"""Longest forwarded output line; a longer one is dropped (the next lines still flow)."""
 LogSink = Callable[[str, str], None]
 """``sink(child_name, line)``: receives every output line of every child (without the newline)."""
 ReadyCheck = Callable[[], Awaitable[bool]]
@@ -196,6 +198,7 @@ class Supervisor:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # Ctrl-C reaches only us; we drain the children in order
+                limit=MAX_LINE_BYTES,
             )
         except OSError as error:
             raise StackError(f"cannot start {spec.name}: {error}") from error

@@ -81,6 +81,18 @@ async def test_each_output_line_is_forwarded_with_the_child_name(
         await supervisor.stop()
 
 
+async def test_an_overlong_line_is_dropped_and_later_lines_still_flow(
+    supervisor: Supervisor, lines: list[tuple[str, str]]
+) -> None:
+    script = "import signal; print('x' * 3_000_000, flush=True); print('after', flush=True); signal.pause()"
+    await supervisor.start(ChildSpec("noisy", [sys.executable, "-c", script]))
+    try:
+        await eventually(lambda: ("noisy", "after") in lines, what="the line after the overlong one")
+    finally:
+        await supervisor.stop()
+    assert all(len(line) < 2_000_000 for _name, line in lines)
+
+
 async def test_a_dead_child_is_reported_and_restarted_with_a_new_pid(supervisor: Supervisor, tmp_path: Path) -> None:
     await supervisor.start(_child(tmp_path, "interaction"))
     events = supervisor.subscribe()
