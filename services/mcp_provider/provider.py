@@ -115,6 +115,8 @@ class ServerLink:
         self._task: asyncio.Task[None] | None = None
         self.registrations = 0
         """How many times a stream registered (tests read it)."""
+        self.heartbeats = 0
+        """How many heartbeat frames were queued (tests read it)."""
         connection.subscribe(self._on_change)
 
     @property
@@ -200,6 +202,7 @@ class ServerLink:
         while stream.alive:
             await asyncio.sleep(stream.heartbeat_seconds)
             stream.send(broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
+            self.heartbeats += 1
 
     async def _serve(self, stream: _Stream, snapshot: ConnectionSnapshot) -> None:
         stream.send(

@@ -47,7 +47,12 @@ async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
     config = tmp_path / "mcp.json"
     args = ["-m", "tests.fixtures.mcp_servers.tee_proxy", str(wire.path), "--"]
     args += [PYTHON, "-m", "tests.fixtures.mcp_servers.mrtr_server", "--kind", "low"]
-    config.write_text(json.dumps({"mcpServers": {"fx": {"command": PYTHON, "args": args, "cwd": str(ROOT)}}}))
+    high = ["-m", "tests.fixtures.mcp_servers.mrtr_server", "--kind", "high"]
+    servers_config = {
+        "fx": {"command": PYTHON, "args": args, "cwd": str(ROOT)},
+        "hi": {"command": PYTHON, "args": high, "cwd": str(ROOT), "era": "modern"},
+    }
+    config.write_text(json.dumps({"mcpServers": servers_config}))
     servers: list[RunningServer] = []
     channels: list[grpc.aio.Channel] = []
     try:
@@ -92,7 +97,7 @@ async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
 
 def _registered(stack: Stack) -> bool:
     assert stack.provider.provider is not None
-    return stack.provider.provider.links["fx"].registered
+    return all(link.registered for link in stack.provider.provider.links.values())
 
 
 async def _tools(stack: Stack) -> dict[str, broker_pb2.Tool]:
@@ -123,6 +128,7 @@ async def test_provider_registers_each_server_as_mcp_provider_with_qualified_too
 
     assert "fx:ask" in tools
     assert tools["fx:ask"].provider_id == "mcp:fx"
+    assert tools["hi:progress"].provider_id == "mcp:hi"
     assert json.loads(tools["fx:ask"].input_schema_json) == {"type": "object"}
 
 
@@ -176,4 +182,25 @@ async def test_mcp_reconnect_re_registers_and_the_pending_call_is_lost_without_a
     assert lost.reason
     assert connection.generation == before[0] + 1
     assert len(stack.wire.tool_calls("ask")) == 1
+    assert "fx:ask" in await _tools(stack)
+
+
+async def test_mcp_progress_reaches_the_caller_as_call_progress(stack: Stack) -> None:
+    events = _call(stack, "hi:progress", {})
+    progress = await _next(events, "progress")
+    result = await _next(events, "result")
+
+    assert (progress.progress, progress.total, progress.message) == (0.5, 1.0, "half way")
+    assert json.loads(result.call_tool_result_json)["content"][0]["text"] == "done"
+
+
+async def test_heartbeats_keep_the_registration_alive_past_three_intervals(stack: Stack) -> None:
+    assert stack.provider.provider is not None
+    link = stack.provider.provider.links["fx"]
+    registrations = link.registrations
+
+    await eventually(lambda: link.heartbeats >= 4, what="four heartbeats (broker interval 1 s)", timeout=20)
+
+    assert link.registered
+    assert link.registrations == registrations
     assert "fx:ask" in await _tools(stack)
