@@ -270,6 +270,8 @@ class Supervisor:
             await self._await_ready(child)
         except StackError as error:
             self._sink(child.spec.name, f"restart failed: {error}")
+            if child.process is not None and child.process.returncode is None:
+                _signal_group(child.process, signal.SIGKILL)  # not ready in time: count it as a crash
             return  # its watcher reports the exit and tries again within the budget
         if self.on_change is not None:
             await self.on_change()

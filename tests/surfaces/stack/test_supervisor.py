@@ -139,6 +139,28 @@ async def test_a_child_that_keeps_dying_is_given_up_after_the_restart_budget(tmp
     await supervisor.stop()
 
 
+async def test_a_restart_that_never_gets_ready_is_killed_and_retried_until_given_up() -> None:
+    supervisor = Supervisor(sink=lambda _n, _l: None, max_restarts=2, restart_backoff=0.01, ready_timeout=0.5)
+    ready_once = [True]
+
+    async def ready() -> bool:
+        return ready_once.pop() if ready_once else False
+
+    await supervisor.start(ChildSpec("hung", [sys.executable, "-c", "import signal; signal.pause()"], ready=ready))
+    events = supervisor.subscribe()
+
+    supervisor.kill("hung")
+
+    await _next(events, "gave_up", "hung")
+    try:
+        kinds = [e.kind for e in supervisor.history if e.name == "hung"]
+        assert kinds.count("exited") == 3  # the crash, then each restart killed for not getting ready
+        assert kinds.count("started") == 3
+        assert supervisor.pid("hung") is None
+    finally:
+        await supervisor.stop()
+
+
 async def test_restart_replaces_the_process_and_waits_until_ready(supervisor: Supervisor, tmp_path: Path) -> None:
     await supervisor.start(_child(tmp_path, "broker"))
     old_pid = supervisor.pid("broker")
