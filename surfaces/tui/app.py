@@ -29,6 +29,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import (
     Button,
@@ -252,6 +253,17 @@ class MakaTui(App[None]):
         self._submission_ids: dict[str, str] = {}
         self._sent: set[str] = set()
         self._busy: set[str] = set()
+        self._in_flight = 0
+
+    @property
+    def idle(self) -> bool:
+        """True when no feed event or answer is being applied (the screen matches :attr:`pending`)."""
+        return self._in_flight == 0
+
+    @staticmethod
+    def item_id(interaction_id: str) -> str:
+        """The DOM id of a form's entry in ``#pending`` (``item-`` + the id, unsafe characters as ``_``)."""
+        return "item-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in interaction_id)
 
     # --- layout -------------------------------------------------------------------------------------
 
@@ -280,7 +292,13 @@ class MakaTui(App[None]):
         assert self._backend is not None
         try:
             async for event in self._backend.attach(self._session_ids):
-                await self._apply(event)
+                self._in_flight += 1
+                try:
+                    await self._apply(event)
+                finally:
+                    self._in_flight -= 1
+        except NoMatches:
+            return  # the static layout (#pending, #form, #status) is only gone while the app shuts down
         except InteractionError as error:
             self.connection = f"failed: {error.reason}"
             self._status(f"Cannot attach: {error.reason}")
@@ -331,7 +349,7 @@ class MakaTui(App[None]):
         self.pending[interaction_id] = view
         self._raws.setdefault(interaction_id, initial_raws(view.form))
         self._submission_ids.setdefault(interaction_id, new_submission_id())
-        item = ListItem(Label(self._item_text(view), markup=False), id=self._item_id(interaction_id))
+        item = ListItem(Label(self._item_text(view), markup=False), id=self.item_id(interaction_id))
         await self.query_one("#pending", ListView).append(item)
         if self.selected_id is None:
             await self.select(interaction_id)
@@ -339,11 +357,14 @@ class MakaTui(App[None]):
     async def _remove(self, interaction_id: str, reason: CloseReason | None) -> None:
         if interaction_id not in self.pending:
             return
+        was_selected = self.selected_id == interaction_id
+        if was_selected:
+            self.selected_id = None
         view = self.pending.pop(interaction_id)
         self._raws.pop(interaction_id, None)
         if reason is not None:
             self.closed[interaction_id] = reason
-        for item in self.query(f"#{self._item_id(interaction_id)}"):
+        for item in self.query(f"#{self.item_id(interaction_id)}"):
             await item.remove()
         if interaction_id in self._sent:
             text = f"Your answer to “{plain_text(view.form.message, keep_newlines=False)[:60]}” was recorded."
@@ -354,17 +375,12 @@ class MakaTui(App[None]):
                 f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” closed: {CLOSE_REASON_TEXT[reason]}."
             )
         self._notice(text)
-        if self.selected_id == interaction_id:
-            self.selected_id = None
+        if was_selected:
             following = next(iter(self.pending), None)
             if following is not None:
                 await self.select(following)
             else:
                 await self._show_empty()
-
-    @staticmethod
-    def _item_id(interaction_id: str) -> str:
-        return "item-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in interaction_id)
 
     async def _show_empty(self) -> None:
         container = self.query_one("#form", VerticalScroll)
@@ -374,14 +390,14 @@ class MakaTui(App[None]):
     async def select(self, interaction_id: str) -> None:
         """Show the pending form ``interaction_id`` (its edits so far are kept per form)."""
         view = self.pending[interaction_id]
-        self.selected_id = interaction_id
         container = self.query_one("#form", VerticalScroll)
         await container.remove_children()
         await container.mount(FormPanel(view, self._raws[interaction_id], self._now()))
+        self.selected_id = interaction_id  # only once its widgets are mounted
         self._refresh_errors(show_missing=False)
         items = self.query_one("#pending", ListView)
         for position, child in enumerate(items.children):
-            if child.id == self._item_id(interaction_id) and items.index != position:
+            if child.id == self.item_id(interaction_id) and items.index != position:
                 items.index = position
 
     @on(ListView.Selected, "#pending")
@@ -391,7 +407,7 @@ class MakaTui(App[None]):
         if item is None:
             return
         for interaction_id in self.pending:
-            if self._item_id(interaction_id) == item.id and interaction_id != self.selected_id:
+            if self.item_id(interaction_id) == item.id and interaction_id != self.selected_id:
                 await self.select(interaction_id)
                 return
 
@@ -402,26 +418,37 @@ class MakaTui(App[None]):
                 if isinstance(widget, Static):
                     widget.update(format_time_left(self.pending[self.selected_id].expires_at, now))
         for interaction_id, view in self.pending.items():
-            for item in self.query(f"#{self._item_id(interaction_id)} Label"):
+            for item in self.query(f"#{self.item_id(interaction_id)} Label"):
                 if isinstance(item, Label):
                     item.update(self._item_text(view))
 
     # --- editing ------------------------------------------------------------------------------------
 
-    def _index_of(self, widget: Widget | None) -> int | None:
+    def _locate(self, widget: Widget | None) -> tuple[str, int] | None:
+        """(interaction id, field index) of a field widget, from its enclosing :class:`FormPanel`."""
         if widget is None or widget.id is None or not widget.id.startswith("field-"):
             return None
         try:
-            return int(widget.id.removeprefix("field-"))
+            index = int(widget.id.removeprefix("field-"))
         except ValueError:
             return None
+        panel = next((a for a in widget.ancestors if isinstance(a, FormPanel)), None)
+        if panel is None or panel.view.interaction_id not in self.pending:
+            return None
+        if not 0 <= index < len(panel.view.form.fields):
+            return None
+        return panel.view.interaction_id, index
 
-    def _set_raw(self, index: int | None, raw: RawInput) -> None:
-        if index is None or self.selected_id is None:
+    def _set_raw(self, widget: Widget, raw: RawInput) -> None:
+        where = self._locate(widget)
+        if where is None:
             return
-        raws = self._raws[self.selected_id]
-        if 0 <= index < len(raws):
-            raws[index] = raw
+        interaction_id, index = where
+        raws = self._raws.get(interaction_id)
+        if raws is None:
+            return
+        raws[index] = raw
+        if interaction_id == self.selected_id:
             self._refresh_errors(show_missing=False)
 
     @on(Input.Changed)
@@ -430,39 +457,36 @@ class MakaTui(App[None]):
         if widget.id and widget.id.startswith("filter-"):
             self._apply_filter(int(widget.id.removeprefix("filter-")), event.value)
             return
-        self._set_raw(self._index_of(widget), event.value)
+        self._set_raw(widget, event.value)
 
     @on(RadioSet.Changed)
     def _on_radio(self, event: RadioSet.Changed) -> None:
-        self._set_raw(self._index_of(event.radio_set), event.index == 0)
+        self._set_raw(event.radio_set, event.index == 0)
 
     @on(Select.Changed)
     def _on_select(self, event: Select.Changed) -> None:
         value = event.value
-        index = self._index_of(event.select)
         if isinstance(value, str):
-            self._set_raw(index, value)
+            self._set_raw(event.select, value)
         elif not self._filtering:
-            self._set_raw(index, None)
+            self._set_raw(event.select, None)
 
     @on(SelectionList.SelectedChanged)
     def _on_selection(self, event: SelectionList.SelectedChanged[Any]) -> None:
-        if self._filtering or self.selected_id is None:
+        selection = event.selection_list
+        where = self._locate(selection)
+        if self._filtering or where is None:
             return
-        index = self._index_of(event.selection_list)
-        if index is None:
-            return
-        field = self.pending[self.selected_id].form.fields[index]
+        interaction_id, index = where
+        field = self.pending[interaction_id].form.fields[index]
         if not isinstance(field, MultiSelectField):
             return
-        current = self._raws[self.selected_id][index]
+        current = self._raws[interaction_id][index]
         picks = set(current) if isinstance(current, tuple) else set()
-        visible = {
-            str(event.selection_list.get_option_at_index(i).value) for i in range(event.selection_list.option_count)
-        }
-        chosen = {str(v) for v in event.selection_list.selected}
+        visible = {str(selection.get_option_at_index(i).value) for i in range(selection.option_count)}
+        chosen = {str(v) for v in selection.selected}
         picks = (picks - visible) | chosen
-        self._set_raw(index, tuple(o.value for o in field.options if o.value in picks))
+        self._set_raw(selection, tuple(o.value for o in field.options if o.value in picks))
 
     _filtering = False
 
@@ -572,6 +596,7 @@ class MakaTui(App[None]):
         if interaction_id in self._busy:
             return
         self._busy.add(interaction_id)
+        self._in_flight += 1
         self._answer_worker(interaction_id, answer)
 
     @work(group="answers")
@@ -580,6 +605,7 @@ class MakaTui(App[None]):
         view = self.pending.get(interaction_id)
         if view is None:
             self._busy.discard(interaction_id)
+            self._in_flight -= 1
             return
         try:
             result = await self._backend.answer(
@@ -605,6 +631,7 @@ class MakaTui(App[None]):
                 await self._remove(interaction_id, reason)
         finally:
             self._busy.discard(interaction_id)
+            self._in_flight -= 1
 
     def _show_violations(self, error: InteractionError) -> None:
         view = self.pending.get(self.selected_id or "")

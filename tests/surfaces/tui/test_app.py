@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -12,8 +13,10 @@ import grpc
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, RadioButton, RadioSet, Select, SelectionList
 
+from maka.interaction.v1 import interaction_pb2
 from services.core.form import (
     Action,
+    Answer,
     BooleanField,
     Form,
     MultiSelectField,
@@ -27,16 +30,18 @@ from services.core.form import (
 from services.core.status import ErrorDetail
 from surfaces.common.interaction_client import (
     Answered,
+    Backoff,
     Closed,
     CloseReason,
     Disconnected,
+    InteractionClient,
     InteractionError,
     InteractionState,
     Opened,
     Snapshot,
 )
 from surfaces.tui.app import WARNING_TEXT, MakaTui
-from tests.surfaces.helpers import ScriptedBackend, screen_text, view_of
+from tests.surfaces.helpers import ScriptedBackend, deploy_form, free_port, interaction_service, screen_text, view_of
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 ENVS = (Option("prod", "Production"), Option("stage", "Staging"), Option("dev", "Development"))
@@ -76,10 +81,12 @@ async def running(
 
 
 async def settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
-    """Let the app process messages until ``check()`` holds; fail after 5 s naming ``what``."""
+    """Let the app process messages until it is idle and ``check()`` holds; fail after 5 s naming ``what``."""
+    app = pilot.app
+    assert isinstance(app, MakaTui)
     try:
         async with asyncio.timeout(5):
-            while not check():
+            while not (app.idle and check()):
                 await pilot.pause(0.01)
     except TimeoutError:
         raise AssertionError(f"timed out waiting for {what}") from None
@@ -383,3 +390,94 @@ async def test_boolean_without_default_is_omitted_until_chosen() -> None:
         await pilot.click("#submit")
         await settle(pilot, lambda: backend.answers, "the answer")
         assert backend.answers[0][1].values == {}
+
+
+# --- against the real Interaction service (in-process, real Redis; forms opened through HostLink) -------
+
+
+@asynccontextmanager
+async def live_tui(address: str, *, sessions: tuple[str, ...] = ()) -> AsyncIterator[tuple[MakaTui, Pilot[None]]]:
+    app = MakaTui(
+        lambda: InteractionClient.connect(address, backoff=Backoff(initial=0.05, maximum=0.2)), session_ids=sessions
+    )
+    async with app.run_test(size=(140, 90)) as pilot:
+        yield app, pilot
+
+
+async def test_live_form_opened_through_hostlink_is_submitted_to_the_service(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        opened = await live.link.open(deploy_form(), session_id="s1", wait_seconds=300)
+        async with live_tui(live.address, sessions=("s1",)) as (app, pilot):
+            await settle(pilot, lambda: app.selected_id == opened.interaction_id, "the live form")
+            text = screen_text(app)
+            assert "Requested by provider: Local MCP provider (mcp-provider-1)" in text
+            assert "Claimed MCP server: deployer · claimed Tool: deploy" in text
+            assert WARNING_TEXT in text
+            assert re.search(r"\b[45]m \d\ds left", text)  # the five-minute wait, counting down
+            app.query_one("#field-0", Select).value = "production"
+            app.query_one("#field-1", Input).value = "4"
+            await pilot.click("#field-2-yes")
+            app.query_one("#field-3", SelectionList).select("eu")
+            await pilot.pause()
+            await pilot.click("#submit")
+            await settle(pilot, lambda: not app.pending, "the answered form to leave")
+        async with InteractionClient.connect(live.address) as client:
+            stored = await client.get(opened.interaction_id)
+        assert stored.state is InteractionState.ANSWERED
+        assert stored.answer is not None
+        assert stored.answer.action is Action.ACCEPT
+        assert stored.answer.values == {"environment": "production", "replicas": 4, "dry_run": True, "regions": ("eu",)}
+
+
+async def test_live_escape_cancels_and_decline_declines(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        first = await live.link.open(deploy_form("first"), session_id="s1")
+        second = await live.link.open(deploy_form("second"), session_id="s1")
+        async with live_tui(live.address) as (app, pilot):
+            await settle(pilot, lambda: len(app.pending) == 2, "both live forms")
+            await pilot.press("escape")
+            await settle(pilot, lambda: len(app.pending) == 1, "the dismissed form to leave")
+            await pilot.click("#decline")
+            await settle(pilot, lambda: not app.pending, "the declined form to leave")
+        async with InteractionClient.connect(live.address) as client:
+            actions = {i: (await client.get(i)).answer for i in (first.interaction_id, second.interaction_id)}
+        assert actions[first.interaction_id] == Answer(Action.CANCEL)
+        assert actions[second.interaction_id] == Answer(Action.DECLINE)
+
+
+async def test_live_forms_closed_elsewhere_disappear_with_their_reason(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        answered = await live.link.open(deploy_form("answered elsewhere"), session_id="s1")
+        stopped = await live.link.open(deploy_form("stopped"), session_id="s2")
+        async with live_tui(live.address) as (app, pilot):
+            await settle(pilot, lambda: len(app.pending) == 2, "both live forms")
+            async with InteractionClient.connect(live.address) as other_surface:
+                await other_surface.answer(answered.interaction_id, Answer(Action.DECLINE))
+            await settle(pilot, lambda: answered.interaction_id not in app.pending, "the answered form to leave")
+            assert app.closed[answered.interaction_id] is CloseReason.ANSWERED
+            assert "closed: answered on another surface" in screen_text(app)
+            await live.link.close(stopped.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+            await settle(pilot, lambda: not app.pending, "the stopped form to leave")
+            assert app.closed[stopped.interaction_id] is CloseReason.STOPPED
+            assert "closed: the Tool call was stopped" in screen_text(app)
+            assert app.outcomes == []
+
+
+async def test_live_reconnect_after_an_outage_keeps_the_form_and_shows_new_ones(redis_url: str) -> None:
+    port = free_port()
+    async with interaction_service(redis_url, port=port) as live:
+        kept = await live.link.open(deploy_form("kept"), session_id="s1")
+        epoch = live.link.epoch
+        async with live_tui(live.address) as (app, pilot):
+            await settle(pilot, lambda: kept.interaction_id in app.pending, "the live form")
+            await live.server.stop()
+            await settle(pilot, lambda: app.connection == "reconnecting", "the outage to show")
+            assert "reconnecting in" in screen_text(app)
+            async with interaction_service(redis_url, port=port, resume_epoch=epoch) as again:
+                later = await again.link.open(deploy_form("after the outage"), session_id="s1")
+                await settle(pilot, lambda: later.interaction_id in app.pending, "the new form after reconnecting")
+                assert app.connection == "connected"
+                assert kept.interaction_id in app.pending
+                await pilot.click("#" + app.item_id(later.interaction_id))
+                await settle(pilot, lambda: app.selected_id == later.interaction_id, "the new form to be selected")
+                assert "after the outage" in screen_text(app)
