@@ -1,0 +1,15 @@
+"""MCP provider service: live MCP connections through the official ``mcp`` SDK, registered with the
+Capability broker as Client Capability providers (DESIGN.md §2).
+
+- :mod:`.config` — the ``mcpServers`` file (``command``/``args``/``env``/``cwd`` or ``url``/``headers``,
+  plus ``era``): :func:`~.config.load_config`, :func:`~.config.parse_config`.
+- :mod:`.connection` — :class:`~.connection.McpConnection`: one server, era negotiation, Tool
+  listing and refresh, connection/tool generations, reconnect with backoff; the SDK workarounds.
+- :mod:`.capabilities` — per-call client capability advertisement (form elicitation only on modern
+  ``tools/call`` legs that have a form handler).
+- :mod:`.manager` — :class:`~.manager.McpClientManager`: ``call_tool`` drives the manual MRTR loop.
+- :mod:`.provider` — :class:`~.provider.McpProvider`: one broker ``Connect`` stream per MCP server.
+- :mod:`.errors` — :class:`~.errors.McpToolCallError` with stable :class:`~.errors.CallErrorCode`.
+- :mod:`.main` — ``python -m services.mcp_provider.main``; ``build(settings)`` → ``ProviderApp``
+  (``.manager``, ``.provider``).
+"""

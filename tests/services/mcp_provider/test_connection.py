@@ -127,7 +127,7 @@ async def test_http_server_gone_is_connection_lost_not_a_crash(tmp_path: Path) -
         with pytest.raises(McpToolCallError) as caught:
             await served.manager.call_tool("fx", "echo", {})
 
-        assert caught.value.code in (CallErrorCode.CONNECTION_LOST, CallErrorCode.SERVER_ERROR)
+        assert caught.value.code is CallErrorCode.CONNECTION_LOST
         await eventually(lambda: not served.connection.connected, what="connection marked lost")
 
 
