@@ -228,8 +228,12 @@ async def test_unsupported_input_request_fails_the_round_before_any_form_and_sen
         assert len(served.wire.tool_calls(tool)) == 1
 
 
-async def test_two_concurrent_invocations_on_one_connection_do_not_leak_into_each_other(tmp_path: Path) -> None:
-    async with serve_mcp(tmp_path) as served:
+@pytest.mark.parametrize("server", ALL_SERVERS)
+async def test_two_concurrent_invocations_on_one_connection_do_not_leak_into_each_other(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
         both_asked = asyncio.Event()
         asked: list[str] = []
 
@@ -251,11 +255,17 @@ async def test_two_concurrent_invocations_on_one_connection_do_not_leak_into_eac
         assert alice["responses"] == {"profile": {"action": "accept", "content": {"name": "alice", "color": "red"}}}
         assert bob["state"] == "state-bob"
         assert bob["responses"] == {"profile": {"action": "accept", "content": {"name": "bob", "color": "red"}}}
-        retries = [c for c in served.wire.tool_calls("ask") if "inputResponses" in c["params"]]
+        calls = served.wire.tool_calls("ask")
+        firsts = {c["params"]["arguments"]["state"]: c for c in calls if "inputResponses" not in c["params"]}
+        retries = [c for c in calls if "inputResponses" in c["params"]]
+        assert len(firsts) == len(retries) == 2
         for retry in retries:
             who = retry["params"]["inputResponses"]["profile"]["content"]["name"]
-            assert retry["params"]["arguments"] == {"state": f"state-{who}"}
-            assert retry["params"]["requestState"] == f"state-{who}"
+            first = firsts[f"state-{who}"]
+            assert retry["params"]["arguments"] == first["params"]["arguments"]
+            assert retry["params"]["requestState"] == served.wire.response(first["id"])["result"]["requestState"]
+        states = {served.wire.response(c["id"])["result"]["requestState"] for c in firsts.values()}
+        assert len(states) == 2
 
 
 async def test_result_without_result_type_is_treated_as_complete(tmp_path: Path) -> None:
@@ -460,3 +470,16 @@ async def test_sdk_loggers_stay_above_debug_so_raw_messages_are_never_logged(
         await served.manager.call_tool("fx", "ask", {"state": state}, form_handler=ScriptedForms(accept(name="A")))
 
     assert not [r for r in caplog.records if state in r.getMessage()]
+
+
+async def test_state_only_retries_are_paced_with_a_doubling_capped_delay(tmp_path: Path) -> None:
+    manager = McpClientManager(pacing_initial_ms=40, pacing_max_ms=80)
+    async with serve_mcp(tmp_path, manager=manager) as served:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await served.manager.call_tool("fx", "state_only", {"n": 3}, form_handler=ScriptedForms(accept(name="A")))
+        elapsed = loop.time() - started
+
+        # 40 ms, then 80 ms, then capped at 80 ms: at least 200 ms before the form round.
+        assert elapsed >= 0.2
+        assert len(served.wire.tool_calls("state_only")) == 5
