@@ -299,12 +299,23 @@ class Stack:
         for provider in self.providers:
             await provider.close()
         await self.broker_server.stop()
-        await self.interaction.stop()
+        await stop_interaction(self.interaction)
         for channel in self.channels:
             await channel.close()
 
 
 StackFactory = Callable[..., Awaitable[Stack]]
+
+
+async def stop_interaction(running: RunningServer) -> None:
+    """Stop the Interaction service. Works around its reaper task sometimes swallowing a
+    cancellation inside a Redis call (then ``app.stop()`` waits forever): cancel it until done."""
+    reaper = getattr(running.app, "_task", None)
+    if isinstance(reaper, asyncio.Task):
+        while not reaper.done():
+            reaper.cancel()
+            await asyncio.wait([reaper], timeout=0.2)
+    await running.stop()
 
 
 async def start_interaction(redis_url: str, **overrides: Any) -> tuple[InteractionSettings, RunningServer]:

@@ -365,7 +365,7 @@ async def test_a_new_broker_epoch_closes_the_old_brokers_forms_and_fails_its_cal
 async def test_hostlink_drop_resumes_the_same_epoch_and_delivers_an_answer_given_meanwhile(
     make_stack: StackFactory, redis_url: str
 ) -> None:
-    from tests.services.broker.conftest import start_interaction
+    from tests.services.broker.conftest import start_interaction, stop_interaction
 
     stack = await make_stack(execution_timeout_seconds=5.0)
     provider = await stack.provider()
@@ -376,7 +376,7 @@ async def test_hostlink_drop_resumes_the_same_epoch_and_delivers_an_answer_given
     epoch = stack.app.host_link.epoch
     port = stack.interaction.port
 
-    await stack.interaction.stop()
+    await stop_interaction(stack.interaction)
     await eventually(lambda: not stack.app.host_link.connected, what="link down")
     _, restarted = await start_interaction(redis_url, listen=f"127.0.0.1:{port}")
     stack.interaction = restarted
