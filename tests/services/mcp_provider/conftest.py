@@ -126,6 +126,7 @@ async def serve_mcp(
     era: Era = Era.AUTO,
     drop_result_type: bool = False,
     unknown_input_method: bool = False,
+    headers: dict[str, str] | None = None,
     name: str = "fx",
     manager: McpClientManager | None = None,
 ) -> AsyncIterator[Served]:
@@ -143,7 +144,7 @@ async def serve_mcp(
         config = ServerConfig(name, StdioServer(PYTHON, tuple(args), {}, str(ROOT)), era)
     else:
         process, url = await _http_server(kind, tmp)
-        config = ServerConfig(name, HttpServer(url), era)
+        config = ServerConfig(name, HttpServer(url, dict(headers or {})), era)
     connection = McpConnection(config, reconnect_initial_seconds=0.05, reconnect_max_seconds=0.5)
     manager = manager or McpClientManager(pacing_initial_ms=5, pacing_max_ms=20)
     manager.add(connection)

@@ -176,3 +176,13 @@ async def test_a_call_to_an_unlisted_tool_is_unknown_tool(tmp_path: Path) -> Non
         assert caught.value.code is CallErrorCode.UNKNOWN_TOOL
         assert unknown_server.value.code is CallErrorCode.UNKNOWN_TOOL
         assert served.wire.tool_calls() == []
+
+
+@pytest.mark.slow
+async def test_configured_http_headers_are_sent_on_every_request(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, transport="http", headers={"X-Maka-Key": "k-1"}) as served:
+        await served.manager.call_tool("fx", "echo", {})
+
+        headers = [json.loads(body) for direction, body in served.wire.lines() if direction == "HDR"]
+        assert headers
+        assert all(h.get("x-maka-key") == "k-1" for h in headers)
