@@ -36,6 +36,7 @@ from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.broker.errors import FrameRejection, HostUnavailable, InvalidRequest, OpenRefused
+from services.core import metrics
 
 log = logging.getLogger("maka.broker.broker")
 
@@ -86,9 +87,13 @@ class _Notifier:
         self._maxsize = maxsize
         self.closed = False
 
-    def push(self, item: Any) -> bool:
-        """Queue ``item``; False when closed or full (the caller decides what full means)."""
-        if self.closed or len(self._items) >= self._maxsize:
+    def push(self, item: Any, *, force: bool = False) -> bool:
+        """Queue ``item``; False when closed or full (the caller decides what full means).
+
+        ``force`` bypasses the bound for lifecycle events that must never be dropped (there are
+        few of them per invocation: accepted, one awaiting/settled pair per bounded round).
+        """
+        if self.closed or (len(self._items) >= self._maxsize and not force):
             return False
         self._items.append(item)
         self._wake.set()
@@ -169,6 +174,10 @@ class Invocation:
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL
+
+    def emit(self, event: broker_pb2.CallToolResponse) -> None:
+        """Queue a lifecycle event for the caller (never dropped; progress may be)."""
+        self.events.push(event, force=True)
 
     async def stream(self) -> AsyncIterator[broker_pb2.CallToolResponse]:
         """The caller's events: accepted, progress, awaiting/settled interaction, then one terminal."""
@@ -295,6 +304,7 @@ class Broker:
         except FrameRejection as rejection:
             self._counters["rejected_frames"] += 1
             self._counters[f"rejected_frames.{RR.Name(rejection.reason).removeprefix('REJECT_REASON_')}"] += 1
+            metrics.FRAMES_REJECTED.labels(RR.Name(rejection.reason).removeprefix("REJECT_REASON_")).inc()
             log.info(
                 "frame_rejected",
                 extra={
@@ -472,7 +482,7 @@ class Broker:
         if invocation.events.full():
             self._counters["progress_dropped"] += 1
             return
-        invocation.events.push(broker_pb2.CallToolResponse(progress=event))
+        invocation.events.push(broker_pb2.CallToolResponse(progress=event))  # droppable
 
     def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
         invocation = self._owned(connection, frame.invocation_id)
@@ -524,6 +534,7 @@ class Broker:
                 invocation.state = InvocationState.RUNNING
                 self._counters["rejected_frames"] += 1
                 self._counters["rejected_frames.INVALID_FORM"] += 1
+                metrics.FRAMES_REJECTED.labels("INVALID_FORM").inc()
                 if registration is not None:
                     rejection = FrameRejection(
                         RR.REJECT_REASON_INVALID_FORM,
@@ -551,14 +562,14 @@ class Broker:
         invocation.interaction_id = interaction_id
         self._disarm(invocation)
         self._by_interaction[interaction_id] = invocation
-        invocation.events.push(
+        invocation.emit(
             broker_pb2.CallToolResponse(
                 awaiting_interaction=broker_pb2.AwaitingInteraction(
                     interaction_id=interaction_id,
                     message=interaction.form.message[:MAX_MESSAGE_CHARS],
                     field_count=len(interaction.form.fields),
                 )
-            )
+            ),
         )
         log.info(
             "awaiting_interaction",
@@ -642,7 +653,7 @@ class Broker:
         connection = registration.connection
         if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
             invocation.state = InvocationState.RUNNING
-            invocation.events.push(
+            invocation.emit(
                 broker_pb2.CallToolResponse(
                     interaction_settled=broker_pb2.InteractionSettledEvent(
                         interaction_id=interaction_id,
@@ -666,7 +677,7 @@ class Broker:
             self._arm(invocation)
             return
         reason = interaction.close_reason
-        invocation.events.push(
+        invocation.emit(
             broker_pb2.CallToolResponse(
                 interaction_settled=broker_pb2.InteractionSettledEvent(
                     interaction_id=interaction_id, close_reason=reason
@@ -741,7 +752,7 @@ class Broker:
         invocation.registration = registration
         registration.invocations[invocation.invocation_id] = invocation
         self._invocations[invocation.invocation_id] = invocation
-        invocation.events.push(
+        invocation.emit(
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(
                     invocation_id=invocation.invocation_id, provider_id=registration.provider_id
@@ -900,6 +911,7 @@ class Broker:
         invocation.events.close()
         self._invocations.pop(invocation.invocation_id, None)
         self._counters[f"invocations.{state.value}"] += 1
+        metrics.TOOL_CALLS.labels(state.value).inc()
         registration = invocation.registration
         if registration is not None:
             registration.invocations.pop(invocation.invocation_id, None)

@@ -142,6 +142,10 @@ class HostLink:
             OpenRefused: the service answered ``OpenRejected`` (reason name e.g. ``INVALID_FORM``).
             HostUnavailable: the link is down, stale, or the reply did not come in time.
         """
+        if not self.connected and not self.stale:
+            # Ride out a short reconnect rather than failing the invocation at once.
+            with contextlib.suppress(TimeoutError):
+                await self.wait_connected(self._request_timeout)
         ref = secrets.token_hex(8)
         wait = duration_pb2.Duration()
         if wait_seconds > 0:

@@ -18,7 +18,7 @@ from services.broker.broker import Broker
 from services.broker.host_link import HostLink
 from services.broker.servicer import BrokerServicer
 from services.broker.settings import Settings
-from services.core import logs
+from services.core import logs, metrics
 from services.core.auth import Role
 from services.core.serving import serve
 
@@ -58,6 +58,7 @@ class BrokerApp:
             queue_size=settings.stream_queue_size,
         )
         self.servicer = BrokerServicer(self.broker)
+        metrics.PENDING_FORMS.set_function(lambda: len(self.broker.awaiting_interaction_ids()))
 
     def register(self, server: grpc.aio.Server) -> None:
         """Add the ``CapabilityBrokerService`` servicer."""

@@ -82,6 +82,7 @@ class Provider:
         self.frames: asyncio.Queue[broker_pb2.ConnectResponse] = asyncio.Queue()
         self.received: list[broker_pb2.ConnectResponse] = []
         self.ended = asyncio.Event()
+        self.error: grpc.aio.AioRpcError | None = None
         self.registered = broker_pb2.Registered()
         self._call: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -109,8 +110,8 @@ class Provider:
             async for frame in self._call:
                 self.received.append(frame)
                 await self.frames.put(frame)
-        except grpc.aio.AioRpcError:
-            pass
+        except grpc.aio.AioRpcError as error:
+            self.error = error
         finally:
             self.ended.set()
 
@@ -118,8 +119,16 @@ class Provider:
         await self.outgoing.put(request)
 
     async def next(self, kind: str | None = None) -> broker_pb2.ConnectResponse:
+        """The next frame (asserting its kind); raises ``ConnectionError`` once the stream ended."""
         async with asyncio.timeout(FRAME_TIMEOUT):
-            frame = await self.frames.get()
+            getter = asyncio.ensure_future(self.frames.get())
+            ended = asyncio.ensure_future(self.ended.wait())
+            await asyncio.wait([getter, ended], return_when=asyncio.FIRST_COMPLETED)
+            ended.cancel()
+            if not getter.done():
+                getter.cancel()
+                raise ConnectionError(f"the Connect stream ended: {self.error!r}")
+            frame = getter.result()
         if kind is not None:
             assert frame.WhichOneof("frame") == kind, frame
         return frame

@@ -3,17 +3,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import time
+from pathlib import Path
 
 import grpc
 import grpc.aio
 import pytest
 
-from maka.broker.v1 import broker_pb2
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from tests.helpers.waiting import eventually
-from tests.services.broker.conftest import Stack, StackFactory, accept_staging, deploy_tool
+from tests.services.broker.conftest import (
+    FRAME_TIMEOUT,
+    Call,
+    Provider,
+    Stack,
+    StackFactory,
+    accept_staging,
+    deploy_tool,
+)
 
 FC = broker_pb2.FailureCode
 RR = broker_pb2.RejectReason
@@ -411,3 +423,95 @@ async def test_a_silent_provider_is_retired_after_three_heartbeat_intervals(make
     assert (await call.terminal()).HasField("lost")
     await eventually(lambda: provider.ended.is_set(), what="stream ended")
     assert stack.app.broker.stats()["providers_timed_out"] == 1
+
+
+async def test_progress_reaches_the_caller_in_order_before_the_result(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.send(
+        broker_pb2.ConnectRequest(
+            progress=broker_pb2.InvocationProgress(
+                invocation_id=invoke.invocation_id, progress=1, total=2, message="half"
+            )
+        )
+    )
+    progress = (await call.next("progress")).progress
+    assert (progress.progress, progress.total, progress.message) == (1, 2, "half")
+    await provider.finish(invoke.invocation_id)
+    assert (await call.terminal()).HasField("result")
+
+
+async def test_a_heartbeating_provider_stays_registered_while_a_silent_one_is_retired(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(execution_timeout_seconds=5.0, heartbeat_seconds=0.1)
+    alive = await stack.provider("mcp:alive", [deploy_tool("ping", "alive")])
+    silent = await stack.provider("mcp:silent", [deploy_tool("ping", "silent")])
+    beats = 0
+    while not silent.ended.is_set():
+        await alive.send(broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
+        beats += 1
+        with contextlib.suppress(TimeoutError):  # heartbeat pacing: wait on the event, bounded
+            async with asyncio.timeout(0.05):
+                await silent.ended.wait()
+        assert beats < 200
+    assert not alive.ended.is_set()
+    assert [t.qualified_name for t in stack.app.broker.list_tools()] == ["alive:ping"]
+
+
+async def test_callers_are_scoped_to_their_sessions_and_roles(make_stack: StackFactory, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"token": "provider-token-1", "name": "provider", "roles": ["provider"]},
+                    {"token": "caller-a-token-1", "name": "caller-a", "roles": ["caller"], "sessions": ["s-a"]},
+                    {"token": "broker-token-123", "name": "broker", "roles": ["broker"]},
+                    {"token": "surface-token-1", "name": "surface", "roles": ["surface"]},
+                ]
+            }
+        )
+    )
+    stack = await make_stack(
+        execution_timeout_seconds=5.0,
+        auth_tokens_file=tokens,
+        interaction_token="broker-token-123",
+        interaction={"auth_tokens_file": tokens},
+    )
+    provider = Provider(stack.channel(stack.broker_target, "provider-token-1"), "mcp:examples", [deploy_tool()])
+    stack.providers.append(provider)
+    await provider.connect()
+    caller = broker_pb2_grpc.CapabilityBrokerServiceStub(stack.channel(stack.broker_target, "caller-a-token-1"))
+
+    own = Call(
+        caller, broker_pb2.CallToolRequest(session_id="s-a", turn_id="t", tool_use_id="u1", tool_name="examples:deploy")
+    )
+    stack.calls.append(own)
+    invoke = await provider.invoked()
+    await provider.finish(invoke.invocation_id)
+    assert (await own.terminal()).HasField("result")
+
+    other = Call(
+        caller, broker_pb2.CallToolRequest(session_id="s-b", turn_id="t", tool_use_id="u2", tool_name="examples:deploy")
+    )
+    stack.calls.append(other)
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await other.done.wait()
+    assert other.error is not None
+    assert other.error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert other.all == []
+
+    with pytest.raises(grpc.aio.AioRpcError) as global_stop:
+        await caller.Stop(broker_pb2.StopRequest(all=True))
+    assert global_stop.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert (await caller.Stop(broker_pb2.StopRequest(session_id="s-a"))).stopped_invocations == 0
+
+    impostor = Provider(stack.channel(stack.broker_target, "caller-a-token-1"), "mcp:impostor", [deploy_tool()])
+    stack.providers.append(impostor)
+    with pytest.raises(ConnectionError):
+        await impostor.connect()
+    assert impostor.error is not None
+    assert impostor.error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert stack.app.broker.stats()["live_registrations"] == 1
