@@ -40,6 +40,7 @@ import anyio
 import httpx2
 import jsonschema
 from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -80,8 +81,6 @@ ProgressHandler = ProgressFnT
 """Receives MCP ``notifications/progress`` of the in-flight leg: ``(progress, total, message)``."""
 
 T = TypeVar("T")
-
-_FORMAT_CHECKER = Draft202012Validator.FORMAT_CHECKER
 
 
 @dataclass(frozen=True)
@@ -386,7 +385,7 @@ class McpClientManager:
                 )
                 raise McpToolCallError(code, f"form rejected: {error.reason.value}") from None
             try:
-                Draft202012Validator.check_schema(schema)
+                validator_for(schema, default=Draft202012Validator).check_schema(schema)
             except jsonschema.SchemaError:
                 raise McpToolCallError(
                     CallErrorCode.INVALID_FORM, "requestedSchema is not a valid JSON Schema"
@@ -402,7 +401,8 @@ class McpClientManager:
         except FormError as error:
             raise McpToolCallError(CallErrorCode.INVALID_ANSWER, f"answer rejected: {error.reason.value}") from None
         if body["action"] == "accept":
-            validator = Draft202012Validator(schema, format_checker=_FORMAT_CHECKER)
+            cls = validator_for(schema, default=Draft202012Validator)
+            validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
             mismatch = jsonschema.exceptions.best_match(validator.iter_errors(body.get("content", {})))
             if mismatch is not None:
                 path = "/".join(str(p) for p in mismatch.absolute_path) or "$"
