@@ -108,6 +108,10 @@ class FormsBackend(Protocol):
         """Commit an answer; raises ``InteractionError``."""
         ...
 
+    async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
+        """One Interaction, pending or settled; raises ``InteractionError`` (``NOT_FOUND``)."""
+        ...
+
     async def close(self) -> None:
         """Release the connection."""
         ...
@@ -313,8 +317,11 @@ class MakaTui(App[None]):
             self._status(self._connected_text())
         if isinstance(event, Snapshot):
             fresh = {v.interaction_id: v for v in event.pending}
-            for gone in [i for i in self.pending if i not in fresh]:
-                await self._remove(gone, None)
+            gone = [self.pending[i] for i in self.pending if i not in fresh]
+            for view in gone:
+                await self._remove(view.interaction_id, None)
+            if gone:
+                self._explain(gone)
             for view in event.pending:
                 if view.interaction_id not in self.pending:
                     await self._add(view)
@@ -326,6 +333,22 @@ class MakaTui(App[None]):
         elif isinstance(event, Closed):
             await self._remove(event.interaction.interaction_id, event.reason)
         self._status(self._connected_text())
+
+    @work(group="explain")
+    async def _explain(self, gone: list[InteractionView]) -> None:
+        """Forms missing from a fresh snapshot closed while we were away: look up and show why."""
+        assert self._backend is not None
+        for view in gone:
+            try:
+                current = await self._backend.get(view.interaction_id, session_id=view.session_id)
+            except InteractionError:
+                continue
+            if current.pending or view.interaction_id in self.pending:
+                continue
+            reason = current.close_reason
+            self.closed[view.interaction_id] = reason
+            message = plain_text(view.form.message, keep_newlines=False)[:60]
+            self._notice(f"Form “{message}” closed: {CLOSE_REASON_TEXT[reason]}.")
 
     def _connected_text(self) -> str:
         sessions = ", ".join(self._session_ids) if self._session_ids else "all visible sessions"

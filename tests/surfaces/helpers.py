@@ -15,14 +15,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+import grpc
 import grpc.aio
 from google.protobuf import duration_pb2
 from textual.app import App
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.core.auth import bearer_metadata
 from services.core.form import Answer, Form
 from services.core.serving import RunningServer, start_server
+from services.core.status import ErrorDetail
 from surfaces.common.interaction_client import (
     AttachEvent,
     CloseReason,
@@ -73,13 +76,16 @@ def view_of(
 @dataclass
 class ScriptedBackend:
     """A :class:`surfaces.tui.app.FormsBackend` fed by the test: put events (or an exception to raise) on
-    ``events``; answers are recorded in ``answers`` and fail with ``answer_error`` when set."""
+    ``events``; answers are recorded in ``answers`` and fail with ``answer_error`` when set; ``get``
+    serves ``known``."""
 
     events: asyncio.Queue[AttachEvent | Exception] = field(default_factory=lambda: asyncio.Queue())
     answers: list[tuple[str, Answer, str | None, str]] = field(default_factory=lambda: [])
     answer_error: InteractionError | None = None
     attached: list[tuple[str, ...]] = field(default_factory=lambda: [])
     closed: bool = False
+    known: dict[str, InteractionView] = field(default_factory=lambda: {})
+    """What ``get`` returns, by id (NOT_FOUND otherwise)."""
 
     async def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
         self.attached.append(tuple(session_ids))
@@ -103,6 +109,12 @@ class ScriptedBackend:
         view = view_of(Form(message="", fields=()), interaction_id=interaction_id, session_id=session_id)
         return replace(view, state=InteractionState.ANSWERED, answer=answer, close_reason=CloseReason.ANSWERED)
 
+    async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
+        view = self.known.get(interaction_id)
+        if view is None:
+            raise InteractionError(ErrorDetail(grpc.StatusCode.NOT_FOUND, "NOT_FOUND", "no such interaction"))
+        return view
+
     async def close(self) -> None:
         self.closed = True
 
@@ -115,8 +127,9 @@ class BrokerLink:
     Use as ``async with BrokerLink(channel) as link:``; the stream stays open (so leases live) until exit.
     """
 
-    def __init__(self, channel: grpc.aio.Channel, *, resume_epoch: int = 0) -> None:
+    def __init__(self, channel: grpc.aio.Channel, *, resume_epoch: int = 0, token: str | None = None) -> None:
         self._stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
+        self._metadata = bearer_metadata(token)
         self._resume_epoch = resume_epoch
         self._tag = uuid.uuid4().hex[:8]
         self._call: (
@@ -128,7 +141,7 @@ class BrokerLink:
         self._refs = 0
 
     async def __aenter__(self) -> BrokerLink:
-        self._call = self._stub.HostLink()
+        self._call = self._stub.HostLink(metadata=self._metadata)
         hello = (
             interaction_service_pb2.Hello(resume_epoch=self._resume_epoch)
             if self._resume_epoch
@@ -222,20 +235,21 @@ class LiveInteraction:
 
 @asynccontextmanager
 async def interaction_service(
-    redis_url: str, *, port: int = 0, resume_epoch: int = 0
+    redis_url: str, *, port: int = 0, resume_epoch: int = 0, broker_token: str | None = None, **settings: Any
 ) -> AsyncIterator[LiveInteraction]:
     """Start the real Interaction service (``services.interaction.main.build`` + ``start_server``) on
     ``127.0.0.1:port`` over ``redis_url``, with a :class:`BrokerLink` that began a new Host epoch (or
-    resumed ``resume_epoch``). Stopping ``server`` early (to simulate an outage) is allowed."""
+    resumed ``resume_epoch``; authenticating with ``broker_token``). Extra keyword arguments are
+    Interaction ``Settings`` fields. Stopping ``server`` early (to simulate an outage) is allowed."""
     from services.interaction.main import build
     from services.interaction.settings import Settings
 
-    settings = Settings(listen=f"127.0.0.1:{port}", redis_url=redis_url, grace_seconds=0.5)
-    server = await start_server(await build(settings), settings)
+    config = Settings(listen=f"127.0.0.1:{port}", redis_url=redis_url, grace_seconds=0.5, **settings)
+    server = await start_server(await build(config), config)
     address = f"127.0.0.1:{server.port}"
     channel = grpc.aio.insecure_channel(address)
     try:
-        async with BrokerLink(channel, resume_epoch=resume_epoch) as link:
+        async with BrokerLink(channel, resume_epoch=resume_epoch, token=broker_token) as link:
             yield LiveInteraction(address=address, channel=channel, link=link, server=server)
     finally:
         await channel.close()

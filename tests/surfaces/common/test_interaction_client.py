@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator
+from pathlib import Path
 
+import grpc
 import pytest
 
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import Action, Answer, MultiSelectField, NumberField, SingleSelectField
 from surfaces.common.interaction_client import (
+    TOKEN_ENV,
     Answered,
     AttachEvent,
     Backoff,
@@ -165,3 +169,35 @@ async def test_a_host_restart_closes_attached_forms_as_host_restarted(redis_url:
             assert closed.interaction.interaction_id == old.interaction_id
             assert closed.reason is CloseReason.HOST_RESTARTED
             await events.aclose()
+
+
+async def test_surface_token_from_the_environment_scopes_what_the_client_sees(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"token": "broker-secret-1", "name": "broker", "roles": ["broker"]},
+                    {"token": "surface-secret-1", "name": "tui", "roles": ["surface"], "sessions": ["s1"]},
+                ]
+            }
+        )
+    )
+    async with interaction_service(redis_url, broker_token="broker-secret-1", auth_tokens_file=tokens) as live:
+        mine = await live.link.open(deploy_form(), session_id="s1")
+        await live.link.open(deploy_form(), session_id="s2")
+        monkeypatch.setenv(TOKEN_ENV, "surface-secret-1")
+        async with InteractionClient.connect(live.address) as client:
+            assert [v.interaction_id for v in await client.list_pending()] == [mine.interaction_id]
+        monkeypatch.delenv(TOKEN_ENV)
+        async with InteractionClient.connect(live.address) as anonymous:
+            with pytest.raises(InteractionError) as refused:
+                await anonymous.list_pending()
+            assert refused.value.code is grpc.StatusCode.UNAUTHENTICATED
+            events = anonymous.attach(["s1"])
+            with pytest.raises(InteractionError) as attach_refused:
+                await next_event(events)
+            assert attach_refused.value.code is grpc.StatusCode.UNAUTHENTICATED
+            assert anonymous.reconnects == 0  # not retried: a reconnect cannot fix a missing token

@@ -41,7 +41,15 @@ from surfaces.common.interaction_client import (
     Snapshot,
 )
 from surfaces.tui.app import WARNING_TEXT, MakaTui
-from tests.surfaces.helpers import ScriptedBackend, deploy_form, free_port, interaction_service, screen_text, view_of
+from tests.surfaces.helpers import (
+    BrokerLink,
+    ScriptedBackend,
+    deploy_form,
+    free_port,
+    interaction_service,
+    screen_text,
+    view_of,
+)
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 ENVS = (Option("prod", "Production"), Option("stage", "Staging"), Option("dev", "Development"))
@@ -305,9 +313,11 @@ async def test_disconnect_shows_reconnecting_and_a_new_snapshot_restores_the_lis
         await settle(pilot, lambda: app.connection == "reconnecting", "reconnecting")
         assert "reconnecting in 0.4s (attempt 1)" in screen_text(app)
         assert "ix-1" in app.pending  # the form stays listed while reconnecting
+        backend.known["ix-1"] = replace(view, state=InteractionState.CLOSED, close_reason=CloseReason.HOST_RESTARTED)
         await backend.events.put(Snapshot(pending=(), resume_token="2"))
         await settle(pilot, lambda: app.connection == "connected" and not app.pending, "the fresh snapshot")
-        assert "no longer pending" in screen_text(app)
+        await settle(pilot, lambda: "closed: the Host restarted" in screen_text(app), "the reason to be looked up")
+        assert app.closed["ix-1"] is CloseReason.HOST_RESTARTED
 
 
 async def test_attach_refused_shows_the_stable_reason() -> None:
@@ -481,3 +491,14 @@ async def test_live_reconnect_after_an_outage_keeps_the_form_and_shows_new_ones(
                 await pilot.click("#" + app.item_id(later.interaction_id))
                 await settle(pilot, lambda: app.selected_id == later.interaction_id, "the new form to be selected")
                 assert "after the outage" in screen_text(app)
+
+
+async def test_live_host_restart_closes_the_form_with_its_reason(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        old = await live.link.open(deploy_form("before the restart"), session_id="s1")
+        async with live_tui(live.address) as (app, pilot):
+            await settle(pilot, lambda: old.interaction_id in app.pending, "the live form")
+            async with BrokerLink(live.channel):  # a freshly started broker begins a new Host epoch
+                await settle(pilot, lambda: not app.pending, "the old-epoch form to leave")
+            assert app.closed[old.interaction_id] is CloseReason.HOST_RESTARTED
+            assert "closed: the Host restarted" in screen_text(app)
