@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from services.core.form import Action
+from surfaces.cli.endpoints import Endpoints, write_endpoints
 from surfaces.cli.main import build_parser, main
+from surfaces.common.interaction_client import InteractionClient
+from tests.surfaces.helpers import deploy_form, interaction_service
 
 
 def test_tui_without_a_stack_fails_with_no_stack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,3 +29,57 @@ def test_tui_accepts_repeated_sessions_and_an_explicit_address() -> None:
     assert "tui" in commands
     assert args.session == ["s1", "s2"]
     assert args.interaction == "127.0.0.1:9"
+
+
+async def until(check: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> None:
+    """Poll the async ``check`` until it holds; fail after ``timeout`` seconds naming ``what``."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():  # noqa: ASYNC110 - polls an external process (tmux pane, the service)
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+@pytest.mark.slow
+async def test_maka_tui_in_a_real_terminal_shows_the_form_and_escape_cancels_it(redis_url: str, tmp_path: Path) -> None:
+    tmux = shutil.which("tmux")
+    assert tmux is not None, "tmux is part of the dev environment"
+    socket_name = f"maka-tui-{uuid.uuid4().hex[:8]}"
+    async with interaction_service(redis_url) as live:
+        write_endpoints(tmp_path, Endpoints(interaction=live.address, broker="127.0.0.1:1"))
+        opened = await live.link.open(deploy_form("Deploy build-42 — 部署 — פריסה"), session_id="s1", wait_seconds=300)
+        command = f"{sys.executable} -m surfaces.cli.main tui --session s1 --state-dir {tmp_path}"
+
+        async def tmux_run(*args: str) -> str:
+            process = await asyncio.create_subprocess_exec(
+                tmux, "-L", socket_name, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
+            out, _ = await process.communicate()
+            return out.decode()
+
+        await tmux_run("new-session", "-d", "-x", "150", "-y", "50", "-c", str(Path.cwd()), command)
+        try:
+
+            async def screen() -> str:
+                return await tmux_run("capture-pane", "-p")
+
+            async def shows_form() -> bool:
+                text = await screen()
+                return "Claimed MCP server: deployer" in text and "Do not enter passwords" in text
+
+            await until(shows_form, timeout=30, what="the TUI to show the form")
+            text = await screen()
+            assert "Deploy build-42 — 部署 — פריסה" in text
+            await tmux_run("send-keys", "Escape")
+            async with InteractionClient.connect(live.address) as client:
+
+                async def answered() -> bool:
+                    return not (await client.get(opened.interaction_id)).pending
+
+                await until(answered, timeout=15, what="the cancel to reach the service")
+                stored = await client.get(opened.interaction_id)
+            assert stored.answer is not None
+            assert stored.answer.action is Action.CANCEL
+        finally:
+            await tmux_run("kill-server")
