@@ -255,7 +255,7 @@ async def test_the_server_runs_over_streamable_http(http_server: str) -> None:
             return False
         return True
 
-    await eventually(listening, timeout=20, what="the HTTP server to listen")
+    await eventually(listening, timeout=90, what="the HTTP server to listen")
     user = User([ElicitResult(action="accept", content={"environment": "production", "confirm": True})])
 
     async with Client(http_server, elicitation_callback=user) as client:
