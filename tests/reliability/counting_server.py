@@ -11,9 +11,11 @@ to stdout/stderr beyond the MCP protocol, so it adds nothing to the provider's l
 
 Tools:
 
-- ``ask`` (``tag``: str, ``state``: str = ``"st-<tag>"``): the first leg answers ``input_required``
-  with one form-mode ``elicitation/create`` under the key ``answer`` (a ``value`` string field) and
-  ``requestState`` = ``state``; the retry checks the echoed ``requestState`` byte for byte
+- ``ask`` (``tag``: str, ``mint``: bool): the first leg answers ``input_required`` with one
+  form-mode ``elicitation/create`` under the key ``answer`` (a ``value`` string field) and
+  ``requestState`` = ``"st-<tag>"``, or with ``mint`` a fresh canary ``"rs-canary-<hex>"`` that
+  exists only here and in the call log (``"minted"``), never in the Tool arguments - the secrecy
+  suite looks for it everywhere else; the retry checks the echoed ``requestState`` byte for byte
   (``-32602`` when it differs) and completes with ``{"tag", "action", "digest"}`` where ``digest``
   is the first 16 hex digits of SHA-256 of the accepted value - so the result identifies the answer
   without echoing it (the secrecy suite needs a Tool whose result carries no form value).
@@ -26,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,8 @@ def digest(value: str) -> str:
 def build(log: Path) -> Server[Any]:
     """The server; each ``tools/call`` is logged to ``log`` (one JSON line) before it is answered."""
 
+    minted: dict[str, str] = {}
+
     def record(entry: dict[str, Any]) -> None:
         with log.open("a", encoding="utf-8") as out:
             out.write(json.dumps({"pid": os.getpid(), **entry}) + "\n")
@@ -88,13 +93,15 @@ def build(log: Path) -> Server[Any]:
             return _done({"tag": tag})
         if params.name != "ask":
             raise MCPError(-32602, f"unknown tool {params.name}")
-        expected = str(arguments.get("state", f"st-{tag}"))
         if leg == "first":
-            record({"tool": "ask", "tag": tag, "leg": leg})
+            expected = f"rs-canary-{secrets.token_hex(12)}" if arguments.get("mint") else f"st-{tag}"
+            minted[tag] = expected
+            record({"tool": "ask", "tag": tag, "leg": leg, "minted": expected if arguments.get("mint") else None})
             form = ElicitRequest(
                 params=ElicitRequestFormParams(message=f"Answer {tag}", requested_schema=ANSWER_SCHEMA)
             )
             return InputRequiredResult(input_requests={"answer": form}, request_state=expected)
+        expected = minted.get(tag, f"st-{tag}")
         answer = (responses or {}).get("answer")
         action = answer.action if isinstance(answer, ElicitResult) else None
         value = str((answer.content or {}).get("value", "")) if isinstance(answer, ElicitResult) else ""

@@ -139,7 +139,10 @@ async def tools_ready(running: RunningStack, *, token: str | None = None, timeou
 
 
 class ToolCall:
-    """One broker ``CallTool`` stream, read in the background; every event is kept in :attr:`events`."""
+    """One broker ``CallTool`` stream, read in the background; every event is kept in :attr:`events`.
+
+    The call opens its own channel (with ``token``) unless a shared ``channel`` is given.
+    """
 
     def __init__(
         self,
@@ -150,6 +153,7 @@ class ToolCall:
         session: str = "default",
         turn: str = "turn-1",
         token: str | None = None,
+        channel: grpc.aio.Channel | None = None,
     ) -> None:
         self.request = broker_pb2.CallToolRequest(
             session_id=session,
@@ -160,6 +164,7 @@ class ToolCall:
         )
         self._broker = broker
         self._token = token
+        self._channel = channel
         self.events: list[broker_pb2.CallToolResponse] = []
         self.error: grpc.aio.AioRpcError | None = None
         self._changed = asyncio.Condition()
@@ -175,18 +180,24 @@ class ToolCall:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
+        if self._channel is not None:
+            await self._read(self._channel)
+            return
         async with open_channel(self._broker, token=self._token) as channel:
-            stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-            try:
-                async for event in stub.CallTool(self.request, timeout=120):
-                    async with self._changed:
-                        self.events.append(event)
-                        self._changed.notify_all()
-            except grpc.aio.AioRpcError as error:
-                self.error = error
-            finally:
+            await self._read(channel)
+
+    async def _read(self, channel: grpc.aio.Channel) -> None:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        try:
+            async for event in stub.CallTool(self.request, timeout=120):
                 async with self._changed:
+                    self.events.append(event)
                     self._changed.notify_all()
+        except grpc.aio.AioRpcError as error:
+            self.error = error
+        finally:
+            async with self._changed:
+                self._changed.notify_all()
 
     async def finished(self, timeout: float = 30.0) -> None:
         """Wait (bounded) until the stream ended, with a terminal event or an error (:attr:`error`)."""
@@ -264,19 +275,25 @@ async def answer(
     action: form_pb2.Action.ValueType = form_pb2.ACTION_ACCEPT,
     submission_id: str = "sub-1",
     token: str | None = None,
+    channel: grpc.aio.Channel | None = None,
 ) -> interaction_pb2.Interaction:
-    """Answer the ``ask`` form (``value`` for accept) through the unary ``Answer``; returns the record."""
+    """Answer the ``ask`` form (``value`` for accept) through the unary ``Answer``; returns the record.
+
+    Uses ``channel`` when given, else opens one (with ``token``). Raises ``grpc.aio.AioRpcError``.
+    """
     values = {"value": form_pb2.Value(string_value=value)} if value is not None else {}
-    async with open_channel(interaction, token=token) as channel:
-        response = await interaction_stub(channel).Answer(
-            interaction_service_pb2.AnswerRequest(
-                interaction_id=interaction_id,
-                submission_id=submission_id,
-                answer=form_pb2.Answer(action=action, values=values),
-            ),
-            timeout=10,
-        )
-    return response.interaction
+    request = interaction_service_pb2.AnswerRequest(
+        interaction_id=interaction_id,
+        submission_id=submission_id,
+        answer=form_pb2.Answer(action=action, values=values),
+    )
+    if channel is not None:
+        response = await interaction_stub(channel).Answer(request, timeout=30)
+    else:
+        async with open_channel(interaction, token=token) as own:
+            response = await interaction_stub(own).Answer(request, timeout=30)
+    record: interaction_pb2.Interaction = response.interaction
+    return record
 
 
 def result_payload(event: broker_pb2.CallToolResponse) -> dict[str, object]:

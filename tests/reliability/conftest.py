@@ -1,0 +1,62 @@
+"""The reliability package's shared stack: one set of real processes with tracing and metrics on.
+
+``observed`` is package-scoped (starting a stack takes seconds) and used by the race, secrecy,
+observability and endpoint-fuzz suites, whose tests run in the package event loop
+(``pytest.mark.asyncio(loop_scope="package")``). Every child prints its spans (``MAKA_OTEL_EXPORTER=console``)
+into its captured output and serves ``/metrics`` on its own port (``Observed.metrics``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from surfaces.stack.supervisor import Stack
+from tests.helpers.stack import RunningStack
+from tests.reliability.harness import calls, free_port, reliability_stack, tools_ready
+
+SERVICES = (Stack.INTERACTION, Stack.BROKER, Stack.PROVIDER)
+
+
+@dataclass
+class Observed:
+    """The shared stack, the counting server's call log and each service's metrics port."""
+
+    running: RunningStack
+    log: Path
+    metrics: dict[str, int]
+
+    @property
+    def broker(self) -> str:
+        return self.running.stack.address(Stack.BROKER)
+
+    @property
+    def interaction(self) -> str:
+        return self.running.stack.address(Stack.INTERACTION)
+
+    @property
+    def redis_url(self) -> str:
+        return self.running.stack.redis_url
+
+    def calls_of(self, *tags: str) -> list[dict[str, object]]:
+        """The ``tools/call`` requests of ``tags`` that reached the MCP server, in order."""
+        return [c for c in calls(self.log) if c["tag"] in tags]
+
+
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
+async def observed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Observed]:
+    """The package's stack (tracing to the console, metrics per service)."""
+    metrics = {name: free_port() for name in SERVICES}
+    child_env = {name: {"MAKA_METRICS_LISTEN": f"127.0.0.1:{port}"} for name, port in metrics.items()}
+    async with reliability_stack(
+        tmp_path_factory.mktemp("observed"),
+        env={"MAKA_OTEL_EXPORTER": "console"},
+        child_env=child_env,
+        echo=False,
+    ) as (running, log):
+        await tools_ready(running)
+        yield Observed(running, log, metrics)

@@ -1,0 +1,100 @@
+"""Secrecy suite: ``requestState`` never leaves the MCP provider's memory; form values go only where they must.
+
+One Tool call on the shared stack of real processes (tracing to the console, metrics on) uses a
+``requestState`` canary minted by the MCP server (never a Tool argument) and a form-value canary
+typed by the surface. Then every place the system writes is searched: every process's captured
+stdout/stderr (logs and console-exported spans), every Redis key and value (SCAN over strings,
+hashes, lists, sets, zsets, streams), the surface's Attach stream, the caller's ``CallTool`` events
+and each service's ``/metrics``. Sources: DESIGN.md §6, RFC criteria on ``requestState`` handling,
+issue 9 (secrecy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+import pytest
+
+from surfaces.common.interaction_client import Answered, InteractionClient, Snapshot
+from tests.reliability.conftest import SERVICES, Observed
+from tests.reliability.counting_server import digest
+from tests.reliability.harness import ToolCall, answer, redis_dump, result_payload, scrape
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="package")]
+
+
+async def test_request_state_and_form_value_canaries_appear_only_where_they_must(observed: Observed) -> None:
+    form_canary = f"fv-canary-{secrecy_token()}"
+    tag = f"secret-{secrecy_token()}"
+    surface_frames: list[bytes] = []
+    async with InteractionClient.connect(observed.interaction) as client:
+        feed = client.attach(["secrets"])
+        snapshot = await anext(feed)
+        assert isinstance(snapshot, Snapshot)
+        surface_frames.append(snapshot_bytes(snapshot))
+        async with ToolCall(observed.broker, "counter:ask", {"tag": tag, "mint": True}, session="secrets") as call:
+            interaction_id = await call.awaiting()
+            await answer(observed.interaction, interaction_id, form_canary)
+            done = await call.terminal()
+            async with asyncio.timeout(30):
+                async for event in feed:
+                    surface_frames.append(event_bytes(event))
+                    if isinstance(event, Answered) and event.interaction.interaction_id == interaction_id:
+                        break
+        call_events = b"".join(event.SerializeToString() for event in call.events)
+
+    legs = observed.calls_of(tag)
+    state_canary = str(legs[0]["minted"])
+    assert state_canary.startswith("rs-canary-")
+    # The MCP server got the exact requestState back and the form value in the retry (where they must be).
+    assert [(leg["leg"], leg.get("state_ok"), leg.get("value")) for leg in legs] == [
+        ("first", None, None),
+        ("retry", True, form_canary),
+    ]
+    # The model-visible result we produce identifies the answer without carrying it.
+    assert result_payload(done) == {"tag": tag, "action": "accept", "digest": digest(form_canary)}
+
+    logs = observed.running.all_logs().encode()
+    redis = await redis_dump(observed.redis_url)
+    metrics = "\n".join([await scrape(observed.metrics[name]) for name in SERVICES]).encode()
+    attach = b"".join(surface_frames)
+    assert b'"name": "/maka.interaction.v1.InteractionService/Answer"' in logs  # spans were exported
+    assert b'"name": "/maka.broker.v1.CapabilityBrokerService/CallTool"' in logs
+    assert b"maka_grpc_requests_total" in metrics
+
+    state = state_canary.encode()
+    for where, blob in {
+        "logs and traces": logs,
+        "redis": redis,
+        "metrics": metrics,
+        "attach stream": attach,
+        "CallTool events": call_events,
+    }.items():
+        assert state not in blob, f"requestState canary found in {where}"
+
+    form = form_canary.encode()
+    assert form in redis  # the Interaction record holds the canonical answer
+    assert form in attach  # ... which surfaces read back
+    for where, blob in {"logs and traces": logs, "metrics": metrics, "CallTool events": call_events}.items():
+        assert form not in blob, f"form value canary found in {where}"
+
+
+def secrecy_token() -> str:
+    """A fresh random suffix for a canary."""
+    return secrets.token_hex(8)
+
+
+def snapshot_bytes(snapshot: Snapshot) -> bytes:
+    """The wire bytes of every record in an Attach snapshot."""
+    return b"".join(view.proto.SerializeToString() for view in snapshot.pending)
+
+
+def event_bytes(event: object) -> bytes:
+    """The wire bytes of the record an Attach event carries (nothing for Disconnected)."""
+    view = getattr(event, "interaction", None)
+    if view is not None:
+        return bytes(view.proto.SerializeToString())
+    if isinstance(event, Snapshot):
+        return snapshot_bytes(event)
+    return b""
