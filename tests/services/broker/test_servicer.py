@@ -515,3 +515,29 @@ async def test_callers_are_scoped_to_their_sessions_and_roles(make_stack: StackF
     assert impostor.error is not None
     assert impostor.error.code() == grpc.StatusCode.PERMISSION_DENIED
     assert stack.app.broker.stats()["live_registrations"] == 1
+
+
+async def test_stop_while_the_hostlink_is_down_closes_the_form_once_the_link_is_back(
+    make_stack: StackFactory, redis_url: str
+) -> None:
+    from tests.services.broker.conftest import start_interaction, stop_interaction
+
+    stack = await make_stack(execution_timeout_seconds=5.0)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    port = stack.interaction.port
+
+    await stop_interaction(stack.interaction)
+    await eventually(lambda: not stack.app.host_link.connected, what="link down")
+    assert (await stack.broker.Stop(broker_pb2.StopRequest(session_id="s1"))).stopped_invocations == 1
+    assert (await call.terminal()).HasField("stopped")
+    assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
+
+    _, restarted = await start_interaction(redis_url, listen=f"127.0.0.1:{port}")
+    stack.interaction = restarted
+    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
+    assert await stack.pending() == []
+    assert not any(f.HasField("interaction_result") for f in provider.received)
