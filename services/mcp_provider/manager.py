@@ -59,7 +59,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from services.core import metrics
+from services.core import metrics, tracing
 from services.core.form import Answer, Form, FormError, FormErrorReason, Requester, decode_requested_schema
 from services.core.form import validate_answer as core_validate_answer
 from services.core.form.convert import answer_to_elicit_result
@@ -189,16 +189,17 @@ class McpClientManager:
         pacing = self.pacing_initial
         while True:
             self._fence(connection, binding, stop, link_alive)
-            result = await self._leg(
-                connection,
-                binding,
-                original_arguments,
-                responses,
-                request_state,
-                advertise_form=advertise_form,
-                progress=progress,
-                stop=stop,
-            )
+            with tracing.span("mcp.tools_call", tool=tool, round=retries):
+                result = await self._leg(
+                    connection,
+                    binding,
+                    original_arguments,
+                    responses,
+                    request_state,
+                    advertise_form=advertise_form,
+                    progress=progress,
+                    stop=stop,
+                )
             if isinstance(result, CallToolResult):
                 log.info("mcp_call_complete", extra={"server": server, "tool": tool, "retries": retries})
                 return CallOutcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), retries, forms)
