@@ -24,6 +24,5 @@ WORKDIR /app
 COPY --chown=root:root examples/__init__.py examples/deploy_server.py examples/mcp.json ./examples/
 USER 10001:10001
 EXPOSE 50051 50052 50053 8765
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=6 \
-  CMD ["python", "-m", "services.core.healthcheck", "127.0.0.1:50051"]
+# Health checks are per service (their ports differ): see docker-compose.yml and deploy/k8s.
 CMD ["python", "-m", "services.interaction.main"]
