@@ -347,8 +347,9 @@ async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocatio
     assert "bad schema" in rejected[0].message
 
 
-async def test_timed_out_form_fails_the_invocation_and_cancels_the_provider(
-    broker: Broker, host: RecordingHost
+@pytest.mark.parametrize("reason", [CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED])
+async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_the_provider(
+    broker: Broker, host: RecordingHost, reason: int
 ) -> None:
     connection = _register(broker)
     invocation = _call(broker)
@@ -361,7 +362,7 @@ async def test_timed_out_form_fails_the_invocation_and_cancels_the_provider(
             interaction_id="ix_1",
             binding=binding,
             state=interaction_pb2.INTERACTION_STATE_CLOSED,
-            close_reason=CR.CLOSE_REASON_TIMED_OUT,
+            close_reason=reason,  # type: ignore[arg-type]
         )
     )
     events = await _all_events(invocation)

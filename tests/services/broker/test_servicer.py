@@ -541,3 +541,26 @@ async def test_stop_while_the_hostlink_is_down_closes_the_form_once_the_link_is_
     assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
     assert await stack.pending() == []
     assert not any(f.HasField("interaction_result") for f in provider.received)
+
+
+async def test_heartbeats_renew_the_lease_of_a_pending_form_beyond_its_lease(make_stack: StackFactory) -> None:
+    stack = await make_stack(execution_timeout_seconds=1.0, heartbeat_seconds=0.1, interaction={"lease_seconds": 0.4})
+    provider = await stack.provider("mcp:examples", [deploy_tool(), deploy_tool("ping")])
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    # Keep the provider alive while a control call runs out its 1 s budget (2.5 leases).
+    control = stack.call("examples:ping")
+    await provider.invoked()
+    while not control.done.is_set():
+        await provider.send(broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
+        with contextlib.suppress(TimeoutError):  # heartbeat pacing: wait on the event, bounded
+            async with asyncio.timeout(0.05):
+                await control.done.wait()
+    assert (await control.terminal()).failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert [p.interaction_id for p in await stack.pending()] == [awaiting.interaction_id]
+    assert stack.app.host_link.heartbeats_acked >= 3
+    await provider.next("cancel")  # the control call's
+    await stack.answer(awaiting.interaction_id, accept_staging())
+    assert (await provider.next("interaction_result")).interaction_result.close_reason == CR.CLOSE_REASON_ANSWERED
