@@ -56,6 +56,8 @@ class HostLink:
             outcome of a close that found the form already settled).
         on_stale: called once when a resume is refused as ``STALE_EPOCH``.
         watched: returns the interaction ids the broker still waits on (sent on resume).
+        host_id: the Runtime Host id, for logs (the Interaction service's own ``host_id`` decides
+            its Redis keys).
         request_timeout: seconds to wait for the reply to one open/close.
     """
 
@@ -70,6 +72,7 @@ class HostLink:
         on_settled: SettledCallback,
         on_stale: Callable[[], None],
         watched: Callable[[], Iterable[str]],
+        host_id: str = "local",
         request_timeout: float = 10.0,
         backoff_initial: float = 0.05,
         backoff_max: float = 2.0,
@@ -82,6 +85,7 @@ class HostLink:
         self._on_settled = on_settled
         self._on_stale = on_stale
         self._watched = watched
+        self._host_id = host_id
         self._request_timeout = request_timeout
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
@@ -288,7 +292,12 @@ class HostLink:
             self._connected.set()
             log.info(
                 "host_link_connected",
-                extra={"host_epoch": self.epoch, "began": began, "closed_count": first.epoch.closed_count},
+                extra={
+                    "host_id": self._host_id,
+                    "host_epoch": self.epoch,
+                    "began": began,
+                    "closed_count": first.epoch.closed_count,
+                },
             )
             heartbeat = asyncio.create_task(self._heartbeat(queue))
             self._flush_deferred_closes()
@@ -315,6 +324,13 @@ class HostLink:
             await asyncio.sleep(self._heartbeat_seconds)
             await queue.put(beat)
 
+    def _settled(self, interaction: interaction_pb2.Interaction) -> None:
+        # A bug in the broker's handler must not take the link (and every other form) down.
+        try:
+            self._on_settled(interaction)
+        except Exception:
+            log.exception("settled_handler_failed", extra={"interaction_id": interaction.interaction_id})
+
     def _dispatch(self, response: interaction_service_pb2.HostLinkResponse) -> None:
         kind = response.WhichOneof("frame")
         if kind == "opened":
@@ -335,8 +351,8 @@ class HostLink:
                     close_future.set_result(response.closed)
                     break
             if not response.closed.changed and response.closed.HasField("interaction"):
-                self._on_settled(response.closed.interaction)
+                self._settled(response.closed.interaction)
         elif kind == "settled":
-            self._on_settled(response.settled.interaction)
+            self._settled(response.settled.interaction)
         elif kind == "heartbeat_ack":
             self.heartbeats_acked += 1

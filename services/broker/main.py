@@ -48,6 +48,7 @@ class BrokerApp:
             on_settled=lambda interaction: self.broker.interaction_settled(interaction),
             on_stale=lambda: self.broker.host_stale(),
             watched=lambda: self.broker.awaiting_interaction_ids(),
+            host_id=settings.host_id,
         )
         self.broker = Broker(
             self.host_link,

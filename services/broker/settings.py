@@ -11,7 +11,7 @@ class Settings(GrpcServerSettings):
     interaction_target: str = "127.0.0.1:7101"
     """``host:port`` of the Interaction service (its ``HostLink`` stream)."""
     host_id: str = "local"
-    """The Runtime Host this broker is (one Host epoch sequence per id)."""
+    """The Runtime Host this broker is (logs only; the Interaction service's ``host_id`` picks the Redis keys)."""
     execution_timeout_seconds: float = 120.0
     """Provider execution budget of one leg; suspended while a nested form is pending (RFC criterion 10)."""
     heartbeat_seconds: float = 5.0

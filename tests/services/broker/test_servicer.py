@@ -564,3 +564,30 @@ async def test_heartbeats_renew_the_lease_of_a_pending_form_beyond_its_lease(mak
     await provider.next("cancel")  # the control call's
     await stack.answer(awaiting.interaction_id, accept_staging())
     assert (await provider.next("interaction_result")).interaction_result.close_reason == CR.CLOSE_REASON_ANSWERED
+
+
+async def test_a_broker_started_before_the_interaction_service_begins_its_epoch_once_it_is_up(
+    redis_url: str,
+) -> None:
+    from services.broker.main import build
+    from services.broker.settings import Settings
+    from services.core.serving import start_server
+    from tests.services.broker.conftest import start_interaction, stop_interaction
+
+    _, probe = await start_interaction(redis_url)
+    port = probe.port
+    await stop_interaction(probe)
+    app = await build(Settings(interaction_target=f"127.0.0.1:{port}", grace_seconds=0.5))
+    broker = await start_server(app, app.settings)
+    interaction = None
+    try:
+        assert not app.host_link.connected
+        assert app.host_link.connects == 0
+        _, interaction = await start_interaction(redis_url, listen=f"127.0.0.1:{port}")
+        await app.host_link.wait_connected(FRAME_TIMEOUT)
+        assert app.host_link.epoch == 1  # begun by this broker's first successful hello
+        assert app.host_link.connects == 1
+    finally:
+        await broker.stop()
+        if interaction is not None:
+            await stop_interaction(interaction)
