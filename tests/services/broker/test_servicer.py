@@ -591,3 +591,41 @@ async def test_a_broker_started_before_the_interaction_service_begins_its_epoch_
         await broker.stop()
         if interaction is not None:
             await stop_interaction(interaction)
+
+
+async def test_a_resume_refused_as_stale_fails_the_awaiting_call_closed_and_never_begins_an_epoch(
+    make_stack: StackFactory, redis_url: str
+) -> None:
+    from tests.services.broker.conftest import start_broker, start_interaction, stop_interaction
+
+    stack = await make_stack(execution_timeout_seconds=5.0)
+    provider = await stack.provider("mcp:examples", [deploy_tool(), deploy_tool("ping")])
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    await call.next("awaiting_interaction")
+    port = stack.interaction.port
+
+    await stop_interaction(stack.interaction)
+    await eventually(lambda: not stack.app.host_link.connected, what="link down")
+    # Meanwhile another broker begins epoch 2 through another replica over the same Redis.
+    _, replica = await start_interaction(redis_url)
+    _, other_broker, other = await start_broker(f"127.0.0.1:{replica.port}")
+    try:
+        assert other.host_link.epoch == 2
+        _, restarted = await start_interaction(redis_url, listen=f"127.0.0.1:{port}")
+        stack.interaction = restarted
+        await eventually(lambda: stack.app.host_link.stale, what="resume refused as stale")
+        assert stack.app.host_link.epoch == 1
+        final = await call.terminal()
+        assert final.failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+        assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
+        # New forms on the stale broker fail closed instead of beginning a new epoch.
+        second = stack.call("examples:ping")
+        ping = await provider.invoked()
+        await provider.ask(ping.invocation_id)
+        assert (await second.terminal()).failure.code == FC.FAILURE_CODE_HOST_UNAVAILABLE
+        assert other.host_link.epoch == 2
+    finally:
+        await other_broker.stop()
+        await stop_interaction(replica)
