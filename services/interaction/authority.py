@@ -1,0 +1,611 @@
+"""The Interaction authority: plain async domain logic over :class:`InteractionStore`.
+
+:class:`InteractionAuthority` owns the rules (RFC criteria 5-9, 16; DESIGN.md §5): canonical ids
+are minted here; forms are checked against the form contract and caps before storing; answers are
+validated against the stored canonical form and committed by one Lua script (exactly one winner);
+Host epochs fence older brokers; leases and bounded waits are enforced by :meth:`reap_once`.
+The gRPC servicer is a thin adapter over this class. Nothing here logs form copy or values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+from google.protobuf import json_format
+
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
+from services.core import metrics
+from services.core.auth import Principal
+from services.core.form import FormError, FormErrorReason, Violation, check_form, convert, validate_answer
+from services.core.limits import DEFAULT_LIMITS, Limits
+from services.core.status import ServiceError
+from services.interaction import errors
+from services.interaction.keys import ALL_SESSIONS
+from services.interaction.settings import Settings
+from services.interaction.store import InteractionStore, Mode, Record, SettleResult
+
+log = logging.getLogger("maka.interaction.authority")
+
+MAX_ID_CHARS = 256
+"""Longest id (session, turn, invocation, ...) accepted in a binding or request."""
+_REAP_BATCH = 100
+_ST = interaction_pb2
+_CLOSE_REASONS_BY_NAME = {errors.close_reason_name(v): v for v in interaction_pb2.CloseReason.values()}
+_BROKER_CLOSE_REASONS = frozenset(
+    {
+        _ST.CLOSE_REASON_STOPPED,
+        _ST.CLOSE_REASON_PROVIDER_LOST,
+        _ST.CLOSE_REASON_INVOCATION_SETTLED,
+        _ST.CLOSE_REASON_SUPERSEDED,
+        _ST.CLOSE_REASON_TIMED_OUT,
+        _ST.CLOSE_REASON_LEASE_EXPIRED,
+        _ST.CLOSE_REASON_HOST_RESTARTED,
+    }
+)
+
+
+def mint_interaction_id() -> str:
+    """A fresh canonical Interaction id: ``ix_`` + 128 random bits, URL-safe. Never chosen by a provider."""
+    return "ix_" + secrets.token_urlsafe(16)
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeToken:
+    """Where a surface stands in each subscribed session's event Stream.
+
+    Encoded as URL-safe base64 of ``{"v":1,"t":<issued ms>,"p":{session: stream id}}``; opaque to clients.
+    """
+
+    positions: dict[str, str]
+    issued_ms: int
+
+    def encode(self) -> str:
+        """The opaque token string."""
+        raw = json.dumps({"v": 1, "t": self.issued_ms, "p": self.positions}, separators=(",", ":"), sort_keys=True)
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @staticmethod
+    def decode(token: str) -> ResumeToken | None:
+        """Parse a token; None when it is malformed (a fresh snapshot follows, never an error)."""
+        try:
+            raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            positions = raw["p"]
+            if raw.get("v") != 1 or not isinstance(positions, dict):
+                return None
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in positions.items()):
+                return None
+            return ResumeToken(positions=dict(positions), issued_ms=int(raw["t"]))
+        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class AttachStart:
+    """How an Attach stream begins: a snapshot (when ``snapshot`` is set) and the positions to follow from."""
+
+    snapshot: list[interaction_pb2.Interaction] | None
+    positions: dict[str, str]
+
+
+def _stream_id(value: str) -> tuple[int, int]:
+    ms, _, seq = value.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _check_id(name: str, value: str, violations: list[Violation]) -> None:
+    if not value or value == ALL_SESSIONS:
+        violations.append(Violation(f"/{name}", FormErrorReason.SCHEMA_INVALID_VALUE, "is required (and not '*')"))
+    elif len(value) > MAX_ID_CHARS or not value.isprintable():
+        violations.append(
+            Violation(
+                f"/{name}",
+                FormErrorReason.SCHEMA_INVALID_VALUE,
+                f"must be printable and at most {MAX_ID_CHARS} characters",
+            )
+        )
+
+
+class InteractionAuthority:
+    """Pending forms of one Host in Redis: open, close, heartbeat, answer, list, get, attach, reap.
+
+    ``clock`` returns seconds since the Unix epoch (tests may pass their own). Every method raises
+    :class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE) when Redis is down.
+    """
+
+    def __init__(
+        self,
+        store: InteractionStore,
+        settings: Settings,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.limits = limits
+        self._clock = clock
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # --- Host epoch (broker) --------------------------------------------------------------------
+
+    async def begin_epoch(self) -> tuple[int, int]:
+        """Begin a new Host epoch (RFC criterion 9): returns ``(epoch, closed_count)``.
+
+        Every pending form of an older epoch closes as ``host_restarted`` (records kept, events
+        emitted). Each closure is its own fenced script, so concurrent replicas cannot double-close.
+        """
+        epoch = await self.store.begin_epoch()
+        closed = await self.close_older_epochs()
+        log.info("epoch_begun", extra={"host_epoch": epoch, "closed_count": closed})
+        return epoch, closed
+
+    async def close_older_epochs(self) -> int:
+        """Close every pending form of an epoch older than the current one as ``host_restarted``."""
+        closed = 0
+        for interaction_id in await self.store.pending_ids():
+            record = await self.store.get(interaction_id)
+            if record is None or record.state != "pending":
+                continue
+            changed, _ = await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+            closed += int(changed)
+        return closed
+
+    async def resume_epoch(self, epoch: int) -> None:
+        """Re-attach a broker of ``epoch``. Raises StaleEpoch (FAILED_PRECONDITION) unless it is current."""
+        current = await self.store.current_epoch()
+        if epoch != current or epoch == 0:
+            raise errors.StaleEpoch(epoch, current)
+
+    # --- Forms (broker) -------------------------------------------------------------------------
+
+    async def open(
+        self,
+        epoch: int,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float | None = None,
+    ) -> interaction_pb2.Interaction:
+        """Publish ``form`` for the exact ``binding`` in Host ``epoch``; returns the canonical record.
+
+        Raises InvalidRequest (missing/oversized binding ids), InvalidForm (form contract or caps,
+        via ``check_form``), StaleEpoch (``epoch`` is not current), AlreadyPending (the invocation
+        already has a pending form). ``wait_seconds`` ≤ 0 or None means the default wait; it is
+        capped by ``form_wait_max_seconds``.
+        """
+        violations: list[Violation] = []
+        for name in ("session_id", "turn_id", "tool_use_id", "invocation_id", "registration_id", "connection_id"):
+            _check_id(f"binding/{name}", getattr(binding, name), violations)
+        if len(binding.provider_correlation_id) > MAX_ID_CHARS or len(binding.tool_name) > MAX_ID_CHARS:
+            violations.append(
+                Violation(
+                    "/binding", FormErrorReason.SCHEMA_INVALID_VALUE, "provider_correlation_id or tool_name too long"
+                )
+            )
+        if violations:
+            raise errors.InvalidRequest("the binding is incomplete or malformed", violations)
+        if form.ByteSize() > self.limits.max_request_bytes * 2:
+            raise errors.LimitExceeded("the form is larger than the request cap")
+        try:
+            canonical = convert.form_to_proto(check_form(convert.form_from_proto(form), limits=self.limits))
+        except FormError as error:
+            raise errors.InvalidForm(error) from error
+        wait = self.settings.form_wait_seconds if not wait_seconds or wait_seconds <= 0 else wait_seconds
+        wait = min(wait, self.settings.form_wait_max_seconds)
+        now = self._now_ms()
+        for _attempt in range(3):
+            interaction = interaction_pb2.Interaction(
+                interaction_id=mint_interaction_id(),
+                binding=binding,
+                host_epoch=epoch,
+                state=_ST.INTERACTION_STATE_PENDING,
+                form=canonical,
+            )
+            interaction.created_at.FromMilliseconds(now)
+            interaction.expires_at.FromMilliseconds(now + int(wait * 1000))
+            code, detail = await self.store.open(
+                interaction,
+                lease_deadline_ms=now + int(self.settings.lease_seconds * 1000),
+                wait_deadline_ms=now + int(wait * 1000),
+                created_ms=now,
+            )
+            if code == "OK":
+                log.info(
+                    "opened",
+                    extra={
+                        "interaction_id": interaction.interaction_id,
+                        "session_id": binding.session_id,
+                        "invocation_id": binding.invocation_id,
+                        "host_epoch": epoch,
+                    },
+                )
+                return interaction
+            if code == "STALE_EPOCH":
+                raise errors.StaleEpoch(epoch, int(detail))
+            if code == "ALREADY_PENDING":
+                raise errors.AlreadyPending(binding.invocation_id)
+        raise RuntimeError("could not mint a unique interaction id")  # pragma: no cover - 128 random bits
+
+    async def close(
+        self, epoch: int, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> tuple[bool, interaction_pb2.Interaction | None]:
+        """The broker closes a pending form with ``reason``: returns ``(changed, record after)``.
+
+        ``changed`` is False when the form was already settled (the record shows the winning
+        outcome) or unknown (record None). Raises InvalidRequest for ANSWERED/UNSPECIFIED reasons and
+        StaleEpoch when ``epoch`` is no longer current.
+        """
+        if reason not in _BROKER_CLOSE_REASONS:
+            raise errors.InvalidRequest(
+                "close reason must be a closure reason other than answered",
+                [Violation("/reason", FormErrorReason.SCHEMA_INVALID_VALUE, "invalid close reason")],
+            )
+        record = await self.store.get(interaction_id) if interaction_id else None
+        if record is None:
+            return False, None
+        changed, after = await self._close(record, reason, Mode.CLOSE, caller_epoch=epoch)
+        return changed, after
+
+    async def heartbeat(self, epoch: int) -> tuple[int, int]:
+        """Renew every lease of ``epoch``: returns ``(renewed, lease deadline ms)``. Raises StaleEpoch."""
+        deadline = self._now_ms() + int(self.settings.lease_seconds * 1000)
+        code, value = await self.store.heartbeat(epoch, deadline)
+        if code == "STALE_EPOCH":
+            raise errors.StaleEpoch(epoch, value)
+        return value, deadline
+
+    async def _close(
+        self,
+        record: Record,
+        reason: interaction_pb2.CloseReason.ValueType,
+        mode: Mode,
+        *,
+        caller_epoch: int | None = None,
+    ) -> tuple[bool, interaction_pb2.Interaction | None]:
+        new = interaction_pb2.Interaction()
+        new.CopyFrom(record.interaction)
+        new.state = _ST.INTERACTION_STATE_CLOSED
+        new.close_reason = reason
+        new.settled_at.FromMilliseconds(self._now_ms())
+        result = await self.store.settle(
+            mode,
+            record,
+            new,
+            state="closed",
+            reason=errors.close_reason_name(reason),
+            submission_id="",
+            now_ms=self._now_ms(),
+            caller_epoch=caller_epoch,
+        )
+        if result.code == "OK":
+            metrics.INTERACTIONS_SETTLED.labels(errors.close_reason_name(reason)).inc()
+            log.info(
+                "closed",
+                extra={
+                    "interaction_id": new.interaction_id,
+                    "close_reason": errors.close_reason_name(reason),
+                    "host_epoch": record.epoch,
+                },
+            )
+            return True, new
+        if result.code == "STALE":
+            await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+            after = await self.store.get(record.interaction.interaction_id)
+            return False, after.interaction if after else None
+        if result.code == "STALE_EPOCH":
+            raise errors.StaleEpoch(caller_epoch or 0, int(result.reason))
+        return False, result.stored
+
+    # --- Answers (surfaces) ---------------------------------------------------------------------
+
+    async def _visible_record(self, principal: Principal, interaction_id: str, session_id: str | None) -> Record:
+        record = await self.store.get(interaction_id) if interaction_id else None
+        if (
+            record is None
+            or not principal.may_see(record.session_id)
+            or (session_id is not None and session_id != record.session_id)
+        ):
+            raise errors.InteractionNotFound(interaction_id)
+        return record
+
+    async def answer(
+        self,
+        principal: Principal,
+        interaction_id: str,
+        answer: form_pb2.Answer,
+        *,
+        submission_id: str = "",
+        session_id: str | None = None,
+    ) -> interaction_pb2.Interaction:
+        """Commit the canonical answer of a pending Interaction; returns the answered record.
+
+        Idempotent per ``submission_id`` (the same id returns the first outcome; empty means a fresh
+        one). ``session_id`` None means "any session the principal may see". Raises:
+        InvalidRequest (no id), LimitExceeded (answer bytes over ``max_answer_bytes``),
+        InteractionNotFound (unknown, expired, or another session's id — indistinguishable),
+        InvalidAnswer (does not fit the stored form: ``validate_answer``), AlreadySettled (another
+        answer won, ABORTED), InteractionClosed (closed, FAILED_PRECONDITION with ``close_reason``).
+        """
+        if not interaction_id:
+            raise errors.InvalidRequest(
+                "interaction_id is required",
+                [Violation("/interaction_id", FormErrorReason.SCHEMA_INVALID_VALUE, "is required")],
+            )
+        if len(submission_id) > MAX_ID_CHARS:
+            raise errors.InvalidRequest(
+                "submission_id is too long",
+                [Violation("/submission_id", FormErrorReason.SCHEMA_INVALID_VALUE, "too long")],
+            )
+        submission_id = submission_id or "sub_" + secrets.token_urlsafe(12)
+        size = len(json_format.MessageToJson(answer, indent=None).encode())
+        if size > self.limits.max_answer_bytes:
+            raise errors.LimitExceeded(f"the answer is larger than {self.limits.max_answer_bytes} bytes")
+        record = await self._visible_record(principal, interaction_id, session_id)
+        self._raise_if_settled(record.interaction, record.state, record.submission_id, submission_id)
+        try:
+            form = convert.form_from_proto(record.interaction.form)
+            normalized = validate_answer(form, convert.answer_from_proto(answer), limits=self.limits)
+        except FormError as error:
+            raise errors.InvalidAnswer(error) from error
+        new = interaction_pb2.Interaction()
+        new.CopyFrom(record.interaction)
+        new.state = _ST.INTERACTION_STATE_ANSWERED
+        new.answer.CopyFrom(convert.answer_to_proto(normalized))
+        new.close_reason = _ST.CLOSE_REASON_ANSWERED
+        new.settled_at.FromMilliseconds(self._now_ms())
+        result = await self.store.settle(
+            Mode.ANSWER,
+            record,
+            new,
+            state="answered",
+            reason="answered",
+            submission_id=submission_id,
+            now_ms=self._now_ms(),
+        )
+        if result.code == "OK":
+            metrics.INTERACTIONS_SETTLED.labels("answered").inc()
+            log.info(
+                "answered",
+                extra={"interaction_id": interaction_id, "session_id": record.session_id, "action": answer.action},
+            )
+            return new
+        return await self._answer_refused(record, result, submission_id)
+
+    async def _answer_refused(
+        self, record: Record, result: SettleResult, submission_id: str
+    ) -> interaction_pb2.Interaction:
+        interaction_id = record.interaction.interaction_id
+        if result.code == "SAME" and result.stored is not None:
+            return result.stored
+        if result.code == "ANSWERED":
+            raise errors.AlreadySettled(interaction_id)
+        if result.code == "CLOSED":
+            raise errors.InteractionClosed(
+                interaction_id, _CLOSE_REASONS_BY_NAME.get(result.reason, _ST.CLOSE_REASON_UNSPECIFIED)
+            )
+        if result.code == "STALE":
+            await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+        elif result.code == "EXPIRED":
+            mode = Mode.TIMEOUT if result.reason == "timed_out" else Mode.LEASE
+            await self._close(record, _CLOSE_REASONS_BY_NAME[result.reason], mode)
+        after = await self.store.get(interaction_id)
+        if after is None:
+            raise errors.InteractionNotFound(interaction_id)
+        self._raise_if_settled(after.interaction, after.state, after.submission_id, submission_id)
+        raise errors.InteractionNotFound(interaction_id)  # pragma: no cover - settle reported a settled record
+
+    @staticmethod
+    def _raise_if_settled(
+        interaction: interaction_pb2.Interaction, state: str, stored_submission: str, submission_id: str
+    ) -> None:
+        if state == "answered" and stored_submission != submission_id:
+            raise errors.AlreadySettled(interaction.interaction_id)
+        if state == "closed":
+            raise errors.InteractionClosed(interaction.interaction_id, interaction.close_reason)
+
+    async def answer_outcome(
+        self, principal: Principal, submit: interaction_service_pb2.SubmitAnswer
+    ) -> interaction_service_pb2.AttachResponse:
+        """Answer over Attach: never raises; the ``answer_outcome`` frame carries accepted or the refusal
+        (reason, message, violations, and the Interaction as it stands unless it is NOT_FOUND).
+        """
+        response = interaction_service_pb2.AttachResponse()
+        out = response.answer_outcome
+        out.submission_id = submit.submission_id
+        try:
+            out.interaction.CopyFrom(
+                await self.answer(principal, submit.interaction_id, submit.answer, submission_id=submit.submission_id)
+            )
+            out.accepted = True
+        except ServiceError as error:
+            out.accepted = False
+            out.reason = errors.error_reason(error)
+            out.message = error.message
+            out.violations.extend(errors.violations_to_proto(error.violations))
+            if isinstance(error, errors.AlreadySettled | errors.InteractionClosed | errors.InvalidAnswer):
+                with contextlib.suppress(ServiceError):
+                    record = await self.store.get(submit.interaction_id)
+                    if record is not None:
+                        out.interaction.CopyFrom(record.interaction)
+        return response
+
+    # --- Reads (surfaces) -----------------------------------------------------------------------
+
+    def _sessions(self, principal: Principal, session_ids: Sequence[str]) -> list[str]:
+        for sid in session_ids:
+            if not sid or sid == ALL_SESSIONS:
+                raise errors.SessionNotFound(sid)
+            if not principal.may_see(sid):
+                raise errors.SessionForbidden(sid)
+        return list(dict.fromkeys(session_ids))
+
+    def _scopes(self, principal: Principal, session_ids: Sequence[str]) -> list[str]:
+        """Named sessions, or for none: every session the principal may see (``*`` for all)."""
+        if session_ids:
+            return self._sessions(principal, session_ids)
+        if principal.all_sessions:
+            return [ALL_SESSIONS]
+        if not principal.sessions:
+            raise errors.InvalidRequest(
+                "the caller may see no session",
+                [Violation("/session_ids", FormErrorReason.SCHEMA_INVALID_VALUE, "no visible session")],
+            )
+        return sorted(principal.sessions)
+
+    async def get(
+        self, principal: Principal, interaction_id: str, session_id: str | None = None
+    ) -> interaction_pb2.Interaction:
+        """One Interaction, pending or settled within retention. Raises InteractionNotFound."""
+        return (await self._visible_record(principal, interaction_id, session_id or None)).interaction
+
+    async def list_pending(
+        self, principal: Principal, session_ids: Sequence[str] = ()
+    ) -> list[interaction_pb2.Interaction]:
+        """Pending Interactions of ``session_ids`` (empty: every session the principal may see), oldest first.
+
+        Raises SessionForbidden (PERMISSION_DENIED) for a named session the principal may not see.
+        """
+        if session_ids:
+            pending, _ = await self.store.session_snapshot(self._sessions(principal, session_ids))
+            ids = [i for sid in pending for i in pending[sid]]
+        else:
+            ids = await self.store.pending_ids()
+        out: list[interaction_pb2.Interaction] = []
+        for interaction_id in ids:
+            record = await self.store.get(interaction_id)
+            if record is not None and record.state == "pending" and principal.may_see(record.session_id):
+                out.append(record.interaction)
+        out.sort(key=lambda i: (i.created_at.ToMilliseconds(), i.interaction_id))
+        return out
+
+    # --- Attach (surfaces) ----------------------------------------------------------------------
+
+    async def attach_start(self, principal: Principal, session_ids: Sequence[str], token: str) -> AttachStart:
+        """Begin an Attach: replay from ``token`` when it still covers every session without loss,
+        otherwise a fresh snapshot of pending forms plus the Stream positions to follow from.
+
+        Empty ``session_ids`` means every session the principal may see (the Host-wide Stream when it
+        sees all). Raises SessionForbidden (PERMISSION_DENIED) for a session the principal may not see.
+        """
+        sessions = self._scopes(principal, session_ids)
+        parsed = ResumeToken.decode(token) if token else None
+        if parsed is not None and await self._token_valid(parsed, sessions):
+            return AttachStart(snapshot=None, positions={sid: parsed.positions[sid] for sid in sessions})
+        pending, positions = await self.store.session_snapshot(sessions)
+        snapshot: list[interaction_pb2.Interaction] = []
+        for sid in sessions:
+            for interaction_id in pending[sid]:
+                record = await self.store.get(interaction_id)
+                if record is not None and record.state == "pending":
+                    snapshot.append(record.interaction)
+        return AttachStart(snapshot=snapshot, positions=positions)
+
+    async def _token_valid(self, token: ResumeToken, sessions: Sequence[str]) -> bool:
+        if set(token.positions) != set(sessions):
+            return False
+        if self._now_ms() - token.issued_ms > self.settings.retention_seconds * 1000:
+            return False
+        for sid in sessions:
+            try:
+                position = _stream_id(token.positions[sid])
+            except ValueError:
+                return False
+            info = await self.store.stream_info(sid)
+            if not info.exists:
+                if position != (0, 0):
+                    return False
+                continue
+            trimmed = info.entries_added > info.length
+            if position < _stream_id(info.first_id) and (position != (0, 0) or trimmed):
+                return False
+        return True
+
+    def token(self, positions: dict[str, str]) -> str:
+        """The resume token for ``positions`` (issued now)."""
+        return ResumeToken(positions=dict(positions), issued_ms=self._now_ms()).encode()
+
+    async def follow_events(
+        self, positions: dict[str, str], *, block_ms: int = 1000
+    ) -> AsyncIterator[tuple[interaction_pb2.InteractionEvent, str]]:
+        """Yield ``(event, resume token)`` for every change after ``positions``, forever.
+
+        Survives Redis outages: it waits and retries from the last position, losing nothing.
+        """
+        positions = dict(positions)
+        while True:
+            try:
+                entries = await self.store.read_events(positions, block_ms=block_ms)
+            except errors.StoreUnavailable:
+                await asyncio.sleep(self.settings.reaper_interval_seconds)
+                continue
+            for sid, entry_id, event in entries:
+                positions[sid] = entry_id
+                yield event, self.token(positions)
+
+    # --- HostLink settled feed (broker) ---------------------------------------------------------
+
+    async def settled_position(self) -> str:
+        """The Host-wide settled Stream position to follow from (take it before checking watched ids)."""
+        return await self.store.settled_position()
+
+    async def settled_of(self, interaction_ids: Sequence[str]) -> list[interaction_pb2.Interaction]:
+        """The records among ``interaction_ids`` that are already settled (reported on HostLink hello)."""
+        out: list[interaction_pb2.Interaction] = []
+        for interaction_id in dict.fromkeys(interaction_ids):
+            record = await self.store.get(interaction_id) if interaction_id else None
+            if record is not None and record.state != "pending":
+                out.append(record.interaction)
+        return out
+
+    async def follow_settled(
+        self, epoch: int, after: str, *, block_ms: int = 1000
+    ) -> AsyncIterator[interaction_pb2.Interaction]:
+        """Yield every Interaction of ``epoch`` settled after Stream position ``after``, forever.
+
+        Settlements by any replica (answers, closes, the reaper) arrive here; Redis outages are
+        waited out from the last position.
+        """
+        position = after
+        while True:
+            try:
+                entries = await self.store.read_settled(position, block_ms=block_ms)
+            except errors.StoreUnavailable:
+                await asyncio.sleep(self.settings.reaper_interval_seconds)
+                continue
+            for entry_id, record_epoch, interaction in entries:
+                position = entry_id
+                if record_epoch == epoch:
+                    yield interaction
+
+    # --- Reaper -------------------------------------------------------------------------------------
+
+    async def reap_once(self) -> int:
+        """Close expired leases (``lease_expired``) and ended waits (``timed_out``); returns how many closed.
+
+        Safe to run on several replicas at once: each closure re-checks its deadline in ``settle.lua``.
+        """
+        now = self._now_ms()
+        closed = 0
+        epoch = await self.store.current_epoch()
+        for interaction_id in await self.store.due_waits(now, _REAP_BATCH):
+            record = await self.store.get(interaction_id)
+            if record is not None and record.state == "pending":
+                changed, _ = await self._close(record, _ST.CLOSE_REASON_TIMED_OUT, Mode.TIMEOUT)
+                closed += int(changed)
+        for interaction_id in await self.store.due_leases(epoch, now, _REAP_BATCH):
+            record = await self.store.get(interaction_id)
+            if record is not None and record.state == "pending":
+                changed, _ = await self._close(record, _ST.CLOSE_REASON_LEASE_EXPIRED, Mode.LEASE)
+                closed += int(changed)
+        return closed

@@ -1,0 +1,150 @@
+"""Domain errors of the Interaction service and their gRPC mapping, in one module.
+
+Every error is a :class:`services.core.status.ServiceError` subclass, so the servicer only calls
+:func:`services.core.status.abort`. ``reason`` is the ``maka.interaction.v1.ErrorReason`` value name
+without its prefix; ``domain`` is ``maka.interaction.v1``. Messages name ids and rules, never form
+values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2
+from services.core import status
+from services.core.form.errors import FormError, Violation
+
+DOMAIN = "maka.interaction.v1"
+
+
+class InvalidRequest(status.InvalidArgument):
+    """INVALID_ARGUMENT / INVALID_REQUEST: a malformed request (missing ids, bad shapes)."""
+
+    def __init__(self, message: str, violations: Sequence[Violation] = ()) -> None:
+        super().__init__("INVALID_REQUEST", message, domain=DOMAIN, violations=violations)
+
+
+class InvalidForm(status.InvalidArgument):
+    """INVALID_ARGUMENT / INVALID_FORM: the form broke the form contract or its caps."""
+
+    def __init__(self, error: FormError) -> None:
+        super().__init__(
+            "INVALID_FORM", "the form breaks the form contract", domain=DOMAIN, violations=error.violations
+        )
+
+
+class InvalidAnswer(status.InvalidArgument):
+    """INVALID_ARGUMENT / INVALID_ANSWER: the answer does not fit the stored canonical form."""
+
+    def __init__(self, error: FormError) -> None:
+        super().__init__(
+            "INVALID_ANSWER", "the answer does not fit the form", domain=DOMAIN, violations=error.violations
+        )
+
+
+class InteractionNotFound(status.NotFound):
+    """NOT_FOUND: unknown id, or an id of a session the caller may not see (never revealed)."""
+
+    def __init__(self, interaction_id: str) -> None:
+        super().__init__("NOT_FOUND", f"no interaction {interaction_id!r}", domain=DOMAIN)
+
+
+class SessionNotFound(status.NotFound):
+    """NOT_FOUND: a session the caller may not see (indistinguishable from an unknown one)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__("NOT_FOUND", f"no session {session_id!r}", domain=DOMAIN)
+
+
+class SessionForbidden(status.PermissionDenied):
+    """PERMISSION_DENIED: an explicit request for a session outside the caller's token scope (DESIGN.md §6).
+
+    Decided from the token alone, so it reveals nothing about whether the session exists.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__("PERMISSION_DENIED", f"the caller may not see session {session_id!r}", domain=DOMAIN)
+
+
+class InteractionClosed(status.FailedPrecondition):
+    """FAILED_PRECONDITION / CLOSED: the Interaction closed without an answer; metadata ``close_reason``."""
+
+    def __init__(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        name = close_reason_name(reason)
+        super().__init__(
+            "CLOSED",
+            f"interaction {interaction_id!r} is closed ({name})",
+            domain=DOMAIN,
+            metadata={"close_reason": name},
+        )
+        self.close_reason = reason
+
+
+class AlreadySettled(status.Aborted):
+    """ABORTED / ALREADY_SETTLED: another answer won."""
+
+    def __init__(self, interaction_id: str) -> None:
+        super().__init__("ALREADY_SETTLED", f"interaction {interaction_id!r} is already answered", domain=DOMAIN)
+
+
+class StaleEpoch(status.FailedPrecondition):
+    """FAILED_PRECONDITION / STALE_EPOCH: the caller's Host epoch is not the current one."""
+
+    def __init__(self, epoch: int, current: int) -> None:
+        super().__init__(
+            "STALE_EPOCH",
+            f"host epoch {epoch} is not the current epoch {current}",
+            domain=DOMAIN,
+            metadata={"current_epoch": str(current)},
+        )
+
+
+class AlreadyPending(status.FailedPrecondition):
+    """FAILED_PRECONDITION / ALREADY_PENDING: the invocation already has a pending Interaction."""
+
+    def __init__(self, invocation_id: str) -> None:
+        super().__init__(
+            "ALREADY_PENDING", f"invocation {invocation_id!r} already has a pending interaction", domain=DOMAIN
+        )
+
+
+class LimitExceeded(status.ResourceExhausted):
+    """RESOURCE_EXHAUSTED / LIMIT_EXCEEDED: a cap was hit before anything was stored."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("LIMIT_EXCEEDED", message, domain=DOMAIN)
+
+
+class StoreUnavailable(status.Unavailable):
+    """UNAVAILABLE / STORE_UNAVAILABLE: Redis cannot be reached; retry later."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "STORE_UNAVAILABLE", "the interaction store (Redis) is unavailable; retry later", domain=DOMAIN
+        )
+
+
+def close_reason_name(reason: interaction_pb2.CloseReason.ValueType) -> str:
+    """``CLOSE_REASON_HOST_RESTARTED`` → ``"host_restarted"`` (the DESIGN.md §3 spelling)."""
+    return interaction_pb2.CloseReason.Name(reason).removeprefix("CLOSE_REASON_").lower()
+
+
+def error_reason(error: status.ServiceError) -> interaction_pb2.ErrorReason.ValueType:
+    """The proto ``ErrorReason`` of ``error`` (UNSPECIFIED for reasons outside this service)."""
+    try:
+        return interaction_pb2.ErrorReason.Value(f"ERROR_REASON_{error.reason}")
+    except ValueError:
+        return interaction_pb2.ERROR_REASON_UNSPECIFIED
+
+
+def violations_to_proto(violations: Sequence[Violation]) -> list[form_pb2.FieldViolation]:
+    """Form-contract violations as ``maka.form.v1.FieldViolation`` messages."""
+    return [
+        form_pb2.FieldViolation(
+            path=v.path,
+            reason=form_pb2.FormErrorReason.Value(f"FORM_ERROR_REASON_{v.reason.value}"),
+            description=v.description,
+        )
+        for v in violations
+    ]

@@ -1,0 +1,74 @@
+"""Every Redis key of the Interaction service (DESIGN.md §4), built only here.
+
+All keys of one Host share the hash tag ``{host_id}`` so every Lua script touches a single Redis
+Cluster slot. Layout:
+
+- ``maka:{H}:epoch`` — STRING, the Host epoch counter (INCR per broker start; fencing token).
+- ``maka:{H}:ix:{id}`` — HASH, one Interaction: ``pb`` (``maka.interaction.v1.Interaction`` bytes),
+  ``state``, ``session``, ``epoch``, ``invocation``, ``reason``, ``submission``, ``wait_deadline``.
+- ``maka:{H}:leases:{epoch}`` — ZSET, pending id → lease deadline (ms since the Unix epoch).
+- ``maka:{H}:pending`` — ZSET, every pending id of the Host → bounded-wait deadline (ms).
+- ``maka:{H}:inv:{invocation_id}`` — STRING, the pending id of an invocation (one at a time).
+- ``maka:{H}:session:{sid}:pending`` — ZSET, the session's pending ids → creation time (ms).
+- ``maka:{H}:session:{sid}:events`` — STREAM of projection changes (fields ``kind``, ``pb``).
+- ``maka:{H}:events`` — STREAM of every session's projection changes (for callers that see all sessions).
+- ``maka:{H}:settled`` — STREAM of settlements of the whole Host (fields ``id``, ``epoch``, ``pb``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALL_SESSIONS = "*"
+"""The Attach scope of a caller that sees every session: follows :meth:`Keys.host_events`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Key builder for one Host."""
+
+    host_id: str
+
+    @property
+    def _prefix(self) -> str:
+        return f"maka:{{{self.host_id}}}"
+
+    def epoch(self) -> str:
+        """The Host epoch counter."""
+        return f"{self._prefix}:epoch"
+
+    def record(self, interaction_id: str) -> str:
+        """One Interaction's hash."""
+        return f"{self._prefix}:ix:{interaction_id}"
+
+    def leases(self, epoch: int) -> str:
+        """Lease deadlines of the pending forms of ``epoch``."""
+        return f"{self._prefix}:leases:{epoch}"
+
+    def pending(self) -> str:
+        """Every pending id of the Host, scored by its bounded-wait deadline."""
+        return f"{self._prefix}:pending"
+
+    def invocation(self, invocation_id: str) -> str:
+        """The pending id of one invocation."""
+        return f"{self._prefix}:inv:{invocation_id}"
+
+    def session_pending(self, session_id: str) -> str:
+        """The session's pending ids (projection)."""
+        return f"{self._prefix}:session:{session_id}:pending"
+
+    def session_events(self, session_id: str) -> str:
+        """The session's event Stream."""
+        return f"{self._prefix}:session:{session_id}:events"
+
+    def host_events(self) -> str:
+        """The Host-wide event Stream (every session's changes)."""
+        return f"{self._prefix}:events"
+
+    def events(self, scope: str) -> str:
+        """The event Stream of ``scope``: a session id, or :data:`ALL_SESSIONS` for the Host-wide Stream."""
+        return self.host_events() if scope == ALL_SESSIONS else self.session_events(scope)
+
+    def settled(self) -> str:
+        """The Host-wide settled Stream read by HostLink handlers."""
+        return f"{self._prefix}:settled"

@@ -1,0 +1,263 @@
+"""``maka.interaction.v1.InteractionService``: a thin grpc.aio adapter over :class:`InteractionAuthority`.
+
+Bidirectional streams use the one-reader/one-writer pattern: a task reads the request iterator and
+a task follows a Redis Stream; both feed one queue that the handler (an async generator) drains.
+Domain errors become statuses only through :func:`services.core.status.abort`; per-frame failures
+(an open rejected, an answer refused) are reported in frames and never end a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc.aio
+from google.protobuf import timestamp_pb2
+
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.core.auth import current_principal
+from services.core.status import ServiceError, abort
+from services.interaction import errors
+from services.interaction.authority import InteractionAuthority
+
+log = logging.getLogger("maka.interaction.servicer")
+
+pb = interaction_service_pb2
+_Ctx = grpc.aio.ServicerContext[Any, Any]
+R = TypeVar("R")
+
+
+class _End:
+    """Queue sentinel: the request side finished."""
+
+
+_END = _End()
+_QUEUE_SIZE = 256
+"""Frames buffered per stream before the Redis follower waits for the client (backpressure)."""
+
+
+class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceServicer):
+    """The gRPC face of the Interaction authority (see the proto for frames and errors)."""
+
+    def __init__(self, authority: InteractionAuthority, *, follow_block_ms: int = 1000) -> None:
+        self.authority = authority
+        self._block_ms = follow_block_ms
+        self._streams: set[asyncio.Queue[Any]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def drain(self, timeout: float) -> None:
+        """End every open HostLink/Attach stream (clients reconnect and resume elsewhere) and wait,
+        at most ``timeout`` seconds, until their handlers finished. Called on graceful shutdown."""
+        for queue in list(self._streams):
+            with contextlib.suppress(asyncio.QueueFull):  # a full stream is cancelled by server.stop
+                queue.put_nowait(_END)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+
+    def _track(self, queue: asyncio.Queue[Any]) -> None:
+        self._streams.add(queue)
+        self._idle.clear()
+
+    def _untrack(self, queue: asyncio.Queue[Any]) -> None:
+        self._streams.discard(queue)
+        if not self._streams:
+            self._idle.set()
+
+    async def _call(self, context: _Ctx, call: Callable[[], Awaitable[R]]) -> R:
+        try:
+            return await call()
+        except ServiceError as error:
+            await abort(context, error)
+
+    # --- HostLink ---------------------------------------------------------------------------------
+
+    async def HostLink(
+        self, request_iterator: AsyncIterator[pb.HostLinkRequest], context: _Ctx
+    ) -> AsyncIterator[pb.HostLinkResponse]:
+        """The broker's link: hello → epoch, then open/close/heartbeat in order, settled pushed."""
+        requests = aiter(request_iterator)
+        first = await anext(requests, None)
+        if first is None:
+            return
+        if first.WhichOneof("frame") != "hello":
+            await abort(context, errors.InvalidRequest("the first HostLink frame must be hello"))
+        hello = first.hello
+        epoch, closed, position, already = await self._call(context, lambda: self._hello(hello))
+        yield pb.HostLinkResponse(epoch=pb.EpochBegun(host_epoch=epoch, closed_count=closed))
+        reported: set[str] = set()
+        for interaction in already:
+            reported.add(interaction.interaction_id)
+            yield pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction))
+        queue: asyncio.Queue[pb.HostLinkResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
+
+        async def read() -> None:
+            try:
+                async for request in requests:
+                    await queue.put(await self._link_frame(epoch, request))
+            except ServiceError as error:
+                await queue.put(error)
+                return
+            await queue.put(_END)
+
+        async def follow() -> None:
+            async for interaction in self.authority.follow_settled(epoch, position, block_ms=self._block_ms):
+                if interaction.interaction_id in reported:
+                    reported.discard(interaction.interaction_id)
+                    continue
+                await queue.put(pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction)))
+
+        tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
+        self._track(queue)
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _End):
+                    return
+                if isinstance(item, ServiceError):
+                    await abort(context, item)
+                yield item
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._untrack(queue)
+
+    async def _hello(self, hello: pb.Hello) -> tuple[int, int, str, list[interaction_pb2.Interaction]]:
+        position = await self.authority.settled_position()
+        mode = hello.WhichOneof("mode")
+        if mode == "begin_new_epoch" and hello.begin_new_epoch:
+            epoch, closed = await self.authority.begin_epoch()
+        elif mode == "resume_epoch":
+            await self.authority.resume_epoch(hello.resume_epoch)
+            epoch, closed = hello.resume_epoch, 0
+        else:
+            raise errors.InvalidRequest("hello needs begin_new_epoch=true or resume_epoch")
+        already = await self.authority.settled_of(list(hello.watched_interaction_ids))
+        return epoch, closed, position, already
+
+    async def _link_frame(self, epoch: int, request: pb.HostLinkRequest) -> pb.HostLinkResponse:
+        frame = request.WhichOneof("frame")
+        if frame == "open":
+            return await self._open(epoch, request.open)
+        if frame == "close":
+            changed, after = await self.authority.close(epoch, request.close.interaction_id, request.close.reason)
+            closed = pb.InteractionClosed(interaction_id=request.close.interaction_id, changed=changed)
+            if after is not None:
+                closed.interaction.CopyFrom(after)
+            return pb.HostLinkResponse(closed=closed)
+        if frame == "heartbeat":
+            renewed, deadline_ms = await self.authority.heartbeat(epoch)
+            ack = pb.HeartbeatAck(renewed=renewed)
+            ack.lease_deadline.FromMilliseconds(deadline_ms)
+            return pb.HostLinkResponse(heartbeat_ack=ack)
+        raise errors.InvalidRequest(f"unexpected HostLink frame {frame!r} after hello")
+
+    async def _open(self, epoch: int, request: pb.OpenInteraction) -> pb.HostLinkResponse:
+        wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
+        try:
+            interaction = await self.authority.open(epoch, request.binding, request.form, wait)
+        except ServiceError as error:
+            return pb.HostLinkResponse(
+                open_rejected=pb.OpenRejected(
+                    request_ref=request.request_ref,
+                    reason=errors.error_reason(error),
+                    message=error.message,
+                    violations=errors.violations_to_proto(error.violations),
+                )
+            )
+        return pb.HostLinkResponse(
+            opened=pb.InteractionOpened(request_ref=request.request_ref, interaction=interaction)
+        )
+
+    # --- Attach -----------------------------------------------------------------------------------
+
+    async def Attach(
+        self, request_iterator: AsyncIterator[pb.AttachRequest], context: _Ctx
+    ) -> AsyncIterator[pb.AttachResponse]:
+        """A surface's stream: subscribe → snapshot or replay → live events; answers on the same stream."""
+        principal = current_principal()
+        requests = aiter(request_iterator)
+        first = await anext(requests, None)
+        if first is None:
+            return
+        if first.WhichOneof("frame") != "subscribe":
+            await abort(context, errors.InvalidRequest("the first Attach frame must be subscribe"))
+        subscribe = first.subscribe
+        start = await self._call(
+            context,
+            lambda: self.authority.attach_start(principal, list(subscribe.session_ids), subscribe.resume_token),
+        )
+        if start.snapshot is not None:
+            yield pb.AttachResponse(
+                snapshot=pb.Snapshot(pending=start.snapshot, resume_token=self.authority.token(start.positions))
+            )
+        queue: asyncio.Queue[pb.AttachResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
+
+        async def read() -> None:
+            async for request in requests:
+                if request.WhichOneof("frame") != "answer":
+                    await queue.put(errors.InvalidRequest("only answer frames may follow subscribe"))
+                    return
+                await queue.put(await self.authority.answer_outcome(principal, request.answer))
+
+        async def follow() -> None:
+            async for event, token in self.authority.follow_events(start.positions, block_ms=self._block_ms):
+                await queue.put(pb.AttachResponse(event=pb.Event(event=event, resume_token=token)))
+
+        tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
+        self._track(queue)
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _End):
+                    return
+                if isinstance(item, ServiceError):
+                    await abort(context, item)
+                yield item
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._untrack(queue)
+
+    # --- Unary ------------------------------------------------------------------------------------
+
+    async def Answer(self, request: pb.AnswerRequest, context: _Ctx) -> pb.AnswerResponse:
+        """Commit an answer (idempotent per submission id); errors per the proto's ErrorReason."""
+        principal = current_principal()
+        interaction = await self._call(
+            context,
+            lambda: self.authority.answer(
+                principal,
+                request.interaction_id,
+                request.answer,
+                submission_id=request.submission_id,
+                session_id=request.session_id or None,
+            ),
+        )
+        return pb.AnswerResponse(interaction=interaction)
+
+    async def ListPending(self, request: pb.ListPendingRequest, context: _Ctx) -> pb.ListPendingResponse:
+        """Pending Interactions of the named (or every visible) session."""
+        principal = current_principal()
+        pending = await self._call(context, lambda: self.authority.list_pending(principal, list(request.session_ids)))
+        as_of = timestamp_pb2.Timestamp()
+        as_of.GetCurrentTime()
+        return pb.ListPendingResponse(pending=pending, as_of=as_of)
+
+    async def GetInteraction(self, request: pb.GetInteractionRequest, context: _Ctx) -> pb.GetInteractionResponse:
+        """One Interaction visible to the caller, pending or settled."""
+        principal = current_principal()
+        interaction = await self._call(
+            context, lambda: self.authority.get(principal, request.interaction_id, request.session_id or None)
+        )
+        return pb.GetInteractionResponse(interaction=interaction)

@@ -1,0 +1,345 @@
+"""Redis persistence of Interactions: one Lua script per transition (DESIGN.md §4).
+
+:class:`InteractionStore` is the only code that talks to Redis. It builds keys through
+:mod:`services.interaction.keys`, runs the scripts in ``scripts/*.lua`` (``register_script``:
+EVALSHA, reloaded after a Redis restart), and turns connection failures into
+:class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE / STORE_UNAVAILABLE). It never
+logs payloads: records hold form copy and answers as opaque protobuf bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from typing import Any, ParamSpec, TypeVar
+
+import redis.asyncio
+import redis.exceptions
+
+from maka.interaction.v1 import interaction_pb2
+from services.interaction.errors import StoreUnavailable
+from services.interaction.keys import ALL_SESSIONS, Keys
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError)
+
+
+def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Map Redis connection failures to StoreUnavailable (the only Redis error a caller sees)."""
+
+    @functools.wraps(func)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await func(*args, **kwargs)
+        except _REDIS_DOWN as error:
+            raise StoreUnavailable() from error
+
+    return wrapper
+
+
+def _load(name: str) -> str:
+    return resources.files("services.interaction").joinpath("scripts", name).read_text(encoding="utf-8")
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Mode(StrEnum):
+    """Which transition ``settle.lua`` performs (and which precondition it checks)."""
+
+    ANSWER = "answer"
+    """A user answer: refused after the wait or lease ran out."""
+    CLOSE = "close"
+    """The broker closes with a reason; its link epoch must be current."""
+    LEASE = "lease"
+    """The reaper: only when the lease deadline has passed."""
+    TIMEOUT = "timeout"
+    """The reaper: only when the bounded wait has passed."""
+    RESTART = "restart"
+    """A new Host epoch began: only for records of older epochs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored Interaction plus the state fields the scripts compare."""
+
+    interaction: interaction_pb2.Interaction
+    state: str
+    """``pending`` | ``answered`` | ``closed``."""
+    session_id: str
+    epoch: int
+    invocation_id: str
+    submission_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SettleResult:
+    """What ``settle.lua`` answered: ``code`` plus the stored record bytes or a reason when relevant."""
+
+    code: str
+    """OK | SAME | ANSWERED | CLOSED | NOT_FOUND | STALE | STALE_EPOCH | EXPIRED | NOT_DUE."""
+    reason: str = ""
+    """CLOSED: the stored close reason; EXPIRED: which deadline passed; STALE_EPOCH: current epoch."""
+    stored: interaction_pb2.Interaction | None = None
+    """SAME / ANSWERED / CLOSED: the record as stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    """Where a session's event Stream stands (for resume-token checks)."""
+
+    exists: bool
+    first_id: str = "0-0"
+    length: int = 0
+    entries_added: int = 0
+
+
+class InteractionStore:
+    """Typed access to one Host's Interaction keys in Redis.
+
+    ``retention_ms`` is the TTL of settled records and of event Streams (garbage collection only);
+    ``events_maxlen`` caps each Stream with ``XADD MAXLEN ~``. Every method raises
+    :class:`StoreUnavailable` when Redis cannot be reached.
+    """
+
+    def __init__(self, client: redis.asyncio.Redis, keys: Keys, *, retention_ms: int, events_maxlen: int) -> None:
+        self.client = client
+        self.keys = keys
+        self.retention_ms = retention_ms
+        self.events_maxlen = events_maxlen
+        self._open = client.register_script(_load("open.lua"))
+        self._settle = client.register_script(_load("settle.lua"))
+        self._heartbeat = client.register_script(_load("heartbeat.lua"))
+        self._begin = client.register_script(_load("begin_epoch.lua"))
+
+    @_store_call
+    async def ping(self) -> bool:
+        """True when Redis answers PING."""
+        return bool(await self.client.ping())
+
+    @_store_call
+    async def current_epoch(self) -> int:
+        """The current Host epoch (0 before the first broker started)."""
+        value = await self.client.get(self.keys.epoch())
+        return int(value) if value is not None else 0
+
+    @_store_call
+    async def begin_epoch(self) -> int:
+        """Increment and return the Host epoch (fences every older epoch)."""
+        return int(await self._begin(keys=[self.keys.epoch()]))
+
+    @_store_call
+    async def open(
+        self,
+        interaction: interaction_pb2.Interaction,
+        *,
+        lease_deadline_ms: int,
+        wait_deadline_ms: int,
+        created_ms: int,
+    ) -> tuple[str, str]:
+        """Store a new pending Interaction and emit its ``opened`` event.
+
+        Returns ``("OK", stream id)``, ``("STALE_EPOCH", current)``, ``("ALREADY_PENDING", id)`` or
+        ``("COLLISION", "")``.
+        """
+        b = interaction.binding
+        event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_OPENED, interaction=interaction)
+        result = await self._open(
+            keys=[
+                self.keys.epoch(),
+                self.keys.record(interaction.interaction_id),
+                self.keys.leases(interaction.host_epoch),
+                self.keys.pending(),
+                self.keys.invocation(b.invocation_id),
+                self.keys.session_pending(b.session_id),
+                self.keys.session_events(b.session_id),
+                self.keys.host_events(),
+            ],
+            args=[
+                interaction.host_epoch,
+                interaction.interaction_id,
+                interaction.SerializeToString(),
+                event.SerializeToString(),
+                b.session_id,
+                b.invocation_id,
+                lease_deadline_ms,
+                wait_deadline_ms,
+                created_ms,
+                self.events_maxlen,
+                self.retention_ms,
+            ],
+        )
+        code = _s(result[0])
+        return code, _s(result[1]) if len(result) > 1 else ""
+
+    @_store_call
+    async def get(self, interaction_id: str) -> Record | None:
+        """The stored record, or None when unknown or expired."""
+        fields: dict[bytes, bytes] = await self.client.hgetall(self.keys.record(interaction_id))  # type: ignore[assignment]
+        if not fields or b"pb" not in fields:
+            return None
+        return Record(
+            interaction=interaction_pb2.Interaction.FromString(fields[b"pb"]),
+            state=_s(fields.get(b"state", b"")),
+            session_id=_s(fields.get(b"session", b"")),
+            epoch=int(fields.get(b"epoch", b"0")),
+            invocation_id=_s(fields.get(b"invocation", b"")),
+            submission_id=_s(fields.get(b"submission", b"")),
+        )
+
+    @_store_call
+    async def settle(
+        self,
+        mode: Mode,
+        record: Record,
+        new: interaction_pb2.Interaction,
+        *,
+        state: str,
+        reason: str,
+        submission_id: str,
+        now_ms: int,
+        caller_epoch: int | None = None,
+    ) -> SettleResult:
+        """Run ``settle.lua``: commit ``new`` (answered or closed) only if ``record`` is still pending
+        and ``mode``'s precondition holds. See :class:`SettleResult` for the outcomes.
+        """
+        kind = interaction_pb2.EVENT_KIND_ANSWERED if state == "answered" else interaction_pb2.EVENT_KIND_CLOSED
+        event = interaction_pb2.InteractionEvent(kind=kind, interaction=new)
+        result = await self._settle(
+            keys=[
+                self.keys.epoch(),
+                self.keys.record(record.interaction.interaction_id),
+                self.keys.leases(record.epoch),
+                self.keys.pending(),
+                self.keys.invocation(record.invocation_id),
+                self.keys.session_pending(record.session_id),
+                self.keys.session_events(record.session_id),
+                self.keys.settled(),
+                self.keys.host_events(),
+            ],
+            args=[
+                mode.value,
+                record.interaction.interaction_id,
+                record.session_id,
+                record.epoch,
+                new.SerializeToString(),
+                event.SerializeToString(),
+                state,
+                reason,
+                submission_id,
+                now_ms,
+                self.retention_ms,
+                self.events_maxlen,
+                "" if caller_epoch is None else caller_epoch,
+            ],
+        )
+        code = _s(result[0])
+        if code in ("SAME", "ANSWERED"):
+            return SettleResult(code, stored=interaction_pb2.Interaction.FromString(result[1]))
+        if code == "CLOSED":
+            return SettleResult(code, reason=_s(result[1]), stored=interaction_pb2.Interaction.FromString(result[2]))
+        if code in ("EXPIRED", "STALE_EPOCH"):
+            return SettleResult(code, reason=_s(result[1]))
+        return SettleResult(code)
+
+    @_store_call
+    async def heartbeat(self, epoch: int, deadline_ms: int) -> tuple[str, int]:
+        """Renew every lease of ``epoch``. Returns ``("OK", renewed)`` or ``("STALE_EPOCH", current)``."""
+        result = await self._heartbeat(keys=[self.keys.epoch(), self.keys.leases(epoch)], args=[epoch, deadline_ms])
+        return _s(result[0]), int(_s(result[1]))
+
+    @_store_call
+    async def pending_ids(self) -> list[str]:
+        """Every pending id of the Host."""
+        return [_s(v) for v in await self.client.zrange(self.keys.pending(), 0, -1)]
+
+    @_store_call
+    async def due_leases(self, epoch: int, now_ms: int, limit: int) -> list[str]:
+        """Ids of ``epoch`` whose lease deadline is at or before ``now_ms``."""
+        values = await self.client.zrangebyscore(self.keys.leases(epoch), "-inf", now_ms, start=0, num=limit)
+        return [_s(v) for v in values]
+
+    @_store_call
+    async def due_waits(self, now_ms: int, limit: int) -> list[str]:
+        """Pending ids whose bounded wait ended at or before ``now_ms``."""
+        values = await self.client.zrangebyscore(self.keys.pending(), "-inf", now_ms, start=0, num=limit)
+        return [_s(v) for v in values]
+
+    @_store_call
+    async def lease_deadline(self, epoch: int) -> int | None:
+        """The latest lease deadline (ms) of ``epoch``, if any lease exists."""
+        top = await self.client.zrange(self.keys.leases(epoch), -1, -1, withscores=True)
+        return int(top[0][1]) if top else None
+
+    @_store_call
+    async def session_snapshot(self, session_ids: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """Atomically (MULTI): each scope's pending ids and its event Stream's last id ("0-0" if none).
+
+        A scope is a session id or :data:`ALL_SESSIONS` (every pending id, the Host-wide Stream).
+        """
+        async with self.client.pipeline(transaction=True) as pipe:
+            for sid in session_ids:
+                pipe.zrange(self.keys.pending() if sid == ALL_SESSIONS else self.keys.session_pending(sid), 0, -1)
+                pipe.xrevrange(self.keys.events(sid), "+", "-", count=1)
+            results = await pipe.execute()
+        pending: dict[str, list[str]] = {}
+        positions: dict[str, str] = {}
+        for index, sid in enumerate(session_ids):
+            pending[sid] = [_s(v) for v in results[2 * index]]
+            last = results[2 * index + 1]
+            positions[sid] = _s(last[0][0]) if last else "0-0"
+        return pending, positions
+
+    @_store_call
+    async def stream_info(self, session_id: str) -> StreamInfo:
+        """Where the session's event Stream stands (``exists=False`` when it was never written or expired)."""
+        try:
+            info = await self.client.xinfo_stream(self.keys.events(session_id))
+        except redis.exceptions.ResponseError:
+            return StreamInfo(exists=False)
+        first = info.get("first-entry")
+        return StreamInfo(
+            exists=True,
+            first_id=_s(first[0]) if first else "0-0",
+            length=int(info.get("length", 0)),
+            entries_added=int(info.get("entries-added", 0)),
+        )
+
+    @_store_call
+    async def read_events(
+        self, positions: dict[str, str], *, block_ms: int, count: int = 100
+    ) -> list[tuple[str, str, interaction_pb2.InteractionEvent]]:
+        """XREAD the sessions' Streams after ``positions``: ``(session, stream id, event)`` in order."""
+        streams = {self.keys.events(sid): pos for sid, pos in positions.items()}
+        by_key = {self.keys.events(sid): sid for sid in positions}
+        reply: Any = await self.client.xread(streams, count=count, block=block_ms)  # type: ignore[arg-type]
+        out: list[tuple[str, str, interaction_pb2.InteractionEvent]] = []
+        for key, entries in reply or []:
+            sid = by_key[_s(key)]
+            for entry_id, fields in entries:
+                out.append((sid, _s(entry_id), interaction_pb2.InteractionEvent.FromString(fields[b"pb"])))
+        return out
+
+    @_store_call
+    async def settled_position(self) -> str:
+        """The last id of the Host-wide settled Stream ("0-0" when empty)."""
+        last = await self.client.xrevrange(self.keys.settled(), "+", "-", count=1)
+        return _s(last[0][0]) if last else "0-0"
+
+    @_store_call
+    async def read_settled(
+        self, after: str, *, block_ms: int, count: int = 100
+    ) -> list[tuple[str, int, interaction_pb2.Interaction]]:
+        """XREAD the settled Stream after ``after``: ``(stream id, record epoch, Interaction)``."""
+        reply: Any = await self.client.xread({self.keys.settled(): after}, count=count, block=block_ms)
+        out: list[tuple[str, int, interaction_pb2.Interaction]] = []
+        for _key, entries in reply or []:
+            for entry_id, fields in entries:
+                out.append((_s(entry_id), int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])))
+        return out

@@ -1,0 +1,311 @@
+"""The InteractionService over a real grpc.aio server and real Redis: HostLink, Attach, unary RPCs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import grpc.aio
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2_grpc
+from services.core.status import error_from_rpc
+from tests.services.interaction.harness import (
+    SURFACE_A_TOKEN,
+    Link,
+    Service,
+    Surface,
+    accept,
+    channel,
+    make_form,
+    pb,
+)
+
+ix = interaction_pb2
+
+
+async def test_open_snapshot_answer_settles_and_every_side_sees_it(
+    broker_channel: grpc.aio.Channel,
+    surface_channel: grpc.aio.Channel,
+    surface_stub: interaction_service_pb2_grpc.InteractionServiceStub,
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    assert opened.interaction_id.startswith("ix_")
+    assert opened.state == ix.INTERACTION_STATE_PENDING
+    assert opened.host_epoch == link.epoch
+    assert opened.binding.provider_correlation_id == "corr-1"
+
+    surface = await Surface.attach(surface_channel, ("s-a",))
+    snapshot = (await surface.next("snapshot")).snapshot
+    assert [i.interaction_id for i in snapshot.pending] == [opened.interaction_id]
+    assert snapshot.pending[0].form.fields[0].name == "target"
+    assert snapshot.resume_token
+
+    await surface.answer("sub-1", opened.interaction_id, accept("prod", replicas=2))
+    outcome = (await surface.next("answer_outcome")).answer_outcome
+    assert outcome.accepted, outcome
+    assert outcome.submission_id == "sub-1"
+    assert outcome.interaction.state == ix.INTERACTION_STATE_ANSWERED
+    assert outcome.interaction.answer.values["target"].string_value == "prod"
+
+    event = (await surface.next("event")).event
+    assert event.event.kind == ix.EVENT_KIND_ANSWERED
+    assert event.event.interaction.interaction_id == opened.interaction_id
+    assert event.resume_token != snapshot.resume_token
+
+    settled = await link.next_settled()
+    assert settled.interaction_id == opened.interaction_id
+    assert settled.state == ix.INTERACTION_STATE_ANSWERED
+    assert settled.close_reason == ix.CLOSE_REASON_ANSWERED
+    assert settled.answer.values["replicas"].integer_value == 2
+
+    got = await surface_stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
+    assert got.interaction.state == ix.INTERACTION_STATE_ANSWERED
+    listed = await surface_stub.ListPending(pb.ListPendingRequest(session_ids=["s-a"]))
+    assert list(listed.pending) == []
+    await surface.close()
+    await link.close()
+
+
+async def test_live_open_reaches_an_attached_surface_as_an_opened_event(
+    broker_channel: grpc.aio.Channel, surface_channel: grpc.aio.Channel
+) -> None:
+    surface = await Surface.attach(surface_channel, ("s-a",))
+    assert list((await surface.next("snapshot")).snapshot.pending) == []
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    event = (await surface.next("event")).event.event
+    assert event.kind == ix.EVENT_KIND_OPENED
+    assert event.interaction.interaction_id == opened.interaction_id
+    await surface.close()
+    await link.close()
+
+
+async def test_fifty_concurrent_answers_from_two_surfaces_have_exactly_one_winner(
+    broker_channel: grpc.aio.Channel, service: Service
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    async with channel(service, SURFACE_A_TOKEN) as ch1, channel(service, SURFACE_A_TOKEN) as ch2:
+        one = await Surface.attach(ch1, ("s-a",))
+        two = await Surface.attach(ch2, ("s-a",))
+        await one.next("snapshot")
+        await two.next("snapshot")
+        for n in range(25):
+            await one.answer(f"one-{n}", opened.interaction_id, accept(f"one-{n}"))
+            await two.answer(f"two-{n}", opened.interaction_id, accept(f"two-{n}"))
+        outcomes = [(await s.next("answer_outcome")).answer_outcome for s in (one, two) for _ in range(25)]
+        winners = [o for o in outcomes if o.accepted]
+        assert len(winners) == 1
+        losers = [o for o in outcomes if not o.accepted]
+        assert {o.reason for o in losers} == {ix.ERROR_REASON_ALREADY_SETTLED}
+        winning_value = winners[0].interaction.answer.values["target"].string_value
+        assert winning_value == winners[0].submission_id
+        assert all(o.interaction.answer.values["target"].string_value == winning_value for o in losers)
+        settled = await link.next_settled()
+        assert settled.answer.values["target"].string_value == winning_value
+        await one.close()
+        await two.close()
+    await link.close()
+
+
+async def test_retrying_the_same_submission_returns_the_same_outcome_and_a_different_one_is_already_settled(
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    request = pb.AnswerRequest(interaction_id=opened.interaction_id, submission_id="sub-x", answer=accept("prod"))
+    first = await surface_stub.Answer(request)
+    retry = await surface_stub.Answer(request)
+    assert retry.interaction == first.interaction
+    different = pb.AnswerRequest(interaction_id=opened.interaction_id, submission_id="sub-y", answer=accept("dev"))
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await surface_stub.Answer(different)
+    detail = error_from_rpc(caught.value)
+    assert detail.code == grpc.StatusCode.ABORTED
+    assert detail.reason == "ALREADY_SETTLED"
+    # The retry with changed content under the first id still returns the first outcome.
+    same_id_other_content = pb.AnswerRequest(
+        interaction_id=opened.interaction_id, submission_id="sub-x", answer=accept("dev")
+    )
+    again = await surface_stub.Answer(same_id_other_content)
+    assert again.interaction.answer.values["target"].string_value == "prod"
+    await link.close()
+
+
+async def test_answer_for_another_sessions_form_is_not_found_like_an_unknown_id(
+    broker_channel: grpc.aio.Channel, service: Service
+) -> None:
+    link = await Link.connect(broker_channel)
+    foreign = await link.open("s-b", "inv-b")
+    async with channel(service, SURFACE_A_TOKEN) as ch:
+        stub = interaction_service_pb2_grpc.InteractionServiceStub(ch)
+        details = []
+        for interaction_id in (foreign.interaction_id, "ix_does_not_exist"):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.Answer(
+                    pb.AnswerRequest(interaction_id=interaction_id, submission_id="s", answer=accept("prod"))
+                )
+            details.append(error_from_rpc(caught.value))
+        assert [d.code for d in details] == [grpc.StatusCode.NOT_FOUND] * 2
+        assert [d.reason for d in details] == ["NOT_FOUND"] * 2
+        assert details[0].message.replace(foreign.interaction_id, "X") == details[1].message.replace(
+            "ix_does_not_exist", "X"
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=foreign.interaction_id))
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        # The foreign form is untouched.
+        listed = await stub.ListPending(pb.ListPendingRequest())
+        assert list(listed.pending) == []
+    await link.close()
+
+
+async def test_answer_with_the_wrong_session_id_is_not_found(
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await surface_stub.Answer(
+            pb.AnswerRequest(interaction_id=opened.interaction_id, session_id="s-b", answer=accept("prod"))
+        )
+    assert error_from_rpc(caught.value).reason == "NOT_FOUND"
+    await link.close()
+
+
+async def test_answer_after_close_is_refused_with_the_closure_reason(
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    reply = await link.request(
+        pb.HostLinkRequest(
+            close=pb.CloseInteraction(interaction_id=opened.interaction_id, reason=ix.CLOSE_REASON_STOPPED)
+        )
+    )
+    assert reply.closed.changed
+    assert reply.closed.interaction.close_reason == ix.CLOSE_REASON_STOPPED
+    settled = await link.next_settled()
+    assert settled.close_reason == ix.CLOSE_REASON_STOPPED
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await surface_stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=accept("prod")))
+    detail = error_from_rpc(caught.value)
+    assert detail.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert detail.reason == "CLOSED"
+    assert detail.metadata["close_reason"] == "stopped"
+    again = await link.request(
+        pb.HostLinkRequest(
+            close=pb.CloseInteraction(interaction_id=opened.interaction_id, reason=ix.CLOSE_REASON_PROVIDER_LOST)
+        )
+    )
+    assert not again.closed.changed
+    assert again.closed.interaction.close_reason == ix.CLOSE_REASON_STOPPED
+    await link.close()
+
+
+async def test_invalid_answer_is_refused_with_field_violations_and_the_form_stays_pending(
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    bad = form_pb2.Answer(action=form_pb2.ACTION_ACCEPT, values={"replicas": form_pb2.Value(integer_value=9)})
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await surface_stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=bad))
+    detail = error_from_rpc(caught.value)
+    assert detail.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert detail.reason == "INVALID_ANSWER"
+    assert {path for path, _ in detail.violations} >= {"/target", "/replicas"}
+    listed = await surface_stub.ListPending(pb.ListPendingRequest(session_ids=["s-a"]))
+    assert [i.interaction_id for i in listed.pending] == [opened.interaction_id]
+    await link.close()
+
+
+async def test_decline_and_cancel_are_answers(
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+) -> None:
+    link = await Link.connect(broker_channel)
+    for n, action in enumerate((form_pb2.ACTION_DECLINE, form_pb2.ACTION_CANCEL)):
+        opened = await link.open("s-a", f"inv-{n}")
+        answered = await surface_stub.Answer(
+            pb.AnswerRequest(interaction_id=opened.interaction_id, answer=form_pb2.Answer(action=action))
+        )
+        assert answered.interaction.state == ix.INTERACTION_STATE_ANSWERED
+        assert answered.interaction.answer.action == action
+    await link.close()
+
+
+async def test_open_rejects_a_bad_form_and_an_incomplete_binding_without_ending_the_link(
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+) -> None:
+    link = await Link.connect(broker_channel)
+    duplicate = form_pb2.Form(
+        message="m",
+        fields=[
+            form_pb2.Field(
+                name="pick",
+                label="Pick",
+                single_select=form_pb2.SingleSelectField(
+                    options=[form_pb2.Option(value="a", label="A"), form_pb2.Option(value="a", label="A2")]
+                ),
+            )
+        ],
+    )
+    rejected = await link.open_raw("s-a", "inv-1", form=duplicate)
+    assert rejected.WhichOneof("frame") == "open_rejected"
+    assert rejected.open_rejected.request_ref == "ref-inv-1"
+    assert rejected.open_rejected.reason == ix.ERROR_REASON_INVALID_FORM
+    assert rejected.open_rejected.violations
+
+    request = pb.OpenInteraction(request_ref="r2", binding=ix.Binding(session_id="s-a"), form=make_form())
+    reply = await link.request(pb.HostLinkRequest(open=request))
+    assert reply.open_rejected.reason == ix.ERROR_REASON_INVALID_REQUEST
+
+    assert (await link.open("s-a", "inv-1")).state == ix.INTERACTION_STATE_PENDING
+    listed = await surface_stub.ListPending(pb.ListPendingRequest())
+    assert len(listed.pending) == 1
+    await link.close()
+
+
+async def test_a_second_pending_form_for_one_invocation_is_rejected(broker_channel: grpc.aio.Channel) -> None:
+    link = await Link.connect(broker_channel)
+    await link.open("s-a", "inv-1")
+    reply = await link.open_raw("s-a", "inv-1")
+    assert reply.open_rejected.reason == ix.ERROR_REASON_ALREADY_PENDING
+    await link.close()
+
+
+async def test_canonical_ids_are_minted_by_the_service_not_the_provider(broker_channel: grpc.aio.Channel) -> None:
+    link = await Link.connect(broker_channel)
+    a = await link.open("s-a", "inv-1")
+    b = await link.open("s-a", "inv-2")
+    assert a.interaction_id != b.interaction_id
+    assert "corr-1" not in a.interaction_id
+    await link.close()
+
+
+async def test_surface_roles_cannot_open_a_host_link(service: Service) -> None:
+    async with channel(service, SURFACE_A_TOKEN) as ch:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await Link.connect(ch)
+        assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_health_reports_serving_for_the_interaction_service(service: Service) -> None:
+    async with channel(service) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        reply = await health.Check(health_pb2.HealthCheckRequest(service="maka.interaction.v1.InteractionService"))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_attach_refuses_a_session_the_caller_may_not_see(service: Service) -> None:
+    async with channel(service, SURFACE_A_TOKEN) as ch:
+        surface = await Surface.attach(ch, ("s-b",))
+        async with asyncio.timeout(10):
+            assert surface._task is not None
+            await surface._task
+        assert surface.error is not None
+        assert error_from_rpc(surface.error).reason == "NOT_FOUND"
