@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import (
@@ -128,6 +130,8 @@ class Outcome:
 
 
 def _option_label(label: str, value: str) -> str:
+    """An option's display text (the label, or the value when the label is empty), as plain text: callers
+    wrap it in ``Text``/``Content`` so Textual never interprets server text as markup."""
     text = plain_text(label, keep_newlines=False)
     return text if text else plain_text(value, keep_newlines=False)
 
@@ -188,7 +192,7 @@ class FormPanel(Vertical):
         elif isinstance(f, SingleSelectField):
             if len(f.options) > FILTER_THRESHOLD:
                 yield Input(placeholder="type to filter options", id=f"filter-{index}", classes="filter")
-            options = [(_option_label(o.label, o.value), o.value) for o in f.options]
+            options = [(Text(_option_label(o.label, o.value)), o.value) for o in f.options]
             yield Select(
                 options,
                 prompt="choose…",
@@ -201,7 +205,7 @@ class FormPanel(Vertical):
                 yield Input(placeholder="type to filter options", id=f"filter-{index}", classes="filter")
             picks = set(raw) if isinstance(raw, tuple) else set()
             yield SelectionList[str](
-                *[(_option_label(o.label, o.value), o.value, o.value in picks) for o in f.options],
+                *[(Content(_option_label(o.label, o.value)), o.value, o.value in picks) for o in f.options],
                 id=f"field-{index}",
             )
         yield Static("", id=f"error-{index}", classes="error", markup=False)
@@ -523,7 +527,7 @@ class MakaTui(App[None]):
             if isinstance(field, SingleSelectField):
                 select = self.query_one(f"#field-{index}", Select)
                 shown = filter_options(field.options, query)
-                select.set_options([(_option_label(o.label, o.value), o.value) for o in shown])
+                select.set_options([(Text(_option_label(o.label, o.value)), o.value) for o in shown])
                 if isinstance(raw, str) and raw in {o.value for o in shown}:
                     select.value = raw
             elif isinstance(field, MultiSelectField):
@@ -532,7 +536,7 @@ class MakaTui(App[None]):
                 selection.clear_options()
                 selection.add_options(
                     [
-                        (_option_label(o.label, o.value), o.value, o.value in picks)
+                        (Content(_option_label(o.label, o.value)), o.value, o.value in picks)
                         for o in filter_options(field.options, query)
                     ]
                 )
@@ -645,7 +649,9 @@ class MakaTui(App[None]):
             else:
                 if self.selected_id == interaction_id:
                     self._show_violations(error)
-                self._submission_ids[interaction_id] = new_submission_id()
+                if error.reason == "INVALID_ANSWER":  # a rejected attempt: the next one is a new submission
+                    self._submission_ids[interaction_id] = new_submission_id()
+                # otherwise (UNAVAILABLE, ...) a retry reuses the id, so it cannot commit twice
         else:
             self._sent.add(interaction_id)
             self.outcomes.append(Outcome(interaction_id, answer.action, accepted=True))

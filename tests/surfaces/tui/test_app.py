@@ -89,11 +89,12 @@ async def running(
 
 
 async def settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
-    """Let the app process messages until it is idle and ``check()`` holds; fail after 5 s naming ``what``."""
+    """Let the app process messages until it is idle and ``check()`` holds; fail after 20 s naming ``what``
+    (generous: Textual is slow on a loaded machine)."""
     app = pilot.app
     assert isinstance(app, MakaTui)
     try:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(20):
             while not (app.idle and check()):
                 await pilot.pause(0.01)
     except TimeoutError:
@@ -400,6 +401,43 @@ async def test_boolean_without_default_is_omitted_until_chosen() -> None:
         await pilot.click("#submit")
         await settle(pilot, lambda: backend.answers, "the answer")
         assert backend.answers[0][1].values == {}
+
+
+async def test_untrusted_labels_and_options_are_shown_literally_never_as_markup() -> None:
+    options = (Option("a", "[b]bold[/b] [red]x"), Option("b", "[link=https://evil.example]click"))
+    form = Form(
+        message="m",
+        fields=(
+            SingleSelectField(name="one", label="[blink]One[/blink]", options=options, default="a"),
+            MultiSelectField(name="many", label="Many", description="[u]help[/u]", options=options),
+        ),
+    )
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        text = screen_text(app)
+        assert "[blink]One[/blink]" in text
+        assert "[b]bold[/b] [red]x" in text  # the single select's current choice
+        assert "[link=https://evil.example]click" in text  # a multi-select row
+        assert "[u]help[/u]" in text
+
+
+async def test_unavailable_keeps_the_form_and_the_retry_reuses_the_submission_id() -> None:
+    backend = ScriptedBackend(
+        answer_error=InteractionError(ErrorDetail(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE", "try again"))
+    )
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(Form(message="m", fields=())), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        await pilot.click("#decline")
+        await settle(pilot, lambda: len(app.outcomes) == 1, "the failed attempt")
+        assert "ix-1" in app.pending
+        assert "Not accepted (STORE_UNAVAILABLE)" in screen_text(app)
+        backend.answer_error = None
+        await pilot.click("#decline")
+        await settle(pilot, lambda: not app.pending, "the retried answer")
+        assert backend.answers[0][2] == backend.answers[1][2]  # same submission id: at most one commit
 
 
 # --- against the real Interaction service (in-process, real Redis; forms opened through HostLink) -------
