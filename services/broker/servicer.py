@@ -42,8 +42,14 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def Connect(
         self, request_iterator: AsyncIterator[broker_pb2.ConnectRequest], context: Context
     ) -> AsyncIterator[broker_pb2.ConnectResponse]:
-        """Provider stream: ``register`` first, then frames; see ``broker.proto``. PERMISSION_DENIED
-        without the provider role."""
+        """A provider's stream (broker issue "Connect"; RFC "Add one nested Interaction seam").
+
+        ``register`` first (answered ``registered`` with minted registration/connection ids and the
+        heartbeat interval), then provider frames in order; refused frames are answered with
+        ``FrameRejected`` and never end the stream. The stream ends when the provider half-closes,
+        is replaced by a re-registration, misses three heartbeats, overflows its bounded queue, or
+        the broker shuts down. PERMISSION_DENIED without the ``provider`` role.
+        """
         try:
             _require(Role.PROVIDER)
         except ServiceError as error:
@@ -73,7 +79,14 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def CallTool(
         self, request: broker_pb2.CallToolRequest, context: Context
     ) -> AsyncIterator[broker_pb2.CallToolResponse]:
-        """One invocation's events; the caller disconnecting stops the invocation."""
+        """Start one logical Tool invocation and stream its events.
+
+        Events: ``accepted`` → (``progress`` | ``awaiting_interaction`` | ``interaction_settled``)*
+        → exactly one of ``result``, ``failure`` (stable ``FailureCode``), ``lost``, ``stopped``.
+        A malformed request or unknown Tool is a single ``failure`` event (INVALID_REQUEST /
+        UNKNOWN_TOOL). The caller disconnecting is a Stop of this invocation (RFC criterion 7).
+        PERMISSION_DENIED without the ``caller`` role or for a session the caller may not see.
+        """
         try:
             _require(Role.CALLER, request.session_id)
         except ServiceError as error:
@@ -87,7 +100,12 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
                 self._broker.stop_invocation(invocation, "caller disconnected")
 
     async def Stop(self, request: broker_pb2.StopRequest, context: Context) -> broker_pb2.StopResponse:
-        """Stop a turn, a session, or (all) the Host. INVALID_ARGUMENT for a malformed scope."""
+        """Stop a turn, a session, or (``all``) every live invocation of the Host (RFC criterion 7).
+
+        Returns the number stopped once their pending forms are closed ``stopped``.
+        INVALID_ARGUMENT / INVALID_REQUEST for ``all`` with ids or no session without ``all``;
+        PERMISSION_DENIED for a session the caller may not see (a global Stop needs every session).
+        """
         try:
             if request.all:
                 _require(Role.CALLER, "*")
@@ -99,7 +117,10 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         return broker_pb2.StopResponse(stopped_invocations=stopped)
 
     async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
-        """Tools of every live registration."""
+        """Every Tool of every live registration, qualified ``SERVER:TOOL``, sorted by name.
+
+        PERMISSION_DENIED without the ``caller`` role.
+        """
         try:
             _require(Role.CALLER)
         except ServiceError as error:
