@@ -1,0 +1,71 @@
+"""TLS and mutual TLS on the real services (in-process, real Redis): the Interaction service serves with
+a server certificate and a client CA (``MAKA_TLS_CERT_FILE``/``MAKA_TLS_KEY_FILE``/``MAKA_TLS_CLIENT_CA_FILE``),
+refuses plaintext and certificate-less clients, and the real broker's HostLink reaches it with its client
+certificate (``MAKA_TLS_CA_FILE``/``MAKA_TLS_CLIENT_CERT_FILE``/``MAKA_TLS_CLIENT_KEY_FILE``). Test
+certificates are generated with ``cryptography``. Source: DESIGN.md §6, issue 9 (access control).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from maka.interaction.v1 import interaction_service_pb2
+from services.broker.main import BrokerApp
+from services.broker.settings import Settings as BrokerSettings
+from services.core.channels import open_channel
+from services.core.serving import start_server
+from services.core.settings import ClientTlsSettings
+from services.interaction.main import InteractionApp, build
+from services.interaction.settings import Settings as InteractionSettings
+from tests.helpers.certs import make_certs
+from tests.reliability.harness import interaction_stub
+
+
+async def test_the_real_services_speak_mutual_tls_and_refuse_clients_without_a_certificate(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    certs = make_certs(tmp_path)
+    settings = InteractionSettings(
+        redis_url=redis_url,
+        host_id="tls",
+        tls_cert_file=certs.server_cert,
+        tls_key_file=certs.server_key,
+        tls_client_ca_file=certs.ca,
+        grace_seconds=0.5,
+    )
+    app = await build(settings)
+    assert isinstance(app, InteractionApp)
+    running = await start_server(app, settings)
+    target = f"localhost:{running.port}"
+    try:
+        with_cert = ClientTlsSettings(
+            tls_ca_file=certs.ca, tls_client_cert_file=certs.client_cert, tls_client_key_file=certs.client_key
+        )
+        for tls in (None, ClientTlsSettings(tls_ca_file=certs.ca)):  # plaintext; TLS without a client certificate
+            async with open_channel(target, tls=tls or ClientTlsSettings(tls_ca_file=None)) as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await interaction_stub(channel).ListPending(interaction_service_pb2.ListPendingRequest(), timeout=5)
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        async with open_channel(target, tls=with_cert) as channel:
+            listed = await interaction_stub(channel).ListPending(
+                interaction_service_pb2.ListPendingRequest(), timeout=5
+            )
+        assert list(listed.pending) == []
+        # The real broker's HostLink dials it with its client certificate (MAKA_TLS_* configuration).
+        monkeypatch.setenv("MAKA_TLS_CA_FILE", str(certs.ca))
+        monkeypatch.setenv("MAKA_TLS_CLIENT_CERT_FILE", str(certs.client_cert))
+        monkeypatch.setenv("MAKA_TLS_CLIENT_KEY_FILE", str(certs.client_key))
+        broker = BrokerApp(BrokerSettings(interaction_target=target, host_id="tls", grace_seconds=0.5))
+        await broker.start()
+        try:
+            await broker.host_link.wait_connected(timeout=15)
+            assert broker.host_link.epoch is not None
+            assert broker.host_link.epoch >= 1
+        finally:
+            await broker.stop()
+    finally:
+        await running.stop()
