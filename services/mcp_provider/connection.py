@@ -38,7 +38,7 @@ from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ToolsListChanged, listen
+from mcp.client.subscriptions import SubscriptionLost, ToolsListChanged, listen
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import (
@@ -370,6 +370,10 @@ class McpConnection:
                         await self._refresh_tools()
         except asyncio.CancelledError:
             raise
+        except SubscriptionLost:
+            # The stream dropped abruptly: on HTTP this is the only sign of a dead server between calls.
+            log.info("mcp_listen_lost", extra={"server": self.name})
+            self.mark_broken()
         except Exception as error:
             log.info("mcp_listen_ended", extra={"server": self.name, "error_type": type(error).__name__})
 

@@ -155,7 +155,7 @@ async def serve_mcp(
     finally:
         await connection.close()
         if process is not None and process.returncode is None:
-            process.terminate()
+            process.kill()  # not terminate(): uvicorn's graceful shutdown waits for open listen streams
             await process.wait()
 
 

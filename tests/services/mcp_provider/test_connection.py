@@ -186,3 +186,14 @@ async def test_configured_http_headers_are_sent_on_every_request(tmp_path: Path)
         headers = [json.loads(body) for direction, body in served.wire.lines() if direction == "HDR"]
         assert headers
         assert all(h.get("x-maka-key") == "k-1" for h in headers)
+
+
+@pytest.mark.slow
+async def test_http_server_gone_between_calls_is_noticed_through_the_listen_stream(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, kind="high", transport="http") as served:
+        assert served.process is not None
+        await eventually(lambda: served.wire.requests("subscriptions/listen"), what="listen stream opened")
+        served.process.kill()  # uvicorn's graceful SIGTERM would wait for the open listen stream
+        await served.process.wait()
+
+        await eventually(lambda: not served.connection.connected, what="connection marked lost", timeout=30)
