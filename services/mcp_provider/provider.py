@@ -59,17 +59,35 @@ def provider_id(server: str) -> str:
     return f"mcp:{server}"
 
 
+MAX_TOOL_NAME_CHARS = 256
+"""The broker's id cap (``services.broker.broker.MAX_ID_CHARS``)."""
+
+
+def registrable(name: str) -> bool:
+    """True when the broker accepts ``name`` as a Tool name: 1-256 printable code points, no ``:``."""
+    return 0 < len(name) <= MAX_TOOL_NAME_CHARS and name.isprintable() and ":" not in name
+
+
 def descriptors(snapshot: ConnectionSnapshot) -> list[broker_pb2.ToolDescriptor]:
-    """The snapshot's Tools as broker descriptors (``claimed_server`` = the server name)."""
-    return [
-        broker_pb2.ToolDescriptor(
-            name=tool.name,
-            description=tool.description,
-            input_schema_json=json.dumps(tool.input_schema, ensure_ascii=False),
-            claimed_server=snapshot.server,
+    """The snapshot's Tools as broker descriptors (``claimed_server`` = the server name).
+
+    A Tool whose name the broker would refuse is left out (and logged) rather than failing the
+    whole registration: one odd server-side name must not hide the server's other Tools.
+    """
+    out: list[broker_pb2.ToolDescriptor] = []
+    for tool in snapshot.tools:
+        if not registrable(tool.name):
+            log.warning("tool_not_registrable", extra={"server": snapshot.server, "name_chars": len(tool.name)})
+            continue
+        out.append(
+            broker_pb2.ToolDescriptor(
+                name=tool.name,
+                description=tool.description,
+                input_schema_json=json.dumps(tool.input_schema, ensure_ascii=False),
+                claimed_server=snapshot.server,
+            )
         )
-        for tool in snapshot.tools
-    ]
+    return out
 
 
 @dataclass

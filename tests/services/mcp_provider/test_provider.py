@@ -204,3 +204,20 @@ async def test_heartbeats_keep_the_registration_alive_past_three_intervals(stack
     assert link.registered
     assert link.registrations == registrations
     assert "fx:ask" in await _tools(stack)
+
+
+def test_tools_the_broker_would_refuse_are_left_out_of_the_registration() -> None:
+    from services.mcp_provider.connection import ConnectionSnapshot, ToolInfo
+    from services.mcp_provider.provider import descriptors
+
+    def tool(name: str) -> ToolInfo:
+        return ToolInfo(name, "d", {"type": "object"}, 1, "x")
+
+    names = ["ok", "bad\nname", "a:b", "x" * 257, "ünïcode ✓"]
+    snapshot = ConnectionSnapshot("srv", 1, True, tuple(tool(n) for n in names))
+
+    registered = descriptors(snapshot)
+
+    assert [d.name for d in registered] == ["ok", "ünïcode ✓"]
+    assert {d.claimed_server for d in registered} == {"srv"}
+    assert json.loads(registered[0].input_schema_json) == {"type": "object"}
