@@ -13,6 +13,8 @@ qualifies them ``SERVER:TOOL``). Rules:
   ``InteractionResult``. A result with a close reason and no answer aborts the call: no retry.
 - The outcome is one ``InvocationResult`` (the ``CallToolResult`` JSON) or ``InvocationFailure``
   (stable ``FailureCode``, secret-free message). MCP progress becomes ``InvocationProgress``.
+- A ``FrameRejected`` for a pending ``InteractionRequest`` fails the call with ``INVALID_FORM`` (or
+  ``INTERACTION_CLOSED``) and an ``InvocationFailure``: the broker changed nothing, so no retry follows.
 - ``CancelInvocation`` stops the call: the in-flight MCP request is cancelled and nothing more is
   sent for it (no failure frame either: the broker already settled it).
 - Heartbeats go out every ``Registered.heartbeat_interval`` (default ``heartbeat_seconds``).
@@ -281,9 +283,15 @@ class ServerLink:
                     "reject_reason": broker_pb2.RejectReason.Name(rejected.reason),
                 },
             )
+            code = (
+                CallErrorCode.INVALID_FORM
+                if rejected.reason == broker_pb2.REJECT_REASON_INVALID_FORM
+                else CallErrorCode.INTERACTION_CLOSED
+            )
             for (invocation_id, _), future in list(stream.forms.items()):
                 if invocation_id == rejected.invocation_id and not future.done():
-                    future.set_exception(InteractionAborted(CallErrorCode.INTERACTION_CLOSED, "form refused"))
+                    # The broker changed nothing: fail the call ourselves (a failure frame follows).
+                    future.set_exception(McpToolCallError(code, "the broker refused the form request"))
 
     async def _invoke(self, stream: _Stream, invoke: broker_pb2.Invoke, stop: asyncio.Event) -> None:
         invocation_id = invoke.invocation_id

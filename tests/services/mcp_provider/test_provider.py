@@ -221,3 +221,29 @@ def test_tools_the_broker_would_refuse_are_left_out_of_the_registration() -> Non
     assert [d.name for d in registered] == ["ok", "ünïcode ✓"]
     assert {d.claimed_server for d in registered} == {"srv"}
     assert json.loads(registered[0].input_schema_json) == {"type": "object"}
+
+
+async def test_a_form_the_broker_refuses_fails_the_call_instead_of_leaving_it_hanging(stack: Stack) -> None:
+    events = _call(stack, "fx:empty_form", {})
+    async with asyncio.timeout(20):
+        async for event in events:
+            kind = event.WhichOneof("event")
+            if kind == "awaiting_interaction":  # the broker accepts field-less confirmations
+                await stack.interaction.Answer(
+                    interaction_service_pb2.AnswerRequest(
+                        interaction_id=event.awaiting_interaction.interaction_id,
+                        session_id="s1",
+                        submission_id="sub-1",
+                        answer=form_pb2.Answer(action=form_pb2.ACTION_ACCEPT),
+                    )
+                )
+            elif kind == "failure":
+                assert event.failure.code == broker_pb2.FAILURE_CODE_INVALID_FORM
+                assert len(stack.wire.tool_calls("empty_form")) == 1
+                return
+            elif kind == "result":
+                assert len(stack.wire.tool_calls("empty_form")) == 2
+                return
+            else:
+                assert kind in ("accepted", "interaction_settled"), kind
+    raise AssertionError("the call did not settle")
