@@ -503,8 +503,9 @@ class Broker:
             raise FrameRejection(
                 RR.REJECT_REASON_INTERACTION_ALREADY_PENDING, invocation.invocation_id, "a form is already pending"
             )
-        if not frame.HasField("form") or not frame.form.fields:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the form has no fields")
+        if not frame.HasField("form"):
+            # A field-less form is a valid confirmation; the Interaction service checks the rest.
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the request has no form")
         if len(frame.correlation_id) > MAX_ID_CHARS:
             raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long")
         registration = connection.registration

@@ -629,3 +629,20 @@ async def test_a_resume_refused_as_stale_fails_the_awaiting_call_closed_and_neve
     finally:
         await other_broker.stop()
         await stop_interaction(replica)
+
+
+async def test_a_field_less_confirmation_form_is_published_and_a_missing_form_is_rejected(stack: Stack) -> None:
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    await provider.send(
+        broker_pb2.ConnectRequest(
+            interaction_request=broker_pb2.InteractionRequest(invocation_id=invoke.invocation_id, correlation_id="c")
+        )
+    )
+    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVALID_FORM
+    await provider.ask(invoke.invocation_id, form=form_pb2.Form(message="Proceed with the deployment?"))
+    awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
+    assert awaiting.field_count == 0
+    await stack.answer(awaiting.interaction_id, form_pb2.Answer(action=form_pb2.ACTION_ACCEPT))
+    assert (await provider.next("interaction_result")).interaction_result.answer.action == form_pb2.ACTION_ACCEPT
