@@ -4,6 +4,7 @@ and a real SDK MCP server over stdio (traffic captured by the tee proxy)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -247,3 +248,41 @@ async def test_a_form_the_broker_refuses_fails_the_call_instead_of_leaving_it_ha
             else:
                 assert kind in ("accepted", "interaction_settled"), kind
     raise AssertionError("the call did not settle")
+
+
+async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_no_retry(stack: Stack) -> None:
+    assert stack.provider.provider is not None
+    link = stack.provider.provider.links["fx"]
+    registrations = link.registrations
+    events = _call(stack, "fx:ask", {})
+    awaiting = await _next(events, "awaiting_interaction")
+
+    outbox: asyncio.Queue[broker_pb2.ConnectRequest | None] = asyncio.Queue()
+    await outbox.put(broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="mcp:fx")))
+
+    async def frames() -> AsyncIterator[broker_pb2.ConnectRequest]:
+        while (frame := await outbox.get()) is not None:
+            yield frame
+
+    impostor = stack.broker.Connect(frames())
+    try:
+        async with asyncio.timeout(10):
+            first = await impostor.read()
+        assert isinstance(first, broker_pb2.ConnectResponse)
+        assert first.WhichOneof("frame") == "registered"
+        await _next(events, "lost")
+
+        answer = form_pb2.Answer(action=form_pb2.ACTION_ACCEPT)
+        answer.values["name"].string_value = "Late"
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await stack.interaction.Answer(
+                interaction_service_pb2.AnswerRequest(
+                    interaction_id=awaiting.interaction_id, session_id="s1", submission_id="late", answer=answer
+                )
+            )
+        await eventually(lambda: link.registrations > registrations and link.registered, what="provider re-registered")
+
+        assert [c for c in stack.wire.tool_calls("ask") if "inputResponses" in c["params"]] == []
+    finally:
+        await outbox.put(None)
+        impostor.cancel()
