@@ -189,6 +189,7 @@ class ServerLink:
                     await self._changed.wait()
                 continue
             stream = _Stream(snapshot.generation, heartbeat_seconds=self._heartbeat)
+            opened = asyncio.get_running_loop().time()
             self._stream = stream
             try:
                 await self._serve(stream, snapshot)
@@ -200,7 +201,9 @@ class ServerLink:
                 )
             finally:
                 await self._end(stream)
-            if stream.registered.is_set():
+            # A stream that stayed registered for a while resets the backoff; one ended right away
+            # (e.g. two providers replacing each other's registration) keeps backing off.
+            if stream.registered.is_set() and asyncio.get_running_loop().time() - opened >= self._max:
                 delay = self._initial
             if self._closing.is_set():
                 break
