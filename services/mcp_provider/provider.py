@@ -367,7 +367,8 @@ class ServerLink:
                 )
             )
         except Exception as error:
-            log.exception("invocation_crashed", extra={"invocation_id": invocation_id})
+            # No traceback: an unexpected SDK exception's text could quote MCP params (requestState).
+            log.error("invocation_crashed", extra={"invocation_id": invocation_id, "error_type": type(error).__name__})
             stream.send(
                 broker_pb2.ConnectRequest(
                     failure=broker_pb2.InvocationFailure(
