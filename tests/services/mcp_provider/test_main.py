@@ -1,0 +1,61 @@
+"""``build(settings)``: the provider app from ``MAKA_*`` settings, without connecting anything."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from services.mcp_provider.config import ConfigError, Era
+from services.mcp_provider.main import ProviderApp, build, quiet_sdk_loggers
+from services.mcp_provider.settings import Settings
+
+
+async def test_build_reads_the_mcp_servers_file_and_applies_the_loop_settings(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"a": {"command": "python"}, "b": {"url": "http://h/mcp", "era": "legacy"}}})
+    )
+    settings = Settings(mcp_config=config, max_rounds=3, state_only_pacing_ms=20, call_timeout_seconds=7)
+
+    app = await build(settings)
+
+    assert isinstance(app, ProviderApp)
+    assert list(app.manager.connections) == ["a", "b"]
+    assert app.manager.connection("b").config.era is Era.LEGACY
+    assert app.manager.max_rounds == 3
+    assert app.manager.pacing_initial == pytest.approx(0.02)
+    assert app.manager.call_timeout_seconds == 7
+    assert not any(c.connected for c in app.manager.connections.values())
+
+
+async def test_build_without_a_config_has_no_servers_and_a_bad_file_fails_with_its_path(tmp_path: Path) -> None:
+    assert list((await build(Settings(mcp_config=None))).manager.connections) == []
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"mcpServers": {"a": {"url": "ftp://x"}}}))
+
+    with pytest.raises(ConfigError) as caught:
+        await build(Settings(mcp_config=bad))
+    assert caught.value.path == "mcpServers.a.url"
+
+
+def test_settings_read_maka_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAKA_BROKER_TARGET", "broker:1")
+    monkeypatch.setenv("MAKA_MAX_ROUNDS", "4")
+    monkeypatch.setenv("MAKA_BROKER_TOKEN", "t")
+
+    settings = Settings()
+
+    assert (settings.broker_target, settings.max_rounds, settings.broker_token) == ("broker:1", 4, "t")
+    assert settings.state_only_pacing_ms == 50
+    assert settings.call_timeout_seconds == 300
+
+
+def test_sdk_loggers_are_pinned_to_info_even_when_the_service_runs_at_debug() -> None:
+    logging.getLogger("mcp").setLevel(logging.DEBUG)
+
+    quiet_sdk_loggers()
+
+    assert logging.getLogger("mcp.client.streamable_http").getEffectiveLevel() >= logging.INFO
