@@ -494,3 +494,40 @@ async def test_shutdown_settles_live_invocations_lost_and_closes_forms_stopped(h
     assert (await _all_events(invocation))[-1].HasField("lost")
     assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
     assert connection.outbox.closed
+
+
+async def test_a_provider_that_does_not_read_its_bounded_queue_is_retired_and_its_calls_lost(
+    host: RecordingHost,
+) -> None:
+    broker = Broker(host, execution_timeout=5, queue_size=2)
+    connection = _register(broker)  # queue: registered
+    first = _call(broker)  # queue: registered, invoke
+    second = _call(broker, tool_use="tu2")  # overflow
+    assert (await _all_events(first))[-1].HasField("lost")
+    assert (await _all_events(second))[-1].HasField("lost")
+    assert connection.outbox.closed
+    assert broker.stats()["provider_queue_overflows"] == 1
+    assert broker.stats()["live_registrations"] == 0
+    await broker.shutdown(timeout=1)
+
+
+async def test_progress_beyond_the_callers_queue_is_dropped_but_lifecycle_events_are_kept(
+    host: RecordingHost,
+) -> None:
+    broker = Broker(host, execution_timeout=5, queue_size=3)
+    connection = _register(broker)
+    invocation = _call(broker)  # events: accepted
+    _frames(connection)
+    for step in range(5):
+        broker.handle_frame(
+            connection,
+            broker_pb2.ConnectRequest(
+                progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id, progress=step)
+            ),
+        )
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    kinds = [e.WhichOneof("event") for e in _events(invocation)]
+    assert kinds == ["accepted", "progress", "progress", "awaiting_interaction"]
+    assert broker.stats()["progress_dropped"] == 3
+    await broker.shutdown(timeout=1)
