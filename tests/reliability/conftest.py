@@ -9,7 +9,7 @@ into its captured output and serves ``/metrics`` on its own port (``Observed.met
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,7 @@ SERVICES = (Stack.INTERACTION, Stack.BROKER, Stack.PROVIDER)
 class Observed:
     """The shared stack, the counting server's call log and each service's metrics port."""
 
-    running: RunningStack
+    running: RunningStack = field(repr=False)
     log: Path
     metrics: dict[str, int]
 

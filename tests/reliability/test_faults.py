@@ -15,7 +15,7 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -52,9 +52,9 @@ T = TypeVar("T")
 class Faulty:
     """The shared stack, the counting server's call log and the provider→broker proxy."""
 
-    running: RunningStack
+    running: RunningStack = field(repr=False)
     log: Path
-    proxy: TcpProxy
+    proxy: TcpProxy = field(repr=False)
 
     @property
     def broker(self) -> str:
