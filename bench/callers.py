@@ -1,0 +1,250 @@
+"""The two callers compared side by side, with one interface (:class:`Caller`).
+
+- :class:`AnchorCaller` - the official SDK's auto-loop: ``mcp.client.Client(url, elicitation_callback=...)``
+  and ``client.call_tool``; the callback accepts at once (MCP 2026-07-28 ``input_required``, SEP-2322:
+  the SDK dispatches ``inputRequests`` to the callback and retries ``tools/call`` with ``inputResponses``).
+- :class:`StackCaller` - the broker's ``CallTool`` stream of a running Maka stack (``maka up``), with an
+  :class:`AnsweringSurface` (an ``Attach`` client) that answers each form as soon as it appears.
+
+Both answer the example ``deploy`` form with the same values (:data:`DEPLOY_ANSWER`). Every call returns a
+:class:`CallSample`: wall latency at the caller and, for calls that asked a form, the time from the answer
+leaving the answering side to the final result arriving at the caller (answer-to-result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from mcp.client import Client, ClientRequestContext
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.core.channels import open_channel
+from services.core.form import Action, Answer
+from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView, Opened, Snapshot
+
+log = logging.getLogger("maka.bench.callers")
+
+SERVER_NAME: Final = "examples"
+"""The ``mcpServers`` name of the example server in the stack's config (Tools are ``examples:<tool>``)."""
+SESSION: Final = "bench"
+"""The session every benchmark call runs in (the answering surface attaches to it)."""
+DEPLOY_ANSWER: Final[dict[str, str | bool]] = {"environment": "staging", "confirm": True}
+"""What both answering sides submit for the ``deploy`` form."""
+CALL_TIMEOUT: Final = 60.0
+"""Seconds one call may take before it counts as an error."""
+
+
+@dataclass(frozen=True)
+class CallSample:
+    """One call: ``latency`` (s, caller's start to final result), ``answer_to_result`` (s, None without a
+    form), ``ok`` (a complete, non-error result with the expected text), ``error`` (why not, if not ok)."""
+
+    latency: float
+    answer_to_result: float | None
+    ok: bool
+    error: str = ""
+
+
+class Caller(Protocol):
+    """Something that calls a bare Tool name of the example server and times it."""
+
+    name: str
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallSample:
+        """Call ``tool`` with ``arguments``; never raises for a failed call (``ok`` is False)."""
+        ...
+
+
+_EXPECTED_PREFIX: Final = {"deploy": "Deployed ", "ping": "pong"}
+
+
+def _check_text(tool: str, text: str) -> str:
+    """Empty when ``text`` is the expected final result of ``tool``; otherwise a short reason."""
+    expected = _EXPECTED_PREFIX.get(tool, "")
+    return "" if text.startswith(expected) else f"unexpected result text {text[:80]!r}"
+
+
+# --- anchor: the official SDK auto-loop ----------------------------------------------------------------
+
+_answered_at: contextvars.ContextVar[list[float]] = contextvars.ContextVar("bench_answered_at")
+
+
+async def _accept_at_once(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+    """The anchor's elicitation callback: accept with :data:`DEPLOY_ANSWER` and note the time."""
+    stamps = _answered_at.get(None)
+    result = ElicitResult(action="accept", content=dict(DEPLOY_ANSWER))
+    if stamps is not None:
+        stamps.append(time.perf_counter())
+    return result
+
+
+class AnchorCaller:
+    """The official SDK ``Client`` over Streamable HTTP; one session shared by all concurrent calls.
+
+    Open a fresh one per measurement: the SDK's HTTP transport fails the whole ``Client`` when it reuses
+    a pooled connection the server's keep-alive timer just closed (``httpx2.ReadError`` raised from its
+    task group). Such a failure on exit is kept in :attr:`transport_error` instead of raised.
+    """
+
+    name = "anchor"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._client: Client | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self.transport_error = ""
+
+    async def __aenter__(self) -> AnchorCaller:
+        client = Client(self.url, elicitation_callback=_accept_at_once)
+        self._client = await self._stack.enter_async_context(client)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self._stack.aclose()
+        except Exception as error:  # the SDK transport's task group failed (see the class docstring)
+            self.transport_error = f"{type(error).__name__}: {error}"[:200]
+            log.warning("bench_anchor_transport_error", extra={"error": self.transport_error})
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallSample:
+        """``client.call_tool(tool, arguments)``; the callback's return time starts answer-to-result."""
+        assert self._client is not None, "use AnchorCaller as an async context manager"
+        stamps: list[float] = []
+        token = _answered_at.set(stamps)  # child tasks of the SDK's dispatcher share this list
+        start = time.perf_counter()
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT):
+                result: CallToolResult = await self._client.call_tool(tool, dict(arguments))
+        except Exception as error:  # a failed call is a data point, not a crash
+            return CallSample(time.perf_counter() - start, None, False, f"{type(error).__name__}: {error}"[:200])
+        finally:
+            _answered_at.reset(token)
+        end = time.perf_counter()
+        text = "".join(block.text for block in result.content if isinstance(block, TextContent))
+        problem = "tool reported isError" if result.is_error else _check_text(tool, text)
+        return CallSample(end - start, end - stamps[-1] if stamps else None, not problem, problem)
+
+
+# --- stack: maka up + an automatic answering surface ----------------------------------------------------
+
+
+class AnsweringSurface:
+    """An ``Attach`` client (:class:`InteractionClient`) that answers each pending form of ``session_ids`` at
+    once with :data:`DEPLOY_ANSWER`. ``answered_at[tool_use_id]`` is when the answer left (perf_counter s,
+    taken just before the ``Answer`` RPC); ``failures`` counts refused answers."""
+
+    def __init__(self, client: InteractionClient, session_ids: tuple[str, ...] = (SESSION,)) -> None:
+        self._client = client
+        self._session_ids = session_ids
+        self._seen: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.subscribed = asyncio.Event()
+        self.answered_at: dict[str, float] = {}
+        self.failures = 0
+
+    async def run(self) -> None:
+        """Attach and answer until cancelled."""
+        try:
+            async for event in self._client.attach(self._session_ids):
+                if isinstance(event, Snapshot):
+                    self.subscribed.set()
+                    for view in event.pending:
+                        self._start(view)
+                elif isinstance(event, Opened):
+                    self._start(event.interaction)
+        finally:
+            for task in self._tasks:
+                task.cancel()
+
+    def _start(self, view: InteractionView) -> None:
+        if view.interaction_id in self._seen or not view.pending:
+            return
+        self._seen.add(view.interaction_id)
+        task = asyncio.create_task(self._answer(view))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, view: InteractionView) -> None:
+        self.answered_at[view.tool_use_id] = time.perf_counter()
+        try:
+            await self._client.answer(
+                view.interaction_id, Answer(Action.ACCEPT, dict(DEPLOY_ANSWER)), session_id=view.session_id
+            )
+        except InteractionError as error:
+            log.warning("bench_answer_refused", extra={"reason": error.reason})
+            self.failures += 1
+
+
+class StackCaller:
+    """The broker's ``CallTool`` stream (what ``maka call`` uses) on one channel, with an :class:`AnsweringSurface`."""
+
+    name = "stack"
+
+    def __init__(self, broker: str, interaction: str) -> None:
+        self.broker = broker
+        self.interaction = interaction
+        self._stack = contextlib.AsyncExitStack()
+        self._stub: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub | None = None
+        self.surface: AnsweringSurface | None = None
+        self._surface_task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> StackCaller:
+        channel = await self._stack.enter_async_context(open_channel(self.broker))
+        self._stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        client = await self._stack.enter_async_context(InteractionClient.connect(self.interaction))
+        self.surface = AnsweringSurface(client)
+        self._surface_task = asyncio.create_task(self.surface.run())
+        async with asyncio.timeout(CALL_TIMEOUT):
+            await self.surface.subscribed.wait()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._surface_task is not None:
+            self._surface_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._surface_task
+        await self._stack.aclose()
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallSample:
+        """``CallTool(examples:<tool>)`` until its last event; the surface's answer time starts answer-to-result."""
+        assert self._stub is not None, "use StackCaller as an async context manager"
+        assert self.surface is not None
+        tool_use_id = uuid.uuid4().hex
+        request = broker_pb2.CallToolRequest(
+            session_id=SESSION,
+            turn_id=tool_use_id,
+            tool_use_id=tool_use_id,
+            tool_name=f"{SERVER_NAME}:{tool}",
+            arguments_json=json.dumps(dict(arguments)),
+        )
+        start = time.perf_counter()
+        problem = "no final event"
+        end = start
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT):
+                async for event in self._stub.CallTool(request):
+                    kind = event.WhichOneof("event")
+                    if kind == "result":
+                        end = time.perf_counter()
+                        result = json.loads(event.result.call_tool_result_json)
+                        text = "".join(b.get("text", "") for b in result.get("content", []) if isinstance(b, dict))
+                        problem = "tool reported isError" if event.result.is_error else _check_text(tool, text)
+                    elif kind in ("failure", "lost", "stopped"):
+                        end = time.perf_counter()
+                        detail = broker_pb2.FailureCode.Name(event.failure.code) if kind == "failure" else kind
+                        problem = f"{kind}: {detail}"
+        except Exception as error:  # a failed call is a data point, not a crash
+            problem = f"{type(error).__name__}: {error}"[:200]
+            end = time.perf_counter()
+        answered = self.surface.answered_at.pop(tool_use_id, None)
+        return CallSample(end - start, end - answered if answered is not None else None, not problem, problem)

@@ -1,0 +1,116 @@
+"""Load shapes run against any :class:`bench.callers.Caller`: sequential latency and a concurrency sweep."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.callers import Caller, CallSample
+from bench.stats import Summary, summarize
+
+
+@dataclass
+class LatencyResult:
+    """Sequential calls of one Tool: per-call latency and answer-to-result (ms summaries), errors."""
+
+    tool: str
+    latency: Summary
+    answer_to_result: Summary
+    errors: int
+    first_error: str = ""
+    samples_ms: list[float] = field(default_factory=lambda: list[float]())
+
+    def to_json(self) -> dict[str, object]:
+        """For ``latest.json`` (raw samples are plotted, not stored)."""
+        return {
+            "tool": self.tool,
+            "latency_ms": self.latency.to_json(),
+            "answer_to_result_ms": self.answer_to_result.to_json(),
+            "errors": self.errors,
+            "first_error": self.first_error,
+        }
+
+
+@dataclass
+class SweepPoint:
+    """``calls`` calls of one Tool with ``concurrency`` in flight: throughput, latency under load, errors."""
+
+    concurrency: int
+    calls: int
+    elapsed_s: float
+    calls_per_s: float
+    latency: Summary
+    answer_to_result: Summary
+    errors: int
+    first_error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        """For ``latest.json``."""
+        return {
+            "concurrency": self.concurrency,
+            "calls": self.calls,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "calls_per_s": round(self.calls_per_s, 1),
+            "latency_ms": self.latency.to_json(),
+            "answer_to_result_ms": self.answer_to_result.to_json(),
+            "errors": self.errors,
+            "first_error": self.first_error,
+        }
+
+
+def _first_error(samples: Sequence[CallSample]) -> str:
+    return next((s.error for s in samples if not s.ok), "")
+
+
+async def sequential(
+    caller: Caller, tool: str, arguments: Mapping[str, Any], *, calls: int, warmup: int
+) -> LatencyResult:
+    """``warmup`` untimed calls, then ``calls`` timed calls one after another."""
+    for _ in range(warmup):
+        await caller.call(tool, arguments)
+    samples = [await caller.call(tool, arguments) for _ in range(calls)]
+    good = [s for s in samples if s.ok]
+    return LatencyResult(
+        tool=tool,
+        latency=summarize([s.latency for s in good]),
+        answer_to_result=summarize([s.answer_to_result for s in good if s.answer_to_result is not None]),
+        errors=len(samples) - len(good),
+        first_error=_first_error(samples),
+        samples_ms=[s.latency * 1000 for s in good],
+    )
+
+
+async def concurrent(
+    caller: Caller, tool: str, arguments: Mapping[str, Any], *, concurrency: int, calls: int
+) -> SweepPoint:
+    """``calls`` calls with ``concurrency`` workers, each starting its next call when its last one ends
+    (a closed loop, so exactly ``concurrency`` calls are in flight until the tail). Calls per second =
+    completed calls (good or not) / wall time from the first start to the last end."""
+    remaining = calls
+    samples: list[CallSample] = []
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            samples.append(await caller.call(tool, arguments))
+
+    start = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, calls)):
+            group.create_task(worker())
+    elapsed = time.perf_counter() - start
+    good = [s for s in samples if s.ok]
+    return SweepPoint(
+        concurrency=concurrency,
+        calls=len(samples),
+        elapsed_s=elapsed,
+        calls_per_s=len(good) / elapsed if elapsed > 0 else 0.0,
+        latency=summarize([s.latency for s in good]),
+        answer_to_result=summarize([s.answer_to_result for s in good if s.answer_to_result is not None]),
+        errors=len(samples) - len(good),
+        first_error=_first_error(samples),
+    )

@@ -1,0 +1,303 @@
+"""``make bench`` = ``python -m bench.run``: the whole benchmark in one run, results in ``bench/results/``.
+
+Phases (see ``bench/README.md``):
+
+1. **Side by side** against one example MCP server (Streamable HTTP, loopback): the official SDK auto-loop
+   (anchor) and ``maka up``'s processes with an automatic answering surface (stack), interleaved so both see
+   the same machine state: sequential latency of ``ping`` (no input) and ``deploy`` (one form), answer-to-result,
+   and a concurrency sweep of ``deploy``.
+2. **Profile** (``--profile``): pyinstrument in the interaction, broker and provider processes during a
+   ``deploy`` load; reports in ``<out>/profile/``.
+3. **Scale** on a fresh stack: ``--pending`` forms pending at once (opened through HostLink, playing the
+   broker), Redis bytes per form, RSS, delivery delay to a subscribed surface, Host epoch change.
+
+Exit code 0 when every phase ran (targets are reported, not asserted); 1 when a phase failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench import profiling, report
+from bench.callers import AnchorCaller, Caller, StackCaller
+from bench.measure import LatencyResult, SweepPoint, concurrent, sequential
+from bench.scale import ScaleResult, run_scale
+from bench.servers import example_server
+from bench.stats import ratio
+from bench.system import ROOT, machine, rss_kib, versions
+from surfaces.stack.supervisor import Ports, Stack
+
+log = logging.getLogger("maka.bench.run")
+T = TypeVar("T")
+
+DEPLOY_ARGS = {"artifact": "bench-build"}
+TOOLS: dict[str, dict[str, Any]] = {"ping": {}, "deploy": DEPLOY_ARGS}
+
+
+@dataclass(frozen=True)
+class Params:
+    """Every knob of one run (recorded in ``latest.json``)."""
+
+    calls: int
+    warmup: int
+    concurrency: tuple[int, ...]
+    sweep_calls: int
+    pending: int
+    sessions: int
+    window: int
+    probes: int
+    profile: bool
+    profile_calls: int
+    log_level: str
+    quick: bool
+
+    def sweep_calls_for(self, concurrency: int) -> int:
+        """Calls at one sweep level: ``sweep_calls``, at least 5 rounds of ``concurrency``."""
+        return max(self.sweep_calls, 5 * concurrency)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
+    """CLI flags → (:class:`Params`, output directory, file stem). ``--quick`` shrinks every size (smoke test)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--calls", type=int, default=300, help="timed sequential calls per Tool and side")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed calls before each sequential run")
+    parser.add_argument("--concurrency", default="1,10,50,200", help="comma-separated calls in flight")
+    parser.add_argument("--sweep-calls", type=int, default=400, help="calls per sweep level (at least 5 x level)")
+    parser.add_argument("--pending", type=int, default=10_000, help="forms pending at once in the scale phase")
+    parser.add_argument("--sessions", type=int, default=100, help="sessions the pending forms are spread over")
+    parser.add_argument("--window", type=int, default=64, help="opens in flight while filling")
+    parser.add_argument("--probes", type=int, default=200, help="forms opened one at a time at full scale")
+    parser.add_argument("--profile", action="store_true", help="profile the services during a deploy load")
+    parser.add_argument("--profile-calls", type=int, default=600, help="deploy calls (10 in flight) profiled")
+    parser.add_argument("--log-level", default="WARNING", help="MAKA_LOG_LEVEL of the stack's services")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
+    parser.add_argument("--stem", default="latest", help="results file name stem (latest -> latest.json ...)")
+    args = parser.parse_args(argv)
+    concurrency = tuple(int(part) for part in str(args.concurrency).split(",") if part.strip())
+    if args.quick:
+        params = Params(8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True)
+    else:
+        params = Params(
+            args.calls,
+            args.warmup,
+            concurrency,
+            args.sweep_calls,
+            args.pending,
+            args.sessions,
+            args.window,
+            args.probes,
+            args.profile,
+            args.profile_calls,
+            args.log_level,
+            False,
+        )
+    if min(params.concurrency, default=0) < 1 or params.calls < 1 or params.pending < 1 or params.sessions < 1:
+        parser.error("calls, pending, sessions and every concurrency level must be >= 1")
+    return params, Path(args.out), str(args.stem)
+
+
+def _progress(text: str) -> None:
+    print(f"[bench {datetime.now(UTC).strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    config: Path, state_dir: Path, log_path: Path, log_level: str, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[Stack]:
+    """A started :class:`Stack` (ephemeral ports, web included, children's output appended to ``log_path``)."""
+    log_file = log_path.open("a")
+
+    def sink(name: str, line: str) -> None:
+        log_file.write(f"[{name}] {line}\n")
+
+    stack = Stack(
+        config, state_dir, ports=Ports.ephemeral(), log_level=log_level, sink=sink, extra_env=extra_env, stop_grace=10
+    )
+    try:
+        await stack.start()
+        yield stack
+    finally:
+        await stack.stop()
+        log_file.close()
+
+
+async def _measure_anchor_then_stack(
+    url: str, stack: Caller, measure: Callable[[Caller], Awaitable[T]]
+) -> tuple[T, str, T]:
+    """``measure`` a fresh anchor client, then the stack.
+
+    Returns (anchor result, anchor transport error or "", stack result).
+    """
+    async with AnchorCaller(url) as anchor:
+        anchor_result = await measure(anchor)
+    return anchor_result, anchor.transport_error, await measure(stack)
+
+
+async def side_by_side(
+    params: Params, url: str, stack: Caller
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, list[float]]]:
+    """Interleaved sequential runs and the sweep (anchor, then stack, per measurement; a fresh anchor client
+    each time); returns (latency json, sweep json, CDF samples)."""
+    latency: dict[str, Any] = {"anchor": {}, "stack": {}, "ratio": {}}
+    cdfs: dict[str, list[float]] = {}
+    for tool, arguments in TOOLS.items():
+        _progress(f"sequential {tool}: {params.calls} calls per side")
+
+        async def run_sequential(caller: Caller, tool: str = tool, args: dict[str, Any] = arguments) -> LatencyResult:
+            return await sequential(caller, tool, args, calls=params.calls, warmup=params.warmup)
+
+        a_run, a_error, s_run = await _measure_anchor_then_stack(url, stack, run_sequential)
+        for name, run in (("anchor", a_run), ("stack", s_run)):
+            latency[name][tool] = run.to_json()
+            cdfs[f"{name} {tool}"] = run.samples_ms
+        latency["anchor"][tool]["transport_error"] = a_error
+        a, s = latency["anchor"][tool]["latency_ms"], latency["stack"][tool]["latency_ms"]
+        latency["ratio"][f"{tool}_p50"] = ratio(s["p50"], a["p50"])
+        latency["ratio"][f"{tool}_p99"] = ratio(s["p99"], a["p99"])
+    a, s = latency["anchor"]["deploy"]["answer_to_result_ms"], latency["stack"]["deploy"]["answer_to_result_ms"]
+    latency["ratio"]["answer_to_result_p50"] = ratio(s["p50"], a["p50"])
+    latency["ratio"]["answer_to_result_p99"] = ratio(s["p99"], a["p99"])
+    sweep: list[dict[str, Any]] = []
+    for level in params.concurrency:
+        calls = params.sweep_calls_for(level)
+        _progress(f"sweep: {calls} deploy calls per side, {level} in flight")
+
+        async def run_level(caller: Caller, level: int = level, calls: int = calls) -> SweepPoint:
+            return await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=level, calls=calls)
+
+        a_point, a_error, s_point = await _measure_anchor_then_stack(url, stack, run_level)
+        sweep.append(
+            {
+                "concurrency": level,
+                "anchor": {**a_point.to_json(), "transport_error": a_error},
+                "stack": s_point.to_json(),
+                "ratio_calls_per_s": ratio(s_point.calls_per_s, a_point.calls_per_s),
+                "ratio_p50": ratio(s_point.latency.p50, a_point.latency.p50),
+            }
+        )
+    return latency, sweep, cdfs
+
+
+def profile_dir(out_dir: Path, stem: str) -> Path:
+    """Where the profiled services of run ``stem`` write their reports."""
+    return out_dir / "profile" / stem
+
+
+async def profile_phase(params: Params, stack: Stack, caller: Caller, out_dir: Path, stem: str) -> dict[str, Any]:
+    """Profile the three services while ``caller`` makes ``profile_calls`` deploy calls, 10 in flight."""
+    directory = profile_dir(out_dir, stem)
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.txt"):
+        stale.unlink()
+    pids = stack.supervisor.pids()
+    _progress(f"profiling {', '.join(profiling.SERVICES)} during {params.profile_calls} deploy calls")
+    profiling.start(pids)
+    point = await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=10, calls=params.profile_calls)
+    reports = await profiling.stop(pids, directory)
+    return {
+        "summary": f"pyinstrument reports in {directory.relative_to(out_dir)}/ (see bench/README.md)",
+        "calls": point.calls,
+        "calls_per_s": round(point.calls_per_s, 1),
+        "latency_ms": point.latency.to_json(),
+        "reports": {name: str(path.relative_to(out_dir)) for name, path in reports.items()},
+    }
+
+
+async def main_async(params: Params, out_dir: Path, stem: str) -> int:
+    """Run every phase and write the results; returns the exit code."""
+    started = time.time()
+    results: dict[str, Any] = {
+        "meta": {
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine(),
+            "versions": versions(),
+            "parameters": {
+                **{k: v for k, v in params.__dict__.items() if k != "concurrency"},
+                "concurrency": list(params.concurrency),
+                "sweep_calls_per_level": {str(c): params.sweep_calls_for(c) for c in params.concurrency},
+                "transport": "Streamable HTTP on 127.0.0.1 (one example server process for both sides)",
+                "stack_log_level": params.log_level,
+            },
+        }
+    }
+    cdfs: dict[str, list[float]] = {}
+    scale: ScaleResult | None = None
+    code = 0
+    work = Path(tempfile.mkdtemp(prefix="maka-bench-", dir="/tmp"))  # short: the Redis unix socket lives here
+    try:
+        async with example_server(work / "example_server.log") as server:
+            config = work / "mcp.json"
+            config.write_text(json.dumps({"mcpServers": {"examples": {"url": server.url}}}))
+            env = profiling.profile_env(profile_dir(out_dir, stem)) if params.profile else None
+            _progress("starting maka up (side-by-side stack)")
+            async with running_stack(config, work / "stack", work / "stack.log", params.log_level, env) as stack:
+                endpoints = stack.endpoints
+                assert endpoints is not None
+                async with StackCaller(endpoints.broker, endpoints.interaction) as st:
+                    latency, sweep, cdfs = await side_by_side(params, server.url, st)
+                    results["latency"], results["sweep"] = latency, sweep
+                    results["stack_rss_kib"] = {
+                        name: kib for name, pid in stack.supervisor.pids().items() if (kib := rss_kib(pid)) is not None
+                    }
+                    if server.pid:
+                        results["stack_rss_kib"]["example_server"] = rss_kib(server.pid) or 0
+                    if params.profile:
+                        results["profile"] = await profile_phase(params, stack, st, out_dir, stem)
+            _progress(f"starting maka up (scale stack): {params.pending} pending forms")
+            async with running_stack(config, work / "scale", work / "scale.log", params.log_level) as stack:
+                endpoints = stack.endpoints
+                assert endpoints is not None
+                scale = await run_scale(
+                    interaction=endpoints.interaction,
+                    redis_url=endpoints.redis_url,
+                    host_id=endpoints.host_id,
+                    pids=stack.supervisor.pids(),
+                    pending=params.pending,
+                    sessions=params.sessions,
+                    window=params.window,
+                    probes=params.probes,
+                )
+                results["scale"] = scale.to_json()
+    except Exception as error:
+        log.exception("bench_failed")
+        _progress(f"FAILED: {type(error).__name__}: {error} (logs in {work})")
+        code = 1
+    results["meta"]["duration_s"] = round(time.time() - started, 1)
+    results["meta"]["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    if "latency" in results:
+        report.write(results, cdfs, scale.delivery_at_full_ms if scale else [], out_dir, stem)
+        _progress(f"wrote {out_dir / (stem + '.json')}, .md, .png")
+    if code == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse flags, run, print the Markdown summary."""
+    # force: importing the example server (for its schema) lets MCPServer install a Rich INFO handler
+    logging.basicConfig(level=logging.WARNING, force=True)
+    params, out_dir, stem = parse_args(argv)
+    code = asyncio.run(main_async(params, out_dir, stem))
+    summary = out_dir / f"{stem}.md"
+    if summary.exists():
+        print(summary.read_text())
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

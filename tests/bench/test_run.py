@@ -1,0 +1,72 @@
+"""bench.run: the whole benchmark in --quick mode (a smoke test of every code path, not a timed assertion)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.run import main_async, parse_args
+
+
+def test_quick_flag_shrinks_every_size_and_keeps_the_output_directory(tmp_path: Path) -> None:
+    params, out_dir, stem = parse_args(["--quick", "--out", str(tmp_path), "--stem", "smoke"])
+    assert params.quick
+    assert params.pending < 100
+    assert params.concurrency == (1, 4)
+    assert (out_dir, stem) == (tmp_path, "smoke")
+
+
+def test_sweep_levels_get_at_least_five_rounds_of_calls() -> None:
+    params, _, _ = parse_args(["--concurrency", "1,200", "--sweep-calls", "50"])
+    assert params.concurrency == (1, 200)
+    assert params.sweep_calls_for(1) == 50
+    assert params.sweep_calls_for(200) == 1000
+
+
+def test_invalid_sizes_are_a_usage_error() -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--concurrency", "0"])
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_results(tmp_path: Path) -> None:
+    params, _, _ = parse_args(["--quick", "--profile"])
+    code = await main_async(params, tmp_path, "smoke")
+    assert code == 0
+    results = json.loads((tmp_path / "smoke.json").read_text())
+
+    for side in ("anchor", "stack"):
+        for tool in ("ping", "deploy"):
+            run = results["latency"][side][tool]
+            assert run["errors"] == 0, run["first_error"]
+            assert run["latency_ms"]["n"] == params.calls
+        # the one-form Tool went through an answer on both sides
+        assert results["latency"][side]["deploy"]["answer_to_result_ms"]["n"] == params.calls
+        assert results["latency"][side]["ping"]["answer_to_result_ms"]["n"] == 0
+    assert [point["concurrency"] for point in results["sweep"]] == list(params.concurrency)
+    for point in results["sweep"]:
+        assert point["anchor"]["errors"] == point["stack"]["errors"] == 0
+        assert point["stack"]["calls_per_s"] > 0
+
+    scale = results["scale"]
+    assert scale["pending"] == params.pending
+    assert scale["delivery_at_full_ms"]["n"] == params.probes
+    assert scale["epoch_change_closed"] == params.pending + params.probes
+    assert scale["redis_bytes_per_pending_form"] > 0
+    assert {"interaction", "broker", "provider", "redis"} <= set(scale["rss_kib_after"])
+
+    assert set(results["profile"]["reports"]) == {"interaction", "broker", "provider"}
+    for report_path in results["profile"]["reports"].values():
+        assert "Recorded:" in (tmp_path / report_path).read_text()
+    assert {row["key"] for row in results["targets"]} == {
+        "one_form_p50_ratio",
+        "answer_to_result_p50_ms",
+        "delivery_p99_ms",
+        "redis_bytes_per_form",
+    }
+    assert "## Targets" in (tmp_path / "smoke.md").read_text()
+    assert (tmp_path / "smoke.png").read_bytes()[:4] == b"\x89PNG"
