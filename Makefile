@@ -51,7 +51,7 @@ run: setup
 	$(VENV)/bin/maka up --config examples/mcp.json
 
 bench: setup
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

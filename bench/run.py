@@ -209,8 +209,17 @@ async def profile_phase(params: Params, stack: Stack, caller: Caller, out_dir: P
     profiling.start(pids)
     point = await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=10, calls=params.profile_calls)
     reports = await profiling.stop(pids, directory)
+    cpu_s = {name: profiling.cpu_seconds(path.read_text()) for name, path in reports.items()}
+    cpu_ms = {
+        name: round(seconds * 1000 / point.calls, 2) if seconds is not None and point.calls else None
+        for name, seconds in cpu_s.items()
+    }
     return {
-        "summary": f"pyinstrument reports in {directory.relative_to(out_dir)}/ (see bench/README.md)",
+        "cpu_s": cpu_s,
+        "cpu_ms_per_call": cpu_ms,
+        "summary": f"pyinstrument reports in {directory.relative_to(out_dir)}/ (see bench/README.md); "
+        "CPU per call while profiled (profiler overhead included): "
+        + ", ".join(f"{name} {ms} ms" for name, ms in cpu_ms.items()),
         "calls": point.calls,
         "calls_per_s": round(point.calls_per_s, 1),
         "latency_ms": point.latency.to_json(),

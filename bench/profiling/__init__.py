@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -46,3 +47,9 @@ async def stop(pids: dict[str, int], directory: Path, *, timeout: float = 180.0)
         while not all(path.exists() for path in reports.values()):  # noqa: ASYNC110 - files of other processes
             await asyncio.sleep(0.05)  # the services write after their next loop turn; bounded above
     return reports
+
+
+def cpu_seconds(report: str) -> float | None:
+    """The ``CPU time`` a pyinstrument text report's header states (seconds), or None when absent."""
+    match = re.search(r"CPU time:\s*([0-9.]+)", report)
+    return float(match.group(1)) if match else None

@@ -60,6 +60,7 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
     assert {"interaction", "broker", "provider", "redis"} <= set(scale["rss_kib_after"])
 
     assert set(results["profile"]["reports"]) == {"interaction", "broker", "provider"}
+    assert all(ms is not None and ms > 0 for ms in results["profile"]["cpu_ms_per_call"].values())
     for report_path in results["profile"]["reports"].values():
         assert "Recorded:" in (tmp_path / report_path).read_text()
     assert {row["key"] for row in results["targets"]} == {
