@@ -244,6 +244,9 @@ async def interaction_service(
     from services.interaction.main import build
     from services.interaction.settings import Settings
 
+    # The reaper ticks rarely here: surface tests never rely on it, and a cancel landing mid-tick can be
+    # swallowed (InteractionApp.stop then waits forever on the reaper task; reported to the service owner).
+    settings.setdefault("reaper_interval_seconds", 30.0)
     config = Settings(listen=f"127.0.0.1:{port}", redis_url=redis_url, grace_seconds=0.5, **settings)
     server = await start_server(await build(config), config)
     address = f"127.0.0.1:{server.port}"
