@@ -23,6 +23,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.core.status import error_from_rpc
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.acceptance.rogue_provider import RogueProvider
 from tests.helpers.stack import RunningStack, answer, pending_forms
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
 
@@ -162,3 +163,34 @@ async def test_c16_an_unanswered_form_times_out_fails_the_call_and_closes_withou
     assert record.close_reason == CR.CLOSE_REASON_TIMED_OUT
     assert await pending_forms(timed.interaction, ["c16-t"]) == []
     assert len(timed.examples.tool_calls("deploy", where={"artifact": "c16-timeout"})) == 1
+
+
+@pytest.mark.parametrize("settle", ["final-result", "failure"])
+async def test_c16_a_provider_settling_while_its_form_is_pending_closes_the_form_invocation_settled(
+    timed: Timed, settle: str
+) -> None:
+    session = f"c16-{settle}"
+    async with (
+        RogueProvider(
+            timed.broker, provider_id=f"rogue-{settle}", claimed_server=f"rogue{settle[0]}", tool="ask"
+        ) as rogue,
+        ToolCall(timed.broker, f"rogue{settle[0]}:ask", {}, session=session) as call,
+    ):
+        invocation_id = (await rogue.next("invoke")).invoke.invocation_id
+        await rogue.ask(invocation_id)
+        interaction_id = await call.awaiting()
+        await (rogue.finish(invocation_id) if settle == "final-result" else rogue.fail(invocation_id))
+        final = await call.terminal()
+
+    assert final.WhichOneof("event") == "failure", call.kinds()
+    expected = (
+        broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER
+        if settle == "final-result"
+        else broker_pb2.FAILURE_CODE_SERVER_ERROR
+    )
+    assert final.failure.code == expected
+    assert "result" not in call.kinds()  # never both outcomes
+    assert terminal_count(call) == 1
+    record = await wait_settled(timed.interaction, interaction_id)
+    assert record.close_reason == CR.CLOSE_REASON_INVOCATION_SETTLED
+    assert await pending_forms(timed.interaction, [session]) == []

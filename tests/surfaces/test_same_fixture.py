@@ -6,7 +6,8 @@ fixture - ``examples:deploy {"artifact": ...}`` pausing with the RFC's deploymen
 answered with ``accept``, ``decline`` and ``cancel`` on each surface:
 
 - the TUI (``surfaces.tui.app.MakaTui`` driven by Textual's pilot against the real Interaction service);
-- the web surface (Playwright in ``/usr/bin/chromium``, marked ``browser``);
+- the web surface (Playwright in ``/usr/bin/chromium``, marked ``browser`` only, so ``make test`` runs
+  it once, in its browser pass; the TUI and CLI tests are marked ``e2e``);
 - the CLI (``maka pending --json`` then ``maka answer`` as processes).
 
 Each answer must reach the MCP server distinctly: the final Tool result text differs per action and the
@@ -37,8 +38,6 @@ from surfaces.common.interaction_client import InteractionClient, Opened, Snapsh
 from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
 from tests.helpers.stack import RunningStack, call_tool, result_text
-
-pytestmark = pytest.mark.e2e
 
 T = TypeVar("T")
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
@@ -157,6 +156,7 @@ async def _settle(pilot: Pilot[None], check: Callable[[], object], what: str) ->
         raise AssertionError(f"timed out waiting for {what}") from None
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_action(
     shared_stack: StackThread, action: str
@@ -195,6 +195,7 @@ async def _maka(*argv: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_cli_answers_the_deploy_fixture_and_the_server_gets_that_action(
     shared_stack: StackThread, action: str
