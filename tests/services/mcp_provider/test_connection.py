@@ -197,3 +197,23 @@ async def test_http_server_gone_between_calls_is_noticed_through_the_listen_stre
         await served.process.wait()
 
         await eventually(lambda: not served.connection.connected, what="connection marked lost", timeout=30)
+
+
+@pytest.mark.slow
+async def test_legacy_push_elicitation_is_rejected_and_never_reaches_the_form_handler(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path, kind="high", era=Era.LEGACY) as served:
+        forms = ScriptedForms(accept(name="Ada"))
+        failure: McpToolCallError | None = None
+        result: dict[str, Any] = {}
+        try:
+            result = (await served.manager.call_tool("fx", "push_elicit", {}, form_handler=forms)).result
+        except McpToolCallError as error:
+            failure = error
+
+        assert result.get("isError") is True or (failure is not None and failure.code is CallErrorCode.SERVER_ERROR)
+        assert forms.forms == []
+        [push] = [m for d, m in served.wire.messages() if d == "S->C" and m.get("method") == "elicitation/create"]
+        replies = [
+            m for d, m in served.wire.messages() if d == "C->S" and m.get("id") == push["id"] and "method" not in m
+        ]
+        assert [("error" in m) for m in replies] == [True]
