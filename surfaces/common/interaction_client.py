@@ -36,10 +36,11 @@ import grpc
 import grpc.aio
 from google.protobuf import timestamp_pb2
 
+from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 from services.core.channels import open_channel
-from services.core.form import Answer, Form, convert
+from services.core.form import Answer, Form, FormError, Requester, convert
 from services.core.status import ErrorDetail, error_from_rpc
 from surfaces.common.form_input import field_to_json
 
@@ -126,6 +127,26 @@ def _time(ts: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
     return ts.ToDatetime(tzinfo=UTC)
 
 
+def _decode_form(message: form_pb2.Form) -> Form:
+    """``form_from_proto``, or — when a stored form breaks the contract — a field-less stand-in that says so, so a
+    stream never dies on one bad record and the user can still decline or dismiss it."""
+    try:
+        return convert.form_from_proto(message)
+    except FormError as error:
+        log.warning("form_undecodable", extra={"reason": error.reason.value})
+        requester = Requester(
+            provider_id=message.requester.provider_id,
+            provider_display_name=message.requester.provider_display_name,
+            claimed_server=message.requester.claimed_server,
+            claimed_tool=message.requester.claimed_tool,
+        )
+        return Form(
+            message=f"This form cannot be shown ({error.reason.value}); decline or dismiss it.",
+            fields=(),
+            requester=requester,
+        )
+
+
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
 
@@ -207,7 +228,7 @@ class InteractionView:
 
     @classmethod
     def from_proto(cls, message: interaction_pb2.Interaction) -> InteractionView:
-        """Decode ``message``. Raises ``services.core.form.FormError`` when the form breaks the contract."""
+        """Decode ``message``. A form that breaks the contract becomes a field-less stand-in whose message says so."""
         binding = message.binding
         answer = convert.answer_from_proto(message.answer) if message.HasField("answer") else None
         return cls(
@@ -218,7 +239,7 @@ class InteractionView:
             tool_name=binding.tool_name,
             host_epoch=message.host_epoch,
             state=state_of(message.state),
-            form=convert.form_from_proto(message.form),
+            form=_decode_form(message.form),
             answer=answer,
             close_reason=close_reason_of(message.close_reason),
             created_at=_time(message.created_at, message.HasField("created_at")),

@@ -10,7 +10,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from maka.interaction.v1 import interaction_pb2
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core.form import Action, Answer, MultiSelectField, NumberField, SingleSelectField
 from surfaces.common.interaction_client import (
     TOKEN_ENV,
@@ -23,8 +24,10 @@ from surfaces.common.interaction_client import (
     InteractionClient,
     InteractionError,
     InteractionState,
+    InteractionView,
     Opened,
     Snapshot,
+    decode_event,
 )
 from tests.surfaces.helpers import BrokerLink, deploy_form, free_port, interaction_service
 
@@ -201,3 +204,83 @@ async def test_surface_token_from_the_environment_scopes_what_the_client_sees(
                 await next_event(events)
             assert attach_refused.value.code is grpc.StatusCode.UNAUTHENTICATED
             assert anonymous.reconnects == 0  # not retried: a reconnect cannot fix a missing token
+
+
+# --- decoding Attach frames (pure) ---------------------------------------------------------------
+
+
+def record(**kwargs: object) -> interaction_pb2.Interaction:
+    form = form_pb2.Form(
+        message="m",
+        requester=form_pb2.Requester(provider_id="p", claimed_server="srv", claimed_tool="tool"),
+        fields=[form_pb2.Field(name="x", label="X", string=form_pb2.StringField())],
+    )
+    message = interaction_pb2.Interaction(
+        interaction_id="ix",
+        binding=interaction_pb2.Binding(session_id="s1", tool_name="srv:tool"),
+        state=interaction_pb2.INTERACTION_STATE_PENDING,
+        form=form,
+    )
+    for key, value in kwargs.items():
+        setattr(message, key, value)
+    return message
+
+
+def test_snapshot_and_events_decode_to_typed_values_with_resume_tokens() -> None:
+    snapshot = decode_event(
+        interaction_service_pb2.AttachResponse(
+            snapshot=interaction_service_pb2.Snapshot(pending=[record()], resume_token="t1")
+        )
+    )
+    assert isinstance(snapshot, Snapshot)
+    assert snapshot.resume_token == "t1"
+    assert snapshot.pending[0].form.fields[0].name == "x"
+    closed_record = record(
+        state=interaction_pb2.INTERACTION_STATE_CLOSED, close_reason=interaction_pb2.CLOSE_REASON_TIMED_OUT
+    )
+    closed = decode_event(
+        interaction_service_pb2.AttachResponse(
+            event=interaction_service_pb2.Event(
+                event=interaction_pb2.InteractionEvent(
+                    kind=interaction_pb2.EVENT_KIND_CLOSED, interaction=closed_record
+                ),
+                resume_token="t2",
+            )
+        )
+    )
+    assert isinstance(closed, Closed)
+    assert closed.reason is CloseReason.TIMED_OUT
+    assert closed.interaction.state is InteractionState.CLOSED
+    opened = decode_event(
+        interaction_service_pb2.AttachResponse(
+            event=interaction_service_pb2.Event(
+                event=interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_OPENED, interaction=record()),
+                resume_token="t3",
+            )
+        )
+    )
+    assert isinstance(opened, Opened)
+    assert opened.interaction.expires_at is None  # no bounded wait recorded: no limit shown
+
+
+def test_answer_outcome_frames_are_not_events() -> None:
+    response = interaction_service_pb2.AttachResponse(
+        answer_outcome=interaction_service_pb2.AnswerOutcome(accepted=True)
+    )
+    assert decode_event(response) is None
+
+
+def test_a_form_breaking_the_contract_becomes_a_fieldless_stand_in_instead_of_killing_the_stream() -> None:
+    broken = record()
+    broken.form.fields.add(name="nokind")
+    view = InteractionView.from_proto(broken)
+    assert view.form.fields == ()
+    assert "cannot be shown" in view.form.message
+    assert view.form.requester.claimed_server == "srv"
+
+
+def test_backoff_grows_with_attempts_and_stays_within_the_cap() -> None:
+    backoff = Backoff(initial=0.1, maximum=1.0, multiplier=2.0)
+    for attempt, ceiling in ((1, 0.1), (2, 0.2), (3, 0.4), (10, 1.0)):
+        delay = backoff.delay(attempt)
+        assert ceiling / 2 <= delay <= ceiling
