@@ -173,7 +173,7 @@ class ServerLink:
             if not snapshot.connected or snapshot.generation != stream.generation:
                 log.info("mcp_generation_changed", extra={"provider_id": self.provider_id})
                 await self._end(stream)
-            elif stream.registered.is_set():
+            else:  # frames are ordered: a ToolsChanged queued behind a pending Register still applies after it
                 stream.send(
                     broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=descriptors(snapshot)))
                 )

@@ -286,3 +286,11 @@ async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_n
     finally:
         await outbox.put(None)
         impostor.cancel()
+
+
+async def test_a_tool_list_change_reaches_the_broker_as_tools_changed(stack: Stack) -> None:
+    await _next(_call(stack, "hi:mutate", {"description": "redefined"}), "result")
+
+    async with asyncio.timeout(10):  # bounded polling of ListTools until the broker applied it
+        while (await _tools(stack)).get("hi:ask", broker_pb2.Tool()).description != "redefined":
+            await asyncio.sleep(0.02)
