@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -291,6 +291,9 @@ async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_n
 async def test_a_tool_list_change_reaches_the_broker_as_tools_changed(stack: Stack) -> None:
     await _next(_call(stack, "hi:mutate", {"description": "redefined"}), "result")
 
-    async with asyncio.timeout(10):  # bounded polling of ListTools until the broker applied it
-        while (await _tools(stack)).get("hi:ask", broker_pb2.Tool()).description != "redefined":
-            await asyncio.sleep(0.02)
+    async def redefined() -> bool:
+        tools = await _tools(stack)
+        return "hi:ask" in tools and tools["hi:ask"].description == "redefined"
+
+    check: Callable[[], bool | Awaitable[bool]] = redefined
+    await eventually(check, what="ToolsChanged applied by the broker")
