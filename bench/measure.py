@@ -65,13 +65,7 @@ def _first_error(samples: Sequence[CallSample]) -> str:
     return next((s.error for s in samples if not s.ok), "")
 
 
-async def sequential(
-    caller: Caller, tool: str, arguments: Mapping[str, Any], *, calls: int, warmup: int
-) -> LatencyResult:
-    """``warmup`` untimed calls, then ``calls`` timed calls one after another."""
-    for _ in range(warmup):
-        await caller.call(tool, arguments)
-    samples = [await caller.call(tool, arguments) for _ in range(calls)]
+def _latency_result(tool: str, samples: Sequence[CallSample]) -> LatencyResult:
     good = [s for s in samples if s.ok]
     return LatencyResult(
         tool=tool,
@@ -83,12 +77,28 @@ async def sequential(
     )
 
 
+async def sequential(
+    callers: Sequence[Caller], tool: str, arguments: Mapping[str, Any], *, calls: int, warmup: int
+) -> list[LatencyResult]:
+    """``warmup`` untimed rounds, then ``calls`` timed rounds; each round makes one call per caller, in turn
+    (interleaved call by call, so every caller samples the same machine load over time). One
+    :class:`LatencyResult` per caller, in order."""
+    for _ in range(warmup):
+        for caller in callers:
+            await caller.call(tool, arguments)
+    samples: list[list[CallSample]] = [[] for _ in callers]
+    for _ in range(calls):
+        for index, caller in enumerate(callers):
+            samples[index].append(await caller.call(tool, arguments))
+    return [_latency_result(tool, per_caller) for per_caller in samples]
+
+
 async def concurrent(
     caller: Caller, tool: str, arguments: Mapping[str, Any], *, concurrency: int, calls: int
 ) -> SweepPoint:
     """``calls`` calls with ``concurrency`` workers, each starting its next call when its last one ends
     (a closed loop, so exactly ``concurrency`` calls are in flight until the tail). Calls per second =
-    completed calls (good or not) / wall time from the first start to the last end."""
+    good calls / wall time from the first start to the last end."""
     remaining = calls
     samples: list[CallSample] = []
 

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from bench import profiling, report
 from bench.callers import AnchorCaller, Caller, StackCaller
-from bench.measure import LatencyResult, SweepPoint, concurrent, sequential
+from bench.measure import SweepPoint, concurrent, sequential
 from bench.scale import ScaleResult, run_scale
 from bench.servers import example_server
 from bench.stats import ratio
@@ -151,17 +151,15 @@ async def _measure_anchor_then_stack(
 async def side_by_side(
     params: Params, url: str, stack: Caller
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, list[float]]]:
-    """Interleaved sequential runs and the sweep (anchor, then stack, per measurement; a fresh anchor client
-    each time); returns (latency json, sweep json, CDF samples)."""
+    """Sequential runs interleaved call by call (anchor, stack, anchor, ...) and the sweep (per level: anchor,
+    then stack), a fresh anchor client per measurement; returns (latency json, sweep json, CDF samples)."""
     latency: dict[str, Any] = {"anchor": {}, "stack": {}, "ratio": {}}
     cdfs: dict[str, list[float]] = {}
     for tool, arguments in TOOLS.items():
-        _progress(f"sequential {tool}: {params.calls} calls per side")
-
-        async def run_sequential(caller: Caller, tool: str = tool, args: dict[str, Any] = arguments) -> LatencyResult:
-            return await sequential(caller, tool, args, calls=params.calls, warmup=params.warmup)
-
-        a_run, a_error, s_run = await _measure_anchor_then_stack(url, stack, run_sequential)
+        _progress(f"sequential {tool}: {params.calls} calls per side, interleaved call by call")
+        async with AnchorCaller(url) as anchor:
+            a_run, s_run = await sequential([anchor, stack], tool, arguments, calls=params.calls, warmup=params.warmup)
+        a_error = anchor.transport_error
         for name, run in (("anchor", a_run), ("stack", s_run)):
             latency[name][tool] = run.to_json()
             cdfs[f"{name} {tool}"] = run.samples_ms
