@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from mcp.client import Client, ClientRequestContext
@@ -42,6 +42,16 @@ DEPLOY_ANSWER: Final[dict[str, str | bool]] = {"environment": "staging", "confir
 """What both answering sides submit for the ``deploy`` form."""
 CALL_TIMEOUT: Final = 60.0
 """Seconds one call may take before it counts as an error."""
+STACK_PHASES: Final = (
+    "call_to_form_at_surface",
+    "form_at_surface_to_answer",
+    "answer_to_settled_at_caller",
+    "settled_at_caller_to_result",
+)
+"""The consecutive parts of a stack one-form call: ``CallTool`` sent -> the surface receives the form (first
+``tools/call`` leg, provider, broker, Interaction service open, ``Attach`` delivery) -> the surface sends
+``Answer`` (decode, scheduling) -> the caller sees ``interaction_settled`` (answer committed, HostLink
+``settled``, broker) -> the caller has the final result (provider, retried ``tools/call``, broker)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class CallSample:
     answer_to_result: float | None
     ok: bool
     error: str = ""
+    phases: dict[str, float] = field(default_factory=lambda: dict[str, float]())
+    """Where the time went (s), for the stack's one-form calls: see :data:`STACK_PHASES`."""
 
 
 class Caller(Protocol):
@@ -149,6 +161,7 @@ class AnsweringSurface:
         self._seen: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.subscribed = asyncio.Event()
+        self.seen_at: dict[str, float] = {}
         self.answered_at: dict[str, float] = {}
         self.failures = 0
 
@@ -169,6 +182,7 @@ class AnsweringSurface:
     def _start(self, view: InteractionView) -> None:
         if view.interaction_id in self._seen or not view.pending:
             return
+        self.seen_at[view.tool_use_id] = time.perf_counter()
         self._seen.add(view.interaction_id)
         task = asyncio.create_task(self._answer(view))
         self._tasks.add(task)
@@ -230,11 +244,14 @@ class StackCaller:
         start = time.perf_counter()
         problem = "no final event"
         end = start
+        settled = 0.0
         try:
             async with asyncio.timeout(CALL_TIMEOUT):
                 async for event in self._stub.CallTool(request):
                     kind = event.WhichOneof("event")
-                    if kind == "result":
+                    if kind == "interaction_settled":
+                        settled = time.perf_counter()
+                    elif kind == "result":
                         end = time.perf_counter()
                         result = json.loads(event.result.call_tool_result_json)
                         text = "".join(b.get("text", "") for b in result.get("content", []) if isinstance(b, dict))
@@ -247,4 +264,10 @@ class StackCaller:
             problem = f"{type(error).__name__}: {error}"[:200]
             end = time.perf_counter()
         answered = self.surface.answered_at.pop(tool_use_id, None)
-        return CallSample(end - start, end - answered if answered is not None else None, not problem, problem)
+        seen = self.surface.seen_at.pop(tool_use_id, None)
+        phases: dict[str, float] = {}
+        if answered is not None and seen is not None and settled:
+            marks = (start, seen, answered, settled, end)
+            phases = {name: marks[i + 1] - marks[i] for i, name in enumerate(STACK_PHASES)}
+        answer_to_result = end - answered if answered is not None else None
+        return CallSample(end - start, answer_to_result, not problem, problem, phases)

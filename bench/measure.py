@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.callers import Caller, CallSample
+from bench.callers import STACK_PHASES, Caller, CallSample
 from bench.stats import Summary, summarize
 
 
@@ -22,16 +22,21 @@ class LatencyResult:
     errors: int
     first_error: str = ""
     samples_ms: list[float] = field(default_factory=lambda: list[float]())
+    phases: dict[str, Summary] = field(default_factory=lambda: dict[str, Summary]())
+    """Per-phase summaries (ms) when the caller reports phases (the stack's one-form calls)."""
 
     def to_json(self) -> dict[str, object]:
         """For ``latest.json`` (raw samples are plotted, not stored)."""
-        return {
+        out: dict[str, object] = {
             "tool": self.tool,
             "latency_ms": self.latency.to_json(),
             "answer_to_result_ms": self.answer_to_result.to_json(),
             "errors": self.errors,
             "first_error": self.first_error,
         }
+        if self.phases:
+            out["phases_ms"] = {name: summary.to_json() for name, summary in self.phases.items()}
+        return out
 
 
 @dataclass
@@ -74,6 +79,9 @@ def _latency_result(tool: str, samples: Sequence[CallSample]) -> LatencyResult:
         errors=len(samples) - len(good),
         first_error=_first_error(samples),
         samples_ms=[s.latency * 1000 for s in good],
+        phases={name: summarize([s.phases[name] for s in good if name in s.phases]) for name in STACK_PHASES}
+        if any(s.phases for s in good)
+        else {},
     )
 
 

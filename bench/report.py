@@ -48,6 +48,19 @@ def _ms(summary: Mapping[str, Any], key: str) -> str:
     return f"{summary.get(key, 0):.2f}" if summary.get("n") else "-"
 
 
+def _phase_lines(phases: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    if not phases:
+        return []
+    lines = [
+        "Where a stack one-form call spends its time (sequential, ms):",
+        "",
+        "| phase | p50 | p99 |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {name} | {_ms(summary, 'p50')} | {_ms(summary, 'p99')} |" for name, summary in phases.items()]
+    return [*lines, ""]
+
+
 def markdown(results: Mapping[str, Any]) -> str:
     """A human summary of ``results`` (the same dict as ``latest.json``)."""
     meta = results["meta"]
@@ -98,6 +111,7 @@ def markdown(results: Mapping[str, Any]) -> str:
         f"anchor p50 {_ms(a, 'p50')} / p99 {_ms(a, 'p99')} ms; stack p50 {_ms(s, 'p50')} / p99 {_ms(s, 'p99')} ms "
         f"(ratio p50 {latency['ratio']['answer_to_result_p50']}).",
         "",
+        *_phase_lines(latency["stack"]["deploy"].get("phases_ms", {})),
         "## Concurrency sweep (one-form Tool `deploy`)",
         "",
         "| in flight | anchor calls/s | stack calls/s | ratio calls/s | anchor p50/p99 ms | stack p50/p99 ms |"

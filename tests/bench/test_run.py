@@ -47,6 +47,11 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
         # the one-form Tool went through an answer on both sides
         assert results["latency"][side]["deploy"]["answer_to_result_ms"]["n"] == params.calls
         assert results["latency"][side]["ping"]["answer_to_result_ms"]["n"] == 0
+    phases = results["latency"]["stack"]["deploy"]["phases_ms"]
+    assert all(summary["n"] == params.calls for summary in phases.values())
+    assert sum(summary["mean"] for summary in phases.values()) == pytest.approx(
+        results["latency"]["stack"]["deploy"]["latency_ms"]["mean"], rel=0.01
+    )
     assert [point["concurrency"] for point in results["sweep"]] == list(params.concurrency)
     for point in results["sweep"]:
         assert point["anchor"]["errors"] == point["stack"]["errors"] == 0
