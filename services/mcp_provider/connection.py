@@ -78,15 +78,26 @@ def normalize_result(params: Mapping[str, Any] | None, raw: dict[str, Any]) -> d
 KNOWN_INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 """The methods an MCP 2026-07-28 ``InputRequest`` may carry (``schema.ts`` ``InputRequest``)."""
 
+MRTR_METHODS: dict[str, CallErrorCode] = {
+    "tools/call": CallErrorCode.UNSUPPORTED_INPUT_REQUEST,
+    "prompts/get": CallErrorCode.UNSUPPORTED_METHOD,
+    "resources/read": CallErrorCode.UNSUPPORTED_METHOD,
+}
+"""The requests whose result may be ``input_required`` (SEP-2322), with the code an unknown embedded
+method or elicitation mode fails with (prompts/resources never run MRTR here: RFC criterion 11)."""
+
 
 def reject_unknown_input_requests(method: str, raw: Mapping[str, Any]) -> None:
-    """Fail a ``tools/call`` ``input_required`` result that embeds an unknown method or elicitation mode.
+    """Fail an ``input_required`` result that embeds an unknown method or elicitation mode.
 
-    The SDK would reject such a result as a whole with a pydantic ``ValidationError`` (the
-    ``InputRequest`` union has no arm for it); the RFC wants a stable local error instead (criterion 11),
-    raised before anything is published. Raises :class:`McpToolCallError` ``UNSUPPORTED_INPUT_REQUEST``.
+    Applies to ``tools/call``, ``prompts/get`` and ``resources/read`` (:data:`MRTR_METHODS`). The SDK
+    would reject such a result as a whole with a pydantic ``ValidationError`` (the ``InputRequest``
+    union has no arm for it); the RFC wants a stable local error instead (criterion 11), raised before
+    anything is published. Raises :class:`McpToolCallError` ``UNSUPPORTED_INPUT_REQUEST`` (``tools/call``)
+    or ``UNSUPPORTED_METHOD`` (``prompts/get``, ``resources/read``).
     """
-    if method != "tools/call" or raw.get("resultType") != "input_required":
+    code = MRTR_METHODS.get(method)
+    if code is None or raw.get("resultType") != "input_required":
         return
     requests = raw.get("inputRequests")
     if not isinstance(requests, Mapping):
@@ -94,11 +105,11 @@ def reject_unknown_input_requests(method: str, raw: Mapping[str, Any]) -> None:
     for request in requests.values():
         kind = request.get("method") if isinstance(request, Mapping) else None
         if kind not in KNOWN_INPUT_METHODS:
-            raise McpToolCallError(CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "an input request has an unknown method")
+            raise McpToolCallError(code, "an input request has an unknown method")
         params = request.get("params")
         mode = params.get("mode") if isinstance(params, Mapping) else None
         if kind == "elicitation/create" and mode not in (None, "form", "url"):
-            raise McpToolCallError(CallErrorCode.UNSUPPORTED_INPUT_REQUEST, "an elicitation has an unknown mode")
+            raise McpToolCallError(code, "an elicitation has an unknown mode")
 
 
 class MakaDispatcher(JSONRPCDispatcher[Any]):
@@ -266,6 +277,16 @@ class McpConnection:
         if info is None:
             raise McpToolCallError(CallErrorCode.UNKNOWN_TOOL, f"server {self.name} has no such Tool")
         return ToolBinding(self.name, tool, self.generation, info.generation, self._modern)
+
+    def live_session(self) -> ClientSession:
+        """The live session, for requests not bound to a Tool (``prompts/get``, ``resources/read``).
+
+        Raises :class:`McpToolCallError` ``CONNECTION_LOST`` when no session is live.
+        """
+        session = self._session
+        if session is None or self._broken.is_set():
+            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, f"server {self.name} is not connected")
+        return session
 
     def check_binding(self, binding: ToolBinding) -> ClientSession:
         """The fence: return the session iff ``binding`` is still current.

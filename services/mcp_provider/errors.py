@@ -15,6 +15,9 @@ class CallErrorCode(StrEnum):
 
     UNSUPPORTED_INPUT_REQUEST = "unsupported_input_request"
     """URL-mode elicitation, ``sampling/createMessage``, ``roots/list`` or an unknown method (RFC criterion 11)."""
+    UNSUPPORTED_METHOD = "unsupported_method"
+    """A ``prompts/get`` or ``resources/read`` answered ``input_required``: MRTR is supported for ``tools/call``
+    only (RFC criterion 11; MRTR for prompts/resources is a non-goal). Nothing was asked, no retry was sent."""
     LIMITS_EXCEEDED = "limits_exceeded"
     """A repository cap (``requestState`` bytes, input requests per round, key length) was exceeded."""
     ROUNDS_EXHAUSTED = "rounds_exhausted"
@@ -47,6 +50,7 @@ class CallErrorCode(StrEnum):
 
 FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
     CallErrorCode.UNSUPPORTED_INPUT_REQUEST: broker_pb2.FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST,
+    CallErrorCode.UNSUPPORTED_METHOD: broker_pb2.FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST,
     CallErrorCode.LIMITS_EXCEEDED: broker_pb2.FAILURE_CODE_LIMITS_EXCEEDED,
     CallErrorCode.ROUNDS_EXHAUSTED: broker_pb2.FAILURE_CODE_ROUNDS_EXHAUSTED,
     CallErrorCode.BINDING_CHANGED: broker_pb2.FAILURE_CODE_BINDING_CHANGED,

@@ -54,9 +54,11 @@ from mcp_types import (
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
+    GetPromptResult,
     InputRequiredResult,
     InputResponse,
     ListRootsRequest,
+    ReadResourceResult,
 )
 from pydantic import ValidationError
 
@@ -252,6 +254,79 @@ class McpClientManager:
                 extra={"server": server, "tool": tool, "retry": retries, "responses": len(responses or {})},
             )
 
+    # --- prompts and resources: one request, never MRTR ---------------------------------------
+
+    async def get_prompt(
+        self,
+        server: str,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        stop: asyncio.Event | None = None,
+    ) -> dict[str, Any]:
+        """Send exactly one ``prompts/get`` for prompt ``name`` on ``server`` and return its complete result.
+
+        Returns the ``GetPromptResult`` JSON object (``{"messages": [...], "description"?: str, ...}``).
+        The request advertises no ``elicitation`` capability (MRTR for prompts is a non-goal). When the
+        server answers ``input_required`` (SEP-2322 ``InputRequiredResult``) nothing is published and no
+        retry is sent: the call fails with ``UNSUPPORTED_METHOD`` (RFC criterion 11; broker
+        ``FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST``). Raises :class:`McpToolCallError` ``UNKNOWN_TOOL`` (no
+        such server), ``CONNECTION_LOST``, ``SERVER_ERROR`` (JSON-RPC error, invalid result, timeout after
+        ``call_timeout_seconds``), ``STOPPED`` or ``UNSUPPORTED_METHOD``.
+        """
+        connection = self.connection(server)
+        session = connection.live_session()
+
+        async def send() -> GetPromptResult | InputRequiredResult:
+            with capabilities.form_call(False):
+                return await session.get_prompt(name, dict(arguments or {}) or None, allow_input_required=True)
+
+        with tracing.span("mcp.prompts_get"):
+            result = await self._one_request(connection, send(), stop, "prompts/get")
+        assert isinstance(result, GetPromptResult)
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def read_resource(self, server: str, uri: str, *, stop: asyncio.Event | None = None) -> dict[str, Any]:
+        """Send exactly one ``resources/read`` for ``uri`` on ``server`` and return its complete result.
+
+        Returns the ``ReadResourceResult`` JSON object (``{"contents": [...]}``). Same rules and errors as
+        :meth:`get_prompt`: no ``elicitation`` claim; ``input_required`` fails with ``UNSUPPORTED_METHOD``
+        and sends no retry (RFC criterion 11).
+        """
+        connection = self.connection(server)
+        session = connection.live_session()
+
+        async def send() -> ReadResourceResult | InputRequiredResult:
+            with capabilities.form_call(False):
+                return await session.read_resource(uri, allow_input_required=True)
+
+        with tracing.span("mcp.resources_read"):
+            result = await self._one_request(connection, send(), stop, "resources/read")
+        assert isinstance(result, ReadResourceResult)
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def _one_request(
+        self,
+        connection: McpConnection,
+        request: Coroutine[Any, Any, T],
+        stop: asyncio.Event | None,
+        method: str,
+    ) -> T:
+        """Send one non-MRTR request (bounded by ``call_timeout_seconds``); fail an ``InputRequiredResult``."""
+        try:
+            async with asyncio.timeout(self.call_timeout_seconds):
+                result = await self._guarded(connection, request, stop or asyncio.Event(), sent_state=False)
+        except TimeoutError:
+            raise McpToolCallError(CallErrorCode.SERVER_ERROR, f"{method} timed out; outcome unknown") from None
+        if isinstance(result, InputRequiredResult):
+            del result  # may hold requestState: never kept, logged or echoed
+            log.info("mcp_input_required_refused", extra={"server": connection.name, "method": method})
+            raise McpToolCallError(
+                CallErrorCode.UNSUPPORTED_METHOD,
+                f"{method} answered input_required; only tools/call supports it (no retry sent)",
+            )
+        return result
+
     # --- one leg ------------------------------------------------------------------------------
 
     async def _leg(
@@ -281,12 +356,18 @@ class McpClientManager:
                 )
             return result
 
+        return await self._guarded(connection, send(), stop, sent_state=request_state is not None)
+
+    async def _guarded(
+        self, connection: McpConnection, request: Coroutine[Any, Any, T], stop: asyncio.Event, *, sent_state: bool
+    ) -> T:
+        """Await one MCP request (abortable by ``stop``), mapping every failure to a stable ``McpToolCallError``."""
         try:
-            return await self._abortable(send(), stop)
+            return await self._abortable(request, stop)
         except McpToolCallError:
             raise
         except MCPError as error:
-            raise self._from_mcp_error(connection, error, sent_state=request_state is not None) from None
+            raise self._from_mcp_error(connection, error, sent_state=sent_state) from None
         except ValidationError:
             raise McpToolCallError(CallErrorCode.SERVER_ERROR, "the server sent an invalid result") from None
         except RuntimeError:

@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
+from maka.broker.v1 import broker_pb2
 from services.core.form import Action, Answer, Form
+from services.mcp_provider import capabilities
 from services.mcp_provider.errors import CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager
-from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS
+from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS, PROMPT_STATE
 from tests.helpers.waiting import eventually
-from tests.services.mcp_provider.conftest import ALL_SERVERS, LOW_SERVERS, ScriptedForms, accept, serve_mcp
+from tests.services.mcp_provider.conftest import ALL_SERVERS, LOW_SERVERS, ScriptedForms, Served, accept, serve_mcp
 
 pytestmark = pytest.mark.slow
 
@@ -483,3 +486,145 @@ async def test_state_only_retries_are_paced_with_a_doubling_capped_delay(tmp_pat
         # 40 ms, then 80 ms, then capped at 80 ms: at least 200 ms before the form round.
         assert elapsed >= 0.2
         assert len(served.wire.tool_calls("state_only")) == 5
+
+
+# --- prompts/get and resources/read: one request, never MRTR (RFC criterion 11) ------------------------
+
+
+def _claimed_capabilities(request: dict[str, Any]) -> dict[str, Any]:
+    """The per-request client capabilities the request carried in ``_meta`` (modern stamp)."""
+    claimed: dict[str, Any] = request["params"]["_meta"][CLIENT_CAPABILITIES_META_KEY]
+    return claimed
+
+
+def _assert_single_unanswered_request(served: Served, method: str) -> dict[str, Any]:
+    """Exactly one ``method`` request went out, the server answered it ``input_required``, and it carried
+    neither an answer nor state nor an elicitation claim; returns it."""
+    (request,) = served.wire.requests(method)
+    answered = served.wire.response(request["id"])["result"]
+    assert answered["resultType"] == "input_required"
+    assert answered["requestState"] == PROMPT_STATE
+    assert "inputResponses" not in request["params"]
+    assert "requestState" not in request["params"]
+    assert "elicitation" not in _claimed_capabilities(request)
+    return request
+
+
+@pytest.mark.parametrize("server", LOW_SERVERS)
+async def test_complete_prompt_and_resource_results_pass_through_from_one_request_without_an_elicitation_claim(
+    server: tuple[str, str], tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        prompt = await served.manager.get_prompt("fx", "plain", {"topic": "tea"})
+        resource = await served.manager.read_resource("fx", "fx://plain")
+
+        assert prompt["description"] == "plain"
+        (message,) = prompt["messages"]
+        assert message["role"] == "user"
+        seen = json.loads(message["content"]["text"])
+        assert seen["arguments"] == {"topic": "tea"}
+        assert "elicitation" not in seen["capabilities"]
+        (contents,) = resource["contents"]
+        assert contents["uri"] == "fx://plain"
+        assert "elicitation" not in json.loads(contents["text"])["capabilities"]
+        (prompt_request,) = served.wire.requests("prompts/get")
+        (resource_request,) = served.wire.requests("resources/read")
+        for request in (prompt_request, resource_request):
+            assert "elicitation" not in _claimed_capabilities(request)
+
+
+@pytest.mark.parametrize("server", LOW_SERVERS)
+@pytest.mark.parametrize("prompt", ["ask", "url_mode", "sampling"])
+async def test_prompt_answering_input_required_fails_unsupported_method_after_one_request_and_no_retry(
+    server: tuple[str, str], prompt: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    kind, transport = server
+    caplog.set_level(logging.DEBUG, logger="maka")
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.get_prompt("fx", prompt)
+
+        assert caught.value.code is CallErrorCode.UNSUPPORTED_METHOD
+        assert broker_pb2.FailureCode.Name(caught.value.failure_code) == "FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST"
+        assert caught.value.__cause__ is None
+        assert PROMPT_STATE not in str(caught.value)
+        request = _assert_single_unanswered_request(served, "prompts/get")
+        assert request["params"]["name"] == prompt
+        # The connection is still usable: the failure was local, not a broken session.
+        assert (await served.manager.get_prompt("fx", "plain"))["description"] == "plain"
+
+    assert caplog.records
+    assert not [r for r in caplog.records if PROMPT_STATE in r.getMessage() + repr(r.__dict__)]
+
+
+@pytest.mark.parametrize("server", LOW_SERVERS)
+@pytest.mark.parametrize("uri", ["fx://ask", "fx://roots"])
+async def test_resource_answering_input_required_fails_unsupported_method_after_one_request_and_no_retry(
+    server: tuple[str, str], uri: str, tmp_path: Path
+) -> None:
+    kind, transport = server
+    async with serve_mcp(tmp_path, kind=kind, transport=transport) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.read_resource("fx", uri)
+
+        assert caught.value.code is CallErrorCode.UNSUPPORTED_METHOD
+        assert PROMPT_STATE not in str(caught.value)
+        request = _assert_single_unanswered_request(served, "resources/read")
+        assert request["params"]["uri"] == uri
+
+
+async def test_resource_input_request_with_an_unknown_method_is_unsupported_method_not_a_server_error(
+    tmp_path: Path,
+) -> None:
+    async with serve_mcp(tmp_path, unknown_input_method=True) as served:
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.read_resource("fx", "fx://roots")
+
+        assert caught.value.code is CallErrorCode.UNSUPPORTED_METHOD
+        assert "unknown method" in caught.value.message
+        (request,) = served.wire.requests("resources/read")
+        assert served.wire.response(request["id"])["result"]["inputRequests"]["roots"]["method"] == "custom/unknown"
+
+
+async def test_prompt_sent_from_inside_a_form_enabled_tool_call_context_still_claims_no_elicitation(
+    tmp_path: Path,
+) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with capabilities.form_call(True):
+            with pytest.raises(McpToolCallError) as caught:
+                await served.manager.get_prompt("fx", "ask")
+            await served.manager.read_resource("fx", "fx://plain")
+
+        assert caught.value.code is CallErrorCode.UNSUPPORTED_METHOD
+        _assert_single_unanswered_request(served, "prompts/get")
+        (resource_request,) = served.wire.requests("resources/read")
+        assert "elicitation" not in _claimed_capabilities(resource_request)
+
+
+async def test_prompt_and_resource_errors_map_to_stable_codes(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        with pytest.raises(McpToolCallError) as unknown_prompt:
+            await served.manager.get_prompt("fx", "no-such-prompt")
+        with pytest.raises(McpToolCallError) as unknown_resource:
+            await served.manager.read_resource("fx", "fx://missing")
+        with pytest.raises(McpToolCallError) as unknown_server:
+            await served.manager.get_prompt("nope", "plain")
+
+        assert unknown_prompt.value.code is CallErrorCode.SERVER_ERROR
+        assert unknown_prompt.value.mcp_error_code == -32602
+        assert unknown_resource.value.code is CallErrorCode.SERVER_ERROR
+        assert unknown_server.value.code is CallErrorCode.UNKNOWN_TOOL
+        assert len(served.wire.requests("prompts/get")) == 1
+        assert len(served.wire.requests("resources/read")) == 1
+
+
+async def test_stop_aborts_an_in_flight_prompt_request_with_stopped(tmp_path: Path) -> None:
+    async with serve_mcp(tmp_path) as served:
+        stop = asyncio.Event()
+        stop.set()
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.get_prompt("fx", "plain", stop=stop)
+
+        assert caught.value.code is CallErrorCode.STOPPED
+        assert served.wire.requests("prompts/get") == []
