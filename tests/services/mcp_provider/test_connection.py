@@ -11,7 +11,7 @@ import pytest
 
 from services.core.form import Action, Answer, Form
 from services.mcp_provider.config import Era
-from services.mcp_provider.connection import normalize_result
+from services.mcp_provider.connection import normalize_result, reject_unknown_input_requests
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 from tests.helpers.waiting import eventually
 from tests.services.mcp_provider.conftest import ScriptedForms, accept, serve_mcp
@@ -29,6 +29,42 @@ def test_present_result_type_and_legacy_results_are_left_alone() -> None:
     legacy: dict[str, Any] = {"content": []}
     assert normalize_result({"name": "t"}, legacy) is legacy
     assert normalize_result(None, legacy) is legacy
+
+
+@pytest.mark.parametrize(
+    ("method", "code"),
+    [
+        ("tools/call", CallErrorCode.UNSUPPORTED_INPUT_REQUEST),
+        ("prompts/get", CallErrorCode.UNSUPPORTED_METHOD),
+        ("resources/read", CallErrorCode.UNSUPPORTED_METHOD),
+    ],
+)
+@pytest.mark.parametrize(
+    "request_body",
+    [
+        pytest.param({"method": "custom/unknown"}, id="unknown-method"),
+        pytest.param({"method": "elicitation/create", "params": {"mode": "telepathy"}}, id="unknown-mode"),
+    ],
+)
+def test_unknown_embedded_input_request_fails_with_the_methods_stable_code(
+    method: str, code: CallErrorCode, request_body: dict[str, Any]
+) -> None:
+    raw = {"resultType": "input_required", "inputRequests": {"k": request_body}}
+
+    with pytest.raises(McpToolCallError) as caught:
+        reject_unknown_input_requests(method, raw)
+
+    assert caught.value.code is code
+
+
+@pytest.mark.parametrize("method", ["tools/call", "prompts/get", "resources/read", "tools/list"])
+def test_known_input_requests_and_other_methods_pass_the_unknown_method_check(method: str) -> None:
+    known = {"resultType": "input_required", "inputRequests": {"r": {"method": "roots/list"}}}
+    unknown_elsewhere = {"resultType": "input_required", "inputRequests": {"k": {"method": "custom/unknown"}}}
+
+    reject_unknown_input_requests(method, known)
+    if method == "tools/list":
+        reject_unknown_input_requests(method, unknown_elsewhere)
 
 
 @pytest.mark.slow

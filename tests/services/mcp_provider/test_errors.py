@@ -14,6 +14,7 @@ def test_every_call_error_code_has_a_broker_failure_code() -> None:
 def test_the_issue_codes_map_to_their_named_failure_codes() -> None:
     expected = {
         CallErrorCode.UNSUPPORTED_INPUT_REQUEST: "FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST",
+        CallErrorCode.UNSUPPORTED_METHOD: "FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST",
         CallErrorCode.LIMITS_EXCEEDED: "FAILURE_CODE_LIMITS_EXCEEDED",
         CallErrorCode.ROUNDS_EXHAUSTED: "FAILURE_CODE_ROUNDS_EXHAUSTED",
         CallErrorCode.BINDING_CHANGED: "FAILURE_CODE_BINDING_CHANGED",

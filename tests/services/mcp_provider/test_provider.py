@@ -224,30 +224,41 @@ def test_tools_the_broker_would_refuse_are_left_out_of_the_registration() -> Non
     assert json.loads(registered[0].input_schema_json) == {"type": "object"}
 
 
-async def test_a_form_the_broker_refuses_fails_the_call_instead_of_leaving_it_hanging(stack: Stack) -> None:
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        pytest.param(form_pb2.ACTION_ACCEPT, {"action": "accept", "content": {}}, id="accept"),
+        pytest.param(form_pb2.ACTION_DECLINE, {"action": "decline"}, id="decline"),
+        pytest.param(form_pb2.ACTION_CANCEL, {"action": "cancel"}, id="cancel"),
+    ],
+)
+async def test_a_field_less_confirmation_form_completes_through_the_broker_and_host_with_the_users_action(
+    stack: Stack, action: form_pb2.Action.ValueType, expected: dict[str, Any]
+) -> None:
     events = _call(stack, "fx:empty_form", {})
-    async with asyncio.timeout(20):
-        async for event in events:
-            kind = event.WhichOneof("event")
-            if kind == "awaiting_interaction":  # the broker accepts field-less confirmations
-                await stack.interaction.Answer(
-                    interaction_service_pb2.AnswerRequest(
-                        interaction_id=event.awaiting_interaction.interaction_id,
-                        session_id="s1",
-                        submission_id="sub-1",
-                        answer=form_pb2.Answer(action=form_pb2.ACTION_ACCEPT),
-                    )
-                )
-            elif kind == "failure":
-                assert event.failure.code == broker_pb2.FAILURE_CODE_INVALID_FORM
-                assert len(stack.wire.tool_calls("empty_form")) == 1
-                return
-            elif kind == "result":
-                assert len(stack.wire.tool_calls("empty_form")) == 2
-                return
-            else:
-                assert kind in ("accepted", "interaction_settled"), kind
-    raise AssertionError("the call did not settle")
+    awaiting = await _next(events, "awaiting_interaction")
+    pending = await stack.interaction.GetInteraction(
+        interaction_service_pb2.GetInteractionRequest(interaction_id=awaiting.interaction_id, session_id="s1")
+    )
+    assert pending.interaction.form.message == "Proceed?"
+    assert list(pending.interaction.form.fields) == []
+
+    await stack.interaction.Answer(
+        interaction_service_pb2.AnswerRequest(
+            interaction_id=awaiting.interaction_id,
+            session_id="s1",
+            submission_id="sub-1",
+            answer=form_pb2.Answer(action=action),
+        )
+    )
+    result = await _next(events, "result")
+
+    seen = json.loads(json.loads(result.call_tool_result_json)["content"][0]["text"])
+    assert seen["responses"] == {"confirm": expected}
+    first, retry = stack.wire.tool_calls("empty_form")
+    assert "inputResponses" not in first["params"]
+    assert retry["params"]["inputResponses"] == {"confirm": expected}
+    assert retry["params"]["requestState"] == "empty"
 
 
 async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_no_retry(stack: Stack) -> None:
