@@ -21,6 +21,10 @@ Each call is driven by hand through the SDK's ``ClientSession.call_tool(..., all
    fresh JSON-RPC id (the SDK mints one per request);
 7. this repeats up to ``max_rounds`` retries, then fails with ``ROUNDS_EXHAUSTED``.
 
+``prompts/get`` and ``resources/read`` (:meth:`McpClientManager.get_prompt`, :meth:`~McpClientManager.read_resource`)
+never run this loop (RFC criterion 11; MRTR for them is a non-goal): one request, no ``elicitation`` claim,
+and an ``input_required`` answer fails ``UNSUPPORTED_METHOD`` with no retry.
+
 Secrecy (DESIGN.md §6): ``requestState`` exists only in :meth:`McpClientManager.call_tool`'s local
 variables for one continuation; it is never logged, put in an exception message or returned. SDK
 exceptions that could quote it (pydantic ``ValidationError`` echoes input) are replaced, not chained.

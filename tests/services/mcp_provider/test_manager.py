@@ -619,7 +619,7 @@ async def test_prompt_and_resource_errors_map_to_stable_codes(tmp_path: Path) ->
         assert len(served.wire.requests("resources/read")) == 1
 
 
-async def test_stop_aborts_an_in_flight_prompt_request_with_stopped(tmp_path: Path) -> None:
+async def test_a_prompt_request_with_stop_already_set_sends_nothing_and_fails_stopped(tmp_path: Path) -> None:
     async with serve_mcp(tmp_path) as served:
         stop = asyncio.Event()
         stop.set()
