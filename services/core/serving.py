@@ -49,6 +49,8 @@ KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
 class GrpcApp(Protocol):
     """A service: its full gRPC service names, how to add servicers, and its lifecycle hooks.
 
+    An app may also define ``bind_health(set_serving)``: called with :meth:`RunningServer.set_serving`
+    before ``start()`` so the app can flip readiness (e.g. NOT_SERVING while its store is down).
     An app may also define ``method_roles: Mapping[str, frozenset[Role]]`` (full method name such as
     ``/maka.broker.v1.CapabilityBrokerService/CallTool`` → roles admitted); methods not listed admit
     any authenticated caller. See :mod:`services.core.auth`.
@@ -143,6 +145,9 @@ async def start_server(
         raise RuntimeError(f"cannot bind {settings.listen}")
     await server.start()
     running = RunningServer(server, health, app, port, settings.grace_seconds)
+    bind_health = getattr(app, "bind_health", None)
+    if bind_health is not None:
+        bind_health(running.set_serving)
     await app.start()
     await running.set_serving(True)
     if settings.metrics_listen:

@@ -9,6 +9,7 @@ logs payloads: records hold form copy and answers as opaque protobuf bytes.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -29,15 +30,30 @@ T = TypeVar("T")
 _REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError)
 
 
-def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Map Redis connection failures to StoreUnavailable (the only Redis error a caller sees)."""
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # an abandoned call's error is expected (e.g. Redis closed at shutdown)
 
-    @functools.wraps(func)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+
+def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Map Redis connection failures to StoreUnavailable (the only Redis error a caller sees).
+
+    The Redis call runs shielded from cancellation: a caller cancelled mid-command (a stream that
+    ended, the reaper stopping) abandons the result, but the command itself completes, so the
+    pooled connection is never left half-written or half-read (which otherwise wedges later calls).
+    """
+
+    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await func(*args, **kwargs)
         except _REDIS_DOWN as error:
             raise StoreUnavailable() from error
+
+    @functools.wraps(func)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        task = asyncio.ensure_future(call(*args, **kwargs))
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
 
     return wrapper
 

@@ -19,7 +19,7 @@ def settings(redis_url: str, tmp_path: Path) -> Settings:
     return Settings(
         redis_url=redis_url,
         reaper_interval_seconds=0.05,
-        grace_seconds=0.2,
+        grace_seconds=0.5,
         auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
     )
 
@@ -31,12 +31,7 @@ async def service(settings: Settings) -> AsyncIterator[Service]:
     try:
         yield svc
     finally:
-        import time
-        t0 = time.monotonic()
-        await svc.running.server.stop(0.2)
-        print("SERVER STOP", time.monotonic() - t0, flush=True)
         await svc.running.stop()
-        print("STOP", time.monotonic() - t0, flush=True)
 
 
 @pytest.fixture
@@ -56,6 +51,6 @@ async def surface_channel(service: Service) -> AsyncIterator[grpc.aio.Channel]:
 
 
 @pytest.fixture
-def surface_stub(surface_channel: grpc.aio.Channel) -> interaction_service_pb2_grpc.InteractionServiceStub:
+def surface_stub(surface_channel: grpc.aio.Channel) -> interaction_service_pb2_grpc.InteractionServiceAsyncStub:
     """Unary stub for the all-sessions surface."""
     return interaction_service_pb2_grpc.InteractionServiceStub(surface_channel)

@@ -117,9 +117,7 @@ class Link:
     _task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(
-        cls, channel: grpc.aio.Channel, *, resume_epoch: int = 0, watched: tuple[str, ...] = ()
-    ) -> Link:
+    async def connect(cls, channel: grpc.aio.Channel, *, resume_epoch: int = 0, watched: tuple[str, ...] = ()) -> Link:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         link = cls(stub.HostLink())
         hello = pb.Hello(watched_interaction_ids=list(watched))

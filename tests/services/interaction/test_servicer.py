@@ -29,7 +29,7 @@ ix = interaction_pb2
 async def test_open_snapshot_answer_settles_and_every_side_sees_it(
     broker_channel: grpc.aio.Channel,
     surface_channel: grpc.aio.Channel,
-    surface_stub: interaction_service_pb2_grpc.InteractionServiceStub,
+    surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub,
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
@@ -113,7 +113,7 @@ async def test_fifty_concurrent_answers_from_two_surfaces_have_exactly_one_winne
 
 
 async def test_retrying_the_same_submission_returns_the_same_outcome_and_a_different_one_is_already_settled(
-    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
@@ -142,7 +142,9 @@ async def test_answer_for_another_sessions_form_is_not_found_like_an_unknown_id(
     link = await Link.connect(broker_channel)
     foreign = await link.open("s-b", "inv-b")
     async with channel(service, SURFACE_A_TOKEN) as ch:
-        stub = interaction_service_pb2_grpc.InteractionServiceStub(ch)
+        stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub = (
+            interaction_service_pb2_grpc.InteractionServiceStub(ch)
+        )
         details = []
         for interaction_id in (foreign.interaction_id, "ix_does_not_exist"):
             with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -165,7 +167,7 @@ async def test_answer_for_another_sessions_form_is_not_found_like_an_unknown_id(
 
 
 async def test_answer_with_the_wrong_session_id_is_not_found(
-    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
@@ -178,7 +180,7 @@ async def test_answer_with_the_wrong_session_id_is_not_found(
 
 
 async def test_answer_after_close_is_refused_with_the_closure_reason(
-    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
@@ -208,7 +210,7 @@ async def test_answer_after_close_is_refused_with_the_closure_reason(
 
 
 async def test_invalid_answer_is_refused_with_field_violations_and_the_form_stays_pending(
-    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
@@ -225,7 +227,7 @@ async def test_invalid_answer_is_refused_with_field_violations_and_the_form_stay
 
 
 async def test_decline_and_cancel_are_answers(
-    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
 ) -> None:
     link = await Link.connect(broker_channel)
     for n, action in enumerate((form_pb2.ACTION_DECLINE, form_pb2.ACTION_CANCEL)):
@@ -239,7 +241,7 @@ async def test_decline_and_cancel_are_answers(
 
 
 async def test_open_rejects_a_bad_form_and_an_incomplete_binding_without_ending_the_link(
-    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceStub
+    broker_channel: grpc.aio.Channel, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
 ) -> None:
     link = await Link.connect(broker_channel)
     duplicate = form_pb2.Form(
@@ -297,15 +299,18 @@ async def test_surface_roles_cannot_open_a_host_link(service: Service) -> None:
 async def test_health_reports_serving_for_the_interaction_service(service: Service) -> None:
     async with channel(service) as ch:
         health = health_pb2_grpc.HealthStub(ch)
-        reply = await health.Check(health_pb2.HealthCheckRequest(service="maka.interaction.v1.InteractionService"))
+        reply = await health.Check(  # type: ignore[attr-defined]
+            health_pb2.HealthCheckRequest(service="maka.interaction.v1.InteractionService")
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-async def test_attach_refuses_a_session_the_caller_may_not_see(service: Service) -> None:
+async def test_attach_to_a_session_outside_the_token_scope_is_permission_denied(service: Service) -> None:
     async with channel(service, SURFACE_A_TOKEN) as ch:
         surface = await Surface.attach(ch, ("s-b",))
         async with asyncio.timeout(10):
             assert surface._task is not None
             await surface._task
         assert surface.error is not None
-        assert error_from_rpc(surface.error).reason == "NOT_FOUND"
+        detail = error_from_rpc(surface.error)
+        assert (detail.code, detail.reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
