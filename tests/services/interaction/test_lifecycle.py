@@ -1,0 +1,224 @@
+"""Host epochs, leases, bounded waits and resume: the service over real Redis on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+import redis.asyncio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2_grpc
+from services.core.status import error_from_rpc
+from services.interaction.settings import Settings
+from tests.helpers.redis_server import RedisServer
+from tests.helpers.waiting import eventually
+from tests.services.interaction.harness import (
+    ADMIN_SURFACE_TOKEN,
+    BROKER_TOKEN,
+    Link,
+    Service,
+    Surface,
+    accept,
+    channel,
+    pb,
+    start_service,
+    write_tokens,
+)
+
+ix = interaction_pb2
+
+
+async def test_a_new_epoch_closes_older_forms_as_host_restarted_and_surfaces_see_it(
+    service: Service, surface_channel: grpc.aio.Channel
+) -> None:
+    async with channel(service, BROKER_TOKEN) as old_ch, channel(service, BROKER_TOKEN) as new_ch:
+        old = await Link.connect(old_ch)
+        opened = await old.open("s-a", "inv-1")
+        surface = await Surface.attach(surface_channel, ("s-a",))
+        assert len((await surface.next("snapshot")).snapshot.pending) == 1
+        new = await Link.connect(new_ch)
+        assert new.epoch == old.epoch + 1
+        assert new.closed_count == 1
+        event = (await surface.next("event")).event.event
+        assert event.kind == ix.EVENT_KIND_CLOSED
+        assert event.interaction.interaction_id == opened.interaction_id
+        assert event.interaction.close_reason == ix.CLOSE_REASON_HOST_RESTARTED
+        stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub = (
+            interaction_service_pb2_grpc.InteractionServiceStub(surface_channel)
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=accept()))
+        assert error_from_rpc(caught.value).metadata["close_reason"] == "host_restarted"
+        # The old broker is fenced out: its open is rejected as a stale epoch.
+        rejected = await old.open_raw("s-a", "inv-2")
+        assert rejected.open_rejected.reason == ix.ERROR_REASON_STALE_EPOCH
+        await surface.close()
+        await old.close()
+        await new.close()
+
+
+async def test_a_view_only_reconnect_in_the_same_epoch_resumes_the_link_and_reports_settled_watches(
+    service: Service, surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub
+) -> None:
+    async with channel(service, BROKER_TOKEN) as ch1, channel(service, BROKER_TOKEN) as ch2:
+        first = await Link.connect(ch1)
+        opened = await first.open("s-a", "inv-1")
+        await first.close()
+        await surface_stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=accept()))
+        again = await Link.connect(ch2, resume_epoch=first.epoch, watched=(opened.interaction_id,))
+        assert again.epoch == first.epoch
+        settled = await again.next_settled()
+        assert settled.interaction_id == opened.interaction_id
+        assert settled.state == ix.INTERACTION_STATE_ANSWERED
+        await again.close()
+    async with channel(service, BROKER_TOKEN) as ch3:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await Link.connect(ch3, resume_epoch=first.epoch + 7)
+        assert error_from_rpc(caught.value).reason == "STALE_EPOCH"
+
+
+async def test_an_unrenewed_lease_is_reaped_as_lease_expired_and_the_broker_is_told(
+    redis_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(
+        redis_url=redis_url,
+        reaper_interval_seconds=0.05,
+        lease_seconds=0.3,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "t.json"),
+    )
+    service = await start_service(settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as ch:
+            link = await Link.connect(ch)
+            opened = await link.open("s-a", "inv-1")
+            settled = await link.next_settled()
+            assert settled.interaction_id == opened.interaction_id
+            assert settled.close_reason == ix.CLOSE_REASON_LEASE_EXPIRED
+            await link.close()
+    finally:
+        await service.running.stop()
+
+
+async def test_heartbeats_keep_a_lease_alive_and_the_bounded_wait_still_times_it_out(
+    redis_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(
+        redis_url=redis_url,
+        reaper_interval_seconds=0.05,
+        lease_seconds=5,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "t.json"),
+    )
+    service = await start_service(settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as ch:
+            link = await Link.connect(ch)
+            opened = await link.open("s-a", "inv-1", wait=0.4)
+            ack = await link.request(pb.HostLinkRequest(heartbeat=pb.Heartbeat()))
+            assert ack.heartbeat_ack.renewed == 1
+            settled = await link.next_settled()
+            assert settled.interaction_id == opened.interaction_id
+            assert settled.close_reason == ix.CLOSE_REASON_TIMED_OUT
+            await link.close()
+    finally:
+        await service.running.stop()
+
+
+async def test_reconnecting_attach_with_the_last_token_loses_no_event(
+    service: Service, broker_channel: grpc.aio.Channel
+) -> None:
+    link = await Link.connect(broker_channel)
+    first = await link.open("s-a", "inv-1")
+    async with channel(service, ADMIN_SURFACE_TOKEN) as ch:
+        surface = await Surface.attach(ch, ("s-a",))
+        await surface.next("snapshot")
+        token = surface.token
+        await surface.close()
+    # While the surface is away: one answered, one more opened.
+    async with channel(service, ADMIN_SURFACE_TOKEN) as ch:
+        stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub = (
+            interaction_service_pb2_grpc.InteractionServiceStub(ch)
+        )
+        await stub.Answer(pb.AnswerRequest(interaction_id=first.interaction_id, answer=accept()))
+    second = await link.open("s-a", "inv-2")
+    async with channel(service, ADMIN_SURFACE_TOKEN) as ch:
+        resumed = await Surface.attach(ch, ("s-a",), token=token)
+        events = await resumed.events(2)
+        assert [(e.kind, e.interaction.interaction_id) for e in events] == [
+            (ix.EVENT_KIND_ANSWERED, first.interaction_id),
+            (ix.EVENT_KIND_OPENED, second.interaction_id),
+        ]
+        assert resumed.frames.empty() or (await resumed.next()).WhichOneof("frame") != "snapshot"
+        await resumed.close()
+        garbage = await Surface.attach(ch, ("s-a",), token="not-a-token")
+        snapshot = (await garbage.next("snapshot")).snapshot
+        assert [i.interaction_id for i in snapshot.pending] == [second.interaction_id]
+        await garbage.close()
+    await link.close()
+
+
+@pytest.mark.faults
+@pytest.mark.slow
+async def test_redis_killed_and_restarted_with_aof_keeps_the_committed_answer_and_health_recovers(
+    tmp_path: Path,
+) -> None:
+    server = RedisServer(tmp_path / "redis", appendonly=True)
+    server.start()
+    settings = Settings(
+        redis_url=server.url,
+        reaper_interval_seconds=0.05,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "t.json"),
+    )
+    service = await start_service(settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as bch, channel(service, ADMIN_SURFACE_TOKEN) as sch:
+            link = await Link.connect(bch)
+            opened = await link.open("s-a", "inv-1")
+            stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub = (
+                interaction_service_pb2_grpc.InteractionServiceStub(sch)
+            )
+            await stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=accept("prod")))
+            health = health_pb2_grpc.HealthStub(sch)
+            name = "maka.interaction.v1.InteractionService"
+
+            async def status() -> int:
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=name))  # type: ignore[attr-defined]
+                return int(reply.status)
+
+            async def not_serving() -> bool:
+                return await _is(status, health_pb2.HealthCheckResponse.NOT_SERVING)
+
+            async def serving() -> bool:
+                return await _is(status, health_pb2.HealthCheckResponse.SERVING)
+
+            server.stop(kill=True)
+            await eventually(not_serving, what="NOT_SERVING", timeout=10)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
+            detail = error_from_rpc(caught.value)
+            assert (detail.code, detail.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+            server.start()
+            await eventually(serving, what="SERVING", timeout=10)
+            got = await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
+            assert got.interaction.state == ix.INTERACTION_STATE_ANSWERED
+            assert got.interaction.answer.values["target"].string_value == "prod"
+            client = redis.asyncio.Redis.from_url(server.url)
+            assert await client.exists(f"maka:{{local}}:ix:{opened.interaction_id}") == 1
+            await client.aclose()
+            await link.close()
+    finally:
+        await service.running.stop()
+        server.stop()
+
+
+async def _is(status: Callable[[], Awaitable[int]], expected: int) -> bool:
+    try:
+        return await status() == expected
+    except grpc.aio.AioRpcError:
+        return False
