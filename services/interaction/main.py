@@ -90,10 +90,10 @@ class InteractionApp:
         except errors.StoreUnavailable:
             ok = False
         if ok != self.store_ok:
-            self.store_ok = ok
             log.warning("store_" + ("available" if ok else "unavailable"))
             if self._set_serving is not None:
                 await self._set_serving(ok)
+            self.store_ok = ok
 
     async def _loop(self) -> None:
         while True:

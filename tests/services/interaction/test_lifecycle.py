@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -191,20 +190,16 @@ async def test_redis_killed_and_restarted_with_aof_keeps_the_committed_answer_an
                 reply = await health.Check(health_pb2.HealthCheckRequest(service=name))  # type: ignore[attr-defined]
                 return int(reply.status)
 
-            async def not_serving() -> bool:
-                return await _is(status, health_pb2.HealthCheckResponse.NOT_SERVING)
-
-            async def serving() -> bool:
-                return await _is(status, health_pb2.HealthCheckResponse.SERVING)
-
             server.stop(kill=True)
-            await eventually(not_serving, what="NOT_SERVING", timeout=10)
+            await eventually(lambda: not service.app.store_ok, what="store probe fails", timeout=10)
+            assert await status() == health_pb2.HealthCheckResponse.NOT_SERVING
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
             detail = error_from_rpc(caught.value)
             assert (detail.code, detail.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
             server.start()
-            await eventually(serving, what="SERVING", timeout=10)
+            await eventually(lambda: service.app.store_ok, what="store probe recovers", timeout=10)
+            assert await status() == health_pb2.HealthCheckResponse.SERVING
             got = await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
             assert got.interaction.state == ix.INTERACTION_STATE_ANSWERED
             assert got.interaction.answer.values["target"].string_value == "prod"
@@ -215,10 +210,3 @@ async def test_redis_killed_and_restarted_with_aof_keeps_the_committed_answer_an
     finally:
         await service.running.stop()
         server.stop()
-
-
-async def _is(status: Callable[[], Awaitable[int]], expected: int) -> bool:
-    try:
-        return await status() == expected
-    except grpc.aio.AioRpcError:
-        return False
