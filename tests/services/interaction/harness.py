@@ -135,7 +135,10 @@ class Link:
 
     async def _read(self) -> None:
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
-            async for frame in self.call:
+            while True:
+                frame = await self.call.read()
+                if not isinstance(frame, pb.HostLinkResponse):  # grpc.aio.EOF
+                    return
                 if frame.WhichOneof("frame") == "settled":
                     await self.settled.put(frame.settled.interaction)
                 else:
