@@ -38,12 +38,11 @@ def _start(redis_url: str, port_file: Path) -> subprocess.Popen[bytes]:
 
 
 async def _port(port_file: Path, process: subprocess.Popen[bytes]) -> int:
-    def ready() -> bool:
+    def ready() -> str:
         assert process.poll() is None, "service exited"
-        return port_file.exists()
+        return port_file.read_text() if port_file.exists() else ""
 
-    await eventually(ready, timeout=30, what="port file")
-    return int(port_file.read_text())
+    return int(await eventually(ready, timeout=30, what="port file"))
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
