@@ -8,7 +8,7 @@ from services.core.settings import GrpcServerSettings
 class Settings(GrpcServerSettings):
     """How the broker serves providers and callers and reaches the Interaction service."""
 
-    interaction_target: str = "127.0.0.1:7101"
+    interaction_target: str = "127.0.0.1:50051"
     """``host:port`` of the Interaction service (its ``HostLink`` stream)."""
     host_id: str = "local"
     """The Runtime Host this broker is (logs only; the Interaction service's ``host_id`` picks the Redis keys)."""

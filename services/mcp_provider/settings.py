@@ -10,7 +10,7 @@ from services.core.settings import GrpcServerSettings
 class Settings(GrpcServerSettings):
     """The MCP provider: which broker to register with, which MCP servers to connect, loop pacing."""
 
-    broker_target: str = "127.0.0.1:50051"
+    broker_target: str = "127.0.0.1:50052"
     """``host:port`` of the Capability broker's ``CapabilityBrokerService``."""
     mcp_config: Path | None = None
     """Path to an ``mcpServers`` JSON file (the format MCP hosts use, plus an optional ``era``)."""
