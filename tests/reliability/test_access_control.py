@@ -10,8 +10,6 @@ TLS/mTLS on the real services: ``test_tls.py``. Sources: DESIGN.md §6, issue 9.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -87,23 +85,26 @@ Probe = Callable[[grpc.aio.Channel], Awaitable[Any]]
 
 
 async def _first_reply(call: Any, request: Any) -> Any:
-    """Write ``request`` then read the first reply; a refused stream's status surfaces from ``read``."""
-    with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-        await call.write(request)  # may race the server's refusal; the status is read below
+    """Write ``request`` then read the first reply (for streams the handler admits and then judges)."""
+    await call.write(request)
+    reply = await call.read()
+    call.cancel()
+    return reply
+
+
+async def _refused_at_start(call: Any) -> Any:
+    """Read a bidi stream without writing: the auth interceptor refuses a call from its headers alone.
+
+    (Writing first would race the refusal: grpcio then reports a client-side INTERNAL for the write.)
+    """
     reply = await call.read()
     call.cancel()
     return reply
 
 
 INTERACTION_PROBES: dict[str, Probe] = {
-    "HostLink": lambda ch: _first_reply(
-        interaction_stub(ch).HostLink(timeout=10),
-        interaction_service_pb2.HostLinkRequest(hello=interaction_service_pb2.Hello(begin_new_epoch=True)),
-    ),
-    "Attach": lambda ch: _first_reply(
-        interaction_stub(ch).Attach(timeout=10),
-        interaction_service_pb2.AttachRequest(subscribe=interaction_service_pb2.Subscribe(session_ids=["sa"])),
-    ),
+    "HostLink": lambda ch: _refused_at_start(interaction_stub(ch).HostLink(timeout=10)),
+    "Attach": lambda ch: _refused_at_start(interaction_stub(ch).Attach(timeout=10)),
     "Answer": lambda ch: interaction_stub(ch).Answer(
         interaction_service_pb2.AnswerRequest(interaction_id="ix_nothing", submission_id="s"), timeout=10
     ),
@@ -115,10 +116,7 @@ INTERACTION_PROBES: dict[str, Probe] = {
     ),
 }
 BROKER_PROBES: dict[str, Probe] = {
-    "Connect": lambda ch: _first_reply(
-        broker_pb2_grpc.CapabilityBrokerServiceStub(ch).Connect(timeout=10),
-        broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()),
-    ),
+    "Connect": lambda ch: _refused_at_start(broker_pb2_grpc.CapabilityBrokerServiceStub(ch).Connect(timeout=10)),
     "CallTool": lambda ch: _first_reply_unary_stream(
         broker_pb2_grpc.CapabilityBrokerServiceStub(ch).CallTool(
             broker_pb2.CallToolRequest(session_id="sa", turn_id="t", tool_use_id="u", tool_name="counter:echo"),

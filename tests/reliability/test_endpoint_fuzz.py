@@ -57,6 +57,9 @@ DOMAIN_CODES = frozenset(
 """Codes the services raise themselves (always with an ErrorInfo reason)."""
 TRANSPORT_CODES = frozenset({grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED})
 """Codes gRPC itself may answer without ErrorInfo: message over the size cap, our own short stream deadline."""
+CLIENT_SEND_RACE = "Internal error from Core"
+"""What grpcio's *client* reports when it writes to a stream the server has already finished (a failed
+``SendMessageOperation``); a handler crash on the server shows as UNKNOWN ``Unexpected <class ...>`` instead."""
 
 texts = st.one_of(
     st.text(max_size=40),
@@ -187,6 +190,8 @@ def check(outcome: grpc.aio.AioRpcError | None, *, stream: bool = False) -> None
         assert detail.code in DOMAIN_CODES, detail
         assert detail.reason in CLOSED_REASONS, detail
         return
+    if stream and detail.code == grpc.StatusCode.INTERNAL and detail.message == CLIENT_SEND_RACE:
+        return  # the server ended the stream while the client was still writing; its own status was lost
     allowed = TRANSPORT_CODES | ({grpc.StatusCode.CANCELLED} if stream else frozenset())
     assert detail.code in allowed, detail
 
