@@ -39,7 +39,10 @@ log = logging.getLogger("maka.interaction.authority")
 MAX_ID_CHARS = 256
 """Longest id (session, turn, invocation, ...) accepted in a binding or request."""
 _REAP_BATCH = 100
+RESTART_BATCH = 500
+"""Most forms of older epochs closed by one ``restart_batch.lua`` call (and read per pipelined round trip)."""
 _ST = interaction_pb2
+_HOST_RESTARTED = errors.close_reason_name(interaction_pb2.CLOSE_REASON_HOST_RESTARTED)
 _CLOSE_REASONS_BY_NAME = {errors.close_reason_name(v): v for v in interaction_pb2.CloseReason.values()}
 _BROKER_CLOSE_REASONS = frozenset(
     {
@@ -134,33 +137,126 @@ class InteractionAuthority:
         self.settings = settings
         self.limits = limits
         self._clock = clock
+        self._closers: set[asyncio.Task[None]] = set()
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
     # --- Host epoch (broker) --------------------------------------------------------------------
 
-    async def begin_epoch(self) -> tuple[int, int]:
-        """Begin a new Host epoch (RFC criterion 9): returns ``(epoch, closed_count)``.
+    async def fence_epoch(self) -> tuple[int, int]:
+        """Begin a new Host epoch (RFC criterion 9) without closing anything yet: returns
+        ``(epoch, older_pending)``.
 
-        Every pending form of an older epoch closes as ``host_restarted`` (records kept, events
-        emitted). Each closure is its own fenced script, so concurrent replicas cannot double-close.
+        The ``INCR`` fences every older epoch at once: from then on the scripts refuse its opens,
+        closes and heartbeats (STALE_EPOCH) and turn any settlement of its forms into
+        ``host_restarted``, so each of the ``older_pending`` forms (pending at the fence, all of older
+        epochs) can only end ``host_restarted``. Callers must then run :meth:`close_older_epochs`
+        (or :meth:`close_older_epochs_soon`) so surfaces see those closures promptly.
         """
-        epoch = await self.store.begin_epoch()
-        closed = await self.close_older_epochs()
-        log.info("epoch_begun", extra={"host_epoch": epoch, "closed_count": closed})
-        return epoch, closed
+        epoch, older_pending = await self.store.begin_epoch()
+        log.info("epoch_fenced", extra={"host_epoch": epoch, "older_pending": older_pending})
+        return epoch, older_pending
+
+    async def begin_epoch(self) -> tuple[int, int]:
+        """:meth:`fence_epoch`, then close every pending form of older epochs as ``host_restarted``
+        (records kept, events emitted) before returning ``(epoch, older_pending)``."""
+        epoch, older_pending = await self.fence_epoch()
+        await self.close_older_epochs()
+        return epoch, older_pending
 
     async def close_older_epochs(self) -> int:
-        """Close every pending form of an epoch older than the current one as ``host_restarted``."""
+        """Close every pending form of an epoch older than the current one as ``host_restarted``;
+        returns how many this call closed (others may have been closed concurrently by a replica).
+
+        Batched: one ``ZSCAN`` step over the pending ids, one pipelined read of their records, then
+        ``restart_batch.lua`` closes up to ``RESTART_BATCH`` of them per call with the same checks as
+        the per-form ``settle.lua`` (pending, same session and epoch, epoch older than current), the
+        same per-session ``closed`` events and the same settled-Stream entries. No form of an older
+        epoch can appear after the fence, so one full scan finds them all; the scan repeats when the
+        epoch moved again meanwhile. Safe to run concurrently (each form is closed at most once).
+        """
         closed = 0
-        for interaction_id in await self.store.pending_ids():
-            record = await self.store.get(interaction_id)
-            if record is None or record.state != "pending":
-                continue
-            changed, _ = await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
-            closed += int(changed)
+        while True:
+            current = await self.store.current_epoch()
+            cursor = 0
+            while True:
+                cursor, ids = await self.store.scan_pending(cursor, RESTART_BATCH)
+                for start in range(0, len(ids), RESTART_BATCH):
+                    closed += await self._restart_batch(ids[start : start + RESTART_BATCH], current)
+                if cursor == 0:
+                    break
+            if await self.store.current_epoch() == current:
+                if closed:
+                    log.info("older_epochs_closed", extra={"host_epoch": current, "closed_count": closed})
+                return closed
+
+    async def close_older_of(self, interaction_ids: Sequence[str]) -> int:
+        """Close those of ``interaction_ids`` that are pending forms of older epochs (``host_restarted``)
+        at once; returns how many it closed. Used for the ids a ``hello`` watches."""
+        current = await self.store.current_epoch()
+        ids = list(dict.fromkeys(i for i in interaction_ids if i))
+        closed = 0
+        for start in range(0, len(ids), RESTART_BATCH):
+            closed += await self._restart_batch(ids[start : start + RESTART_BATCH], current)
         return closed
+
+    def close_older_epochs_soon(self) -> None:
+        """Run :meth:`close_older_epochs` in the background (after a ``hello`` was answered).
+
+        A failure (Redis down) is logged; the reaper finishes the job (:meth:`reap_once`), and so
+        does the next service start. :meth:`aclose` cancels what still runs.
+        """
+        task = asyncio.create_task(self._close_older_logged(), name="interaction-close-older-epochs")
+        self._closers.add(task)
+        task.add_done_callback(self._closers.discard)
+
+    async def _close_older_logged(self) -> None:
+        try:
+            await self.close_older_epochs()
+        except errors.StoreUnavailable:
+            log.warning("close_older_epochs_deferred")
+        except Exception:
+            log.exception("close_older_epochs_failed")
+
+    async def aclose(self) -> None:
+        """Cancel background closers (their current script call still completes in Redis)."""
+        for task in list(self._closers):
+            task.cancel()
+        for task in list(self._closers):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _restart_batch(self, interaction_ids: Sequence[str], current: int) -> int:
+        if not interaction_ids:
+            return 0
+        now = self._now_ms()
+        closures: list[tuple[Record, interaction_pb2.Interaction]] = []
+        for record in await self.store.get_many(interaction_ids):
+            if record is None or record.state != "pending" or record.epoch >= current:
+                continue
+            new = interaction_pb2.Interaction()
+            new.CopyFrom(record.interaction)
+            new.state = _ST.INTERACTION_STATE_CLOSED
+            new.close_reason = _ST.CLOSE_REASON_HOST_RESTARTED
+            new.settled_at.FromMilliseconds(now)
+            closures.append((record, new))
+        if not closures:
+            return 0
+        closed = await self.store.restart_batch(closures)
+        if closed:
+            metrics.INTERACTIONS_SETTLED.labels(_HOST_RESTARTED).inc(len(closed))
+        epochs = {r.interaction.interaction_id: r.epoch for r, _ in closures}
+        for interaction_id in closed:
+            log.info(
+                "closed",
+                extra={
+                    "interaction_id": interaction_id,
+                    "close_reason": _HOST_RESTARTED,
+                    "host_epoch": epochs.get(interaction_id, 0),
+                },
+            )
+        return len(closed)
 
     async def resume_epoch(self, epoch: int) -> None:
         """Re-attach a broker of ``epoch``. Raises StaleEpoch (FAILED_PRECONDITION) unless it is current."""
@@ -591,13 +687,17 @@ class InteractionAuthority:
     # --- Reaper -------------------------------------------------------------------------------------
 
     async def reap_once(self) -> int:
-        """Close expired leases (``lease_expired``) and ended waits (``timed_out``); returns how many closed.
+        """Close expired leases (``lease_expired``), ended waits (``timed_out``) and, when no background
+        closer of this process is running, forms of older epochs left pending (``host_restarted``: a
+        closer that was interrupted here or on another replica); returns how many closed.
 
         Safe to run on several replicas at once: each closure re-checks its deadline in ``settle.lua``.
         """
         now = self._now_ms()
         closed = 0
         epoch = await self.store.current_epoch()
+        if not self._closers and await self.store.older_pending(epoch) > 0:
+            closed += await self.close_older_epochs()
         for interaction_id in await self.store.due_waits(now, _REAP_BATCH):
             record = await self.store.get(interaction_id)
             if record is not None and record.state == "pending":

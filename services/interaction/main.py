@@ -71,12 +71,14 @@ class InteractionApp:
         self._task = asyncio.create_task(self._loop(), name="interaction-reaper")
 
     async def stop(self) -> None:
-        """End open streams (clients resume elsewhere), stop the reaper, close the Redis client."""
+        """End open streams (clients resume elsewhere), stop the reaper and background closers of older
+        epochs (what they left is finished by the next start or another replica's reaper), close Redis."""
         await self.servicer.drain(self.settings.grace_seconds)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self.authority.aclose()
         await self.client.aclose()
 
     async def tick(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -37,6 +38,8 @@ class _End:
 _END = _End()
 _QUEUE_SIZE = 256
 """Frames buffered per stream before the Redis follower waits for the client (backpressure)."""
+OPEN_CONCURRENCY = 64
+"""Most ``open`` frames of one HostLink processed at once; the link reads no further frame until one ends."""
 
 
 class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceServicer):
@@ -79,7 +82,15 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     async def HostLink(
         self, request_iterator: AsyncIterator[pb.HostLinkRequest], context: _Ctx
     ) -> AsyncIterator[pb.HostLinkResponse]:
-        """The broker's link: hello → epoch, then open/close/heartbeat in order, settled pushed."""
+        """The broker's link: hello → epoch, then open/close/heartbeat, settled pushed.
+
+        ``hello{begin_new_epoch}`` is answered as soon as the new epoch is fenced: ``closed_count`` is
+        the number of older-epoch forms pending at the fence, each of which ends ``host_restarted``
+        (closed in batches right after the reply; watched ones before it). Opens run concurrently, at
+        most :data:`OPEN_CONCURRENCY` at a time, their replies matched by ``request_ref`` (possibly out of
+        order); opens of the same invocation are decided in the order sent; a close or heartbeat is
+        handled after every earlier frame was read and before any later frame starts.
+        """
         requests = aiter(request_iterator)
         first = await anext(requests, None)
         if first is None:
@@ -94,14 +105,47 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             reported.add(interaction.interaction_id)
             yield pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction))
         queue: asyncio.Queue[pb.HostLinkResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
+        slots = asyncio.Semaphore(OPEN_CONCURRENCY)
+        opens: set[asyncio.Task[None]] = set()
+        last_open: dict[str, asyncio.Task[None]] = {}
+
+        async def run_open(request: pb.OpenInteraction, before: asyncio.Task[None] | None) -> None:
+            try:
+                if before is not None:  # the same invocation's earlier open decides first, as when serial
+                    await asyncio.wait([before])
+                try:
+                    reply = await self._open(epoch, request)
+                except Exception:  # a bug must not leave the broker waiting: refuse this open only
+                    log.exception("open_failed")
+                    reply = pb.HostLinkResponse(
+                        open_rejected=pb.OpenRejected(request_ref=request.request_ref, message="internal error")
+                    )
+                await queue.put(reply)
+            finally:
+                slots.release()
+
+        def forget(invocation_id: str, task: asyncio.Task[None]) -> None:
+            opens.discard(task)
+            if last_open.get(invocation_id) is task:
+                del last_open[invocation_id]
 
         async def read() -> None:
             try:
                 async for request in requests:
-                    await queue.put(await self._link_frame(epoch, request))
+                    if request.WhichOneof("frame") == "open":
+                        await slots.acquire()  # at most OPEN_CONCURRENCY opens in flight (backpressure)
+                        invocation_id = request.open.binding.invocation_id
+                        task = asyncio.create_task(run_open(request.open, last_open.get(invocation_id)))
+                        last_open[invocation_id] = task
+                        opens.add(task)
+                        task.add_done_callback(functools.partial(forget, invocation_id))
+                    else:  # close/heartbeat in order: later frames (opens included) start after them
+                        await queue.put(await self._link_frame(epoch, request))
             except ServiceError as error:
                 await queue.put(error)
                 return
+            if opens:
+                await asyncio.wait(set(opens))  # every open is answered before the stream ends
             await queue.put(_END)
 
         async def follow() -> None:
@@ -122,9 +166,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                     await abort(context, item)
                 yield item
         finally:
-            for task in tasks:
+            for task in [*tasks, *opens]:
                 task.cancel()
-            for task in tasks:
+            for task in [*tasks, *opens]:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             self._untrack(queue)
@@ -133,7 +177,10 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         position = await self.authority.settled_position()
         mode = hello.WhichOneof("mode")
         if mode == "begin_new_epoch" and hello.begin_new_epoch:
-            epoch, closed = await self.authority.begin_epoch()
+            # Reply as soon as the epoch is fenced; the older forms close right after (see EpochBegun).
+            epoch, closed = await self.authority.fence_epoch()
+            await self.authority.close_older_of(list(hello.watched_interaction_ids))
+            self.authority.close_older_epochs_soon()
         elif mode == "resume_epoch":
             await self.authority.resume_epoch(hello.resume_epoch)
             epoch, closed = hello.resume_epoch, 0

@@ -116,6 +116,19 @@ class StreamInfo:
     entries_added: int = 0
 
 
+def _record(fields: dict[bytes, bytes]) -> Record | None:
+    if not fields or b"pb" not in fields:
+        return None
+    return Record(
+        interaction=interaction_pb2.Interaction.FromString(fields[b"pb"]),
+        state=_s(fields.get(b"state", b"")),
+        session_id=_s(fields.get(b"session", b"")),
+        epoch=int(fields.get(b"epoch", b"0")),
+        invocation_id=_s(fields.get(b"invocation", b"")),
+        submission_id=_s(fields.get(b"submission", b"")),
+    )
+
+
 class InteractionStore:
     """Typed access to one Host's Interaction keys in Redis.
 
@@ -133,6 +146,7 @@ class InteractionStore:
         self._settle = client.register_script(_load("settle.lua"))
         self._heartbeat = client.register_script(_load("heartbeat.lua"))
         self._begin = client.register_script(_load("begin_epoch.lua"))
+        self._restart_batch = client.register_script(_load("restart_batch.lua"))
 
     @_store_call
     async def ping(self) -> bool:
@@ -146,9 +160,11 @@ class InteractionStore:
         return int(value) if value is not None else 0
 
     @_store_call
-    async def begin_epoch(self) -> int:
-        """Increment and return the Host epoch (fences every older epoch)."""
-        return int(await self._begin(keys=[self.keys.epoch()]))
+    async def begin_epoch(self) -> tuple[int, int]:
+        """Increment the Host epoch (fences every older epoch). Returns ``(new epoch, pending)``:
+        ``pending`` counts the forms pending at that instant, all of older epochs (``begin_epoch.lua``)."""
+        epoch, pending = await self._begin(keys=[self.keys.epoch(), self.keys.pending()])
+        return int(epoch), int(pending)
 
     @_store_call
     async def open(
@@ -198,16 +214,48 @@ class InteractionStore:
     async def get(self, interaction_id: str) -> Record | None:
         """The stored record, or None when unknown or expired."""
         fields: dict[bytes, bytes] = await self.client.hgetall(self.keys.record(interaction_id))  # type: ignore[assignment]
-        if not fields or b"pb" not in fields:
-            return None
-        return Record(
-            interaction=interaction_pb2.Interaction.FromString(fields[b"pb"]),
-            state=_s(fields.get(b"state", b"")),
-            session_id=_s(fields.get(b"session", b"")),
-            epoch=int(fields.get(b"epoch", b"0")),
-            invocation_id=_s(fields.get(b"invocation", b"")),
-            submission_id=_s(fields.get(b"submission", b"")),
-        )
+        return _record(fields)
+
+    @_store_call
+    async def get_many(self, interaction_ids: Sequence[str]) -> list[Record | None]:
+        """:meth:`get` for each id in one pipelined round trip (not a transaction); None where unknown."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for interaction_id in interaction_ids:
+                pipe.hgetall(self.keys.record(interaction_id))
+            replies: list[dict[bytes, bytes]] = await pipe.execute()
+        return [_record(fields) for fields in replies]
+
+    @_store_call
+    async def restart_batch(self, closures: Sequence[tuple[Record, interaction_pb2.Interaction]]) -> list[str]:
+        """Run ``restart_batch.lua``: close each ``(record, new)`` pair as ``host_restarted`` in one script call.
+
+        ``new`` is the record's Interaction as closed (state, close reason, settled time). A pair is
+        written only if the stored record is still pending, of the same session and epoch, and its
+        epoch is older than the current one (the checks of ``settle.lua``'s restart mode); others are
+        skipped. Emits the ``closed`` event on the session and Host-wide Streams and the settled-Stream
+        entry for each form it closes. Returns the ids it closed, in order.
+        """
+        if not closures:
+            return []
+        keys = [self.keys.epoch(), self.keys.pending(), self.keys.settled(), self.keys.host_events()]
+        args: list[str | int | bytes] = [self.retention_ms, self.events_maxlen]
+        for record, new in closures:
+            event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_CLOSED, interaction=new)
+            keys += [
+                self.keys.record(record.interaction.interaction_id),
+                self.keys.leases(record.epoch),
+                self.keys.invocation(record.invocation_id),
+                self.keys.session_pending(record.session_id),
+                self.keys.session_events(record.session_id),
+            ]
+            args += [
+                record.interaction.interaction_id,
+                record.session_id,
+                record.epoch,
+                new.SerializeToString(),
+                event.SerializeToString(),
+            ]
+        return [_s(v) for v in await self._restart_batch(keys=keys, args=args)]
 
     @_store_call
     async def settle(
@@ -274,6 +322,29 @@ class InteractionStore:
     async def pending_ids(self) -> list[str]:
         """Every pending id of the Host."""
         return [_s(v) for v in await self.client.zrange(self.keys.pending(), 0, -1)]
+
+    @_store_call
+    async def scan_pending(self, cursor: int, count: int) -> tuple[int, list[str]]:
+        """One ``ZSCAN`` step over every pending id of the Host: ``(next cursor, ids)``; cursor 0 ends it.
+
+        A full scan returns every id that stays pending from its start to its end (possibly twice, and
+        possibly ids added meanwhile). ``count`` is Redis's per-step hint.
+        """
+        next_cursor, pairs = await self.client.zscan(self.keys.pending(), cursor, count=count)
+        return int(next_cursor), [_s(member) for member, _score in pairs]
+
+    @_store_call
+    async def older_pending(self, epoch: int) -> int:
+        """How many pending forms belong to epochs other than ``epoch`` (atomically, MULTI).
+
+        Every pending id is in ``pending`` and in the lease set of its own epoch, so this is
+        ``ZCARD pending - ZCARD leases:{epoch}``.
+        """
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zcard(self.keys.pending())
+            pipe.zcard(self.keys.leases(epoch))
+            total, current = await pipe.execute()
+        return int(total) - int(current)
 
     @_store_call
     async def due_leases(self, epoch: int, now_ms: int, limit: int) -> list[str]:

@@ -19,6 +19,7 @@ from services.interaction.keys import Keys
 from services.interaction.main import redis_client
 from services.interaction.settings import Settings
 from services.interaction.store import InteractionStore
+from tests.helpers.waiting import eventually
 from tests.services.interaction.harness import accept, binding, make_form
 
 ix = interaction_pb2
@@ -103,3 +104,137 @@ async def test_wait_requests_are_capped_by_the_service_maximum(authority: Intera
     opened = await authority.open(epoch, binding(), make_form(), wait_seconds=10_000)
     waited = opened.expires_at.ToMilliseconds() - opened.created_at.ToMilliseconds()
     assert waited == int(authority.settings.form_wait_max_seconds * 1000)
+
+
+@pytest.fixture
+async def roomy(redis_url: str) -> AsyncIterator[InteractionAuthority]:
+    """An authority whose event Streams keep every entry (no trimming within a test)."""
+    settings = Settings(redis_url=redis_url)
+    client: redis.asyncio.Redis = redis_client(settings)
+    store = InteractionStore(client, Keys("test"), retention_ms=60_000, events_maxlen=100_000)
+    yield InteractionAuthority(store, settings)
+    await client.aclose()
+
+
+async def open_many(authority: InteractionAuthority, epoch: int, count: int, sessions: int) -> dict[str, str]:
+    """Open ``count`` forms spread over ``sessions`` sessions (32 at a time); returns id → session."""
+    gate = asyncio.Semaphore(32)
+
+    async def one(n: int) -> tuple[str, str]:
+        async with gate:
+            session = f"s-{n % sessions}"
+            opened = await authority.open(epoch, binding(session, f"inv-{epoch}-{n}"), make_form())
+            return opened.interaction_id, session
+
+    return dict(await asyncio.gather(*(one(n) for n in range(count))))
+
+
+async def stream_entries(client: redis.asyncio.Redis, key: str) -> list[dict[bytes, bytes]]:
+    return [fields for _id, fields in await client.xrange(key)]
+
+
+async def test_one_epoch_change_closes_1200_pending_forms_of_several_sessions_with_every_event(
+    roomy: InteractionAuthority,
+) -> None:
+    keys = roomy.store.keys
+    client = roomy.store.client
+    old, _ = await roomy.begin_epoch()
+    opened = await open_many(roomy, old, 1200, sessions=7)
+
+    new, older_pending = await roomy.begin_epoch()
+
+    assert (new, older_pending) == (old + 1, 1200)
+    records = await roomy.store.get_many(list(opened))
+    assert all(r is not None and r.state == "closed" for r in records)
+    assert {r.interaction.close_reason for r in records if r is not None} == {ix.CLOSE_REASON_HOST_RESTARTED}
+    assert all(r is not None and r.interaction.settled_at.ToMilliseconds() > 0 for r in records)
+    for session in {f"s-{n}" for n in range(7)}:
+        events = [ix.InteractionEvent.FromString(f[b"pb"]) for f in await stream_entries(client, keys.events(session))]
+        closed = {e.interaction.interaction_id for e in events if e.kind == ix.EVENT_KIND_CLOSED}
+        assert closed == {i for i, s in opened.items() if s == session}
+        assert all(
+            e.interaction.close_reason == ix.CLOSE_REASON_HOST_RESTARTED
+            for e in events
+            if e.kind == ix.EVENT_KIND_CLOSED
+        )
+        assert await client.zcard(keys.session_pending(session)) == 0
+    settled = await stream_entries(client, keys.settled())
+    assert sorted(f[b"id"].decode() for f in settled) == sorted(opened)
+    assert {int(f[b"epoch"]) for f in settled} == {old}
+    assert await roomy.store.pending_ids() == []
+    assert await client.exists(keys.leases(old)) == 0
+    assert await client.keys(keys.invocation("*")) == []
+    # The invocations are free again in the new epoch.
+    reopened = await roomy.open(new, binding("s-0", f"inv-{old}-0"), make_form())
+    assert reopened.host_epoch == new
+
+
+async def test_closing_older_epochs_leaves_answered_forms_and_forms_of_the_current_epoch_alone(
+    roomy: InteractionAuthority,
+) -> None:
+    old, _ = await roomy.begin_epoch()
+    opened = await open_many(roomy, old, 20, sessions=2)
+    answered = next(iter(opened))
+    await roomy.answer(ANONYMOUS, answered, accept(), submission_id="sub-1")
+    new, older_pending = await roomy.fence_epoch()
+    current = await roomy.open(new, binding("s-0", "inv-current"), make_form())
+
+    assert older_pending == 19
+    assert await roomy.close_older_epochs() == 19
+    assert await roomy.close_older_epochs() == 0
+
+    assert (await roomy.get(ANONYMOUS, answered)).state == ix.INTERACTION_STATE_ANSWERED
+    assert [i.interaction_id for i in await roomy.list_pending(ANONYMOUS)] == [current.interaction_id]
+
+
+async def test_two_replicas_closing_the_same_older_forms_close_each_exactly_once(
+    roomy: InteractionAuthority, redis_url: str
+) -> None:
+    settings = Settings(redis_url=redis_url)
+    other_client: redis.asyncio.Redis = redis_client(settings)
+    other = InteractionAuthority(
+        InteractionStore(other_client, Keys("test"), retention_ms=60_000, events_maxlen=100_000), settings
+    )
+    old, _ = await roomy.begin_epoch()
+    opened = await open_many(roomy, old, 1100, sessions=3)
+    await roomy.fence_epoch()
+
+    counts = await asyncio.gather(roomy.close_older_epochs(), other.close_older_epochs())
+
+    assert sum(counts) == 1100
+    settled = await stream_entries(roomy.store.client, roomy.store.keys.settled())
+    assert sorted(f[b"id"].decode() for f in settled) == sorted(opened)
+    await other_client.aclose()
+
+
+async def test_older_forms_left_pending_by_an_interrupted_closer_are_closed_by_the_reaper(
+    roomy: InteractionAuthority,
+) -> None:
+    old, _ = await roomy.begin_epoch()
+    opened = await open_many(roomy, old, 30, sessions=2)
+    new, _ = await roomy.fence_epoch()  # fenced, but nothing closed (as if the closer was stopped)
+    current = await roomy.open(new, binding("s-0", "inv-current"), make_form())
+
+    assert await roomy.reap_once() == 30
+
+    records = await roomy.store.get_many(list(opened))
+    assert all(r is not None and r.interaction.close_reason == ix.CLOSE_REASON_HOST_RESTARTED for r in records)
+    assert await roomy.store.older_pending(new) == 0
+    assert await roomy.reap_once() == 0
+    assert (await roomy.get(ANONYMOUS, current.interaction_id)).state == ix.INTERACTION_STATE_PENDING
+
+
+async def test_a_background_closer_finishes_the_job_after_the_fence(roomy: InteractionAuthority) -> None:
+    old, _ = await roomy.begin_epoch()
+    opened = await open_many(roomy, old, 600, sessions=4)
+    await roomy.fence_epoch()
+
+    roomy.close_older_epochs_soon()
+
+    async def none_pending() -> bool:
+        return await roomy.store.pending_ids() == []
+
+    await eventually(none_pending, what="every older form closed")
+    settled = await stream_entries(roomy.store.client, roomy.store.keys.settled())
+    assert len(settled) == len(opened)
+    await roomy.aclose()
