@@ -128,7 +128,10 @@ async def start_server(
     tokens = TokenTable.from_file(settings.auth_tokens_file)
     method_roles: Mapping[str, frozenset[Role]] = getattr(app, "method_roles", {})
     chain = [ServerInterceptor(tokens, method_roles), *interceptors]
-    server = grpc.aio.server(options=channel_options(settings), interceptors=chain)
+    # so_reuseport is on by default in gRPC: a second stack would silently share our port and
+    # steal half the connections (and begin a new Host epoch). Refuse to bind instead.
+    options = [*channel_options(settings), ("grpc.so_reuseport", 0)]
+    server = grpc.aio.server(options=options, interceptors=chain)
     app.register(server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -137,12 +140,15 @@ async def start_server(
         server,
     )
     credentials = _credentials(settings)
-    if credentials is None:
-        port = server.add_insecure_port(settings.listen)
-    else:
-        port = server.add_secure_port(settings.listen, credentials)
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(settings.listen)
+        else:
+            port = server.add_secure_port(settings.listen, credentials)
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise RuntimeError(f"cannot bind {settings.listen}")
+        raise RuntimeError(f"cannot bind {settings.listen}: address in use or not available")
     await server.start()
     running = RunningServer(server, health, app, port, settings.grace_seconds)
     bind_health = getattr(app, "bind_health", None)

@@ -7,6 +7,7 @@ import urllib.request
 from collections.abc import Sequence
 
 import grpc.aio
+import pytest
 
 from services.core import metrics
 from services.core.serving import start_server
@@ -41,3 +42,12 @@ async def test_the_metrics_endpoint_serves_maka_metrics_when_configured() -> Non
         assert 'maka_frames_rejected_total{reason="CROSS_CONNECTION"}' in body
     finally:
         await running.stop()
+
+
+async def test_a_second_server_cannot_bind_a_port_already_served() -> None:
+    first = await start_server(EmptyApp(), GrpcServerSettings(listen="127.0.0.1:0"))
+    try:
+        with pytest.raises(RuntimeError, match="cannot bind"):
+            await start_server(EmptyApp(), GrpcServerSettings(listen=f"127.0.0.1:{first.port}"))
+    finally:
+        await first.stop()
