@@ -166,6 +166,36 @@ class Link:
             request.wait.FromMilliseconds(int(wait * 1000))
         return await self.request(pb.HostLinkRequest(open=request))
 
+    async def send_open(self, ref: str, session: str = "s-a", invocation: str = "inv-1") -> None:
+        """Write one open frame without waiting for its reply (pipelining)."""
+        request = pb.OpenInteraction(request_ref=ref, binding=binding(session, invocation))
+        request.form.CopyFrom(make_form())
+        await self.call.write(pb.HostLinkRequest(open=request))
+
+    async def replies_by_ref(self, count: int) -> dict[str, pb.HostLinkResponse]:
+        """The next ``count`` open replies (opened / open_rejected), keyed by ``request_ref``."""
+        out: dict[str, pb.HostLinkResponse] = {}
+        async with asyncio.timeout(FRAME_TIMEOUT * 3):
+            while len(out) < count:
+                reply = await self.replies.get()
+                kind = reply.WhichOneof("frame")
+                assert kind in ("opened", "open_rejected"), reply
+                ref = reply.opened.request_ref if kind == "opened" else reply.open_rejected.request_ref
+                assert ref not in out, ref
+                out[ref] = reply
+        return out
+
+    async def open_many(self, count: int, sessions: int) -> dict[str, str]:
+        """Open ``count`` forms pipelined over ``sessions`` sessions (``s-0``...); returns id → session."""
+        for n in range(count):
+            await self.send_open(f"ref-{n}", f"s-{n % sessions}", f"inv-{n}")
+        replies = await self.replies_by_ref(count)
+        opened = {
+            r.opened.interaction.interaction_id: r.opened.interaction.binding.session_id for r in replies.values()
+        }
+        assert len(opened) == count, [r for r in replies.values() if r.WhichOneof("frame") != "opened"][:1]
+        return opened
+
     async def next_settled(self) -> interaction_pb2.Interaction:
         async with asyncio.timeout(FRAME_TIMEOUT):
             return await self.settled.get()

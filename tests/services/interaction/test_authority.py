@@ -130,7 +130,8 @@ async def open_many(authority: InteractionAuthority, epoch: int, count: int, ses
 
 
 async def stream_entries(client: redis.asyncio.Redis, key: str) -> list[dict[bytes, bytes]]:
-    return [fields for _id, fields in await client.xrange(key)]
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = await client.xrange(key)  # type: ignore[assignment]
+    return [fields for _id, fields in entries]
 
 
 async def test_one_epoch_change_closes_1200_pending_forms_of_several_sessions_with_every_event(
@@ -234,7 +235,8 @@ async def test_a_background_closer_finishes_the_job_after_the_fence(roomy: Inter
     async def none_pending() -> bool:
         return await roomy.store.pending_ids() == []
 
-    await eventually(none_pending, what="every older form closed")
+    done: bool = await eventually(none_pending, what="every older form closed")
+    assert done
     settled = await stream_entries(roomy.store.client, roomy.store.keys.settled())
     assert len(settled) == len(opened)
     await roomy.aclose()

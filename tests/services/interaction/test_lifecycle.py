@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import grpc
@@ -210,3 +211,64 @@ async def test_redis_killed_and_restarted_with_aof_keeps_the_committed_answer_an
     finally:
         await service.running.stop()
         server.stop()
+
+
+async def test_a_new_epoch_is_answered_at_the_fence_and_surfaces_then_see_all_1200_older_forms_close(
+    service: Service,
+    surface_channel: grpc.aio.Channel,
+    surface_stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    authority = service.app.authority
+    closes_may_run = asyncio.Event()
+    original = authority.close_older_epochs
+
+    async def held() -> int:
+        await closes_may_run.wait()
+        return await original()
+
+    monkeypatch.setattr(authority, "close_older_epochs", held)
+    async with channel(service, BROKER_TOKEN) as old_ch, channel(service, BROKER_TOKEN) as new_ch:
+        old = await Link.connect(old_ch)
+        opened = await old.open_many(1200, sessions=5)
+        surface = await Surface.attach(surface_channel, ())
+        assert len((await surface.next("snapshot")).snapshot.pending) == 1200
+
+        new = await Link.connect(new_ch)  # answered while every close is still held back
+        assert (new.epoch, new.closed_count) == (old.epoch + 1, 1200)
+        assert len((await surface_stub.ListPending(pb.ListPendingRequest())).pending) == 1200
+        fresh = await new.open("s-0", "inv-new")  # the new epoch works at once
+        rejected = await old.open_raw("s-0", "inv-late")
+        assert rejected.open_rejected.reason == ix.ERROR_REASON_STALE_EPOCH
+
+        closes_may_run.set()
+        events = await surface.events(1 + 1200)  # the new epoch's opened event, then every closure
+        closed = {e.interaction.interaction_id: e for e in events if e.kind == ix.EVENT_KIND_CLOSED}
+        assert set(closed) == set(opened)
+        assert {e.interaction.close_reason for e in closed.values()} == {ix.CLOSE_REASON_HOST_RESTARTED}
+        assert {e.interaction.binding.session_id for e in closed.values()} == {f"s-{n}" for n in range(5)}
+        listed = await surface_stub.ListPending(pb.ListPendingRequest())
+        assert [i.interaction_id for i in listed.pending] == [fresh.interaction_id]
+        await surface.close()
+        await old.close()
+        await new.close()
+
+
+async def test_forms_a_new_epoch_watches_are_closed_and_reported_before_the_reply(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    never = asyncio.Event()
+    monkeypatch.setattr(service.app.authority, "close_older_epochs", never.wait)  # the background pass stalls
+    async with channel(service, BROKER_TOKEN) as old_ch, channel(service, BROKER_TOKEN) as new_ch:
+        old = await Link.connect(old_ch)
+        watched = await old.open("s-a", "inv-1")
+        other = await old.open("s-a", "inv-2")
+        new = await Link.connect(new_ch, watched=(watched.interaction_id,))
+        reported = await new.next_settled()
+        assert reported.interaction_id == watched.interaction_id
+        assert reported.close_reason == ix.CLOSE_REASON_HOST_RESTARTED
+        stored = await service.app.authority.store.get(other.interaction_id)
+        assert stored is not None
+        assert stored.state == "pending"  # not watched: left to the (stalled) background pass
+        await old.close()
+        await new.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -12,7 +14,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2_grpc
 from services.core.status import error_from_rpc
+from services.interaction.servicer import OPEN_CONCURRENCY
+from tests.helpers.waiting import eventually
 from tests.services.interaction.harness import (
+    FRAME_TIMEOUT,
     SURFACE_A_TOKEN,
     Link,
     Service,
@@ -314,3 +319,111 @@ async def test_attach_to_a_session_outside_the_token_scope_is_permission_denied(
         assert surface.error is not None
         detail = error_from_rpc(surface.error)
         assert (detail.code, detail.reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
+
+
+class GatedOpens:
+    """Wraps ``InteractionAuthority.open`` of the running service: counts opens in flight and holds
+    each one until :attr:`release` is set."""
+
+    def __init__(self, service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.release = asyncio.Event()
+        original = service.app.authority.open
+
+        async def gated(*args: Any, **kwargs: Any) -> interaction_pb2.Interaction:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                await self.release.wait()
+                return await original(*args, **kwargs)
+            finally:
+                self.in_flight -= 1
+
+        monkeypatch.setattr(service.app.authority, "open", gated)
+
+
+async def test_pipelined_opens_on_one_link_run_64_at_a_time_and_each_reply_carries_its_request_ref(
+    service: Service, broker_channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = GatedOpens(service, monkeypatch)
+    link = await Link.connect(broker_channel)
+    for n in range(200):
+        await link.send_open(f"ref-{n}", f"s-{n % 3}", f"inv-{n}")
+
+    await eventually(lambda: gate.in_flight == OPEN_CONCURRENCY, what="64 opens in flight")
+    gate.release.set()
+    replies = await link.replies_by_ref(200)
+
+    assert gate.max_in_flight == OPEN_CONCURRENCY
+    assert sorted(replies) == sorted(f"ref-{n}" for n in range(200))
+    for ref, reply in replies.items():
+        assert reply.WhichOneof("frame") == "opened", reply
+        assert reply.opened.interaction.binding.invocation_id == ref.replace("ref-", "inv-")
+    await link.close()
+
+
+async def test_back_to_back_opens_of_one_invocation_are_decided_in_the_order_sent(
+    service: Service, broker_channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    second_started = asyncio.Event()
+    second_done = asyncio.Event()
+    calls = 0
+    original = service.app.authority.open
+
+    async def racing(*args: Any, **kwargs: Any) -> interaction_pb2.Interaction:
+        # Give the later open every chance to overtake the earlier one if they were not ordered.
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.3):
+                    await second_started.wait()
+                    await second_done.wait()
+            return await original(*args, **kwargs)
+        second_started.set()
+        try:
+            return await original(*args, **kwargs)
+        finally:
+            second_done.set()
+
+    monkeypatch.setattr(service.app.authority, "open", racing)
+    link = await Link.connect(broker_channel)
+    await link.send_open("first", "s-a", "inv-x")
+    await link.send_open("second", "s-a", "inv-x")
+
+    replies = await link.replies_by_ref(2)
+
+    assert replies["first"].WhichOneof("frame") == "opened"
+    assert replies["second"].open_rejected.reason == ix.ERROR_REASON_ALREADY_PENDING
+    await link.close()
+
+
+async def test_a_close_sent_before_a_reopen_of_its_invocation_frees_the_invocation_first(
+    broker_channel: grpc.aio.Channel,
+) -> None:
+    link = await Link.connect(broker_channel)
+    opened = await link.open("s-a", "inv-1")
+    close = pb.CloseInteraction(interaction_id=opened.interaction_id, reason=ix.CLOSE_REASON_STOPPED)
+    await link.call.write(pb.HostLinkRequest(close=close))
+    await link.send_open("again", "s-a", "inv-1")
+
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        first, second = await link.replies.get(), await link.replies.get()
+
+    assert first.closed.changed
+    assert second.opened.request_ref == "again"
+    assert second.opened.interaction.interaction_id != opened.interaction_id
+    await link.close()
+
+
+async def test_a_link_that_stops_writing_still_gets_a_reply_for_every_open(broker_channel: grpc.aio.Channel) -> None:
+    link = await Link.connect(broker_channel)
+    for n in range(100):
+        await link.send_open(f"ref-{n}", "s-a", f"inv-{n}")
+    await link.call.done_writing()
+
+    replies = await link.replies_by_ref(100)
+
+    assert all(r.WhichOneof("frame") == "opened" for r in replies.values())
+    await link.close()
