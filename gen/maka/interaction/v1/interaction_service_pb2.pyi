@@ -144,7 +144,10 @@ class EpochBegun(_message.Message):
     CLOSED_COUNT_FIELD_NUMBER: _builtins.int
     host_epoch: _builtins.int
     closed_count: _builtins.int
-    """How many forms of older epochs this hello closed as host_restarted."""
+    """How many forms of older epochs were pending when this hello fenced the new epoch. Each of them
+    ends CLOSE_REASON_HOST_RESTARTED: the reply is sent at the fence and the service closes them
+    (events and settlements emitted) right after; watched ids are closed before the reply.
+    """
     def __init__(
         self,
         *,
