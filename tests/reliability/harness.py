@@ -220,7 +220,8 @@ class ToolCall:
                     if event.WhichOneof("event") in kinds:
                         return event
                 if self._task is not None and self._task.done():
-                    raise AssertionError(f"CallTool ended without {kinds}: {self.kinds()} error={self.error!r}")
+                    last = str(self.events[-1]).strip() if self.events else ""
+                    raise AssertionError(f"CallTool ended without {kinds}: {self.kinds()} {last} error={self.error!r}")
                 await self._changed.wait()
 
     async def terminal(self, timeout: float = 30.0) -> broker_pb2.CallToolResponse:
@@ -239,12 +240,12 @@ def interaction_stub(channel: grpc.aio.Channel) -> interaction_service_pb2_grpc.
 
 
 async def get_interaction(
-    interaction: str, interaction_id: str, *, token: str | None = None
+    interaction: str, interaction_id: str, *, token: str | None = None, timeout: float = 10.0
 ) -> interaction_pb2.Interaction:
-    """``GetInteraction`` of ``interaction_id`` (raises ``grpc.aio.AioRpcError``)."""
+    """``GetInteraction`` of ``interaction_id`` with a ``timeout`` s deadline (raises ``grpc.aio.AioRpcError``)."""
     async with open_channel(interaction, token=token) as channel:
         response = await interaction_stub(channel).GetInteraction(
-            interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id), timeout=10
+            interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id), timeout=timeout
         )
     record: interaction_pb2.Interaction = response.interaction
     return record

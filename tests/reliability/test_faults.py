@@ -242,7 +242,8 @@ async def test_an_unreachable_redis_gives_clear_unavailable_errors_and_recovers(
     os.kill(pid, signal.SIGSTOP)  # unreachable: the process is there but answers nothing
     try:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await get_interaction(faulty.interaction, "ix_missing")
+            # Each Redis command times out after 2.5 s (3 attempts): well inside this 30 s deadline.
+            await get_interaction(faulty.interaction, "ix_missing", timeout=30)
         detail = error_from_rpc(refused.value)
         assert (detail.code, detail.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
     finally:
