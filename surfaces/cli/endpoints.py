@@ -5,7 +5,8 @@ Every other command finds the stack through ``--state-dir`` or ``MAKA_STATE_DIR`
 
     {"interaction": "127.0.0.1:50051", "broker": "127.0.0.1:50052",
      "web": "http://127.0.0.1:8765", "redis_url": "unix:///.../redis.sock",
-     "host_id": "local", "pids": {"interaction": 123, ...}}
+     "host_id": "local", "pids": {"interaction": 123, ...},
+     "metrics": {"interaction": "http://127.0.0.1:P/metrics", ...}}   # only with `maka up --metrics`
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Endpoints:
     redis_url: str = ""
     host_id: str = "local"
     pids: dict[str, int] = field(default_factory=lambda: dict[str, int]())
+    metrics: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    """Prometheus ``/metrics`` URL of each service (``maka up --metrics``; empty otherwise)."""
 
 
 def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:

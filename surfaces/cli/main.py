@@ -3,19 +3,23 @@
 Each command module defines ``NAME`` (the subcommand), ``HELP`` (one line), ``add_arguments(parser)``
 and ``run(args) -> int`` (the exit code). Exit codes are stable: 0 success, 1 the Tool reported an
 error, 2 usage error, 3 the call failed, was lost or stopped (``maka call``); other commands use 0/2/3
-(3 = the operation failed, with a stable error code on stderr).
+(3 = the operation failed, with a stable error code on stderr). A command whose stdout is closed by
+its reader (``maka pending | head -1``) exits quietly with 141 (128 + SIGPIPE, what a shell reports
+for a program killed by the closed pipe), without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 COMMANDS: tuple[str, ...] = (
     "up",
+    "tools",
     "call",
     "stop",
     "pending",
@@ -53,14 +57,35 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return parser, by_name
 
 
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: the exit status a shell shows for a writer whose reader went away."""
+
+
+def _quiet_closed_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise BrokenPipeError again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``maka`` console script. Returns the process exit code."""
+    """Entry point of the ``maka`` console script. Returns the process exit code
+    (:data:`EXIT_BROKEN_PIPE` when stdout was closed by its reader)."""
     parser, by_name = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    code: int = by_name[args.command].run(args)
+    try:
+        code: int = by_name[args.command].run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        return EXIT_BROKEN_PIPE
     return code
 
 

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import fcntl
 import json
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -100,9 +103,54 @@ class _Child:
     was_ready: bool = False
 
 
+_output_closed = False
+
+
 def _stderr_sink(name: str, line: str) -> None:
-    sys.stderr.write(f"[{name}] {line}\n")
-    sys.stderr.flush()
+    """Write ``[name] line`` to stderr; once stderr is closed (the reader went away, e.g. ``| tee`` died
+    on Ctrl-C) further lines are dropped so a write error never stops the pumps or the shutdown path."""
+    global _output_closed
+    if _output_closed:
+        return
+    try:
+        sys.stderr.write(f"[{name}] {line}\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError, OSError):  # EPIPE, closed file, or any other write failure
+        _output_closed = True
+
+
+def _safe_sink(sink: LogSink) -> LogSink:
+    """``sink`` that never raises: a failing sink must not end a pump (the child's pipe would fill)."""
+
+    def call(name: str, line: str) -> None:
+        with contextlib.suppress(Exception):
+            sink(name, line)
+
+    return call
+
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option (linux/prctl.h): the signal a process gets when its parent thread dies."""
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` making the child get SIGTERM when the supervisor dies, even by ``kill -9``
+    (Linux ``prctl(PR_SET_PDEATHSIG)``); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the supervisor died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return hook
 
 
 class Supervisor:
@@ -123,7 +171,7 @@ class Supervisor:
         restart_window: float = 60.0,
         restart_backoff: float = 0.2,
     ) -> None:
-        self._sink = sink
+        self._sink = _safe_sink(sink)
         self._ready_timeout = ready_timeout
         self._stop_grace = stop_grace
         self._max_restarts = max_restarts
@@ -198,6 +246,7 @@ class Supervisor:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # Ctrl-C reaches only us; we drain the children in order
+                preexec_fn=_die_with_parent_hook(),  # ...and they die with us, even on kill -9
                 limit=MAX_LINE_BYTES,
             )
         except OSError as error:
@@ -380,6 +429,64 @@ async def redis_ping(url: str) -> bool:
         await client.aclose()
 
 
+# --- one stack per state dir ----------------------------------------------------------------------
+
+LOCK_FILE = "maka.lock"
+
+
+class StackRunning(StackError):
+    """Another ``maka up`` holds ``<state dir>/maka.lock``; ``pid`` is its process id (None if unknown)."""
+
+    def __init__(self, state_dir: Path, pid: int | None) -> None:
+        self.state_dir = state_dir
+        self.pid = pid
+        who = f"pid {pid}" if pid is not None else "pid unknown"
+        super().__init__(
+            f"a stack already runs in {state_dir} ({who}); use it (maka call …) or pick another --state-dir"
+        )
+
+
+class StateDirLock:
+    """An exclusive, non-blocking ``fcntl.flock`` on ``<state dir>/maka.lock`` held for a stack's life.
+
+    ``acquire()`` creates the state dir if needed, takes the lock and writes this process's pid into
+    the file; it raises :class:`StackRunning` (naming the holder's pid) when another process holds it,
+    touching nothing else. The kernel drops the lock when the holder exits, even on ``kill -9``.
+    """
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock (see the class docstring). Raises :class:`StackRunning`."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise StackRunning(self.path.parent, int(holder) if holder.isdigit() else None) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Drop the lock (the file stays; an unlocked file means no stack runs there)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> StateDirLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 # --- the Maka stack -------------------------------------------------------------------------------
 
 
@@ -426,8 +533,44 @@ SHORT_SOCKET_CHARS = 100
 """Unix socket paths must stay under ~107 bytes; longer state dirs get a socket under /tmp."""
 
 
+METRICS_ENV = "MAKA_METRICS_LISTEN"
+METRICS_SERVICES = ("interaction", "broker", "provider")
+"""The children that serve Prometheus ``/metrics`` when ``maka up --metrics`` asks for it."""
+
+
+def parse_metrics_ports(text: str) -> dict[str, int]:
+    """``maka up --metrics`` spec: ``"ephemeral"`` (every service an OS-chosen port) or
+    ``name=port,...`` (names: interaction, broker, provider; a missing or 0 port is ephemeral).
+
+    Returns ``{service: port}`` (0 = ephemeral). Raises ``ValueError`` naming the bad part.
+    """
+    ports = dict.fromkeys(METRICS_SERVICES, 0)
+    if text in ("ephemeral", "0", ""):
+        return ports
+    for part in text.split(","):
+        name, sep, number = part.partition("=")
+        name = name.strip()
+        if not sep or name not in METRICS_SERVICES:
+            raise ValueError(
+                f"bad metrics port spec {part!r}: use ephemeral or name=port (interaction, broker, provider)"
+            )
+        if not number.strip().isdigit() or not 0 <= int(number) <= 65535:
+            raise ValueError(f"bad metrics port number in {part!r}")
+        ports[name] = int(number)
+    return ports
+
+
+def _free_port() -> int:
+    """A loopback TCP port the OS just handed out (closed again for the child to bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
 def _python_env(extra: Mapping[str, str]) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop(METRICS_ENV, None)  # one inherited metrics port would make every child bind the same port
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")  # `python` in mcp.json = this interpreter
     env["PYTHONUNBUFFERED"] = "1"
@@ -495,6 +638,7 @@ class Stack:
         stop_grace: float = 10.0,
         tools_timeout: float = 30.0,
         extra_env: Mapping[str, str] | None = None,
+        metrics: Mapping[str, int] | None = None,
     ) -> None:
         self.config_path = config_path.resolve()
         self.state_dir = state_dir.resolve()
@@ -504,7 +648,11 @@ class Stack:
         self.log_level = log_level
         self.redis_url = redis_url or ""
         self._embedded_redis = not redis_url
-        self._extra_env = dict(extra_env or {})
+        self._extra_env = {k: v for k, v in (extra_env or {}).items() if k != METRICS_ENV}
+        self.metrics = dict(metrics) if metrics is not None else None
+        """``{service: port}`` (0 = ephemeral) of the ``/metrics`` endpoints to serve; None = none."""
+        self.metrics_bound: dict[str, int] = {}
+        """The metrics port given to each service (kept across restarts)."""
         self._sink = sink
         self.tools_timeout = tools_timeout
         """Seconds ``start()`` waits for every configured MCP server's Tools to be registered."""
@@ -620,6 +768,7 @@ class Stack:
                     "MAKA_LOG_LEVEL": self.log_level,
                     **env(),
                     **self._extra_env,
+                    **self._metrics_env(name),
                 }
             )
 
@@ -631,6 +780,17 @@ class Stack:
             return True
 
         return ChildSpec(name, [sys.executable, "-m", module], ready=ready, prepare=prepare)
+
+    def _metrics_env(self, name: str) -> dict[str, str]:
+        if self.metrics is None or name not in self.metrics:
+            return {}
+        port = self.metrics_bound.get(name) or self.metrics[name] or _free_port()
+        self.metrics_bound[name] = port
+        return {METRICS_ENV: f"127.0.0.1:{port}"}
+
+    def metrics_urls(self) -> dict[str, str]:
+        """``{service: "http://127.0.0.1:P/metrics"}`` of every service serving metrics (empty when off)."""
+        return {name: f"http://127.0.0.1:{port}/metrics" for name, port in self.metrics_bound.items()}
 
     def _interaction_spec(self) -> ChildSpec:
         return self._grpc_spec(
@@ -724,6 +884,7 @@ class Stack:
             redis_url=self.redis_url,
             host_id=self.host_id,
             pids=self.supervisor.pids(),
+            metrics=self.metrics_urls(),
         )
         write_endpoints(self.state_dir, endpoints)
         self.endpoints = endpoints

@@ -10,8 +10,9 @@ Ctrl-C stops the call's turn (broker ``Stop``) before exiting.
 Exit codes (stable, see :mod:`surfaces.cli.main`): 0 the Tool completed; 1 the Tool reported an
 error (``isError``); 2 usage error (bad ``SERVER:TOOL``, ``--args`` not a JSON object); 3 the call
 failed, was lost or stopped, or no stack runs - with a stable code first on stderr: ``NO_STACK``,
-``UNAVAILABLE`` (or another gRPC status name), ``FAILURE_CODE_*`` (the broker's ``FailureCode``),
-``LOST``, ``STOPPED``, ``NO_RESULT``.
+``UNAVAILABLE`` (or another gRPC status name), the broker's ``FailureCode`` without its
+``FAILURE_CODE_`` prefix (``UNKNOWN_TOOL``, ``INTERACTION_TIMED_OUT``, ...), ``LOST``, ``STOPPED``,
+``NO_RESULT``. After ``UNKNOWN_TOOL`` the Tools the broker knows are listed on stderr (``maka tools``).
 
 The bearer token for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN`` when set.
 """
@@ -34,6 +35,7 @@ from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.core.channels import open_channel
+from surfaces.cli.commands.tools import fetch_tools
 from surfaces.cli.endpoints import Endpoints, add_state_dir_argument, read_endpoints
 
 NAME = "call"
@@ -111,6 +113,8 @@ class _Reporter:
         self.err = err
         self.endpoints = endpoints
         self.as_json = as_json
+        self.failure_code: int = broker_pb2.FAILURE_CODE_UNSPECIFIED
+        """The broker's ``FailureCode`` when the call ended with ``failure``."""
 
     def note(self, text: str) -> None:
         print(text, file=self.err, flush=True)
@@ -148,7 +152,8 @@ class _Reporter:
         elif kind == "result":
             return self.result(event.result)
         elif kind == "failure":
-            code = broker_pb2.FailureCode.Name(event.failure.code)
+            code = broker_pb2.FailureCode.Name(event.failure.code).removeprefix("FAILURE_CODE_")
+            self.failure_code = event.failure.code
             return self.fail(code, event.failure.message or "the call failed")
         elif kind == "lost":
             reason = event.lost.reason or "the provider went away"
@@ -170,6 +175,20 @@ class _Reporter:
             print(result_text(parsed), file=self.out, flush=True)
         is_error = result.is_error or parsed.get("isError") is True
         return EXIT_TOOL_ERROR if is_error else EXIT_OK
+
+
+async def _list_known_tools(broker: str, reporter: _Reporter) -> None:
+    """After ``UNKNOWN_TOOL``: the names the broker does know, on stderr (best effort, bounded)."""
+    try:
+        tools = await fetch_tools(broker, timeout=STOP_TIMEOUT_SECONDS)
+    except grpc.aio.AioRpcError as error:
+        reporter.note(f"(could not list the known Tools: {error.code().name})")
+        return
+    if not tools:
+        reporter.note("no Tools are registered (is the MCP provider connected?)")
+        return
+    reporter.note("known Tools: " + ", ".join(tool.qualified_name for tool in tools))
+    reporter.note("(`maka tools` lists them with descriptions)")
 
 
 async def _stop_turn(broker: str, session: str, turn: str) -> None:
@@ -211,6 +230,8 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
             async for event in stub.CallTool(request, wait_for_ready=False):
                 code = reporter.event(event)
                 if code is not None:
+                    if reporter.failure_code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL:
+                        await _list_known_tools(broker, reporter)
                     return code
     except grpc.aio.AioRpcError as error:
         return reporter.fail(error.code().name, error.details() or "the broker refused the call")

@@ -2,6 +2,8 @@
 
 ``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT]`` attaches to the given sessions
 (default: every session the surface token may see). Exit codes: 0 quit, 3 no stack found (``NO_STACK``).
+On every reconnect the address is looked up again (``endpoints.json`` is re-read unless ``--interaction``
+was given), so the TUI follows a stack restarted on other ports (see :mod:`surfaces.tui.backend`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import argparse
 
 from surfaces.cli.commands.pending import fail
-from surfaces.common.interaction_client import InteractionClient
 from surfaces.common.target import add_target_arguments, interaction_target
 
 NAME = "tui"
@@ -27,11 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
     from surfaces.tui.app import MakaTui
+    from surfaces.tui.backend import FollowingBackend
 
     try:
-        target = interaction_target(args)
+        interaction_target(args)
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
-    app = MakaTui(lambda: InteractionClient.connect(target), session_ids=list(args.session))
+    app = MakaTui(lambda: FollowingBackend(lambda: interaction_target(args)), session_ids=list(args.session))
     app.run()
     return 0

@@ -1,7 +1,13 @@
 """``maka up``: run the whole stack in the foreground (DESIGN.md §7; ``make run``).
 
 ``maka up --config mcp.json [--state-dir DIR] [--ports ephemeral|name=port,...] [--redis-url URL]
-[--host-id H] [--no-web] [--log-level L]``
+[--host-id H] [--no-web] [--log-level L] [--metrics [ephemeral|name=port,...]]``
+
+One stack per state dir: ``maka up`` holds an exclusive lock on ``DIR/maka.lock`` for its whole life;
+a second one on the same dir exits 3 with ``STACK_RUNNING: a stack already runs in DIR (pid N); ...``
+and touches nothing. ``MAKA_METRICS_LISTEN`` is not passed to the children (they would all bind one
+port); ``--metrics`` gives the Interaction service, the broker and the MCP provider each their own
+``/metrics`` port, listed in ``endpoints.json`` (``"metrics"``) and in the ready line.
 
 Starts Redis (a private ``redis-server`` with AOF in the state dir, unless ``--redis-url`` /
 ``MAKA_REDIS_URL`` names one), the Interaction service, the Capability broker, the MCP provider and
@@ -12,21 +18,24 @@ the web surface as supervised processes on loopback (defaults 50051, 50052, 5005
 
 Every child's log lines are forwarded to stderr prefixed with ``[name]``; a child that dies is
 reported and restarted (see :mod:`surfaces.stack.supervisor`). Ctrl-C / SIGTERM drains and stops
-all of them in reverse order. Exit codes: 0 stopped by a signal; 2 usage (bad ``--ports``);
-3 the stack could not start or a child kept dying (message on stderr, prefixed ``STACK_FAILED:``).
+all of them in reverse order, even when stdout/stderr were closed by their reader (``| tee`` killed by
+the same Ctrl-C); on Linux the children also get SIGTERM if ``maka up`` itself dies (``kill -9``).
+Exit codes: 0 stopped by a signal; 2 usage (bad ``--ports`` / ``--metrics``); 3 the stack could not
+start, a child kept dying (``STACK_FAILED:``) or another stack holds the state dir (``STACK_RUNNING:``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 from pathlib import Path
 
 from surfaces.cli.endpoints import Endpoints, add_state_dir_argument
-from surfaces.stack.supervisor import Ports, Stack, StackEvent
+from surfaces.stack.supervisor import Ports, Stack, StackEvent, StackRunning, StateDirLock, parse_metrics_ports
 
 NAME = "up"
 HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web) in the foreground"
@@ -58,15 +67,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-id", default=os.environ.get("MAKA_HOST_ID", "local"), help="Host id (default local)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web surface")
     parser.add_argument("--log-level", default=os.environ.get("MAKA_LOG_LEVEL", "INFO"), help="children's log level")
+    parser.add_argument(
+        "--metrics",
+        nargs="?",
+        const="ephemeral",
+        default=None,
+        metavar="SPEC",
+        help="serve Prometheus /metrics per service: 'ephemeral' (default) or name=port,... "
+        "(interaction, broker, provider); URLs go to endpoints.json and the ready line",
+    )
 
 
 def ready_line(endpoints: Endpoints, state_dir: Path) -> str:
     """The one line printed when the stack is up."""
     web = endpoints.web or "web surface off (use `maka tui`)"
-    return f"maka is ready: {web} (interaction {endpoints.interaction}, broker {endpoints.broker}, state {state_dir})"
+    metrics = ""
+    if endpoints.metrics:
+        metrics = "; metrics " + ", ".join(f"{name} {url}" for name, url in endpoints.metrics.items())
+    return (
+        f"maka is ready: {web} (interaction {endpoints.interaction}, broker {endpoints.broker},"
+        f" state {state_dir}{metrics})"
+    )
 
 
-async def _up(args: argparse.Namespace, ports: Ports) -> int:
+def _say(text: str, *, err: bool = True) -> None:
+    """Print one line; a closed stdout/stderr (the reader went away) must never stop the shutdown."""
+    with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+        print(text, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | None) -> int:
     stack = Stack(
         args.config,
         args.state_dir,
@@ -75,6 +105,7 @@ async def _up(args: argparse.Namespace, ports: Ports) -> int:
         host_id=args.host_id,
         web=not args.no_web,
         log_level=args.log_level,
+        metrics=metrics,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -87,27 +118,29 @@ async def _up(args: argparse.Namespace, ports: Ports) -> int:
     if not starting.done():  # interrupted while starting: start() stops what it began
         starting.cancel()
         await asyncio.gather(starting, return_exceptions=True)
-        print("maka stopped before it was ready", file=sys.stderr)
+        _say("maka stopped before it was ready")
         return 0
     stopped.cancel()
     if (error := starting.exception()) is not None:
-        print(f"STACK_FAILED: {error}", file=sys.stderr)
+        _say(f"STACK_FAILED: {error}")
         if "before it was ready" in str(error):
-            print("  (its log lines are above; if a port is taken, try --ports ephemeral)", file=sys.stderr)
+            _say("  (its log lines are above; if a port is taken, try --ports ephemeral)")
         return 3
-    print(ready_line(starting.result(), args.state_dir), flush=True)
     code = 0
-    gave_up = asyncio.ensure_future(_gave_up(events))
-    stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({gave_up, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    if gave_up.done():
-        print(f"STACK_FAILED: {gave_up.result()} kept dying; stopping the stack", file=sys.stderr)
-        code = 3
-    gave_up.cancel()
-    stopped.cancel()
-    print("maka is stopping", file=sys.stderr, flush=True)
-    await stack.stop()
-    print("maka stopped", file=sys.stderr, flush=True)
+    try:
+        _say(ready_line(starting.result(), args.state_dir), err=False)
+        gave_up = asyncio.ensure_future(_gave_up(events))
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({gave_up, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if gave_up.done():
+            _say(f"STACK_FAILED: {gave_up.result()} kept dying; stopping the stack")
+            code = 3
+        gave_up.cancel()
+        stopped.cancel()
+        _say("maka is stopping")
+    finally:  # whatever happened above (a write error, a cancel), the children are stopped
+        await stack.stop()
+    _say("maka stopped")
     return code
 
 
@@ -125,4 +158,21 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"USAGE: {error}", file=sys.stderr)
         return 2
-    return asyncio.run(_up(args, ports))
+    try:
+        metrics = parse_metrics_ports(args.metrics) if args.metrics is not None else None
+    except ValueError as error:
+        print(f"USAGE: {error}", file=sys.stderr)
+        return 2
+    lock = StateDirLock(args.state_dir.resolve())
+    try:
+        lock.acquire()
+    except StackRunning as error:
+        print(f"STACK_RUNNING: {error}", file=sys.stderr)
+        return 3
+    except OSError as error:
+        print(f"STACK_FAILED: cannot lock {lock.path}: {error}", file=sys.stderr)
+        return 3
+    try:
+        return asyncio.run(_up(args, ports, metrics))
+    finally:
+        lock.release()

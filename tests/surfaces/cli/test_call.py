@@ -179,7 +179,7 @@ async def test_a_form_shows_where_to_answer_and_the_settled_action(
             broker_pb2.CallToolResponse(
                 failure=broker_pb2.CallFailure(code=broker_pb2.FAILURE_CODE_UNKNOWN_TOOL, message="no such tool")
             ),
-            "FAILURE_CODE_UNKNOWN_TOOL: no such tool",
+            "UNKNOWN_TOOL: no such tool",
         ),
         (broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="provider disconnected")), "LOST: provider"),
         (broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()), "STOPPED: the call was stopped"),
