@@ -10,7 +10,7 @@ every text-like widget and calls:
 - :func:`check_form_input` — every raw input → an :class:`Answer` ready to submit, or per-field inline
   errors from :func:`parse_field` and :func:`services.core.form.validate_answer` (RFC: "invalid input
   is shown inline and blocks Submit").
-- :func:`field_kind`, :func:`format_hint`, :func:`constraint_texts`, :func:`filter_options`,
+- :func:`field_kind`, :func:`field_hints`, :func:`format_hint`, :func:`constraint_texts`, :func:`filter_options`,
   :func:`plain_text`, :func:`format_time_left` — display helpers.
 
 Messages never quote the value the user typed (it may be a secret).
@@ -122,6 +122,32 @@ def constraint_texts(field: Field) -> list[str]:
         elif field.max_items is not None:
             texts.append(f"pick at most {field.max_items}")
     return texts
+
+
+def field_hints(field: Field) -> list[str]:
+    """Plain-language hints for a field's kind and constraints, for people rather than programs, e.g.
+    ``["Choose one"]``, ``["Pick 1 to 3"]``, ``["Whole number between 1 and 10"]``, ``["Email address"]``,
+    ``["Date (YYYY-MM-DD)"]``, ``["Text", "at most 20 characters"]``, ``["Yes or no"]``. Internal kind names
+    (``single_select``, ...) never appear; see :func:`field_kind` for those."""
+    if isinstance(field, StringField):
+        kind = {
+            StringFormat.EMAIL: "Email address",
+            StringFormat.URI: "Web address (URL)",
+            StringFormat.DATE: "Date (YYYY-MM-DD)",
+            StringFormat.DATE_TIME: "Date and time (YYYY-MM-DDTHH:MM:SS with Z or +HH:MM)",
+            None: "Text",
+        }[field.format]
+        return [kind, *constraint_texts(field)]
+    if isinstance(field, NumberField):
+        kind = "Whole number" if field.integer else "Number"
+        ranges = constraint_texts(field)
+        return [f"{kind} {ranges[0]}" if ranges else kind]
+    if isinstance(field, BooleanField):
+        return ["Yes or no"]
+    if isinstance(field, SingleSelectField):
+        return ["Choose one"]
+    picks = constraint_texts(field)
+    return [picks[0][:1].upper() + picks[0][1:] if picks else "Pick any"]
 
 
 def constraints_dict(field: Field) -> dict[str, object]:

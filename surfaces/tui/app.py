@@ -20,18 +20,23 @@ does). ``connect`` is called inside the app's event loop, on mount.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import (
     Button,
@@ -47,6 +52,7 @@ from textual.widgets import (
     SelectionList,
     Static,
 )
+from textual.widgets.option_list import OptionDoesNotExist
 
 from services.core.form import (
     Action,
@@ -61,8 +67,7 @@ from services.core.form import (
 from surfaces.common.form_input import (
     RawInput,
     check_form_input,
-    constraint_texts,
-    field_kind,
+    field_hints,
     filter_options,
     format_hint,
     format_time_left,
@@ -89,7 +94,28 @@ WARNING_TEXT = "⚠ Do not enter passwords, API keys, access tokens or payment d
 FILTER_THRESHOLD = 8
 """Select fields with more options than this get a filter box."""
 
+FILTER_PLACEHOLDER = "type to filter options (Esc clears)"
+
 _SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
+
+FOCUS_MARK = "▶ "
+"""Prefix of the focused field's label and the focused button (focus is never shown by colour alone)."""
+
+ACTION_LABELS: dict[str, str] = {"submit": "Submit", "decline": "Decline", "dismiss": "Dismiss (Esc)"}
+"""Button id → label of the three answer actions."""
+
+SENT_TEXT: dict[Action, str] = {
+    Action.ACCEPT: "Submitted (accept)",
+    Action.DECLINE: "Declined (decline)",
+    Action.CANCEL: "Dismissed (cancel)",
+}
+"""How the notice names the answer this app sent (``ElicitResult.action`` in parentheses)."""
+
+ITEM_WIDTH = 44
+"""Characters of text per ``#pending`` line; longer Tool names are shortened in the middle there (the form
+panel's provenance and the entry's tooltip show the full name)."""
+
+_FOCUS_ID = re.compile(r"(?:field|filter)-(\d+)")
 
 
 class FormsBackend(Protocol):
@@ -127,6 +153,64 @@ class Outcome:
     action: Action
     accepted: bool
     reason: str = ""
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters by an ellipsis in the middle (start and end stay readable)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+class CheckRadioButton(RadioButton):
+    """A Yes/No choice that shows its state as text — ``[x]`` chosen, ``[ ]`` not — as well as by colour."""
+
+    @property
+    def _button(self) -> Content:
+        style = self.get_visual_style("toggle--button")
+        return Content.assemble(("[x]", style) if self.value else "[ ]")
+
+
+class CheckList(SelectionList[str]):
+    """A multi-select list whose rows start with ``[x]`` (picked) or ``[ ]`` — state as text, not colour alone."""
+
+    def render_line(self, y: int) -> Strip:
+        line = super(SelectionList, self).render_line(y)  # the option prompt, without the colour-only button
+        index = self.scroll_offset.y + y
+        try:
+            selection = self.get_option_at_index(index)
+        except OptionDoesNotExist:
+            return line
+        base = next(iter(line)).style or self.rich_style
+        mark = "[x] " if selection.value in self.selected else "[ ] "
+        return Strip([Segment(mark, style=base + Style(meta={"option": index})), *line])
+
+
+class FilterInput(Input):
+    """The option filter of a long select list: Esc clears typed text first; an empty filter lets Esc through
+    (to Dismiss)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear_filter", "Clear filter", show=False)]
+
+    def action_clear_filter(self) -> None:
+        """Clear the filter text; raises ``SkipAction`` when already empty so the app's Esc binding runs."""
+        if not self.value:
+            raise SkipAction()
+        self.value = ""
+
+
+class FieldLabel(Label):
+    """A field's label; shows :data:`FOCUS_MARK` while the field (or its filter) has focus."""
+
+    def __init__(self, text: str, index: int) -> None:
+        super().__init__("  " + text, id=f"label-{index}", classes="field-label", markup=False)
+        self.text = text
+        self.index = index
+
+    def mark(self, focused: bool) -> None:
+        """Show or hide the focus marker."""
+        self.update((FOCUS_MARK if focused else "  ") + self.text)
 
 
 def _option_label(label: str, value: str) -> str:
@@ -167,14 +251,14 @@ class FormPanel(Vertical):
             yield from self._field_row(index, f)
         yield Static("", id="form-error", markup=False)
         with Horizontal(id="actions"):
-            yield Button("Submit", id="submit", variant="primary")
-            yield Button("Decline", id="decline", variant="warning")
-            yield Button("Dismiss (Esc)", id="dismiss")
+            yield Button(ACTION_LABELS["submit"], id="submit", variant="primary")
+            yield Button(ACTION_LABELS["decline"], id="decline", variant="warning")
+            yield Button(ACTION_LABELS["dismiss"], id="dismiss")
 
     def _field_row(self, index: int, f: Field) -> ComposeResult:
         label = plain_text(f.label or f.name, keep_newlines=False)
-        extras = [field_kind(f), *constraint_texts(f)]
-        yield Label(f"{label}{' *' if f.required else ''}  ({', '.join(extras)})", id=f"label-{index}", markup=False)
+        hints = ", ".join(field_hints(f))
+        yield FieldLabel(f"{label}{' *' if f.required else ''}  ({hints})", index)
         if f.description:
             yield Static(plain_text(f.description), id=f"help-{index}", classes="help", markup=False)
         raw = self.raws[index]
@@ -187,11 +271,13 @@ class FormPanel(Vertical):
             )
         elif isinstance(f, BooleanField):
             with RadioSet(id=f"field-{index}"):
-                yield RadioButton("Yes", value=raw is True, id=f"field-{index}-yes")
-                yield RadioButton("No", value=raw is False, id=f"field-{index}-no")
+                yield CheckRadioButton("Yes", value=raw is True, id=f"field-{index}-yes")
+                yield CheckRadioButton("No", value=raw is False, id=f"field-{index}-no")
         elif isinstance(f, SingleSelectField):
             if len(f.options) > FILTER_THRESHOLD:
-                yield Input(placeholder="type to filter options", id=f"filter-{index}", classes="filter")
+                yield FilterInput(
+                    placeholder="type to filter options (Esc clears)", id=f"filter-{index}", classes="filter"
+                )
             options = [(Text(_option_label(o.label, o.value)), o.value) for o in f.options]
             yield Select(
                 options,
@@ -202,9 +288,11 @@ class FormPanel(Vertical):
             )
         elif isinstance(f, MultiSelectField):
             if len(f.options) > FILTER_THRESHOLD:
-                yield Input(placeholder="type to filter options", id=f"filter-{index}", classes="filter")
+                yield FilterInput(
+                    placeholder="type to filter options (Esc clears)", id=f"filter-{index}", classes="filter"
+                )
             picks = set(raw) if isinstance(raw, tuple) else set()
-            yield SelectionList[str](
+            yield CheckList(
                 *[(Content(_option_label(o.label, o.value)), o.value, o.value in picks) for o in f.options],
                 id=f"field-{index}",
             )
@@ -221,7 +309,14 @@ class MakaTui(App[None]):
 
     TITLE = "Maka — pending forms"
     CSS: ClassVar[str] = """
-    #pending { width: 36; border-right: solid $accent; }
+    #pending { width: 48; border-right: solid $accent; }
+    #pending > ListItem { border-left: blank; }
+    #pending > ListItem.-highlight { border-left: heavy $accent; text-style: bold; }
+    #pending Label { width: 1fr; }
+    Input:focus, RadioSet:focus, SelectionList:focus { border: heavy $accent; }
+    Select:focus > SelectCurrent { border: heavy $accent; }
+    Button:focus { text-style: bold reverse underline; }
+    .field-label { text-style: bold; margin-top: 1; }
     #form { width: 1fr; padding: 0 1; }
     #warning { color: $warning; text-style: bold; }
     #provenance { color: $text-muted; }
@@ -234,7 +329,7 @@ class MakaTui(App[None]):
     SelectionList { height: auto; max-height: 12; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss_form", "Dismiss (cancel)"),
+        Binding("escape", "dismiss_form", "Dismiss (cancel)", key_display="Esc"),
         Binding("ctrl+s", "submit_form", "Submit"),
         Binding("ctrl+d", "decline_form", "Decline"),
         Binding("ctrl+q", "quit", "Quit"),
@@ -259,7 +354,8 @@ class MakaTui(App[None]):
         self.connection = "connecting"
         self._raws: dict[str, list[RawInput]] = {}
         self._submission_ids: dict[str, str] = {}
-        self._sent: set[str] = set()
+        self._sent: dict[str, Action] = {}
+        """Interaction id → the action this app sent (from the moment it is sent until it fails or the form leaves)."""
         self._busy: set[str] = set()
         self._in_flight = 0
 
@@ -288,6 +384,21 @@ class MakaTui(App[None]):
         self._backend = self._connect()
         self._feed()
         self.set_interval(1.0, self._tick)
+        self.watch(self.screen, "focused", self._mark_focus)
+
+    def _mark_focus(self, focused: Widget | None) -> None:
+        """Put :data:`FOCUS_MARK` on the focused field's label and the focused action button."""
+        index: int | None = None
+        for node in [focused, *focused.ancestors] if focused is not None else []:
+            match = _FOCUS_ID.fullmatch(node.id or "") if isinstance(node, Widget) else None
+            if match:
+                index = int(match.group(1))
+                break
+        for label in self.query(FieldLabel):
+            label.mark(label.index == index)
+        for button in self.query("#actions Button"):
+            if isinstance(button, Button) and button.id in ACTION_LABELS:
+                button.label = (FOCUS_MARK if button is focused else "") + ACTION_LABELS[button.id]
 
     async def on_unmount(self) -> None:
         if self._backend is not None:
@@ -365,11 +476,24 @@ class MakaTui(App[None]):
         self.query_one("#notice", Static).update(text)
 
     def _item_text(self, view: InteractionView) -> str:
+        """A ``#pending`` entry: session · Tool (long names shortened in the middle), message, time left — the
+        time left only for forms not on screen (the selected form shows it once, in ``#time-left``)."""
         message = plain_text(view.form.message, keep_newlines=False)
         if len(message) > 60:
             message = message[:59] + "…"
-        time_left = format_time_left(view.expires_at, self._now())
-        return f"{view.session_id} · {plain_text(view.tool_name, keep_newlines=False)}\n{message}\n{time_left}"
+        width = max(16, ITEM_WIDTH - len(view.session_id) - 3)
+        tool = shorten_middle(plain_text(view.tool_name, keep_newlines=False), width)
+        if view.interaction_id == self.selected_id:
+            where = "shown on the right →"
+        else:
+            where = format_time_left(view.expires_at, self._now())
+        return f"{view.session_id} · {tool}\n{message}\n{where}"
+
+    def _refresh_items(self) -> None:
+        for interaction_id, view in self.pending.items():
+            for item in self.query(f"#{self.item_id(interaction_id)} Label"):
+                if isinstance(item, Label):
+                    item.update(self._item_text(view))
 
     async def _add(self, view: InteractionView) -> None:
         interaction_id = view.interaction_id
@@ -377,6 +501,7 @@ class MakaTui(App[None]):
         self._raws.setdefault(interaction_id, initial_raws(view.form))
         self._submission_ids.setdefault(interaction_id, new_submission_id())
         item = ListItem(Label(self._item_text(view), markup=False), id=self.item_id(interaction_id))
+        item.tooltip = f"{view.session_id} · {plain_text(view.tool_name, keep_newlines=False)}"
         await self.query_one("#pending", ListView).append(item)
         if self.selected_id is None:
             await self.select(interaction_id)
@@ -393,8 +518,10 @@ class MakaTui(App[None]):
             self.closed[interaction_id] = reason
         for item in self.query(f"#{self.item_id(interaction_id)}"):
             await item.remove()
-        if interaction_id in self._sent:
-            text = f"Your answer to “{plain_text(view.form.message, keep_newlines=False)[:60]}” was recorded."
+        sent = self._sent.pop(interaction_id, None)
+        if sent is not None:
+            message = plain_text(view.form.message, keep_newlines=False)[:60]
+            text = f"{SENT_TEXT[sent]} — sent to the server for “{message}”."
         elif reason is None:
             text = f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” is no longer pending."
         else:
@@ -422,6 +549,8 @@ class MakaTui(App[None]):
         await container.mount(FormPanel(view, self._raws[interaction_id], self._now()))
         self.selected_id = interaction_id  # only once its widgets are mounted
         self._refresh_errors(show_missing=False)
+        self._refresh_items()
+        self._mark_focus(self.screen.focused)
         items = self.query_one("#pending", ListView)
         for position, child in enumerate(items.children):
             if child.id == self.item_id(interaction_id) and items.index != position:
@@ -444,10 +573,7 @@ class MakaTui(App[None]):
             for widget in self.query("#time-left"):
                 if isinstance(widget, Static):
                     widget.update(format_time_left(self.pending[self.selected_id].expires_at, now))
-        for interaction_id, view in self.pending.items():
-            for item in self.query(f"#{self.item_id(interaction_id)} Label"):
-                if isinstance(item, Label):
-                    item.update(self._item_text(view))
+        self._refresh_items()
 
     # --- editing ------------------------------------------------------------------------------------
 
@@ -623,6 +749,7 @@ class MakaTui(App[None]):
         if interaction_id in self._busy:
             return
         self._busy.add(interaction_id)
+        self._sent[interaction_id] = answer.action
         self._in_flight += 1
         self._answer_worker(interaction_id, answer)
 
@@ -631,6 +758,7 @@ class MakaTui(App[None]):
         assert self._backend is not None
         view = self.pending.get(interaction_id)
         if view is None:
+            self._sent.pop(interaction_id, None)
             self._busy.discard(interaction_id)
             self._in_flight -= 1
             return
@@ -642,6 +770,7 @@ class MakaTui(App[None]):
                 session_id=view.session_id,
             )
         except InteractionError as error:
+            self._sent.pop(interaction_id, None)
             self.outcomes.append(Outcome(interaction_id, answer.action, accepted=False, reason=error.reason))
             if error.reason in _SETTLED_REASONS:
                 await self._remove(interaction_id, _settled_reason(error))
@@ -653,7 +782,6 @@ class MakaTui(App[None]):
                     self._submission_ids[interaction_id] = new_submission_id()
                 # otherwise (UNAVAILABLE, ...) a retry reuses the id, so it cannot commit twice
         else:
-            self._sent.add(interaction_id)
             self.outcomes.append(Outcome(interaction_id, answer.action, accepted=True))
             reason = result.close_reason if not result.pending else None
             if reason is not None:

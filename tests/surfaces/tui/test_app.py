@@ -134,9 +134,16 @@ async def test_every_field_kind_gets_its_widget_with_defaults_prefilled() -> Non
         assert app.query_one("#field-7", Input).placeholder == "YYYY-MM-DD"
         assert app.query_one("#field-8", Input).placeholder.startswith("YYYY-MM-DDTHH:MM:SS")
         text = screen_text(app)
-        assert "Owner email *  (email)" in text
-        assert "Replicas  (integer, between 1 and 10)" in text
-        assert "Regions  (multi_select, pick 1 to 2)" in text
+        assert "Owner email *  (Email address)" in text
+        assert "Replicas  (Whole number between 1 and 10)" in text
+        assert "Canary ratio  (Number between 0 and 1)" in text
+        assert "Dry run  (Yes or no)" in text
+        assert "Environment *  (Choose one)" in text
+        assert "Regions  (Pick 1 to 2)" in text
+        assert "Note  (Text, at most 20 characters)" in text
+        assert "Day  (Date (YYYY-MM-DD))" in text
+        assert "_select" not in text  # no internal kind names
+        assert "integer" not in text
         assert "Staging" in text  # the single select shows the label of its value
 
 
@@ -174,7 +181,7 @@ async def test_submit_sends_accept_with_typed_values_after_edits() -> None:
             "at": "2026-12-01T10:00:00Z",
         }
         await settle(pilot, lambda: "ix-1" not in app.pending, "the answered form to leave")
-        assert "Your answer" in screen_text(app)
+        assert "Submitted (accept) — sent to the server" in screen_text(app)
 
 
 async def test_invalid_input_is_shown_inline_and_blocks_submit_until_fixed() -> None:

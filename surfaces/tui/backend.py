@@ -1,0 +1,112 @@
+"""A :class:`~surfaces.tui.app.FormsBackend` that follows the stack across restarts (``maka tui``).
+
+:class:`FollowingBackend` wraps :class:`~surfaces.common.interaction_client.InteractionClient`. Every time the
+``Attach`` stream drops it waits the backoff delay, asks ``locate()`` where the Interaction service is *now*
+(``maka tui`` re-reads ``<state dir>/endpoints.json``: a restarted stack may listen on other ports), reconnects
+there when the address changed, and re-subscribes **without** a resume token, so every (re)connection starts
+with a fresh ``Snapshot`` (DESIGN.md §6: "a token too old yields a snapshot"; a fresh one always does). The
+surface therefore learns it is connected again as soon as that snapshot arrives, even when nothing changed
+while it was away, and forms that closed meanwhile are reconciled from the snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from services.core.form import Answer
+from surfaces.common.interaction_client import (
+    AttachEvent,
+    Backoff,
+    Disconnected,
+    InteractionClient,
+    InteractionView,
+)
+
+log = logging.getLogger(__name__)
+
+
+class FollowingBackend:
+    """Forms backend over the Interaction service at ``locate()``, re-located on every reconnect.
+
+    ``locate`` returns ``host:port`` (it may raise ``OSError``/``ValueError``/``TypeError`` while the stack is
+    down or rewriting its ``endpoints.json``; the last known address is kept then). ``connect`` opens a client
+    for an address (default :meth:`InteractionClient.connect`; call inside the running loop). ``backoff`` sets
+    the reconnect delays (consecutive failures grow the delay; any received frame resets it).
+    Public state: :attr:`address` (where it is connected now), :attr:`retargets` (how many times it moved).
+    """
+
+    def __init__(
+        self,
+        locate: Callable[[], str],
+        *,
+        connect: Callable[[str], InteractionClient] = InteractionClient.connect,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._locate = locate
+        self._connect = connect
+        self._backoff = backoff or Backoff()
+        self.address = locate()
+        self.retargets = 0
+        self._client = connect(self.address)
+
+    async def _follow(self) -> None:
+        """Re-read the address; switch clients when it changed (the old channel is closed)."""
+        try:
+            address = self._locate()
+        except (OSError, ValueError, TypeError, json.JSONDecodeError) as error:
+            log.info("tui_locate_failed", extra={"error": type(error).__name__})
+            return
+        if address == self.address:
+            return
+        old, self._client = self._client, self._connect(address)
+        self.address = address
+        self.retargets += 1
+        log.info("tui_retargeted", extra={"address": address})
+        await old.close()
+
+    async def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
+        """Yield ``Snapshot`` then live events, forever; on a drop yield :class:`Disconnected`, wait, re-locate and
+        re-subscribe fresh (``resume_token`` is used only for the first subscription). Raises
+        :class:`~surfaces.common.interaction_client.InteractionError` for errors a reconnect cannot fix."""
+        token = resume_token
+        attempt = 0
+        while True:
+            stream = self._client.attach(session_ids, token)
+            token = ""
+            dropped: Disconnected | None = None
+            try:
+                async for event in stream:
+                    if isinstance(event, Disconnected):
+                        dropped = event
+                        break
+                    attempt = 0
+                    yield event
+            finally:
+                await stream.aclose()
+            attempt += 1
+            delay = self._backoff.delay(attempt)
+            yield Disconnected(error=dropped.error if dropped else None, retry_in=delay, attempt=attempt)
+            await asyncio.sleep(delay)
+            await self._follow()
+
+    async def answer(
+        self,
+        interaction_id: str,
+        answer: Answer,
+        *,
+        submission_id: str | None = None,
+        session_id: str = "",
+    ) -> InteractionView:
+        """:meth:`InteractionClient.answer` on the current address."""
+        return await self._client.answer(interaction_id, answer, submission_id=submission_id, session_id=session_id)
+
+    async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
+        """:meth:`InteractionClient.get` on the current address."""
+        return await self._client.get(interaction_id, session_id=session_id)
+
+    async def close(self) -> None:
+        """Close the current client."""
+        await self._client.close()
