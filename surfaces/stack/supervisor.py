@@ -560,7 +560,7 @@ def parse_metrics_ports(text: str) -> dict[str, int]:
     return ports
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A loopback TCP port the OS just handed out (closed again for the child to bind)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -784,7 +784,7 @@ class Stack:
     def _metrics_env(self, name: str) -> dict[str, str]:
         if self.metrics is None or name not in self.metrics:
             return {}
-        port = self.metrics_bound.get(name) or self.metrics[name] or _free_port()
+        port = self.metrics_bound.get(name) or self.metrics[name] or free_port()
         self.metrics_bound[name] = port
         return {METRICS_ENV: f"127.0.0.1:{port}"}
 
