@@ -1,24 +1,25 @@
 """Property-based fuzzing (hypothesis) of every gRPC endpoint of the real, running services.
 
-Random, oversized and malformed messages go to the Interaction service (HostLink, Attach, Answer,
-ListPending, GetInteraction) and the broker (Connect, CallTool, Stop, ListTools) of the shared stack
-of processes. Each call either succeeds or fails with a status code from a small set and - for
-every error the services raise themselves - a ``google.rpc.ErrorInfo`` reason from a closed set;
-nothing ends as ``UNKNOWN``/``INTERNAL`` (an unhandled exception). Afterwards every service still
-reports SERVING and a normal form round completes. Generated values stay away from the names the
-stack really uses (the ``counter`` provider, new Host epochs) so the fuzzer cannot legitimately
-replace them. Sources: DESIGN.md §6, ``services/core/status.py``, issue 9 (bad input).
+Random, oversized and malformed messages go to the Interaction service (HostLink, Attach, Answer, ListPending,
+GetInteraction) and the broker (Connect, CallTool, Stop, ListTools) of a stack of processes of this module's
+own (no other suite shares what the fuzzer touched). Each call either succeeds or fails with a status code
+from a small set and - for every error the services raise themselves - a ``google.rpc.ErrorInfo`` reason from
+a closed set; nothing ends as ``UNKNOWN``/``INTERNAL`` (an unhandled exception). Afterwards every service
+still reports SERVING and a normal form round completes. Generated values stay away from the names the stack
+really uses (the ``counter`` provider, new Host epochs) so the fuzzer cannot legitimately replace them.
+Sources: DESIGN.md §6, ``services/core/status.py``, issue 9 (bad input).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 import grpc.aio
 import pytest
+import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,9 +31,16 @@ from services.core.channels import open_channel
 from services.core.status import error_from_rpc
 from tests.reliability.conftest import SERVICES, Observed
 from tests.reliability.counting_server import digest
-from tests.reliability.harness import ToolCall, answer, interaction_stub, result_payload
+from tests.reliability.harness import (
+    ToolCall,
+    answer,
+    interaction_stub,
+    reliability_stack,
+    result_payload,
+    tools_ready,
+)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.asyncio(loop_scope="package")]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.asyncio(loop_scope="module")]
 
 pb = interaction_service_pb2
 UNARY = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -179,6 +187,14 @@ call_requests = st.builds(
     texts | st.sampled_from(["counter:echo", "counter:", ":echo", "nobody:tool"]),
     texts | st.sampled_from(["{}", "[]", "null", '{"tag": 1}', "{" * 500]),
 )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def observed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Observed]:
+    """This module's own stack (the fuzzer gets processes no other suite shares)."""
+    async with reliability_stack(tmp_path_factory.mktemp("fuzzed"), echo=False) as (running, log):
+        await tools_ready(running)
+        yield Observed(running, log, {})
 
 
 def check(outcome: grpc.aio.AioRpcError | None, *, stream: bool = False) -> None:
