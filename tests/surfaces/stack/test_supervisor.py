@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import redis.asyncio
 
-from surfaces.stack.supervisor import ChildSpec, Ports, Stack, StackError, StackEvent, Supervisor
+from surfaces.stack import supervisor as supervisor_module
+from surfaces.stack.supervisor import (
+    ChildSpec,
+    Ports,
+    Stack,
+    StackError,
+    StackEvent,
+    StackRunning,
+    StateDirLock,
+    Supervisor,
+    parse_metrics_ports,
+)
 from tests.helpers.waiting import eventually
 
 CHILD = """
@@ -296,3 +309,69 @@ async def test_stop_takes_named_children_first_then_the_rest_in_reverse(supervis
         "interaction",
         "redis",
     ]
+
+
+async def test_a_sink_that_raises_does_not_stop_forwarding_or_stopping(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def broken_sink(name: str, line: str) -> None:
+        seen.append(line)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    supervisor = Supervisor(sink=broken_sink, ready_timeout=20, stop_grace=5)
+    await supervisor.start(_child(tmp_path, "web"))
+    try:
+        await eventually(lambda: {"hello from child", "to stderr"} <= set(seen), what="both lines despite errors")
+    finally:
+        async with asyncio.timeout(20):
+            await supervisor.stop()
+    assert supervisor.history[-1].kind == "stopped"
+
+
+def test_the_stderr_sink_goes_quiet_once_stderr_is_a_broken_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    broken = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stderr", broken)
+    monkeypatch.setattr(supervisor_module, "_output_closed", False)
+    try:
+        supervisor_module._stderr_sink("web", "first line")  # EPIPE: swallowed, not raised
+        supervisor_module._stderr_sink("web", "second line")
+
+        assert supervisor_module._output_closed
+    finally:
+        monkeypatch.undo()
+        with contextlib.suppress(BrokenPipeError):
+            broken.close()
+
+
+def test_children_do_not_inherit_maka_metrics_listen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAKA_METRICS_LISTEN", "127.0.0.1:9464")
+
+    env = supervisor_module._python_env({"MAKA_LISTEN": "127.0.0.1:0"})
+
+    assert "MAKA_METRICS_LISTEN" not in env
+    assert env["MAKA_LISTEN"] == "127.0.0.1:0"
+
+
+def test_metrics_specs_parse_to_a_port_per_service() -> None:
+    assert parse_metrics_ports("ephemeral") == {"interaction": 0, "broker": 0, "provider": 0}
+    assert parse_metrics_ports("broker=9101") == {"interaction": 0, "broker": 9101, "provider": 0}
+    with pytest.raises(ValueError, match="bad metrics port spec 'web=1'"):
+        parse_metrics_ports("web=1")
+    with pytest.raises(ValueError, match="bad metrics port number"):
+        parse_metrics_ports("broker=x")
+
+
+def test_the_state_dir_lock_refuses_a_second_holder_naming_the_first_pid(tmp_path: Path) -> None:
+    first = StateDirLock(tmp_path / "state")
+    first.acquire()
+    try:
+        with pytest.raises(StackRunning) as refused:
+            StateDirLock(tmp_path / "state").acquire()
+        assert refused.value.pid == os.getpid()
+    finally:
+        first.release()
+
+    with StateDirLock(tmp_path / "state"):  # free again once released
+        assert (tmp_path / "state" / "maka.lock").read_text() == f"{os.getpid()}\n"
