@@ -4,13 +4,19 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: setup gen check-gen lint test test-fast run bench faults conformance e2e browser clean
+.PHONY: setup setup-node gen check-gen lint test test-fast run bench faults conformance e2e browser clean
 
+# `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv.
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh scripts/setup_node_tools.sh
+$(STAMP): pyproject.toml scripts/setup.sh
 	scripts/setup.sh
 	touch $(STAMP)
+
+# What only the tests need: chromium, tmux, npm (apt), Node 22 + the MCP conformance harness, the
+# polyglot example's npm packages. Idempotent and quick (no network) once installed.
+setup-node: setup
+	scripts/setup.sh --test
 
 gen: setup
 	$(PY) scripts/gen_protos.py
@@ -26,25 +32,25 @@ lint: setup
 
 # The whole suite, as CI runs it: lint, gen drift, then every test (unit, service, e2e, browser,
 # faults, conformance). Slow suites are marked, never skipped.
-test: lint check-gen
+test: setup-node lint check-gen
 	$(PYTEST) -m "not e2e and not browser and not faults and not conformance" -n 2
 	$(PYTEST) -m "e2e or faults"
 	$(PYTEST) -m "browser"
 	$(PYTEST) -m "conformance"
 
-test-fast: setup
+test-fast: setup-node
 	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not slow" -n 2
 
-e2e: setup
+e2e: setup-node
 	$(PYTEST) -m e2e
 
-browser: setup
+browser: setup-node
 	$(PYTEST) -m browser
 
-faults: setup
+faults: setup-node
 	$(PYTEST) -m faults
 
-conformance: setup
+conformance: setup-node
 	$(PYTEST) -m conformance
 
 run: setup

@@ -1,37 +1,74 @@
 #!/usr/bin/env bash
-# `make setup`: idempotent. Installs the Debian packages the tests and `make run` need (when
-# missing, as root), the Python venv with every pinned dependency, and the Node 22 tools folder
-# for the MCP conformance harness.
+# Idempotent setup, quick when everything is already there.
+#
+#   scripts/setup.sh          `make setup` / `make run`: the Debian packages the stack needs
+#                             (redis-server; python3-venv when `python3 -m venv` cannot work) and the
+#                             Python venv with every pinned dependency.
+#   scripts/setup.sh --test   `make setup-node` (every test target): what only the tests need -
+#                             chromium and tmux (apt), npm (Debian's, when missing), the Node 22 tools
+#                             of the MCP conformance harness (scripts/setup_node_tools.sh) and the
+#                             polyglot example's npm dependencies.
+#
+# Missing apt packages are installed when running as root; otherwise the script names them and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "setup: installing ${need_apt[*]} (apt)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-  else
-    echo "setup: please install: sudo apt-get install ${need_apt[*]}" >&2
+MODE=run
+case "${1:-}" in
+  "") ;;
+  --test) MODE=test ;;
+  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
+
+apt_updated=
+apt_install() { # <package>... : install with apt as root, or say how and stop
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: please install: sudo apt-get install $*" >&2
     exit 1
   fi
+  echo "setup: installing $* (apt)"
+  if [ -z "$apt_updated" ]; then
+    apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if [ "$MODE" = test ]; then
+  need_apt=()
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+  command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+  if [ ${#need_apt[@]} -gt 0 ]; then
+    apt_install "${need_apt[@]}"
+  fi
+  scripts/setup_node_tools.sh
+  # The polyglot Node.js surface (examples/polyglot): its pinned npm dependencies.
+  if [ ! -d examples/polyglot/node_modules/@grpc/grpc-js ]; then
+    (cd examples/polyglot && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  echo "setup: test tools ok"
+  exit 0
+fi
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+if [ ! -x .venv/bin/python ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  need_apt+=(python3-venv) # Debian splits `python3 -m venv` (ensurepip) into python3-venv
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt_install "${need_apt[@]}"
 fi
 
 if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+  if ! python3 -m venv .venv; then
+    rm -rf .venv
+    apt_install python3-venv
+    python3 -m venv .venv
+  fi
 fi
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
 .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
 .venv/bin/python -c 'import maka.form.v1.form_pb2, services, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
-
-if [ -x scripts/setup_node_tools.sh ]; then
-  scripts/setup_node_tools.sh
-fi
-# The polyglot Node.js surface (examples/polyglot): its pinned npm dependencies, when npm is present.
-if command -v npm >/dev/null 2>&1 && [ ! -d examples/polyglot/node_modules/@grpc/grpc-js ]; then
-  (cd examples/polyglot && npm ci --no-audit --no-fund --loglevel=error)
-fi
 echo "setup: ok"

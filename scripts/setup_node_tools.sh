@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Node tools of the MCP conformance suite into .tools/ (git-ignored). Idempotent and
-# quick when everything is already there (no network then). Called by scripts/setup.sh.
+# quick when everything is already there (no network then). Called by `scripts/setup.sh --test`
+# (`make setup-node`, a step of every test target); installs Debian's npm with apt as root when missing.
 #
 #   .tools/node22/            Node 22 (npm package node-linux-<arch>@22, the binary is inside it);
 #   .tools/bin/node22         a symlink to that binary. The harness needs Node >= 22.
@@ -23,8 +24,14 @@ CONFORMANCE_VERSION=${MAKA_CONFORMANCE_VERSION:-0.2.0-alpha.12}
 EVERYTHING_VERSION=${MAKA_SERVER_EVERYTHING_VERSION:-2026.8.31}
 
 if ! command -v npm >/dev/null 2>&1; then
-  echo "setup_node_tools: npm is missing (install Node.js >= 20 with npm)" >&2
-  exit 1
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup_node_tools: installing npm (apt)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+  else
+    echo "setup_node_tools: npm is missing: sudo apt-get install npm (or install Node.js >= 20 with npm)" >&2
+    exit 1
+  fi
 fi
 mkdir -p "$TOOLS"
 
