@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import grpc
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, RadioButton, RadioSet, Select, SelectionList
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList
 
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import (
@@ -28,6 +29,7 @@ from services.core.form import (
     StringFormat,
 )
 from services.core.status import ErrorDetail
+from surfaces.cli.endpoints import Endpoints, read_endpoints, write_endpoints
 from surfaces.common.interaction_client import (
     Answered,
     Backoff,
@@ -41,6 +43,7 @@ from surfaces.common.interaction_client import (
     Snapshot,
 )
 from surfaces.tui.app import WARNING_TEXT, MakaTui
+from surfaces.tui.backend import FollowingBackend
 from tests.surfaces.helpers import (
     BrokerLink,
     ScriptedBackend,
@@ -238,6 +241,7 @@ async def test_decline_and_escape_send_decline_and_cancel_without_values() -> No
         assert app.selected_id == "a"
         await pilot.click("#decline")
         await settle(pilot, lambda: app.selected_id == "b", "the next form to be selected")
+        assert "Declined (decline) — sent to the server" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot, lambda: len(backend.answers) == 2, "both answers")
         assert [(i, a.action, a.values) for i, a, _, _ in backend.answers] == [
@@ -246,6 +250,9 @@ async def test_decline_and_escape_send_decline_and_cancel_without_values() -> No
         ]
         await settle(pilot, lambda: not app.pending, "both forms to leave")
         assert [o.action for o in app.outcomes] == [Action.DECLINE, Action.CANCEL]
+        text = screen_text(app)
+        assert "Dismissed (cancel) — sent to the server" in text
+        assert "was recorded" not in text
 
 
 async def test_several_forms_are_listed_and_each_is_reachable() -> None:
@@ -448,6 +455,113 @@ async def test_unavailable_keeps_the_form_and_the_retry_reuses_the_submission_id
         assert backend.answers[0][2] == backend.answers[1][2]  # same submission id: at most one commit
 
 
+async def test_the_focused_field_and_button_are_marked_beyond_colour() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        app.set_focus(app.query_one("#field-1", Input))
+        await settle(pilot, lambda: str(app.query_one("#label-1", Label).content).startswith("▶ "), "the marker")
+        assert not str(app.query_one("#label-2", Label).content).startswith("▶")
+        assert app.query_one("#field-1", Input).styles.border_top[0] == "heavy"
+        assert "▶ Owner email *  (Email address)" in screen_text(app)
+        app.set_focus(app.query_one("#field-6", SelectionList))  # focus inside a multi-select moves the marker
+        await settle(pilot, lambda: str(app.query_one("#label-6", Label).content).startswith("▶ "), "it to move")
+        assert not str(app.query_one("#label-1", Label).content).startswith("▶")
+        app.set_focus(app.query_one("#decline", Button))
+        await settle(pilot, lambda: str(app.query_one("#decline", Button).label) == "▶ Decline", "the button marker")
+        assert str(app.query_one("#submit", Button).label) == "Submit"
+        assert not any(str(label.content).startswith("▶") for label in app.query(".field-label").results(Label))
+
+
+async def test_enter_opens_a_focused_select_and_esc_then_only_closes_the_dropdown() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        assert "Esc Dismiss (cancel)" in screen_text(app)  # the footer names the key and the action sent
+        select = app.query_one("#field-5", Select)
+        app.set_focus(select)
+        await pilot.pause()
+        await pilot.press("enter")
+        await settle(pilot, lambda: select.expanded, "the dropdown to open on Enter")
+        await pilot.press("escape")
+        await settle(pilot, lambda: not select.expanded, "the dropdown to close")
+        assert backend.answers == []
+        assert "ix-1" in app.pending
+        await pilot.press("escape")  # with nothing of its own to close, Esc dismisses the form
+        await settle(pilot, lambda: backend.answers, "the cancel")
+        assert backend.answers[0][1] == Answer(Action.CANCEL)
+
+
+async def test_esc_in_a_filter_with_text_clears_it_first_and_only_then_dismisses() -> None:
+    options = tuple(Option(f"v{i}", f"Region {i:02d}") for i in range(12))
+    form = Form(message="pick", fields=(MultiSelectField(name="r", label="Regions", options=options),))
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        app.set_focus(app.query_one("#filter-0", Input))
+        await pilot.press(*"region 1")
+        selection = app.query_one("#field-0", SelectionList)
+        await settle(pilot, lambda: selection.option_count == 2, "the filter to apply")  # Region 10, 11
+        await pilot.press("escape")
+        await settle(pilot, lambda: app.query_one("#filter-0", Input).value == "", "the filter to clear")
+        await settle(pilot, lambda: selection.option_count == 12, "every option to return")
+        assert backend.answers == []
+        await pilot.press("escape")
+        await settle(pilot, lambda: backend.answers, "the cancel")
+        assert backend.answers[0][1].action is Action.CANCEL
+
+
+async def test_yes_no_and_multi_select_states_are_marked_as_text() -> None:
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        text = screen_text(app)
+        assert "[x] Yes" in text
+        assert "[ ] No" in text
+        assert "[ ] Staging" in text
+        await pilot.click("#field-4-no")
+        app.query_one("#field-6", SelectionList).select("stage")
+        await settle(pilot, lambda: "[x] No" in screen_text(app), "the No marker")
+        text = screen_text(app)
+        assert "[ ] Yes" in text
+        assert "[x] Staging" in text
+        assert "[ ] Production" in text
+
+
+async def test_the_countdown_shows_once_per_form_and_long_tool_names_stay_reachable() -> None:
+    backend = ScriptedBackend()
+    long_tool = "examples:release_checklist_for_the_quarterly_platform_upgrade"
+    shown = view_of(Form(message="first", fields=()), interaction_id="a", expires_at=NOW + timedelta(minutes=4))
+    other = view_of(
+        Form(message="second", fields=()),
+        interaction_id="b",
+        tool_name=long_tool,
+        expires_at=NOW + timedelta(minutes=7),
+    )
+    typical = view_of(Form(message="third", fields=()), interaction_id="c", tool_name="examples:release_checklist")
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(shown, other, typical), resume_token="1"))
+        await settle(pilot, lambda: len(app.pending) == 3, "three forms")
+        text = screen_text(app)
+        assert text.count("4m 00s left") == 1  # the selected form's countdown, in the form panel only
+        assert text.count("7m 00s left") == 1  # the other form's, in the list
+        assert re.search(r"s1 · examples:release_checklist(?![\w…])", text)  # a typical name is not cut
+        assert long_tool not in text
+        assert f"s1 · {long_tool[:19]}…{long_tool[-19:]}" in text  # a very long one keeps both ends
+        item = app.query_one("#" + app.item_id("b"))
+        assert item.tooltip == f"s1 · {long_tool}"
+        await pilot.click("#item-b")
+        await settle(pilot, lambda: app.selected_id == "b", "the long-named form")
+        text = screen_text(app)
+        assert f"call {long_tool}" in text  # the full name in the provenance header
+        assert text.count("7m 00s left") == 1
+        assert text.count("4m 00s left") == 1
+
+
 # --- against the real Interaction service (in-process, real Redis; forms opened through HostLink) -------
 
 
@@ -548,3 +662,66 @@ async def test_live_host_restart_closes_the_form_with_its_reason(redis_url: str)
                 await settle(pilot, lambda: not app.pending, "the old-epoch form to leave")
             assert app.closed[old.interaction_id] is CloseReason.HOST_RESTARTED
             assert "closed: the Host restarted" in screen_text(app)
+
+
+async def test_live_status_says_connected_again_as_soon_as_the_stream_is_back(redis_url: str) -> None:
+    port = free_port()
+    async with interaction_service(redis_url, port=port) as live:
+        kept = await live.link.open(deploy_form("kept"), session_id="s1")
+        epoch = live.link.epoch
+        backend_box: list[FollowingBackend] = []
+
+        def connect() -> FollowingBackend:
+            backend_box.append(FollowingBackend(lambda: live.address, backoff=Backoff(initial=0.05, maximum=0.2)))
+            return backend_box[0]
+
+        async with MakaTui(connect).run_test(size=(140, 90)) as pilot:
+            app = pilot.app
+            assert isinstance(app, MakaTui)
+            await settle(pilot, lambda: kept.interaction_id in app.pending, "the live form")
+            await live.server.stop()
+            await settle(pilot, lambda: app.connection == "reconnecting", "the outage to show")
+            async with interaction_service(redis_url, port=port, resume_epoch=epoch):
+                # no form opens or closes: the fresh snapshot alone must end "Disconnected…"
+                await settle(pilot, lambda: app.connection == "connected", "connected again")
+                assert "Connected · all visible sessions · 1 pending" in screen_text(app)
+                assert kept.interaction_id in app.pending
+                assert backend_box[0].retargets == 0
+
+
+async def test_live_reconnect_rereads_endpoints_json_and_follows_a_stack_on_new_ports(
+    redis_url: str, tmp_path: Path
+) -> None:
+    def locate() -> str:
+        return read_endpoints(tmp_path).interaction
+
+    async with interaction_service(redis_url) as first:
+        write_endpoints(tmp_path, Endpoints(interaction=first.address, broker=""))
+        before = await first.link.open(deploy_form("before the move"), session_id="s1")
+        epoch = first.link.epoch
+        backend_box: list[FollowingBackend] = []
+
+        def connect() -> FollowingBackend:
+            backend_box.append(FollowingBackend(locate, backoff=Backoff(initial=0.05, maximum=0.2)))
+            return backend_box[0]
+
+        async with MakaTui(connect).run_test(size=(140, 90)) as pilot:
+            app = pilot.app
+            assert isinstance(app, MakaTui)
+            await settle(pilot, lambda: before.interaction_id in app.pending, "the first stack's form")
+            await first.server.stop()
+            await settle(pilot, lambda: app.connection == "reconnecting", "the outage to show")
+            async with interaction_service(redis_url, resume_epoch=epoch) as moved:
+                assert moved.address != first.address
+                write_endpoints(tmp_path, Endpoints(interaction=moved.address, broker=""))
+                later = await moved.link.open(deploy_form("after the move"), session_id="s1")
+                await settle(pilot, lambda: later.interaction_id in app.pending, "the moved stack's new form")
+                assert backend_box[0].address == moved.address
+                assert backend_box[0].retargets == 1
+                assert app.connection == "connected"
+                assert before.interaction_id in app.pending
+                await pilot.click("#" + app.item_id(later.interaction_id))
+                await settle(pilot, lambda: app.selected_id == later.interaction_id, "the new form")
+                await pilot.click("#decline")
+                await settle(pilot, lambda: later.interaction_id not in app.pending, "the answer on the moved stack")
+                assert app.outcomes[-1].accepted
