@@ -169,23 +169,20 @@ class InteractionAuthority:
         """Close every pending form of an epoch older than the current one as ``host_restarted``;
         returns how many this call closed (others may have been closed concurrently by a replica).
 
-        Batched: one ``ZSCAN`` step over the pending ids, one pipelined read of their records, then
-        ``restart_batch.lua`` closes up to ``RESTART_BATCH`` of them per call with the same checks as
-        the per-form ``settle.lua`` (pending, same session and epoch, epoch older than current), the
-        same per-session ``closed`` events and the same settled-Stream entries. No form of an older
-        epoch can appear after the fence, so one full scan finds them all; the scan repeats when the
-        epoch moved again meanwhile. Safe to run concurrently (each form is closed at most once).
+        Batched: the pending ids are read once; per ``RESTART_BATCH`` of them, one pipelined read of
+        their records, then one ``restart_batch.lua`` call closes those of older epochs with the same
+        checks as the per-form ``settle.lua`` (pending, same session and epoch, epoch older than
+        current), the same per-session ``closed`` events and the same settled-Stream entries. No form
+        of an older epoch can be opened after the fence, so one read of the pending ids finds them
+        all; it repeats when the epoch moved again meanwhile. Safe to run concurrently (each form is
+        closed at most once).
         """
         closed = 0
         while True:
             current = await self.store.current_epoch()
-            cursor = 0
-            while True:
-                cursor, ids = await self.store.scan_pending(cursor, RESTART_BATCH)
-                for start in range(0, len(ids), RESTART_BATCH):
-                    closed += await self._restart_batch(ids[start : start + RESTART_BATCH], current)
-                if cursor == 0:
-                    break
+            ids = await self.store.pending_ids()
+            for start in range(0, len(ids), RESTART_BATCH):
+                closed += await self._restart_batch(ids[start : start + RESTART_BATCH], current)
             if await self.store.current_epoch() == current:
                 if closed:
                     log.info("older_epochs_closed", extra={"host_epoch": current, "closed_count": closed})

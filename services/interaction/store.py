@@ -147,6 +147,7 @@ class InteractionStore:
         self._heartbeat = client.register_script(_load("heartbeat.lua"))
         self._begin = client.register_script(_load("begin_epoch.lua"))
         self._restart_batch = client.register_script(_load("restart_batch.lua"))
+        self._read_records = client.register_script(_load("read_records.lua"))
 
     @_store_call
     async def ping(self) -> bool:
@@ -218,12 +219,26 @@ class InteractionStore:
 
     @_store_call
     async def get_many(self, interaction_ids: Sequence[str]) -> list[Record | None]:
-        """:meth:`get` for each id in one pipelined round trip (not a transaction); None where unknown."""
-        async with self.client.pipeline(transaction=False) as pipe:
-            for interaction_id in interaction_ids:
-                pipe.hgetall(self.keys.record(interaction_id))
-            replies: list[dict[bytes, bytes]] = await pipe.execute()
-        return [_record(fields) for fields in replies]
+        """:meth:`get` for each id in one read-only script call (``read_records.lua``); None where unknown."""
+        if not interaction_ids:
+            return []
+        flat: list[bytes | None] = await self._read_records(keys=[self.keys.record(i) for i in interaction_ids])
+        out: list[Record | None] = []
+        for index in range(0, len(flat), 6):
+            state, session, epoch, invocation, submission, pb = flat[index : index + 6]
+            out.append(
+                None
+                if pb is None
+                else Record(
+                    interaction=interaction_pb2.Interaction.FromString(pb),
+                    state=_s(state or b""),
+                    session_id=_s(session or b""),
+                    epoch=int(epoch or b"0"),
+                    invocation_id=_s(invocation or b""),
+                    submission_id=_s(submission or b""),
+                )
+            )
+        return out
 
     @_store_call
     async def restart_batch(self, closures: Sequence[tuple[Record, interaction_pb2.Interaction]]) -> list[str]:
@@ -322,16 +337,6 @@ class InteractionStore:
     async def pending_ids(self) -> list[str]:
         """Every pending id of the Host."""
         return [_s(v) for v in await self.client.zrange(self.keys.pending(), 0, -1)]
-
-    @_store_call
-    async def scan_pending(self, cursor: int, count: int) -> tuple[int, list[str]]:
-        """One ``ZSCAN`` step over every pending id of the Host: ``(next cursor, ids)``; cursor 0 ends it.
-
-        A full scan returns every id that stays pending from its start to its end (possibly twice, and
-        possibly ids added meanwhile). ``count`` is Redis's per-step hint.
-        """
-        next_cursor, pairs = await self.client.zscan(self.keys.pending(), cursor, count=count)
-        return int(next_cursor), [_s(member) for member, _score in pairs]
 
     @_store_call
     async def older_pending(self, epoch: int) -> int:
