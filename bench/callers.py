@@ -30,7 +30,8 @@ from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextCon
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.channels import open_channel
 from services.core.form import Action, Answer
-from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView, Opened, Snapshot
+from surfaces.common.interaction_client import InteractionClient, InteractionView
+from surfaces.conformance.auto_answer import AutoAnswerer
 
 log = logging.getLogger("maka.bench.callers")
 
@@ -150,53 +151,27 @@ class AnchorCaller:
 # --- stack: maka up + an automatic answering surface ----------------------------------------------------
 
 
-class AnsweringSurface:
-    """An ``Attach`` client (:class:`InteractionClient`) that answers each pending form of ``session_ids`` at
-    once with :data:`DEPLOY_ANSWER`. ``answered_at[tool_use_id]`` is when the answer left (perf_counter s,
-    taken just before the ``Answer`` RPC); ``failures`` counts refused answers."""
+class AnsweringSurface(AutoAnswerer):
+    """The conformance client's :class:`AutoAnswerer` answering every form with :data:`DEPLOY_ANSWER`, stamping
+    ``seen_at[tool_use_id]`` when a form first reaches the surface and ``answered_at[tool_use_id]`` just before
+    its ``Answer`` RPC (perf_counter seconds)."""
 
     def __init__(self, client: InteractionClient, session_ids: tuple[str, ...] = (SESSION,)) -> None:
-        self._client = client
-        self._session_ids = session_ids
-        self._seen: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.subscribed = asyncio.Event()
+        super().__init__(
+            client,
+            session_ids,
+            gate=self._stamp_answer,
+            answer_for=lambda _form: Answer(Action.ACCEPT, dict(DEPLOY_ANSWER)),
+            on_seen=self._stamp_seen,
+        )
         self.seen_at: dict[str, float] = {}
         self.answered_at: dict[str, float] = {}
-        self.failures = 0
 
-    async def run(self) -> None:
-        """Attach and answer until cancelled."""
-        try:
-            async for event in self._client.attach(self._session_ids):
-                if isinstance(event, Snapshot):
-                    self.subscribed.set()
-                    for view in event.pending:
-                        self._start(view)
-                elif isinstance(event, Opened):
-                    self._start(event.interaction)
-        finally:
-            for task in self._tasks:
-                task.cancel()
-
-    def _start(self, view: InteractionView) -> None:
-        if view.interaction_id in self._seen or not view.pending:
-            return
+    def _stamp_seen(self, view: InteractionView) -> None:
         self.seen_at[view.tool_use_id] = time.perf_counter()
-        self._seen.add(view.interaction_id)
-        task = asyncio.create_task(self._answer(view))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
-    async def _answer(self, view: InteractionView) -> None:
+    async def _stamp_answer(self, view: InteractionView) -> None:
         self.answered_at[view.tool_use_id] = time.perf_counter()
-        try:
-            await self._client.answer(
-                view.interaction_id, Answer(Action.ACCEPT, dict(DEPLOY_ANSWER)), session_id=view.session_id
-            )
-        except InteractionError as error:
-            log.warning("bench_answer_refused", extra={"reason": error.reason})
-            self.failures += 1
 
 
 class StackCaller:
@@ -219,7 +194,7 @@ class StackCaller:
         self.surface = AnsweringSurface(client)
         self._surface_task = asyncio.create_task(self.surface.run())
         async with asyncio.timeout(CALL_TIMEOUT):
-            await self.surface.subscribed.wait()
+            await self.surface.wait_subscribed()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

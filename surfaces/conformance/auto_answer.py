@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from services.core.form import Answer, Form
 from surfaces.common.interaction_client import (
     InteractionClient,
     InteractionError,
@@ -37,13 +38,24 @@ class AutoAnswerer:
     ``answered`` lists the ids answered so far (in order); ``failures`` the ``(interaction id, reason)``
     of answers the Interaction service refused (the stable ``ErrorReason`` name, e.g.
     ``INVALID_ANSWER``; ``ALREADY_SETTLED`` and ``CLOSED`` are not failures: someone else settled it).
-    Form values are never logged.
+    Form values are never logged. ``answer_for`` picks the answer (default :func:`automatic_answer`),
+    ``on_seen`` is called once per form as it first appears (the benchmark stamps arrival times with it).
     """
 
-    def __init__(self, client: InteractionClient, session_ids: Sequence[str], *, gate: Gate = _open_gate) -> None:
+    def __init__(
+        self,
+        client: InteractionClient,
+        session_ids: Sequence[str],
+        *,
+        gate: Gate = _open_gate,
+        answer_for: Callable[[Form], Answer] = automatic_answer,
+        on_seen: Callable[[InteractionView], None] | None = None,
+    ) -> None:
         self._client = client
         self._session_ids = tuple(session_ids)
         self._gate = gate
+        self._answer_for = answer_for
+        self._on_seen = on_seen
         self._seen: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._subscribed = asyncio.Event()
@@ -73,6 +85,8 @@ class AutoAnswerer:
         if view.interaction_id in self._seen or not view.pending:
             return
         self._seen.add(view.interaction_id)
+        if self._on_seen is not None:
+            self._on_seen(view)
         task = asyncio.create_task(self._answer(view), name=f"auto-answer {view.interaction_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -80,7 +94,7 @@ class AutoAnswerer:
     async def _answer(self, view: InteractionView) -> None:
         await self._gate(view)
         try:
-            await self._client.answer(view.interaction_id, automatic_answer(view.form), session_id=view.session_id)
+            await self._client.answer(view.interaction_id, self._answer_for(view.form), session_id=view.session_id)
         except InteractionError as error:
             if error.reason in ("ALREADY_SETTLED", "CLOSED"):
                 log.info(
