@@ -135,7 +135,11 @@ PR_SET_PDEATHSIG = 1
 
 def _die_with_parent_hook() -> Callable[[], None] | None:
     """A ``preexec_fn`` making the child get SIGTERM when the supervisor dies, even by ``kill -9``
-    (Linux ``prctl(PR_SET_PDEATHSIG)``); None elsewhere."""
+    (Linux ``prctl(PR_SET_PDEATHSIG)``); None elsewhere.
+
+    The kernel ties this to the thread that forked the child: run the supervisor's event loop in a
+    thread that outlives its children (the main thread for ``maka up``).
+    """
     if not sys.platform.startswith("linux"):
         return None
     try:
