@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import AsyncIterator
 
 import grpc
 import grpc.aio
@@ -17,7 +18,7 @@ import pytest
 from maka.interaction.v1 import interaction_pb2
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
-from surfaces.common.interaction_client import Answered, InteractionClient, Snapshot
+from surfaces.common.interaction_client import Answered, AttachEvent, InteractionClient, Snapshot
 from tests.reliability.conftest import Observed
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import ToolCall, answer, get_interaction, result_payload
@@ -28,10 +29,10 @@ CONFLICTING = 50
 CONCURRENT_CALLS = 200
 
 
-async def _watch_answered(surface: InteractionClient, session: str, interaction_id: str) -> list[Answered]:
-    """Every Answered event of ``interaction_id`` a surface sees until the first one (bounded by the caller)."""
+async def _watch_answered(feed: AsyncIterator[AttachEvent], interaction_id: str) -> list[Answered]:
+    """The Answered event of ``interaction_id`` on a surface's feed (bounded by the caller)."""
     seen: list[Answered] = []
-    async for event in surface.attach([session]):
+    async for event in feed:
         if isinstance(event, Answered) and event.interaction.interaction_id == interaction_id:
             seen.append(event)
             return seen
@@ -50,13 +51,12 @@ async def test_fifty_conflicting_answers_from_two_surfaces_have_exactly_one_winn
         ToolCall(observed.broker, "counter:ask", {"tag": "race-one"}, session=session) as call,
     ):
         interaction_id = await call.awaiting()
-        for surface in (left_surface, right_surface):  # both surfaces show the form before the race
-            first = await anext(surface.attach([session]))
+        feeds = [surface.attach([session]) for surface in (left_surface, right_surface)]
+        for feed in feeds:  # both surfaces show the form before the race (and follow from that snapshot)
+            first = await anext(feed)
             assert isinstance(first, Snapshot)
             assert interaction_id in [v.interaction_id for v in first.pending]
-        watchers = [
-            asyncio.create_task(_watch_answered(s, session, interaction_id)) for s in (left_surface, right_surface)
-        ]
+        watchers = [asyncio.create_task(_watch_answered(feed, interaction_id)) for feed in feeds]
 
         async def submit(i: int) -> str | None:
             channel = left if i % 2 else right
