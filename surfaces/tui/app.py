@@ -309,22 +309,25 @@ class MakaTui(App[None]):
 
     TITLE = "Maka — pending forms"
     CSS: ClassVar[str] = """
-    #pending { width: 48; border-right: solid $accent; }
+    #pending { width: 40%; max-width: 48; min-width: 28; border-right: solid $accent; }
     #pending > ListItem { border-left: blank; }
-    #pending > ListItem.-highlight { border-left: heavy $accent; text-style: bold; }
+    #pending > ListItem.-highlight { border-left: solid $accent; text-style: bold; }
+    #pending:focus > ListItem.-highlight { border-left: thick $accent; text-style: bold underline; }
+    OptionList:focus > .option-list--option-highlighted { text-style: bold underline; }
     #pending Label { width: 1fr; }
     Input:focus, RadioSet:focus, SelectionList:focus { border: heavy $accent; }
     Select:focus > SelectCurrent { border: heavy $accent; }
     Button:focus { text-style: bold reverse underline; }
     .field-label { text-style: bold; margin-top: 1; }
     #form { width: 1fr; padding: 0 1; }
+    #form-panel { height: auto; }
     #warning { color: $warning; text-style: bold; }
     #provenance { color: $text-muted; }
     #message { margin: 1 0; }
     .error, #form-error { color: $error; }
     .help { color: $text-muted; }
     #actions { height: auto; margin-top: 1; }
-    #actions Button { margin-right: 2; }
+    #actions Button { margin-right: 1; min-width: 17; }
     #status, #notice { height: auto; }
     SelectionList { height: auto; max-height: 12; }
     """
@@ -377,7 +380,8 @@ class MakaTui(App[None]):
         yield Static("", id="notice", markup=False)
         with Horizontal():
             yield ListView(id="pending")
-            yield VerticalScroll(Static("No pending forms.", id="empty", markup=False), id="form")
+            # not focusable itself: Tab goes from the list straight to the first field (focused fields scroll into view)
+            yield VerticalScroll(Static("No pending forms.", id="empty", markup=False), id="form", can_focus=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -529,6 +533,8 @@ class MakaTui(App[None]):
                 f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” closed: {CLOSE_REASON_TEXT[reason]}."
             )
         self._notice(text)
+        if self.connection == "connected":
+            self._status(self._connected_text())
         if was_selected:
             following = next(iter(self.pending), None)
             if following is not None:

@@ -241,7 +241,9 @@ async def test_decline_and_escape_send_decline_and_cancel_without_values() -> No
         assert app.selected_id == "a"
         await pilot.click("#decline")
         await settle(pilot, lambda: app.selected_id == "b", "the next form to be selected")
-        assert "Declined (decline) — sent to the server" in screen_text(app)
+        text = screen_text(app)
+        assert "Declined (decline) — sent to the server" in text
+        assert "Connected · all visible sessions · 1 pending" in text  # the count follows our own answers
         await pilot.press("escape")
         await settle(pilot, lambda: len(backend.answers) == 2, "both answers")
         assert [(i, a.action, a.values) for i, a, _, _ in backend.answers] == [
@@ -472,6 +474,29 @@ async def test_the_focused_field_and_button_are_marked_beyond_colour() -> None:
         await settle(pilot, lambda: str(app.query_one("#decline", Button).label) == "▶ Decline", "the button marker")
         assert str(app.query_one("#submit", Button).label) == "Submit"
         assert not any(str(label.content).startswith("▶") for label in app.query(".field-label").results(Label))
+        item = app.query_one("#" + app.item_id("ix-1"))
+        assert item.styles.border_left[0] == "solid"  # the selected entry, list not focused
+        app.set_focus(app.query_one("#pending"))
+        await settle(pilot, lambda: item.styles.border_left[0] == "thick", "the list's focus marker")
+
+
+async def test_every_field_and_button_is_reachable_by_keyboard_in_a_small_terminal() -> None:
+    backend = ScriptedBackend()
+    app = MakaTui(lambda: backend, now=lambda: NOW)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        assert "Dismiss (Esc)" not in screen_text(app)  # below the fold at first
+        focused: list[str | None] = []
+        for _ in range(12):  # Tab walks every field, then the enabled buttons, then the list
+            await pilot.press("tab")
+            await settle(pilot, lambda: app.focused is not None, "focus")
+            focused.append(app.focused.id if app.focused is not None else None)
+            if focused[-1] == "dismiss":
+                break
+        assert focused[-3:] == ["field-8", "decline", "dismiss"]
+        assert "form" not in focused  # the scroll container itself takes no focus stop
+        await settle(pilot, lambda: "▶ Dismiss (Esc)" in screen_text(app), "the focused button scrolled into view")
 
 
 async def test_enter_opens_a_focused_select_and_esc_then_only_closes_the_dropdown() -> None:
@@ -556,10 +581,12 @@ async def test_the_countdown_shows_once_per_form_and_long_tool_names_stay_reacha
         assert item.tooltip == f"s1 · {long_tool}"
         await pilot.click("#item-b")
         await settle(pilot, lambda: app.selected_id == "b", "the long-named form")
-        text = screen_text(app)
-        assert f"call {long_tool}" in text  # the full name in the provenance header
-        assert text.count("7m 00s left") == 1
-        assert text.count("4m 00s left") == 1
+        await settle(pilot, lambda: f"call {long_tool}" in screen_text(app), "the full name in the provenance header")
+        await settle(  # once the new panel is laid out: each countdown exactly once
+            pilot,
+            lambda: (text := screen_text(app)).count("7m 00s left") == 1 and text.count("4m 00s left") == 1,
+            "one countdown per form",
+        )
 
 
 # --- against the real Interaction service (in-process, real Redis; forms opened through HostLink) -------
