@@ -85,6 +85,21 @@ async def test_fifty_conflicting_answers_from_two_surfaces_have_exactly_one_winn
     assert [c["value"] for c in retries] == [value]
 
 
+async def _answer_retrying_unavailable(
+    interaction_id: str, value: str, submission_id: str, channel: grpc.aio.Channel, observed: Observed
+) -> None:
+    """Answer like a surface does: UNAVAILABLE (a store call timed out under load) is retried with the same
+    ``submission_id``, which makes the retry idempotent. Bounded by the caller's timeout."""
+    while True:
+        try:
+            await answer(observed.interaction, interaction_id, value, submission_id=submission_id, channel=channel)
+            return
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+        await asyncio.sleep(0.1)  # back off before retrying an unavailable store
+
+
 async def test_two_hundred_concurrent_calls_with_forms_each_complete_with_their_own_answer(
     observed: Observed,
 ) -> None:
@@ -96,7 +111,7 @@ async def test_two_hundred_concurrent_calls_with_forms_each_complete_with_their_
                 observed.broker, "counter:ask", {"tag": tag}, session="race-many", turn=tag, channel=broker
             ) as call:
                 interaction_id = await call.awaiting(timeout=90)
-                await answer(observed.interaction, interaction_id, f"answer-of-{tag}", channel=interaction)
+                await _answer_retrying_unavailable(interaction_id, f"answer-of-{tag}", tag, interaction, observed)
                 return result_payload(await call.terminal(timeout=90))
 
         async with asyncio.timeout(120):
