@@ -21,6 +21,7 @@ from surfaces.common.form_input import (
     FieldInputError,
     check_form_input,
     constraint_texts,
+    field_hints,
     field_kind,
     field_to_json,
     filter_options,
@@ -166,3 +167,18 @@ def test_values_from_json_types_values_by_field() -> None:
         values_from_json(deploy_form(), ["not", "an", "object"])
     with pytest.raises(FieldInputError):
         values_from_json(deploy_form(), {"env": {"nested": 1}})
+
+
+def test_field_hints_describe_each_kind_for_people_without_internal_type_names() -> None:
+    options = (Option("a", "A"), Option("b", "B"), Option("c", "C"))
+    assert field_hints(SingleSelectField(name="s", label="L", options=options)) == ["Choose one"]
+    picks = MultiSelectField(name="m", label="L", options=options, min_items=1, max_items=3)
+    assert field_hints(picks) == ["Pick 1 to 3"]
+    assert field_hints(MultiSelectField(name="m", label="L", options=options)) == ["Pick any"]
+    whole = NumberField(name="n", label="L", integer=True, minimum=1, maximum=10)
+    assert field_hints(whole) == ["Whole number between 1 and 10"]
+    assert field_hints(NumberField(name="n", label="L", minimum=0.5)) == ["Number at least 0.5"]
+    assert field_hints(BooleanField(name="b", label="L")) == ["Yes or no"]
+    assert field_hints(StringField(name="e", label="L", format=StringFormat.EMAIL)) == ["Email address"]
+    assert field_hints(StringField(name="d", label="L", format=StringFormat.DATE)) == ["Date (YYYY-MM-DD)"]
+    assert field_hints(StringField(name="t", label="L", max_length=20)) == ["Text", "at most 20 characters"]
