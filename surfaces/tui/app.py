@@ -3,19 +3,31 @@
 The app lists every pending form of the attached sessions (several sessions, several rounds of one
 call), renders the selected one, and answers it with one of three distinct actions (RFC "Add a
 provider-neutral form Interaction"): **Submit** (``accept``, ``#submit``), **Decline** (``decline``,
-``#decline``) and **Dismiss** (``cancel``, ``#dismiss`` or Esc). Untrusted server text (message,
+``#decline``) and **Dismiss** (``cancel``, ``#dismiss`` or Esc; the footer reads "Esc Dismiss (cancel)").
+Esc first does what the focused widget gives it — closes an open dropdown, clears a filter that has
+text — and only otherwise dismisses; there is no confirmation step. After an answer the notice names
+what was sent ("Dismissed (cancel) — sent to the server ..."). Untrusted server text (message,
 labels, descriptions, options, claimed server/Tool) is shown as plain text, never as markup. A form
 closed elsewhere (answered on another surface, stopped, timed out, Host restarted) disappears with its
 reason. No pending list is kept beyond the projection the service streams.
 
+Accessibility (new-user trial, 256-colour tmux): nothing is shown by colour alone — the focused field's
+label and the focused button start with ``▶``, focused inputs get a heavy border, Yes/No and multi-select
+rows show ``[x]``/``[ ]``; field hints are plain language ("Choose one", "Pick 1 to 3", "Whole number
+between 1 and 10", :func:`~surfaces.common.form_input.field_hints`); each form's countdown appears once
+(in ``#time-left`` for the form on screen, in ``#pending`` for the others). Enter or Space opens a focused
+select.
+
 Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#provenance``,
-``#warning``, ``#message``, ``#time-left``, ``#field-<index>`` (the input widget of field ``index``),
-``#filter-<index>`` (option filter of long select lists), ``#error-<index>``, ``#form-error``,
-``#submit``, ``#decline``, ``#dismiss``.
+``#warning``, ``#message``, ``#time-left``, ``#label-<index>`` (field label, ``▶`` while focused),
+``#field-<index>`` (the input widget of field ``index``), ``#filter-<index>`` (option filter of long
+select lists), ``#error-<index>``, ``#form-error``, ``#submit``, ``#decline``, ``#dismiss``.
 
 Tests drive it through the constructor: ``MakaTui(connect=lambda: backend)`` where ``backend``
 implements :class:`FormsBackend` (the real :class:`~surfaces.common.interaction_client.InteractionClient`
-does). ``connect`` is called inside the app's event loop, on mount.
+does, and :class:`surfaces.tui.backend.FollowingBackend`, which ``maka tui`` uses, re-locates the stack
+and re-subscribes with a fresh snapshot on every reconnect). ``connect`` is called inside the app's event
+loop, on mount.
 """
 
 from __future__ import annotations
