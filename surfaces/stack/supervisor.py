@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import json
 import logging
@@ -132,29 +131,32 @@ def _safe_sink(sink: LogSink) -> LogSink:
 PR_SET_PDEATHSIG = 1
 """``prctl`` option (linux/prctl.h): the signal a process gets when its parent thread dies."""
 
+_DIE_WITH_PARENT = f"""
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl({PR_SET_PDEATHSIG}, int(signal.SIGTERM), 0, 0, 0)
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(143)
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as error:
+    sys.exit(f"cannot start {{sys.argv[2]}}: {{error}}")
+"""
+"""Runs before a child's program on Linux: asks for SIGTERM on the supervisor's death, then ``exec``s
+the program (same pid; the setting survives ``exec``). It exits 143 when the supervisor already died."""
 
-def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A ``preexec_fn`` making the child get SIGTERM when the supervisor dies, even by ``kill -9``
-    (Linux ``prctl(PR_SET_PDEATHSIG)``); None elsewhere.
 
-    The kernel ties this to the thread that forked the child: run the supervisor's event loop in a
-    thread that outlives its children (the main thread for ``maka up``).
+def die_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` wrapped so the child gets SIGTERM when this process dies, even by ``kill -9`` (Linux
+    ``prctl(PR_SET_PDEATHSIG)``); unchanged elsewhere.
+
+    A wrapper that ``exec``s rather than a ``preexec_fn``: that would force a plain ``fork()`` of this
+    multi-threaded process (running gRPC's fork handlers) instead of ``vfork``. The kernel ties the
+    setting to the thread that forked the child: run the supervisor's event loop in a thread that
+    outlives its children (the main thread for ``maka up``).
     """
     if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:  # the supervisor died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return hook
+        return list(argv)
+    return [sys.executable, "-I", "-c", _DIE_WITH_PARENT, str(os.getpid()), *argv]
 
 
 class Supervisor:
@@ -241,16 +243,17 @@ class Supervisor:
         if spec.prepare is not None:
             await spec.prepare(spec, child.launches)
         child.expected_exit = False
+        if shutil.which(spec.argv[0]) is None:
+            raise StackError(f"cannot start {spec.name}: {spec.argv[0]} not found or not executable")
         try:
             process = await asyncio.create_subprocess_exec(
-                *spec.argv,
+                *die_with_parent(spec.argv),  # ...and they die with us, even on kill -9
                 env=dict(spec.env),
                 cwd=spec.cwd,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # Ctrl-C reaches only us; we drain the children in order
-                preexec_fn=_die_with_parent_hook(),  # ...and they die with us, even on kill -9
                 limit=MAX_LINE_BYTES,
             )
         except OSError as error:

@@ -375,3 +375,56 @@ def test_the_state_dir_lock_refuses_a_second_holder_naming_the_first_pid(tmp_pat
 
     with StateDirLock(tmp_path / "state"):  # free again once released
         assert (tmp_path / "state" / "maka.lock").read_text() == f"{os.getpid()}\n"
+
+
+ROOT = Path(__file__).resolve().parents[3]
+SUPERVISING = """
+import asyncio, sys
+from surfaces.stack.supervisor import ChildSpec, Supervisor
+
+async def main() -> None:
+    supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=20)
+    await supervisor.start(ChildSpec("sleeper", [sys.executable, "-c", "import signal; signal.pause()"]))
+    print(supervisor.pid("sleeper"), flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+async def test_a_child_gets_sigterm_when_its_supervisor_is_killed_with_sigkill() -> None:
+    parent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SUPERVISING, stdout=asyncio.subprocess.PIPE, cwd=ROOT
+    )
+    assert parent.stdout is not None
+    try:
+        async with asyncio.timeout(30):
+            child_pid = int(await parent.stdout.readline())
+        assert _alive(child_pid)
+
+        parent.kill()
+        await parent.wait()
+
+        await eventually(lambda: not _alive(child_pid), timeout=20, what="the orphaned child gone")
+    finally:
+        if parent.returncode is None:
+            parent.kill()
+            await parent.wait()
+
+
+def test_die_with_parent_wraps_argv_on_linux_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    wrapped = supervisor_module.die_with_parent(["redis-server", "--port", "0"])
+    assert wrapped[-3:] == ["redis-server", "--port", "0"]
+    assert wrapped[0] == sys.executable
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert supervisor_module.die_with_parent(["redis-server"]) == ["redis-server"]
