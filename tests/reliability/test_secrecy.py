@@ -17,6 +17,7 @@ import secrets
 import pytest
 
 from surfaces.common.interaction_client import Answered, InteractionClient, Snapshot
+from tests.helpers.waiting import eventually
 from tests.reliability.conftest import SERVICES, Observed
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import ToolCall, answer, redis_dump, result_payload, scrape
@@ -55,12 +56,22 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
     # The model-visible result we produce identifies the answer without carrying it.
     assert result_payload(done) == {"tag": tag, "action": "accept", "digest": digest(form_canary)}
 
+    # Spans are printed when each RPC ends (the CallTool stream closes after its terminal event), then
+    # relayed by the supervisor: wait, bounded, until both are in the logs before reading them.
+    span_markers = (
+        b'"name": "/maka.interaction.v1.InteractionService/Answer"',
+        b'"name": "/maka.broker.v1.CapabilityBrokerService/CallTool"',
+    )
+    await eventually(
+        lambda: all(marker in observed.running.all_logs().encode() for marker in span_markers),
+        timeout=30,
+        what="the Answer and CallTool spans in the service logs",
+    )
     logs = observed.running.all_logs().encode()
     redis = await redis_dump(observed.redis_url)
     metrics = "\n".join([await scrape(observed.metrics[name]) for name in SERVICES]).encode()
     attach = b"".join(surface_frames)
-    assert b'"name": "/maka.interaction.v1.InteractionService/Answer"' in logs  # spans were exported
-    assert b'"name": "/maka.broker.v1.CapabilityBrokerService/CallTool"' in logs
+    assert all(marker in logs for marker in span_markers)  # spans were exported
     assert b"maka_grpc_requests_total" in metrics
 
     state = state_canary.encode()
