@@ -54,7 +54,11 @@ async def observed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ob
     child_env = {name: {"MAKA_METRICS_LISTEN": f"127.0.0.1:{port}"} for name, port in metrics.items()}
     async with reliability_stack(
         tmp_path_factory.mktemp("observed"),
-        env={"MAKA_OTEL_EXPORTER": "console"},
+        # Console span export writes every span synchronously through the supervisor's pipe; on a loaded
+        # 2-core machine that can stall a service's loop past the 2.5 s default Redis read timeout and turn
+        # a 200-call burst into spurious STORE_UNAVAILABLE. This stack proves races and secrecy, not outage
+        # timing (tests/reliability/test_faults.py keeps the default timeout on its own stack).
+        env={"MAKA_OTEL_EXPORTER": "console", "MAKA_REDIS_TIMEOUT_SECONDS": "10"},
         child_env=child_env,
         echo=False,
     ) as (running, log):
