@@ -62,6 +62,19 @@ _FATAL_CODES = frozenset(
 """Attach errors that a reconnect cannot fix: raised to the caller instead of retried."""
 
 
+async def _final_status(
+    call: grpc.aio.StreamStreamCall[interaction_service_pb2.AttachRequest, interaction_service_pb2.AttachResponse],
+) -> ErrorDetail | None:
+    """The decoded final status of a finished ``Attach`` call, or None when it ended OK."""
+    code = await call.code()
+    if code == grpc.StatusCode.OK:
+        return None
+    failed = grpc.aio.AioRpcError(
+        code, grpc.aio.Metadata(), await call.trailing_metadata(), details=await call.details()
+    )
+    return error_from_rpc(failed)
+
+
 class CloseReason(StrEnum):
     """Why an Interaction stopped being pending (``maka.interaction.v1.CloseReason`` without prefix, lower case)."""
 
@@ -473,7 +486,10 @@ class InteractionClient:
                 while True:
                     response = await call.read()
                     if not isinstance(response, interaction_service_pb2.AttachResponse):
-                        break  # grpc.aio.EOF: the server ended the stream
+                        # grpc.aio.EOF: the stream ended. A refusal that raced our first read (e.g.
+                        # UNAUTHENTICATED from the auth interceptor) also ends as EOF: read the status.
+                        error = await _final_status(call)
+                        break
                     attempt = 0
                     event = decode_event(response)
                     if event is None:
@@ -482,12 +498,14 @@ class InteractionClient:
                         token = event.resume_token
                     yield event
             except grpc.aio.AioRpcError as rpc_error:
-                detail = error_from_rpc(rpc_error)
-                if detail.code in _FATAL_CODES:
-                    raise InteractionError(detail) from None
-                error = detail
+                error = error_from_rpc(rpc_error)
+            except asyncio.InvalidStateError:
+                # The server finished the call before our subscribe was written: its status says why.
+                error = await _final_status(call)
             finally:
                 call.cancel()
+            if error is not None and error.code in _FATAL_CODES:
+                raise InteractionError(error)
             attempt += 1
             delay = self._backoff.delay(attempt)
             log.info(
