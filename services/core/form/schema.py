@@ -8,9 +8,10 @@ shapes and the legacy ``enum`` + ``enumNames``), ``schema.ts`` ``ElicitRequestFo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from services.core.form.answer import check_value, is_valid_unicode, safe_number
 from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
@@ -363,54 +364,20 @@ class _PropertyDecoder:
         return MultiSelectField(**common, options=options, min_items=min_items, max_items=max_items)
 
 
+_DEFAULT_TYPES: dict[type, type | tuple[type, ...]] = {
+    StringField: str,
+    NumberField: (int, float),
+    BooleanField: bool,
+    SingleSelectField: str,
+    MultiSelectField: tuple,
+}
+"""The Python type a (normalized) default has for each field kind."""
+
+
 def _with_default(field: Field, default: object) -> Field:
-    if isinstance(field, StringField) and isinstance(default, str):
-        return StringField(
-            name=field.name,
-            label=field.label,
-            description=field.description,
-            required=field.required,
-            min_length=field.min_length,
-            max_length=field.max_length,
-            format=field.format,
-            default=default,
-        )
-    if isinstance(field, NumberField) and isinstance(default, int | float):
-        return NumberField(
-            name=field.name,
-            label=field.label,
-            description=field.description,
-            required=field.required,
-            integer=field.integer,
-            minimum=field.minimum,
-            maximum=field.maximum,
-            default=default,
-        )
-    if isinstance(field, BooleanField) and isinstance(default, bool):
-        return BooleanField(
-            name=field.name, label=field.label, description=field.description, required=field.required, default=default
-        )
-    if isinstance(field, SingleSelectField) and isinstance(default, str):
-        return SingleSelectField(
-            name=field.name,
-            label=field.label,
-            description=field.description,
-            required=field.required,
-            options=field.options,
-            default=default,
-        )
-    if isinstance(field, MultiSelectField) and isinstance(default, tuple):
-        return MultiSelectField(
-            name=field.name,
-            label=field.label,
-            description=field.description,
-            required=field.required,
-            options=field.options,
-            min_items=field.min_items,
-            max_items=field.max_items,
-            default=default,
-        )
-    raise AssertionError("default does not match its field kind")  # check_value normalizes to the field's type
+    if not isinstance(default, _DEFAULT_TYPES[type(field)]):
+        raise AssertionError("default does not match its field kind")  # check_value normalizes to the field's type
+    return dataclasses.replace(field, default=cast(Any, default))  # type checked against the kind just above
 
 
 def _options_path(field: SingleSelectField | MultiSelectField) -> tuple[str, ...]:
