@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TypeAlias
@@ -97,31 +97,40 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(float(value))
 
 
+def _bounds(low: str | None, high: str | None, both: str, at_least: str, at_most: str) -> list[str]:
+    """One text for an optional lower and upper bound: ``both`` / ``at_least`` / ``at_most`` formatted with
+    ``{low}`` and ``{high}``; nothing when neither is set."""
+    if low is not None and high is not None:
+        return [both.format(low=low, high=high)]
+    if low is not None:
+        return [at_least.format(low=low)]
+    if high is not None:
+        return [at_most.format(high=high)]
+    return []
+
+
+def _text(value: int | float | None, render: Callable[[int | float], str] = str) -> str | None:
+    return None if value is None else render(value)
+
+
 def constraint_texts(field: Field) -> list[str]:
     """Human-readable constraints of ``field`` (lengths in characters, ranges, item counts)."""
-    texts: list[str] = []
     if isinstance(field, StringField):
-        if field.min_length is not None and field.max_length is not None:
-            texts.append(f"{field.min_length} to {field.max_length} characters")
-        elif field.min_length is not None:
-            texts.append(f"at least {field.min_length} characters")
-        elif field.max_length is not None:
-            texts.append(f"at most {field.max_length} characters")
-    elif isinstance(field, NumberField):
-        if field.minimum is not None and field.maximum is not None:
-            texts.append(f"between {_num(field.minimum)} and {_num(field.maximum)}")
-        elif field.minimum is not None:
-            texts.append(f"at least {_num(field.minimum)}")
-        elif field.maximum is not None:
-            texts.append(f"at most {_num(field.maximum)}")
-    elif isinstance(field, MultiSelectField):
-        if field.min_items is not None and field.max_items is not None:
-            texts.append(f"pick {field.min_items} to {field.max_items}")
-        elif field.min_items is not None:
-            texts.append(f"pick at least {field.min_items}")
-        elif field.max_items is not None:
-            texts.append(f"pick at most {field.max_items}")
-    return texts
+        return _bounds(
+            _text(field.min_length), _text(field.max_length),
+            "{low} to {high} characters", "at least {low} characters", "at most {high} characters",
+        )  # fmt: skip
+    if isinstance(field, NumberField):
+        return _bounds(
+            _text(field.minimum, _num), _text(field.maximum, _num),
+            "between {low} and {high}", "at least {low}", "at most {high}",
+        )  # fmt: skip
+    if isinstance(field, MultiSelectField):
+        return _bounds(
+            _text(field.min_items), _text(field.max_items),
+            "pick {low} to {high}", "pick at least {low}", "pick at most {high}",
+        )  # fmt: skip
+    return []
 
 
 def field_hints(field: Field) -> list[str]:
