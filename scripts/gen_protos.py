@@ -1,14 +1,18 @@
-"""Generate Python code from protos/ into gen/ (run by `make gen`).
+"""Generate Python code from protos/ into gen/ and into the Python client (run by `make gen`).
 
 Deterministic: gen/maka is wiped and rebuilt, every package directory gets an empty
 ``__init__.py``, and the output depends only on protos/ and the pinned grpcio-tools and
-mypy-protobuf versions. ``--check`` regenerates into a temporary directory and exits 1 when
-gen/ differs (the drift check run by `make test`).
+mypy-protobuf versions. The same output is copied into the client package
+(``clients/python/src/maka_client/_gen/maka``) with its imports rewritten to that package, so the
+client installs without the services; both register the same descriptors, so they coexist in one
+process. ``--check`` regenerates into a temporary directory and exits 1 when gen/ or the client's
+copy differs (the drift check run by `make test`).
 """
 
 from __future__ import annotations
 
 import filecmp
+import re
 import shutil
 import sys
 import tempfile
@@ -21,6 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PROTOS = ROOT / "protos"
 GEN = ROOT / "gen"
 BIN = Path(sys.executable).parent
+CLIENT_GEN = ROOT / "clients" / "python" / "src" / "maka_client" / "_gen"
+CLIENT_PACKAGE = "maka_client._gen.maka"
+_PY_IMPORT = re.compile(r"^(from|import) maka\.", re.MULTILINE)
+_PYI_NAME = re.compile(r"(?<![\w.\"'])maka\.(?=(?:form|interaction|broker)\.v1\b)")
 
 
 def generate(out: Path) -> None:
@@ -50,6 +58,27 @@ def generate(out: Path) -> None:
     (target / "py.typed").touch()
 
 
+def client_copy(gen: Path, out: Path) -> None:
+    """Copy ``gen/maka`` to ``out/maka`` with imports of ``maka.`` rewritten to :data:`CLIENT_PACKAGE`."""
+    target = out / "maka"
+    if target.exists():
+        shutil.rmtree(target)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "__init__.py").touch()
+    for source in sorted(p for p in (gen / "maka").rglob("*") if "__pycache__" not in p.parts):
+        dest = target / source.relative_to(gen / "maka")
+        if source.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        text = source.read_text()
+        if source.suffix == ".py":
+            text = _PY_IMPORT.sub(lambda m: f"{m.group(1)} {CLIENT_PACKAGE}.", text)
+        elif source.suffix == ".pyi":
+            text = _PYI_NAME.sub(f"{CLIENT_PACKAGE}.", text)
+        dest.write_text(text)
+
+
 def _tree(path: Path) -> dict[str, Path]:
     return {str(p.relative_to(path)): p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
@@ -59,13 +88,20 @@ def check() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp)
         generate(fresh)
-        want, have = _tree(fresh / "maka"), _tree(GEN / "maka")
-        drift = sorted(set(want) ^ set(have))
-        drift += sorted(k for k in set(want) & set(have) if not filecmp.cmp(want[k], have[k], shallow=False))
+        client_copy(fresh, fresh / "client")
+        drift: list[str] = []
+        for label, want_dir, have_dir in (
+            ("gen", fresh / "maka", GEN / "maka"),
+            ("client", fresh / "client" / "maka", CLIENT_GEN / "maka"),
+        ):
+            want, have = _tree(want_dir), _tree(have_dir) if have_dir.exists() else {}
+            names = sorted(set(want) ^ set(have))
+            names += sorted(k for k in set(want) & set(have) if not filecmp.cmp(want[k], have[k], shallow=False))
+            drift += [f"{label}: {name}" for name in names]
         if drift:
-            print("gen/ drifted from protos/ (run `make gen` and commit):", *drift, sep="\n  ", file=sys.stderr)
+            print("generated code drifted (run `make gen` and commit):", *drift, sep="\n  ", file=sys.stderr)
             return 1
-    print("gen/ matches protos/")
+    print("gen/ and the Python client's stubs match protos/")
     return 0
 
 
@@ -73,3 +109,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--check"]:
         raise SystemExit(check())
     generate(GEN)
+    client_copy(GEN, CLIENT_GEN)

@@ -5,7 +5,7 @@
 #                             (redis-server; python3-venv when `python3 -m venv` cannot work) and the
 #                             Python venv with every pinned dependency.
 #   scripts/setup.sh --test   `make setup-node` (every test target): what only the tests need -
-#                             chromium and tmux (apt), npm (Debian's, when missing), the Node 22 tools
+#                             chromium, tmux and nginx (apt), npm (Debian's, when missing), the Node 22 tools
 #                             of the MCP conformance harness (scripts/setup_node_tools.sh) and the
 #                             polyglot example's npm dependencies.
 #
@@ -42,6 +42,18 @@ if [ "$MODE" = test ]; then
   if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}"
   fi
+  # nginx: the real h2c gRPC proxy the client tests start in front of the broker (tests/clients). Its
+  # package must not start its own service (port 80): policy-rc.d refuses that during the install.
+  if [ ! -x /usr/sbin/nginx ]; then
+    made_policy=
+    if [ "$(id -u)" = 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+      chmod +x /usr/sbin/policy-rc.d
+      made_policy=1
+    fi
+    apt_install nginx
+    [ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
+  fi
   scripts/setup_node_tools.sh
   # The polyglot Node.js surface (examples/polyglot): its pinned npm dependencies.
   if [ ! -d examples/polyglot/node_modules/@grpc/grpc-js ]; then
@@ -70,5 +82,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
 .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -c 'import maka.form.v1.form_pb2, services, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
+# The Python client library (clients/python, import name maka_client): the CLI and the bench use it.
+.venv/bin/python -m pip install -q -e clients/python 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -c 'import maka.form.v1.form_pb2, maka_client, services, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
 echo "setup: ok"

@@ -38,17 +38,25 @@ import logging
 import secrets
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from google.protobuf import duration_pb2
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from services.broker.errors import FrameRejection, HostUnavailable, InvalidRequest, OpenRefused
+from services.broker.call_log import CallLog, parse_resume_token
+from services.broker.errors import (
+    CallNotFound,
+    FrameRejection,
+    HostUnavailable,
+    InvalidRequest,
+    NotPermitted,
+    OpenRefused,
+)
 from services.core import metrics
 
 log = logging.getLogger("maka.broker.broker")
@@ -173,7 +181,10 @@ class Invocation:
     qualified_name: str
     arguments_json: str
     registration: Registration | None
-    events: _Notifier
+    log: CallLog
+    owner: str = ""
+    """The principal that started it (only it may reattach)."""
+    call_id: str = ""
     state: InvocationState = InvocationState.RUNNING
     terminal: broker_pb2.CallToolResponse | None = None
     timer: asyncio.TimerHandle | None = None
@@ -183,21 +194,32 @@ class Invocation:
     late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
     """How to close a form whose open completes after the invocation settled."""
     tasks: set[asyncio.Task[Any]] = field(default_factory=lambda: set[asyncio.Task[Any]]())
+    interaction_expires_at: timestamp_pb2.Timestamp | None = None
+    """When the pending form's bounded wait ends (for ``status`` events)."""
+    watchers: int = 0
+    """Caller streams following this invocation now (CallTool, WatchCall)."""
+    grace: asyncio.TimerHandle | None = None
+    """Armed while nobody is attached: stops the invocation when the reattach grace ends."""
 
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL
 
     def emit(self, event: broker_pb2.CallToolResponse) -> None:
-        """Queue a lifecycle event for the caller (never dropped; progress may be)."""
-        self.events.push(event, force=True)
+        """Log a lifecycle event for the caller (never dropped; progress may be)."""
+        self.log.append(event)
 
-    async def stream(self) -> AsyncIterator[broker_pb2.CallToolResponse]:
-        """The caller's events: accepted, progress, awaiting/settled interaction, then one terminal."""
-        async for event in self.events.drain():
-            yield event
-        if self.terminal is not None:
-            yield self.terminal
+    def status(self) -> broker_pb2.CallStatus:
+        """The keepalive ``status`` of this invocation now (phase, pending form and its expiry)."""
+        status = broker_pb2.CallStatus(
+            invocation_id=self.invocation_id, phase=broker_pb2.CALL_PHASE_RUNNING, watchers=self.watchers
+        )
+        if self.state is InvocationState.AWAITING and self.interaction_id:
+            status.phase = broker_pb2.CALL_PHASE_AWAITING_INTERACTION
+            status.interaction_id = self.interaction_id
+            if self.interaction_expires_at is not None:
+                status.interaction_expires_at.CopyFrom(self.interaction_expires_at)
+        return status
 
 
 class Broker:
@@ -209,7 +231,11 @@ class Broker:
         heartbeat_seconds: provider heartbeat interval; a provider silent for 3x is lost.
         form_wait_seconds: bounded wait asked for each form (0 = Interaction service default).
         max_invocations_per_provider: live invocations per registration before RESOURCE_EXHAUSTED.
-        queue_size: bound of each provider and CallTool stream queue.
+        queue_size: bound of each provider stream queue, and of the progress events each invocation's
+            event log retains.
+        call_keepalive_seconds: a caller stream silent this long gets a ``status`` event.
+        reattach_grace_seconds: how long an invocation with no caller attached keeps running before
+            it is stopped exactly as Stop; also how long a settled one stays reattachable.
     """
 
     def __init__(
@@ -221,6 +247,8 @@ class Broker:
         form_wait_seconds: float = 0.0,
         max_invocations_per_provider: int = 256,
         queue_size: int = 256,
+        call_keepalive_seconds: float = 15.0,
+        reattach_grace_seconds: float = 30.0,
     ) -> None:
         self._host = host
         self._execution_timeout = execution_timeout
@@ -228,6 +256,12 @@ class Broker:
         self._form_wait = form_wait_seconds
         self._max_invocations = max_invocations_per_provider
         self._queue_size = queue_size
+        self._keepalive = call_keepalive_seconds
+        self._reattach_grace = reattach_grace_seconds
+        self._retained: OrderedDict[str, tuple[float, Invocation]] = OrderedDict()
+        """settled invocations still reattachable: id → (monotonic deadline, invocation)."""
+        self._by_call_id: dict[tuple[str, str, str], Invocation] = {}
+        """(owner, session id, call id) → live or retained invocation (idempotent start)."""
         self._registrations: dict[str, Registration] = {}
         """provider id → live registration."""
         self._tools: dict[str, Registration] = {}
@@ -492,10 +526,9 @@ class Broker:
         event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
         if frame.HasField("total"):
             event.total = frame.total
-        if invocation.events.full():
-            self._counters["progress_dropped"] += 1
-            return
-        invocation.events.push(broker_pb2.CallToolResponse(progress=event))  # droppable
+        dropped = invocation.log.dropped_progress
+        invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
+        self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
 
     def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
         invocation = self._owned(connection, frame.invocation_id)
@@ -574,17 +607,17 @@ class Broker:
             return
         invocation.state = InvocationState.AWAITING
         invocation.interaction_id = interaction_id
+        invocation.interaction_expires_at = interaction.expires_at if interaction.HasField("expires_at") else None
         self._disarm(invocation)
         self._by_interaction[interaction_id] = invocation
-        invocation.emit(
-            broker_pb2.CallToolResponse(
-                awaiting_interaction=broker_pb2.AwaitingInteraction(
-                    interaction_id=interaction_id,
-                    message=interaction.form.message[:MAX_MESSAGE_CHARS],
-                    field_count=len(interaction.form.fields),
-                )
-            ),
+        awaiting = broker_pb2.AwaitingInteraction(
+            interaction_id=interaction_id,
+            message=interaction.form.message[:MAX_MESSAGE_CHARS],
+            field_count=len(interaction.form.fields),
         )
+        if invocation.interaction_expires_at is not None:
+            awaiting.expires_at.CopyFrom(invocation.interaction_expires_at)
+        invocation.emit(broker_pb2.CallToolResponse(awaiting_interaction=awaiting))
         log.info(
             "awaiting_interaction",
             extra={"invocation_id": invocation.invocation_id, "interaction_id": interaction_id},
@@ -664,6 +697,7 @@ class Broker:
             return
         del self._by_interaction[interaction_id]
         invocation.interaction_id = ""
+        invocation.interaction_expires_at = None
         connection = registration.connection
         if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
             invocation.state = InvocationState.RUNNING
@@ -735,14 +769,16 @@ class Broker:
 
     # --- the caller's side ----------------------------------------------------------------------
 
-    def call_tool(self, request: broker_pb2.CallToolRequest) -> Invocation:
-        """Start one invocation and return it (iterate :meth:`Invocation.stream` for its events).
+    def call_tool(self, request: broker_pb2.CallToolRequest, owner: str = "") -> Invocation:
+        """Start one invocation for principal ``owner`` and return it (follow it with :meth:`follow`).
 
         A malformed request (ids empty or over 256 code points, arguments not a JSON object, a
-        live duplicate tool-use id in the session) or an unknown Tool yields an invocation whose
-        only event is ``failure`` (FAILURE_CODE_INVALID_REQUEST / UNKNOWN_TOOL /
-        RESOURCE_EXHAUSTED / HOST_UNAVAILABLE when shutting down). Otherwise events start with
-        ``accepted`` and end with exactly one of result, failure, lost, stopped.
+        live duplicate tool-use id in the session, a ``call_id`` reused for a different request) or
+        an unknown Tool yields an invocation whose only event is ``failure`` (FAILURE_CODE_INVALID_REQUEST
+        / UNKNOWN_TOOL / RESOURCE_EXHAUSTED / HOST_UNAVAILABLE when shutting down). A ``call_id``
+        that names a live or retained invocation of ``owner`` in the session returns that one
+        (idempotent start). Otherwise events start with ``accepted`` and end with exactly one of
+        result, failure, lost, stopped.
         """
         invocation = Invocation(
             invocation_id=_mint("inv"),
@@ -752,8 +788,27 @@ class Broker:
             qualified_name=request.tool_name,
             arguments_json=request.arguments_json or "{}",
             registration=None,
-            events=_Notifier(self._queue_size),
+            log=CallLog(self._queue_size),
+            owner=owner,
+            call_id=request.call_id,
         )
+        self._prune_retained()
+        key = (owner, request.session_id, request.call_id)
+        existing = self._by_call_id.get(key) if request.call_id else None
+        if existing is not None:
+            if (
+                existing.qualified_name != invocation.qualified_name
+                or existing.arguments_json != invocation.arguments_json
+                or existing.turn_id != invocation.turn_id
+            ):
+                self._settle(
+                    invocation,
+                    InvocationState.FAILED,
+                    _failure(FC.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"),
+                )
+                return invocation
+            self._counters["calls_reattached_by_call_id"] += 1
+            return existing
         self._counters["invocations_started"] += 1
         try:
             registration = self._route(request, invocation.arguments_json)
@@ -766,6 +821,8 @@ class Broker:
         invocation.registration = registration
         registration.invocations[invocation.invocation_id] = invocation
         self._invocations[invocation.invocation_id] = invocation
+        if request.call_id:
+            self._by_call_id[key] = invocation
         invocation.emit(
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(
@@ -808,6 +865,10 @@ class Broker:
             ("tool_name", request.tool_name),
         ):
             problem = _check_id(name, value)
+            if problem is not None:
+                raise InvalidRequest(problem)
+        if request.call_id:
+            problem = _check_id("call_id", request.call_id)
             if problem is not None:
                 raise InvalidRequest(problem)
         server, sep, tool = request.tool_name.partition(":")
@@ -858,7 +919,7 @@ class Broker:
         return len(targets)
 
     def stop_invocation(self, invocation: Invocation, reason: str) -> None:
-        """Stop one invocation now (also used when its CallTool caller disconnects)."""
+        """Stop one invocation now (also used when no caller reattached within the grace)."""
         invocation.late_form_close = CR.CLOSE_REASON_STOPPED
         self._settle(
             invocation,
@@ -867,6 +928,97 @@ class Broker:
             form_close=CR.CLOSE_REASON_STOPPED,
             cancel_reason=reason,
         )
+
+    def watch(self, invocation_id: str, token: str, owner: str) -> tuple[Invocation, int]:
+        """The live or retained invocation ``invocation_id`` of ``owner`` and the sequence its events
+        are replayed after (``token`` = the resume token of the last event seen; empty = all).
+
+        Raises:
+            InvalidRequest: a malformed resume token (INVALID_ARGUMENT).
+            CallNotFound: no such invocation, or it settled longer ago than the retention (NOT_FOUND).
+            NotPermitted: another principal started it (PERMISSION_DENIED).
+        """
+        after = parse_resume_token(token)
+        if after is None:
+            raise InvalidRequest("resume_token is malformed")
+        self._prune_retained()
+        invocation = self._invocations.get(invocation_id)
+        if invocation is None:
+            retained = self._retained.get(invocation_id)
+            if retained is None:
+                raise CallNotFound(f"no live or retained invocation {invocation_id[:MAX_ID_CHARS]!r}")
+            invocation = retained[1]
+        if invocation.owner != owner:
+            raise NotPermitted("only the principal that started a call may reattach to it")
+        if after > invocation.log.last_sequence:
+            raise InvalidRequest("resume_token is ahead of the invocation's events")
+        return invocation, after
+
+    async def follow(
+        self, invocation: Invocation, after: int = 0, *, status_first: bool = False
+    ) -> AsyncGenerator[broker_pb2.CallToolResponse, None]:
+        """One caller stream of ``invocation``: its events after sequence ``after``, then live ones,
+        with ``status`` keepalives. While it runs the invocation counts it as attached; when the last
+        stream ends before the terminal event, the reattach grace starts (docs/clients.md)."""
+        self._attach(invocation)
+        try:
+            async for event in invocation.log.follow(
+                after, keepalive=self._keepalive, status=invocation.status, status_first=status_first
+            ):
+                yield event
+        finally:
+            self._detach(invocation)
+
+    def _attach(self, invocation: Invocation) -> None:
+        invocation.watchers += 1
+        if invocation.grace is not None:
+            invocation.grace.cancel()
+            invocation.grace = None
+
+    def _detach(self, invocation: Invocation) -> None:
+        invocation.watchers -= 1
+        if invocation.watchers > 0 or invocation.is_terminal:
+            return
+        self._counters["callers_detached"] += 1
+        log.info("caller_detached", extra={"invocation_id": invocation.invocation_id})
+        if self._reattach_grace <= 0:
+            self._grace_ended(invocation)
+            return
+        invocation.grace = asyncio.get_running_loop().call_later(self._reattach_grace, self._grace_ended, invocation)
+
+    def _grace_ended(self, invocation: Invocation) -> None:
+        invocation.grace = None
+        if invocation.watchers > 0 or invocation.is_terminal:
+            return
+        self._counters["detached_stops"] += 1
+        self.stop_invocation(invocation, "caller did not reattach")
+
+    def _retain(self, invocation: Invocation) -> None:
+        """Keep a settled invocation reattachable (WatchCall, call id) for the reattach grace."""
+        if invocation.grace is not None:
+            invocation.grace.cancel()
+            invocation.grace = None
+        if invocation.registration is None or self._reattach_grace <= 0:
+            self._forget_call_id(invocation)
+            return
+        self._retained[invocation.invocation_id] = (time.monotonic() + self._reattach_grace, invocation)
+        while len(self._retained) > SETTLED_MEMORY:
+            _, (_, dropped) = self._retained.popitem(last=False)
+            self._forget_call_id(dropped)
+
+    def _prune_retained(self) -> None:
+        now = time.monotonic()
+        while self._retained:
+            invocation_id, (deadline, invocation) = next(iter(self._retained.items()))
+            if deadline > now:
+                return
+            del self._retained[invocation_id]
+            self._forget_call_id(invocation)
+
+    def _forget_call_id(self, invocation: Invocation) -> None:
+        key = (invocation.owner, invocation.session_id, invocation.call_id)
+        if invocation.call_id and self._by_call_id.get(key) is invocation:
+            del self._by_call_id[key]
 
     def list_tools(self) -> list[broker_pb2.Tool]:
         """Every Tool of every live registration (the routed one per qualified name)."""
@@ -922,7 +1074,8 @@ class Broker:
             invocation.late_form_close = form_close
         self._disarm(invocation)
         invocation.terminal = event
-        invocation.events.close()
+        invocation.log.append(event, terminal=True)
+        self._retain(invocation)
         self._invocations.pop(invocation.invocation_id, None)
         self._counters[f"invocations.{state.value}"] += 1
         metrics.TOOL_CALLS.labels(state.value).inc()

@@ -9,7 +9,7 @@ the stream).
 from __future__ import annotations
 
 from maka.broker.v1 import broker_pb2
-from services.core.status import FailedPrecondition, InvalidArgument, PermissionDenied, Unavailable
+from services.core.status import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unavailable
 
 DOMAIN = "maka.broker.v1"
 
@@ -26,6 +26,13 @@ class NotPermitted(PermissionDenied):
 
     def __init__(self, message: str) -> None:
         super().__init__("PERMISSION_DENIED", message, domain=DOMAIN)
+
+
+class CallNotFound(NotFound):
+    """NOT_FOUND / ``CALL_NOT_FOUND``: WatchCall names no live invocation, nor one settled within the retention."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("CALL_NOT_FOUND", message, domain=DOMAIN)
 
 
 class NotRegistered(FailedPrecondition):

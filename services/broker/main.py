@@ -33,6 +33,7 @@ class BrokerApp:
     method_roles: Mapping[str, frozenset[Role]] = {
         _METHOD + "Connect": frozenset({Role.PROVIDER}),
         _METHOD + "CallTool": frozenset({Role.CALLER}),
+        _METHOD + "WatchCall": frozenset({Role.CALLER}),
         _METHOD + "Stop": frozenset({Role.CALLER}),
         _METHOD + "ListTools": frozenset({Role.CALLER}),
     }
@@ -57,6 +58,8 @@ class BrokerApp:
             form_wait_seconds=settings.form_wait_seconds,
             max_invocations_per_provider=settings.max_invocations_per_provider,
             queue_size=settings.stream_queue_size,
+            call_keepalive_seconds=settings.call_keepalive_seconds,
+            reattach_grace_seconds=settings.reattach_grace_seconds,
         )
         self.servicer = BrokerServicer(self.broker)
         metrics.PENDING_FORMS.set_function(lambda: len(self.broker.awaiting_interaction_ids()))

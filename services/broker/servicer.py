@@ -79,25 +79,47 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def CallTool(
         self, request: broker_pb2.CallToolRequest, context: Context
     ) -> AsyncIterator[broker_pb2.CallToolResponse]:
-        """Start one logical Tool invocation and stream its events.
+        """Start one logical Tool invocation and stream its events (docs/clients.md).
 
-        Events: ``accepted`` → (``progress`` | ``awaiting_interaction`` | ``interaction_settled``)*
-        → exactly one of ``result``, ``failure`` (stable ``FailureCode``), ``lost``, ``stopped``.
-        A malformed request or unknown Tool is a single ``failure`` event (INVALID_REQUEST /
-        UNKNOWN_TOOL). The caller disconnecting is a Stop of this invocation (RFC criterion 7).
-        PERMISSION_DENIED without the ``caller`` role or for a session the caller may not see.
+        Events: ``accepted`` → (``progress`` | ``awaiting_interaction`` | ``interaction_settled`` |
+        ``status``)* → exactly one of ``result``, ``failure`` (stable ``FailureCode``), ``lost``,
+        ``stopped``; each logged one with a ``sequence`` and ``resume_token``. A malformed request or
+        unknown Tool is a single ``failure`` event (INVALID_REQUEST / UNKNOWN_TOOL). A ``call_id`` of
+        an existing invocation of this principal attaches to it (its events replayed). The caller
+        disconnecting detaches: the invocation is stopped only when nobody reattaches (WatchCall)
+        within the grace. PERMISSION_DENIED without the ``caller`` role or for a session the caller
+        may not see.
         """
         try:
             _require(Role.CALLER, request.session_id)
         except ServiceError as error:
             await abort(context, error)
-        invocation = self._broker.call_tool(request)
-        try:
-            async for event in invocation.stream():
+        invocation = self._broker.call_tool(request, current_principal().name)
+        async with contextlib.aclosing(self._broker.follow(invocation)) as events:
+            async for event in events:
                 yield event
-        finally:
-            if not invocation.is_terminal:
-                self._broker.stop_invocation(invocation, "caller disconnected")
+
+    async def WatchCall(
+        self, request: broker_pb2.WatchCallRequest, context: Context
+    ) -> AsyncIterator[broker_pb2.WatchCallResponse]:
+        """Reattach to an invocation this principal started: replay the events after
+        ``resume_token``, a ``status`` event when it is still live, then follow it like CallTool.
+
+        NOT_FOUND / ``CALL_NOT_FOUND`` for an unknown or no longer retained invocation,
+        PERMISSION_DENIED for another principal's or a session the caller may not see,
+        INVALID_ARGUMENT / ``INVALID_REQUEST`` for a malformed resume token.
+        """
+        try:
+            _require(Role.CALLER)
+            invocation, after = self._broker.watch(
+                request.invocation_id, request.resume_token, current_principal().name
+            )
+            _require(Role.CALLER, invocation.session_id)
+        except ServiceError as error:
+            await abort(context, error)
+        async with contextlib.aclosing(self._broker.follow(invocation, after, status_first=True)) as events:
+            async for event in events:
+                yield broker_pb2.WatchCallResponse(event=event)
 
     async def Stop(self, request: broker_pb2.StopRequest, context: Context) -> broker_pb2.StopResponse:
         """Stop a turn, a session, or (``all``) every live invocation of the Host (RFC criterion 7).

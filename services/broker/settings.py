@@ -22,5 +22,9 @@ class Settings(GrpcServerSettings):
     """Live invocations one provider registration may hold; more fail RESOURCE_EXHAUSTED."""
     stream_queue_size: int = 256
     """Bound of each per-stream outgoing queue (provider streams, CallTool streams, HostLink)."""
+    call_keepalive_seconds: float = 15.0
+    """A ``CallTool``/``WatchCall`` stream silent this long gets a ``status`` event (below L7 proxy idle timeouts)."""
+    reattach_grace_seconds: float = 30.0
+    """How long a call with no caller attached keeps running before it is stopped as Stop is; 0 stops at once."""
     interaction_token: str = ""
     """Bearer token presented to the Interaction service; empty sends none."""

@@ -166,20 +166,28 @@ class Provider:
 
 
 class Call:
-    """One ``CallTool`` stream from the model side, events collected in a queue."""
+    """One ``CallTool`` stream from the model side (or, with ``watch``, one ``WatchCall`` reattach),
+    events collected in a queue."""
 
-    def __init__(self, stub: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub, request: broker_pb2.CallToolRequest):
+    def __init__(
+        self,
+        stub: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub,
+        request: broker_pb2.CallToolRequest,
+        *,
+        watch: broker_pb2.WatchCallRequest | None = None,
+    ):
         self.request = request
         self.events: asyncio.Queue[broker_pb2.CallToolResponse] = asyncio.Queue()
         self.all: list[broker_pb2.CallToolResponse] = []
         self.error: grpc.aio.AioRpcError | None = None
         self.done = asyncio.Event()
-        self._call = stub.CallTool(request)
+        self._call: Any = stub.CallTool(request) if watch is None else stub.WatchCall(watch)
         self._task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
         try:
-            async for event in self._call:
+            async for item in self._call:
+                event = item.event if isinstance(item, broker_pb2.WatchCallResponse) else item
                 self.all.append(event)
                 await self.events.put(event)
         except grpc.aio.AioRpcError as error:
@@ -188,9 +196,11 @@ class Call:
             self.done.set()
 
     async def next(self, kind: str | None = None) -> broker_pb2.CallToolResponse:
-        """The next event (skipping ``accepted`` unless asked for it), asserting its kind."""
+        """The next event (skipping ``accepted`` and keepalive ``status`` unless asked for), asserting its kind."""
         async with asyncio.timeout(FRAME_TIMEOUT):
             event = await self.events.get()
+            while kind not in (None, "status") and event.WhichOneof("event") == "status":
+                event = await self.events.get()
             if kind not in (None, "accepted") and event.WhichOneof("event") == "accepted":
                 event = await self.events.get()
         if kind is not None:
@@ -256,7 +266,14 @@ class Stack:
         return provider
 
     def call(
-        self, tool: str = "examples:deploy", *, session: str = "s1", turn: str = "t1", tool_use: str | None = None
+        self,
+        tool: str = "examples:deploy",
+        *,
+        session: str = "s1",
+        turn: str = "t1",
+        tool_use: str | None = None,
+        call_id: str = "",
+        arguments_json: str = '{"artifact":"build-42"}',
     ) -> Call:
         call = Call(
             self.broker,
@@ -265,8 +282,20 @@ class Stack:
                 turn_id=turn,
                 tool_use_id=tool_use or f"tu{next(self._ids)}",
                 tool_name=tool,
-                arguments_json='{"artifact":"build-42"}',
+                arguments_json=arguments_json,
+                call_id=call_id,
             ),
+        )
+        self.calls.append(call)
+        return call
+
+    def watch(self, invocation_id: str, resume_token: str = "", token: str | None = None) -> Call:
+        """A ``WatchCall`` reattach to ``invocation_id`` after ``resume_token``."""
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(self.channel(self.broker_target, token))
+        call = Call(
+            stub,
+            broker_pb2.CallToolRequest(),
+            watch=broker_pb2.WatchCallRequest(invocation_id=invocation_id, resume_token=resume_token),
         )
         self.calls.append(call)
         return call

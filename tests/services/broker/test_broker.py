@@ -8,6 +8,7 @@ the same rules are exercised end to end over gRPC with the real Interaction serv
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -76,14 +77,20 @@ def _kinds(connection: Connection) -> list[str]:
     return [str(f.WhichOneof("frame")) for f in _frames(connection)]
 
 
+_SEEN: weakref.WeakKeyDictionary[Invocation, int] = weakref.WeakKeyDictionary()
+"""How far each invocation's event log was read by :func:`_events`."""
+
+
 def _events(invocation: Invocation) -> list[broker_pb2.CallToolResponse]:
-    items: list[broker_pb2.CallToolResponse] = list(invocation.events._items)
-    invocation.events._items.clear()
+    """The events logged since the last call (for this invocation)."""
+    items = invocation.log.after(_SEEN.get(invocation, 0))
+    if items:
+        _SEEN[invocation] = items[-1].sequence
     return items
 
 
 async def _all_events(invocation: Invocation) -> list[broker_pb2.CallToolResponse]:
-    return [e async for e in invocation.stream()]
+    return [e async for e in invocation.log.follow(0, keepalive=3600, status=invocation.status)]
 
 
 @pytest.fixture
@@ -511,7 +518,7 @@ async def test_a_provider_that_does_not_read_its_bounded_queue_is_retired_and_it
     await broker.shutdown(timeout=1)
 
 
-async def test_progress_beyond_the_callers_queue_is_dropped_but_lifecycle_events_are_kept(
+async def test_the_event_log_keeps_the_newest_progress_up_to_its_bound_and_every_lifecycle_event(
     host: RecordingHost,
 ) -> None:
     broker = Broker(host, execution_timeout=5, queue_size=3)
@@ -527,7 +534,15 @@ async def test_progress_beyond_the_callers_queue_is_dropped_but_lifecycle_events
         )
     _ask(broker, connection, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    kinds = [e.WhichOneof("event") for e in _events(invocation)]
-    assert kinds == ["accepted", "progress", "progress", "awaiting_interaction"]
-    assert broker.stats()["progress_dropped"] == 3
+    events = _events(invocation)
+    assert [e.WhichOneof("event") for e in events] == [
+        "accepted",
+        "progress",
+        "progress",
+        "progress",
+        "awaiting_interaction",
+    ]
+    assert [e.progress.progress for e in events if e.HasField("progress")] == [2, 3, 4]
+    assert [e.sequence for e in events] == [1, 4, 5, 6, 7]
+    assert broker.stats()["progress_dropped"] == 2
     await broker.shutdown(timeout=1)

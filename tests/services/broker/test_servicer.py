@@ -322,7 +322,10 @@ async def test_an_invalid_form_is_rejected_to_the_provider_and_the_invocation_co
     assert await stack.pending() == []
 
 
-async def test_caller_disconnect_stops_the_invocation_and_closes_its_form(stack: Stack) -> None:
+async def test_a_caller_that_does_not_reattach_within_the_grace_is_stopped_and_its_form_closed(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(execution_timeout_seconds=5.0, reattach_grace_seconds=0.3)
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -331,6 +334,7 @@ async def test_caller_disconnect_stops_the_invocation_and_closes_its_form(stack:
     call.cancel()
     assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
     assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
+    assert stack.app.broker.stats()["detached_stops"] == 1
 
 
 async def test_unknown_tool_fails_with_a_single_failure_event(stack: Stack) -> None:

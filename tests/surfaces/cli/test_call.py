@@ -43,6 +43,7 @@ class ScriptedBroker(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         self.script: Script = lambda _request: []
         self.requests: list[broker_pb2.CallToolRequest] = []
         self.stops: list[broker_pb2.StopRequest] = []
+        self.watches: list[broker_pb2.WatchCallRequest] = []
         self.hang = False
         self.streaming = asyncio.Event()
 
@@ -55,6 +56,14 @@ class ScriptedBroker(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         self.streaming.set()
         if self.hang:
             await asyncio.Event().wait()
+
+    async def WatchCall(
+        self, request: broker_pb2.WatchCallRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> AsyncIterator[broker_pb2.WatchCallResponse]:
+        self.watches.append(request)
+        if not self.hang:
+            await context.abort(grpc.StatusCode.NOT_FOUND, "the scripted broker keeps no calls")
+        yield broker_pb2.WatchCallResponse()
 
     def Connect(
         self,

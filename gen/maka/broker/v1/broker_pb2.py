@@ -23,81 +23,90 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from maka.form.v1 import form_pb2 as maka_dot_form_dot_v1_dot_form__pb2
 from maka.interaction.v1 import interaction_pb2 as maka_dot_interaction_dot_v1_dot_interaction__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmaka/broker/v1/broker.proto\x12\x0emaka.broker.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x17maka/form/v1/form.proto\x1a%maka/interaction/v1/interaction.proto\"\x9b\x03\n\x0e\x43onnectRequest\x12,\n\x08register\x18\x01 \x01(\x0b\x32\x18.maka.broker.v1.RegisterH\x00\x12\x36\n\theartbeat\x18\x02 \x01(\x0b\x32!.maka.broker.v1.ProviderHeartbeatH\x00\x12\x36\n\x08progress\x18\x03 \x01(\x0b\x32\".maka.broker.v1.InvocationProgressH\x00\x12\x41\n\x13interaction_request\x18\x04 \x01(\x0b\x32\".maka.broker.v1.InteractionRequestH\x00\x12\x32\n\x06result\x18\x05 \x01(\x0b\x32 .maka.broker.v1.InvocationResultH\x00\x12\x34\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32!.maka.broker.v1.InvocationFailureH\x00\x12\x35\n\rtools_changed\x18\x07 \x01(\x0b\x32\x1c.maka.broker.v1.ToolsChangedH\x00\x42\x07\n\x05\x66rame\"\x9e\x02\n\x0f\x43onnectResponse\x12\x30\n\nregistered\x18\x01 \x01(\x0b\x32\x1a.maka.broker.v1.RegisteredH\x00\x12(\n\x06invoke\x18\x02 \x01(\x0b\x32\x16.maka.broker.v1.InvokeH\x00\x12?\n\x12interaction_result\x18\x03 \x01(\x0b\x32!.maka.broker.v1.InteractionResultH\x00\x12\x32\n\x06\x63\x61ncel\x18\x04 \x01(\x0b\x32 .maka.broker.v1.CancelInvocationH\x00\x12\x31\n\x08rejected\x18\x05 \x01(\x0b\x32\x1d.maka.broker.v1.FrameRejectedH\x00\x42\x07\n\x05\x66rame\"f\n\x0eToolDescriptor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x16\n\x0e\x63laimed_server\x18\x04 \x01(\t\"d\n\x08Register\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12-\n\x05tools\x18\x03 \x03(\x0b\x32\x1e.maka.broker.v1.ToolDescriptor\"s\n\nRegistered\x12\x17\n\x0fregistration_id\x18\x01 \x01(\t\x12\x15\n\rconnection_id\x18\x02 \x01(\t\x12\x35\n\x12heartbeat_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x0cToolsChanged\x12-\n\x05tools\x18\x01 \x03(\x0b\x32\x1e.maka.broker.v1.ToolDescriptor\"\x13\n\x11ProviderHeartbeat\"\x80\x01\n\x06Invoke\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x34\n\x11\x65xecution_timeout\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"l\n\x12InvocationProgress\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x10\n\x08progress\x18\x02 \x01(\x01\x12\x12\n\x05total\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x04 \x01(\tB\x08\n\x06_total\"e\n\x12InteractionRequest\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12 \n\x04\x66orm\x18\x03 \x01(\x0b\x32\x12.maka.form.v1.Form\"\xb8\x01\n\x11InteractionResult\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12\x16\n\x0einteraction_id\x18\x03 \x01(\t\x12$\n\x06\x61nswer\x18\x04 \x01(\x0b\x32\x14.maka.form.v1.Answer\x12\x36\n\x0c\x63lose_reason\x18\x05 \x01(\x0e\x32 .maka.interaction.v1.CloseReason\"H\n\x10InvocationResult\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x1d\n\x15\x63\x61ll_tool_result_json\x18\x02 \x01(\t\"f\n\x11InvocationFailure\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12)\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x1b.maka.broker.v1.FailureCode\x12\x0f\n\x07message\x18\x03 \x01(\t\"9\n\x10\x43\x61ncelInvocation\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"e\n\rFrameRejected\x12,\n\x06reason\x18\x01 \x01(\x0e\x32\x1c.maka.broker.v1.RejectReason\x12\x15\n\rinvocation_id\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"v\n\x0f\x43\x61llToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x13\n\x0btool_use_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x05 \x01(\t\"\xc4\x03\n\x10\x43\x61llToolResponse\x12\x30\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x1c.maka.broker.v1.CallAcceptedH\x00\x12\x30\n\x08progress\x18\x02 \x01(\x0b\x32\x1c.maka.broker.v1.CallProgressH\x00\x12\x43\n\x14\x61waiting_interaction\x18\x03 \x01(\x0b\x32#.maka.broker.v1.AwaitingInteractionH\x00\x12\x46\n\x13interaction_settled\x18\x04 \x01(\x0b\x32\'.maka.broker.v1.InteractionSettledEventH\x00\x12,\n\x06result\x18\x05 \x01(\x0b\x32\x1a.maka.broker.v1.CallResultH\x00\x12.\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32\x1b.maka.broker.v1.CallFailureH\x00\x12(\n\x04lost\x18\x07 \x01(\x0b\x32\x18.maka.broker.v1.CallLostH\x00\x12.\n\x07stopped\x18\x08 \x01(\x0b\x32\x1b.maka.broker.v1.CallStoppedH\x00\x42\x07\n\x05\x65vent\":\n\x0c\x43\x61llAccepted\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x13\n\x0bprovider_id\x18\x02 \x01(\t\"O\n\x0c\x43\x61llProgress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\x12\n\x05total\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\tB\x08\n\x06_total\"S\n\x13\x41waitingInteraction\x12\x16\n\x0einteraction_id\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0b\x66ield_count\x18\x03 \x01(\r\"\x8f\x01\n\x17InteractionSettledEvent\x12\x16\n\x0einteraction_id\x18\x01 \x01(\t\x12$\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x14.maka.form.v1.Action\x12\x36\n\x0c\x63lose_reason\x18\x03 \x01(\x0e\x32 .maka.interaction.v1.CloseReason\"=\n\nCallResult\x12\x1d\n\x15\x63\x61ll_tool_result_json\x18\x01 \x01(\t\x12\x10\n\x08is_error\x18\x02 \x01(\x08\"I\n\x0b\x43\x61llFailure\x12)\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x1b.maka.broker.v1.FailureCode\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x1a\n\x08\x43\x61llLost\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\r\n\x0b\x43\x61llStopped\"?\n\x0bStopRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x0b\n\x03\x61ll\x18\x03 \x01(\x08\"+\n\x0cStopResponse\x12\x1b\n\x13stopped_invocations\x18\x01 \x01(\r\"\x12\n\x10ListToolsRequest\"\x82\x01\n\x04Tool\x12\x16\n\x0equalified_name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x13\n\x0bprovider_id\x18\x04 \x01(\t\x12\x1d\n\x15provider_display_name\x18\x05 \x01(\t\"8\n\x11ListToolsResponse\x12#\n\x05tools\x18\x01 \x03(\x0b\x32\x14.maka.broker.v1.Tool*\xd7\x05\n\x0b\x46\x61ilureCode\x12\x1c\n\x18\x46\x41ILURE_CODE_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x46\x41ILURE_CODE_UNKNOWN_TOOL\x10\x01\x12 \n\x1c\x46\x41ILURE_CODE_INVALID_REQUEST\x10\x02\x12\"\n\x1e\x46\x41ILURE_CODE_EXECUTION_TIMEOUT\x10\x03\x12&\n\"FAILURE_CODE_INTERACTION_TIMED_OUT\x10\x04\x12&\n\"FAILURE_CODE_INCONSISTENT_PROVIDER\x10\x05\x12*\n&FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST\x10\x06\x12 \n\x1c\x46\x41ILURE_CODE_LIMITS_EXCEEDED\x10\x07\x12!\n\x1d\x46\x41ILURE_CODE_ROUNDS_EXHAUSTED\x10\x08\x12 \n\x1c\x46\x41ILURE_CODE_BINDING_CHANGED\x10\t\x12 \n\x1c\x46\x41ILURE_CODE_CONNECTION_LOST\x10\n\x12\x1d\n\x19\x46\x41ILURE_CODE_SERVER_ERROR\x10\x0b\x12\'\n#FAILURE_CODE_REQUEST_STATE_REJECTED\x10\x0c\x12*\n&FAILURE_CODE_MISSING_CLIENT_CAPABILITY\x10\r\x12\x1d\n\x19\x46\x41ILURE_CODE_INVALID_FORM\x10\x0e\x12\x1f\n\x1b\x46\x41ILURE_CODE_INVALID_ANSWER\x10\x0f\x12#\n\x1f\x46\x41ILURE_CODE_INTERACTION_CLOSED\x10\x10\x12\x1f\n\x1b\x46\x41ILURE_CODE_PROVIDER_ERROR\x10\x11\x12!\n\x1d\x46\x41ILURE_CODE_HOST_UNAVAILABLE\x10\x12\x12#\n\x1f\x46\x41ILURE_CODE_RESOURCE_EXHAUSTED\x10\x13*\xff\x02\n\x0cRejectReason\x12\x1d\n\x19REJECT_REASON_UNSPECIFIED\x10\x00\x12 \n\x1cREJECT_REASON_NOT_REGISTERED\x10\x01\x12$\n REJECT_REASON_ALREADY_REGISTERED\x10\x02\x12$\n REJECT_REASON_UNKNOWN_INVOCATION\x10\x03\x12\"\n\x1eREJECT_REASON_CROSS_CONNECTION\x10\x04\x12-\n)REJECT_REASON_INTERACTION_ALREADY_PENDING\x10\x05\x12(\n$REJECT_REASON_NO_INTERACTION_PENDING\x10\x06\x12$\n REJECT_REASON_INVOCATION_SETTLED\x10\x07\x12\x1f\n\x1bREJECT_REASON_INVALID_FRAME\x10\x08\x12\x1e\n\x1aREJECT_REASON_INVALID_FORM\x10\t2\xcf\x02\n\x17\x43\x61pabilityBrokerService\x12N\n\x07\x43onnect\x12\x1e.maka.broker.v1.ConnectRequest\x1a\x1f.maka.broker.v1.ConnectResponse(\x01\x30\x01\x12O\n\x08\x43\x61llTool\x12\x1f.maka.broker.v1.CallToolRequest\x1a .maka.broker.v1.CallToolResponse0\x01\x12\x41\n\x04Stop\x12\x1b.maka.broker.v1.StopRequest\x1a\x1c.maka.broker.v1.StopResponse\x12P\n\tListTools\x12 .maka.broker.v1.ListToolsRequest\x1a!.maka.broker.v1.ListToolsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmaka/broker/v1/broker.proto\x12\x0emaka.broker.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17maka/form/v1/form.proto\x1a%maka/interaction/v1/interaction.proto\"\x9b\x03\n\x0e\x43onnectRequest\x12,\n\x08register\x18\x01 \x01(\x0b\x32\x18.maka.broker.v1.RegisterH\x00\x12\x36\n\theartbeat\x18\x02 \x01(\x0b\x32!.maka.broker.v1.ProviderHeartbeatH\x00\x12\x36\n\x08progress\x18\x03 \x01(\x0b\x32\".maka.broker.v1.InvocationProgressH\x00\x12\x41\n\x13interaction_request\x18\x04 \x01(\x0b\x32\".maka.broker.v1.InteractionRequestH\x00\x12\x32\n\x06result\x18\x05 \x01(\x0b\x32 .maka.broker.v1.InvocationResultH\x00\x12\x34\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32!.maka.broker.v1.InvocationFailureH\x00\x12\x35\n\rtools_changed\x18\x07 \x01(\x0b\x32\x1c.maka.broker.v1.ToolsChangedH\x00\x42\x07\n\x05\x66rame\"\x9e\x02\n\x0f\x43onnectResponse\x12\x30\n\nregistered\x18\x01 \x01(\x0b\x32\x1a.maka.broker.v1.RegisteredH\x00\x12(\n\x06invoke\x18\x02 \x01(\x0b\x32\x16.maka.broker.v1.InvokeH\x00\x12?\n\x12interaction_result\x18\x03 \x01(\x0b\x32!.maka.broker.v1.InteractionResultH\x00\x12\x32\n\x06\x63\x61ncel\x18\x04 \x01(\x0b\x32 .maka.broker.v1.CancelInvocationH\x00\x12\x31\n\x08rejected\x18\x05 \x01(\x0b\x32\x1d.maka.broker.v1.FrameRejectedH\x00\x42\x07\n\x05\x66rame\"f\n\x0eToolDescriptor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x16\n\x0e\x63laimed_server\x18\x04 \x01(\t\"d\n\x08Register\x12\x13\n\x0bprovider_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12-\n\x05tools\x18\x03 \x03(\x0b\x32\x1e.maka.broker.v1.ToolDescriptor\"s\n\nRegistered\x12\x17\n\x0fregistration_id\x18\x01 \x01(\t\x12\x15\n\rconnection_id\x18\x02 \x01(\t\x12\x35\n\x12heartbeat_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x0cToolsChanged\x12-\n\x05tools\x18\x01 \x03(\x0b\x32\x1e.maka.broker.v1.ToolDescriptor\"\x13\n\x11ProviderHeartbeat\"\x80\x01\n\x06Invoke\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x34\n\x11\x65xecution_timeout\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"l\n\x12InvocationProgress\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x10\n\x08progress\x18\x02 \x01(\x01\x12\x12\n\x05total\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x04 \x01(\tB\x08\n\x06_total\"e\n\x12InteractionRequest\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12 \n\x04\x66orm\x18\x03 \x01(\x0b\x32\x12.maka.form.v1.Form\"\xb8\x01\n\x11InteractionResult\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12\x16\n\x0einteraction_id\x18\x03 \x01(\t\x12$\n\x06\x61nswer\x18\x04 \x01(\x0b\x32\x14.maka.form.v1.Answer\x12\x36\n\x0c\x63lose_reason\x18\x05 \x01(\x0e\x32 .maka.interaction.v1.CloseReason\"H\n\x10InvocationResult\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x1d\n\x15\x63\x61ll_tool_result_json\x18\x02 \x01(\t\"f\n\x11InvocationFailure\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12)\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x1b.maka.broker.v1.FailureCode\x12\x0f\n\x07message\x18\x03 \x01(\t\"9\n\x10\x43\x61ncelInvocation\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"e\n\rFrameRejected\x12,\n\x06reason\x18\x01 \x01(\x0e\x32\x1c.maka.broker.v1.RejectReason\x12\x15\n\rinvocation_id\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"\x87\x01\n\x0f\x43\x61llToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x13\n\x0btool_use_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x05 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x06 \x01(\t\"\x9a\x04\n\x10\x43\x61llToolResponse\x12\x30\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x1c.maka.broker.v1.CallAcceptedH\x00\x12\x30\n\x08progress\x18\x02 \x01(\x0b\x32\x1c.maka.broker.v1.CallProgressH\x00\x12\x43\n\x14\x61waiting_interaction\x18\x03 \x01(\x0b\x32#.maka.broker.v1.AwaitingInteractionH\x00\x12\x46\n\x13interaction_settled\x18\x04 \x01(\x0b\x32\'.maka.broker.v1.InteractionSettledEventH\x00\x12,\n\x06result\x18\x05 \x01(\x0b\x32\x1a.maka.broker.v1.CallResultH\x00\x12.\n\x07\x66\x61ilure\x18\x06 \x01(\x0b\x32\x1b.maka.broker.v1.CallFailureH\x00\x12(\n\x04lost\x18\x07 \x01(\x0b\x32\x18.maka.broker.v1.CallLostH\x00\x12.\n\x07stopped\x18\x08 \x01(\x0b\x32\x1b.maka.broker.v1.CallStoppedH\x00\x12,\n\x06status\x18\t \x01(\x0b\x32\x1a.maka.broker.v1.CallStatusH\x00\x12\x10\n\x08sequence\x18\n \x01(\x04\x12\x14\n\x0cresume_token\x18\x0b \x01(\tB\x07\n\x05\x65vent\"\xb3\x01\n\nCallStatus\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.maka.broker.v1.CallPhase\x12\x16\n\x0einteraction_id\x18\x03 \x01(\t\x12:\n\x16interaction_expires_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08watchers\x18\x05 \x01(\r\"?\n\x10WatchCallRequest\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x14\n\x0cresume_token\x18\x02 \x01(\t\"D\n\x11WatchCallResponse\x12/\n\x05\x65vent\x18\x01 \x01(\x0b\x32 .maka.broker.v1.CallToolResponse\":\n\x0c\x43\x61llAccepted\x12\x15\n\rinvocation_id\x18\x01 \x01(\t\x12\x13\n\x0bprovider_id\x18\x02 \x01(\t\"O\n\x0c\x43\x61llProgress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\x12\n\x05total\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\tB\x08\n\x06_total\"\x83\x01\n\x13\x41waitingInteraction\x12\x16\n\x0einteraction_id\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0b\x66ield_count\x18\x03 \x01(\r\x12.\n\nexpires_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8f\x01\n\x17InteractionSettledEvent\x12\x16\n\x0einteraction_id\x18\x01 \x01(\t\x12$\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x14.maka.form.v1.Action\x12\x36\n\x0c\x63lose_reason\x18\x03 \x01(\x0e\x32 .maka.interaction.v1.CloseReason\"=\n\nCallResult\x12\x1d\n\x15\x63\x61ll_tool_result_json\x18\x01 \x01(\t\x12\x10\n\x08is_error\x18\x02 \x01(\x08\"I\n\x0b\x43\x61llFailure\x12)\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x1b.maka.broker.v1.FailureCode\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x1a\n\x08\x43\x61llLost\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\r\n\x0b\x43\x61llStopped\"?\n\x0bStopRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\t\x12\x0b\n\x03\x61ll\x18\x03 \x01(\x08\"+\n\x0cStopResponse\x12\x1b\n\x13stopped_invocations\x18\x01 \x01(\r\"\x12\n\x10ListToolsRequest\"\x82\x01\n\x04Tool\x12\x16\n\x0equalified_name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x13\n\x0bprovider_id\x18\x04 \x01(\t\x12\x1d\n\x15provider_display_name\x18\x05 \x01(\t\"8\n\x11ListToolsResponse\x12#\n\x05tools\x18\x01 \x03(\x0b\x32\x14.maka.broker.v1.Tool*\xd7\x05\n\x0b\x46\x61ilureCode\x12\x1c\n\x18\x46\x41ILURE_CODE_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x46\x41ILURE_CODE_UNKNOWN_TOOL\x10\x01\x12 \n\x1c\x46\x41ILURE_CODE_INVALID_REQUEST\x10\x02\x12\"\n\x1e\x46\x41ILURE_CODE_EXECUTION_TIMEOUT\x10\x03\x12&\n\"FAILURE_CODE_INTERACTION_TIMED_OUT\x10\x04\x12&\n\"FAILURE_CODE_INCONSISTENT_PROVIDER\x10\x05\x12*\n&FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST\x10\x06\x12 \n\x1c\x46\x41ILURE_CODE_LIMITS_EXCEEDED\x10\x07\x12!\n\x1d\x46\x41ILURE_CODE_ROUNDS_EXHAUSTED\x10\x08\x12 \n\x1c\x46\x41ILURE_CODE_BINDING_CHANGED\x10\t\x12 \n\x1c\x46\x41ILURE_CODE_CONNECTION_LOST\x10\n\x12\x1d\n\x19\x46\x41ILURE_CODE_SERVER_ERROR\x10\x0b\x12\'\n#FAILURE_CODE_REQUEST_STATE_REJECTED\x10\x0c\x12*\n&FAILURE_CODE_MISSING_CLIENT_CAPABILITY\x10\r\x12\x1d\n\x19\x46\x41ILURE_CODE_INVALID_FORM\x10\x0e\x12\x1f\n\x1b\x46\x41ILURE_CODE_INVALID_ANSWER\x10\x0f\x12#\n\x1f\x46\x41ILURE_CODE_INTERACTION_CLOSED\x10\x10\x12\x1f\n\x1b\x46\x41ILURE_CODE_PROVIDER_ERROR\x10\x11\x12!\n\x1d\x46\x41ILURE_CODE_HOST_UNAVAILABLE\x10\x12\x12#\n\x1f\x46\x41ILURE_CODE_RESOURCE_EXHAUSTED\x10\x13*\xff\x02\n\x0cRejectReason\x12\x1d\n\x19REJECT_REASON_UNSPECIFIED\x10\x00\x12 \n\x1cREJECT_REASON_NOT_REGISTERED\x10\x01\x12$\n REJECT_REASON_ALREADY_REGISTERED\x10\x02\x12$\n REJECT_REASON_UNKNOWN_INVOCATION\x10\x03\x12\"\n\x1eREJECT_REASON_CROSS_CONNECTION\x10\x04\x12-\n)REJECT_REASON_INTERACTION_ALREADY_PENDING\x10\x05\x12(\n$REJECT_REASON_NO_INTERACTION_PENDING\x10\x06\x12$\n REJECT_REASON_INVOCATION_SETTLED\x10\x07\x12\x1f\n\x1bREJECT_REASON_INVALID_FRAME\x10\x08\x12\x1e\n\x1aREJECT_REASON_INVALID_FORM\x10\t*d\n\tCallPhase\x12\x1a\n\x16\x43\x41LL_PHASE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43\x41LL_PHASE_RUNNING\x10\x01\x12#\n\x1f\x43\x41LL_PHASE_AWAITING_INTERACTION\x10\x02\x32\xa3\x03\n\x17\x43\x61pabilityBrokerService\x12N\n\x07\x43onnect\x12\x1e.maka.broker.v1.ConnectRequest\x1a\x1f.maka.broker.v1.ConnectResponse(\x01\x30\x01\x12O\n\x08\x43\x61llTool\x12\x1f.maka.broker.v1.CallToolRequest\x1a .maka.broker.v1.CallToolResponse0\x01\x12R\n\tWatchCall\x12 .maka.broker.v1.WatchCallRequest\x1a!.maka.broker.v1.WatchCallResponse0\x01\x12\x41\n\x04Stop\x12\x1b.maka.broker.v1.StopRequest\x1a\x1c.maka.broker.v1.StopResponse\x12P\n\tListTools\x12 .maka.broker.v1.ListToolsRequest\x1a!.maka.broker.v1.ListToolsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'maka.broker.v1.broker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FAILURECODE']._serialized_start=3574
-  _globals['_FAILURECODE']._serialized_end=4301
-  _globals['_REJECTREASON']._serialized_start=4304
-  _globals['_REJECTREASON']._serialized_end=4687
-  _globals['_CONNECTREQUEST']._serialized_start=144
-  _globals['_CONNECTREQUEST']._serialized_end=555
-  _globals['_CONNECTRESPONSE']._serialized_start=558
-  _globals['_CONNECTRESPONSE']._serialized_end=844
-  _globals['_TOOLDESCRIPTOR']._serialized_start=846
-  _globals['_TOOLDESCRIPTOR']._serialized_end=948
-  _globals['_REGISTER']._serialized_start=950
-  _globals['_REGISTER']._serialized_end=1050
-  _globals['_REGISTERED']._serialized_start=1052
-  _globals['_REGISTERED']._serialized_end=1167
-  _globals['_TOOLSCHANGED']._serialized_start=1169
-  _globals['_TOOLSCHANGED']._serialized_end=1230
-  _globals['_PROVIDERHEARTBEAT']._serialized_start=1232
-  _globals['_PROVIDERHEARTBEAT']._serialized_end=1251
-  _globals['_INVOKE']._serialized_start=1254
-  _globals['_INVOKE']._serialized_end=1382
-  _globals['_INVOCATIONPROGRESS']._serialized_start=1384
-  _globals['_INVOCATIONPROGRESS']._serialized_end=1492
-  _globals['_INTERACTIONREQUEST']._serialized_start=1494
-  _globals['_INTERACTIONREQUEST']._serialized_end=1595
-  _globals['_INTERACTIONRESULT']._serialized_start=1598
-  _globals['_INTERACTIONRESULT']._serialized_end=1782
-  _globals['_INVOCATIONRESULT']._serialized_start=1784
-  _globals['_INVOCATIONRESULT']._serialized_end=1856
-  _globals['_INVOCATIONFAILURE']._serialized_start=1858
-  _globals['_INVOCATIONFAILURE']._serialized_end=1960
-  _globals['_CANCELINVOCATION']._serialized_start=1962
-  _globals['_CANCELINVOCATION']._serialized_end=2019
-  _globals['_FRAMEREJECTED']._serialized_start=2021
-  _globals['_FRAMEREJECTED']._serialized_end=2122
-  _globals['_CALLTOOLREQUEST']._serialized_start=2124
-  _globals['_CALLTOOLREQUEST']._serialized_end=2242
-  _globals['_CALLTOOLRESPONSE']._serialized_start=2245
-  _globals['_CALLTOOLRESPONSE']._serialized_end=2697
-  _globals['_CALLACCEPTED']._serialized_start=2699
-  _globals['_CALLACCEPTED']._serialized_end=2757
-  _globals['_CALLPROGRESS']._serialized_start=2759
-  _globals['_CALLPROGRESS']._serialized_end=2838
-  _globals['_AWAITINGINTERACTION']._serialized_start=2840
-  _globals['_AWAITINGINTERACTION']._serialized_end=2923
-  _globals['_INTERACTIONSETTLEDEVENT']._serialized_start=2926
-  _globals['_INTERACTIONSETTLEDEVENT']._serialized_end=3069
-  _globals['_CALLRESULT']._serialized_start=3071
-  _globals['_CALLRESULT']._serialized_end=3132
-  _globals['_CALLFAILURE']._serialized_start=3134
-  _globals['_CALLFAILURE']._serialized_end=3207
-  _globals['_CALLLOST']._serialized_start=3209
-  _globals['_CALLLOST']._serialized_end=3235
-  _globals['_CALLSTOPPED']._serialized_start=3237
-  _globals['_CALLSTOPPED']._serialized_end=3250
-  _globals['_STOPREQUEST']._serialized_start=3252
-  _globals['_STOPREQUEST']._serialized_end=3315
-  _globals['_STOPRESPONSE']._serialized_start=3317
-  _globals['_STOPRESPONSE']._serialized_end=3360
-  _globals['_LISTTOOLSREQUEST']._serialized_start=3362
-  _globals['_LISTTOOLSREQUEST']._serialized_end=3380
-  _globals['_TOOL']._serialized_start=3383
-  _globals['_TOOL']._serialized_end=3513
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=3515
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=3571
-  _globals['_CAPABILITYBROKERSERVICE']._serialized_start=4690
-  _globals['_CAPABILITYBROKERSERVICE']._serialized_end=5025
+  _globals['_FAILURECODE']._serialized_start=4077
+  _globals['_FAILURECODE']._serialized_end=4804
+  _globals['_REJECTREASON']._serialized_start=4807
+  _globals['_REJECTREASON']._serialized_end=5190
+  _globals['_CALLPHASE']._serialized_start=5192
+  _globals['_CALLPHASE']._serialized_end=5292
+  _globals['_CONNECTREQUEST']._serialized_start=177
+  _globals['_CONNECTREQUEST']._serialized_end=588
+  _globals['_CONNECTRESPONSE']._serialized_start=591
+  _globals['_CONNECTRESPONSE']._serialized_end=877
+  _globals['_TOOLDESCRIPTOR']._serialized_start=879
+  _globals['_TOOLDESCRIPTOR']._serialized_end=981
+  _globals['_REGISTER']._serialized_start=983
+  _globals['_REGISTER']._serialized_end=1083
+  _globals['_REGISTERED']._serialized_start=1085
+  _globals['_REGISTERED']._serialized_end=1200
+  _globals['_TOOLSCHANGED']._serialized_start=1202
+  _globals['_TOOLSCHANGED']._serialized_end=1263
+  _globals['_PROVIDERHEARTBEAT']._serialized_start=1265
+  _globals['_PROVIDERHEARTBEAT']._serialized_end=1284
+  _globals['_INVOKE']._serialized_start=1287
+  _globals['_INVOKE']._serialized_end=1415
+  _globals['_INVOCATIONPROGRESS']._serialized_start=1417
+  _globals['_INVOCATIONPROGRESS']._serialized_end=1525
+  _globals['_INTERACTIONREQUEST']._serialized_start=1527
+  _globals['_INTERACTIONREQUEST']._serialized_end=1628
+  _globals['_INTERACTIONRESULT']._serialized_start=1631
+  _globals['_INTERACTIONRESULT']._serialized_end=1815
+  _globals['_INVOCATIONRESULT']._serialized_start=1817
+  _globals['_INVOCATIONRESULT']._serialized_end=1889
+  _globals['_INVOCATIONFAILURE']._serialized_start=1891
+  _globals['_INVOCATIONFAILURE']._serialized_end=1993
+  _globals['_CANCELINVOCATION']._serialized_start=1995
+  _globals['_CANCELINVOCATION']._serialized_end=2052
+  _globals['_FRAMEREJECTED']._serialized_start=2054
+  _globals['_FRAMEREJECTED']._serialized_end=2155
+  _globals['_CALLTOOLREQUEST']._serialized_start=2158
+  _globals['_CALLTOOLREQUEST']._serialized_end=2293
+  _globals['_CALLTOOLRESPONSE']._serialized_start=2296
+  _globals['_CALLTOOLRESPONSE']._serialized_end=2834
+  _globals['_CALLSTATUS']._serialized_start=2837
+  _globals['_CALLSTATUS']._serialized_end=3016
+  _globals['_WATCHCALLREQUEST']._serialized_start=3018
+  _globals['_WATCHCALLREQUEST']._serialized_end=3081
+  _globals['_WATCHCALLRESPONSE']._serialized_start=3083
+  _globals['_WATCHCALLRESPONSE']._serialized_end=3151
+  _globals['_CALLACCEPTED']._serialized_start=3153
+  _globals['_CALLACCEPTED']._serialized_end=3211
+  _globals['_CALLPROGRESS']._serialized_start=3213
+  _globals['_CALLPROGRESS']._serialized_end=3292
+  _globals['_AWAITINGINTERACTION']._serialized_start=3295
+  _globals['_AWAITINGINTERACTION']._serialized_end=3426
+  _globals['_INTERACTIONSETTLEDEVENT']._serialized_start=3429
+  _globals['_INTERACTIONSETTLEDEVENT']._serialized_end=3572
+  _globals['_CALLRESULT']._serialized_start=3574
+  _globals['_CALLRESULT']._serialized_end=3635
+  _globals['_CALLFAILURE']._serialized_start=3637
+  _globals['_CALLFAILURE']._serialized_end=3710
+  _globals['_CALLLOST']._serialized_start=3712
+  _globals['_CALLLOST']._serialized_end=3738
+  _globals['_CALLSTOPPED']._serialized_start=3740
+  _globals['_CALLSTOPPED']._serialized_end=3753
+  _globals['_STOPREQUEST']._serialized_start=3755
+  _globals['_STOPREQUEST']._serialized_end=3818
+  _globals['_STOPRESPONSE']._serialized_start=3820
+  _globals['_STOPRESPONSE']._serialized_end=3863
+  _globals['_LISTTOOLSREQUEST']._serialized_start=3865
+  _globals['_LISTTOOLSREQUEST']._serialized_end=3883
+  _globals['_TOOL']._serialized_start=3886
+  _globals['_TOOL']._serialized_end=4016
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=4018
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=4074
+  _globals['_CAPABILITYBROKERSERVICE']._serialized_start=5295
+  _globals['_CAPABILITYBROKERSERVICE']._serialized_end=5714
 # @@protoc_insertion_point(module_scope)

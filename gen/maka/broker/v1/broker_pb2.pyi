@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from maka.form.v1 import form_pb2 as _form_pb2
@@ -143,6 +144,28 @@ REJECT_REASON_INVOCATION_SETTLED: RejectReason.ValueType  # 7
 REJECT_REASON_INVALID_FRAME: RejectReason.ValueType  # 8
 REJECT_REASON_INVALID_FORM: RejectReason.ValueType  # 9
 Global___RejectReason: _TypeAlias = RejectReason  # noqa: Y015
+
+class _CallPhase:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CallPhaseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CallPhase.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CALL_PHASE_UNSPECIFIED: _CallPhase.ValueType  # 0
+    CALL_PHASE_RUNNING: _CallPhase.ValueType  # 1
+    """The provider is working (including while a requested form is being opened)."""
+    CALL_PHASE_AWAITING_INTERACTION: _CallPhase.ValueType  # 2
+    """A form is pending; `interaction_id` and `interaction_expires_at` say which and until when."""
+
+class CallPhase(_CallPhase, metaclass=_CallPhaseEnumTypeWrapper):
+    """CallPhase is where a live invocation is, as reported by `status` events."""
+
+CALL_PHASE_UNSPECIFIED: CallPhase.ValueType  # 0
+CALL_PHASE_RUNNING: CallPhase.ValueType  # 1
+"""The provider is working (including while a requested form is being opened)."""
+CALL_PHASE_AWAITING_INTERACTION: CallPhase.ValueType  # 2
+"""A form is pending; `interaction_id` and `interaction_expires_at` say which and until when."""
+Global___CallPhase: _TypeAlias = CallPhase  # noqa: Y015
 
 @_typing.final
 class ConnectRequest(_message.Message):
@@ -594,6 +617,7 @@ class CallToolRequest(_message.Message):
     TOOL_USE_ID_FIELD_NUMBER: _builtins.int
     TOOL_NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    CALL_ID_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     turn_id: _builtins.str
     tool_use_id: _builtins.str
@@ -601,6 +625,12 @@ class CallToolRequest(_message.Message):
     """Qualified `SERVER:TOOL`."""
     arguments_json: _builtins.str
     """JSON object text; empty means {}."""
+    call_id: _builtins.str
+    """Caller-chosen idempotency key (printable, at most 256 characters; empty = none). A repeated
+    CallTool with the same call_id, principal and session attaches to the existing invocation
+    (live, or settled within the retention) and replays its events; with a different tool_name,
+    arguments_json or turn_id it fails INVALID_REQUEST.
+    """
     def __init__(
         self,
         *,
@@ -609,10 +639,11 @@ class CallToolRequest(_message.Message):
         tool_use_id: _builtins.str = ...,
         tool_name: _builtins.str = ...,
         arguments_json: _builtins.str = ...,
+        call_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "session_id", b"session_id", "tool_name", b"tool_name", "tool_use_id", b"tool_use_id", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "session_id", b"session_id", "tool_name", b"tool_name", "tool_use_id", b"tool_use_id", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -630,6 +661,15 @@ class CallToolResponse(_message.Message):
     FAILURE_FIELD_NUMBER: _builtins.int
     LOST_FIELD_NUMBER: _builtins.int
     STOPPED_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    sequence: _builtins.int
+    """Position of this event in the invocation's event log (1-based, increasing). A `status` event
+    is not logged: it repeats the sequence of the last logged event.
+    """
+    resume_token: _builtins.str
+    """Opaque; pass the last one seen to WatchCall to receive only the events after it."""
     @_builtins.property
     def accepted(self) -> Global___CallAccepted: ...
     @_builtins.property
@@ -646,6 +686,8 @@ class CallToolResponse(_message.Message):
     def lost(self) -> Global___CallLost: ...
     @_builtins.property
     def stopped(self) -> Global___CallStopped: ...
+    @_builtins.property
+    def status(self) -> Global___CallStatus: ...
     def __init__(
         self,
         *,
@@ -657,16 +699,100 @@ class CallToolResponse(_message.Message):
         failure: Global___CallFailure | None = ...,
         lost: Global___CallLost | None = ...,
         stopped: Global___CallStopped | None = ...,
+        status: Global___CallStatus | None = ...,
+        sequence: _builtins.int = ...,
+        resume_token: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "awaiting_interaction", b"awaiting_interaction", "event", b"event", "failure", b"failure", "interaction_settled", b"interaction_settled", "lost", b"lost", "progress", b"progress", "result", b"result", "stopped", b"stopped"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "awaiting_interaction", b"awaiting_interaction", "event", b"event", "failure", b"failure", "interaction_settled", b"interaction_settled", "lost", b"lost", "progress", b"progress", "result", b"result", "status", b"status", "stopped", b"stopped"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "awaiting_interaction", b"awaiting_interaction", "event", b"event", "failure", b"failure", "interaction_settled", b"interaction_settled", "lost", b"lost", "progress", b"progress", "result", b"result", "stopped", b"stopped"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "awaiting_interaction", b"awaiting_interaction", "event", b"event", "failure", b"failure", "interaction_settled", b"interaction_settled", "lost", b"lost", "progress", b"progress", "result", b"result", "resume_token", b"resume_token", "sequence", b"sequence", "status", b"status", "stopped", b"stopped"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["accepted", "progress", "awaiting_interaction", "interaction_settled", "result", "failure", "lost", "stopped"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["accepted", "progress", "awaiting_interaction", "interaction_settled", "result", "failure", "lost", "stopped", "status"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
+
+@_typing.final
+class CallStatus(_message.Message):
+    """CallStatus is the periodic keepalive of a live invocation; it carries no values."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    INTERACTION_ID_FIELD_NUMBER: _builtins.int
+    INTERACTION_EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    WATCHERS_FIELD_NUMBER: _builtins.int
+    invocation_id: _builtins.str
+    phase: Global___CallPhase.ValueType
+    interaction_id: _builtins.str
+    """The pending form (CALL_PHASE_AWAITING_INTERACTION only)."""
+    watchers: _builtins.int
+    """How many caller streams follow this invocation right now (this one included)."""
+    @_builtins.property
+    def interaction_expires_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        invocation_id: _builtins.str = ...,
+        phase: Global___CallPhase.ValueType = ...,
+        interaction_id: _builtins.str = ...,
+        interaction_expires_at: _timestamp_pb2.Timestamp | None = ...,
+        watchers: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["interaction_expires_at", b"interaction_expires_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["interaction_expires_at", b"interaction_expires_at", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id", "phase", b"phase", "watchers", b"watchers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallStatus: _TypeAlias = CallStatus  # noqa: Y015
+
+@_typing.final
+class WatchCallRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    invocation_id: _builtins.str
+    resume_token: _builtins.str
+    """The resume_token of the last event seen; empty replays every event from `accepted`."""
+    def __init__(
+        self,
+        *,
+        invocation_id: _builtins.str = ...,
+        resume_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["invocation_id", b"invocation_id", "resume_token", b"resume_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchCallRequest: _TypeAlias = WatchCallRequest  # noqa: Y015
+
+@_typing.final
+class WatchCallResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def event(self) -> Global___CallToolResponse:
+        """The same events, sequence numbers and resume tokens as on the CallTool stream."""
+
+    def __init__(
+        self,
+        *,
+        event: Global___CallToolResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchCallResponse: _TypeAlias = WatchCallResponse  # noqa: Y015
 
 @_typing.final
 class CallAccepted(_message.Message):
@@ -726,19 +852,25 @@ class AwaitingInteraction(_message.Message):
     INTERACTION_ID_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     FIELD_COUNT_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     message: _builtins.str
     field_count: _builtins.int
+    @_builtins.property
+    def expires_at(self) -> _timestamp_pb2.Timestamp:
+        """When the form's bounded wait ends (it then closes timed_out)."""
+
     def __init__(
         self,
         *,
         interaction_id: _builtins.str = ...,
         message: _builtins.str = ...,
         field_count: _builtins.int = ...,
+        expires_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["field_count", b"field_count", "interaction_id", b"interaction_id", "message", b"message"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "field_count", b"field_count", "interaction_id", b"interaction_id", "message", b"message"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -45,6 +45,11 @@ class CapabilityBrokerServiceStub:
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.CallToolRequest.SerializeToString,
                 response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.CallToolResponse.FromString,
                 _registered_method=True)
+        self.WatchCall = channel.unary_stream(
+                '/maka.broker.v1.CapabilityBrokerService/WatchCall',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchCallRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchCallResponse.FromString,
+                _registered_method=True)
         self.Stop = channel.unary_unary(
                 '/maka.broker.v1.CapabilityBrokerService/Stop',
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.StopRequest.SerializeToString,
@@ -72,7 +77,22 @@ class CapabilityBrokerServiceServicer:
 
     def CallTool(self, request, context):
         """CallTool starts one logical Tool invocation and streams its events; the last event is
-        exactly one of result, failure, lost or stopped.
+        exactly one of result, failure, lost or stopped. While the call runs or waits for a form, a
+        `status` event is sent whenever the stream was otherwise silent for the keepalive interval.
+        A stream that drops without Stop detaches: the invocation keeps running for the reattach grace
+        (WatchCall). A request whose `call_id` names an invocation of the same principal and session
+        attaches to it (replaying its events) instead of starting another.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchCall(self, request, context):
+        """WatchCall reattaches to an invocation started by the same principal: it replays the events
+        after `resume_token` (all of them when empty), then follows live, like CallTool; each
+        response wraps one CallToolResponse.
+        NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
+        principal's, INVALID_ARGUMENT for a malformed token.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -104,6 +124,11 @@ def add_CapabilityBrokerServiceServicer_to_server(servicer, server):
                     servicer.CallTool,
                     request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.CallToolRequest.FromString,
                     response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.CallToolResponse.SerializeToString,
+            ),
+            'WatchCall': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchCall,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchCallRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchCallResponse.SerializeToString,
             ),
             'Stop': grpc.unary_unary_rpc_method_handler(
                     servicer.Stop,
@@ -171,6 +196,33 @@ class CapabilityBrokerService:
             '/maka.broker.v1.CapabilityBrokerService/CallTool',
             maka_dot_broker_dot_v1_dot_broker__pb2.CallToolRequest.SerializeToString,
             maka_dot_broker_dot_v1_dot_broker__pb2.CallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/WatchCall',
+            maka_dot_broker_dot_v1_dot_broker__pb2.WatchCallRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.WatchCallResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -40,7 +40,18 @@ class CapabilityBrokerServiceStub:
     """
     CallTool: _grpc.UnaryStreamMultiCallable[_broker_pb2.CallToolRequest, _broker_pb2.CallToolResponse]
     """CallTool starts one logical Tool invocation and streams its events; the last event is
-    exactly one of result, failure, lost or stopped.
+    exactly one of result, failure, lost or stopped. While the call runs or waits for a form, a
+    `status` event is sent whenever the stream was otherwise silent for the keepalive interval.
+    A stream that drops without Stop detaches: the invocation keeps running for the reattach grace
+    (WatchCall). A request whose `call_id` names an invocation of the same principal and session
+    attaches to it (replaying its events) instead of starting another.
+    """
+    WatchCall: _grpc.UnaryStreamMultiCallable[_broker_pb2.WatchCallRequest, _broker_pb2.WatchCallResponse]
+    """WatchCall reattaches to an invocation started by the same principal: it replays the events
+    after `resume_token` (all of them when empty), then follows live, like CallTool; each
+    response wraps one CallToolResponse.
+    NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
+    principal's, INVALID_ARGUMENT for a malformed token.
     """
     Stop: _grpc.UnaryUnaryMultiCallable[_broker_pb2.StopRequest, _broker_pb2.StopResponse]
     """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
@@ -59,7 +70,18 @@ class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
     """
     CallTool: _aio.UnaryStreamMultiCallable[_broker_pb2.CallToolRequest, _broker_pb2.CallToolResponse]  # type: ignore[assignment]
     """CallTool starts one logical Tool invocation and streams its events; the last event is
-    exactly one of result, failure, lost or stopped.
+    exactly one of result, failure, lost or stopped. While the call runs or waits for a form, a
+    `status` event is sent whenever the stream was otherwise silent for the keepalive interval.
+    A stream that drops without Stop detaches: the invocation keeps running for the reattach grace
+    (WatchCall). A request whose `call_id` names an invocation of the same principal and session
+    attaches to it (replaying its events) instead of starting another.
+    """
+    WatchCall: _aio.UnaryStreamMultiCallable[_broker_pb2.WatchCallRequest, _broker_pb2.WatchCallResponse]  # type: ignore[assignment]
+    """WatchCall reattaches to an invocation started by the same principal: it replays the events
+    after `resume_token` (all of them when empty), then follows live, like CallTool; each
+    response wraps one CallToolResponse.
+    NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
+    principal's, INVALID_ARGUMENT for a malformed token.
     """
     Stop: _aio.UnaryUnaryMultiCallable[_broker_pb2.StopRequest, _broker_pb2.StopResponse]  # type: ignore[assignment]
     """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
@@ -87,7 +109,24 @@ class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_broker_pb2.CallToolResponse], _abc.AsyncIterator[_broker_pb2.CallToolResponse]]:
         """CallTool starts one logical Tool invocation and streams its events; the last event is
-        exactly one of result, failure, lost or stopped.
+        exactly one of result, failure, lost or stopped. While the call runs or waits for a form, a
+        `status` event is sent whenever the stream was otherwise silent for the keepalive interval.
+        A stream that drops without Stop detaches: the invocation keeps running for the reattach grace
+        (WatchCall). A request whose `call_id` names an invocation of the same principal and session
+        attaches to it (replaying its events) instead of starting another.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchCall(
+        self,
+        request: _broker_pb2.WatchCallRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_broker_pb2.WatchCallResponse], _abc.AsyncIterator[_broker_pb2.WatchCallResponse]]:
+        """WatchCall reattaches to an invocation started by the same principal: it replays the events
+        after `resume_token` (all of them when empty), then follows live, like CallTool; each
+        response wraps one CallToolResponse.
+        NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
+        principal's, INVALID_ARGUMENT for a malformed token.
         """
 
     @_abc_1.abstractmethod

@@ -1,0 +1,68 @@
+"""Maka Runtime client for Python (asyncio, typed).
+
+Callers (agent runtimes) use :class:`BrokerClient`: ``call_tool()`` yields typed events and a final
+outcome and survives L7 proxies and reconnects; ``stop()``, ``list_tools()``, ``watch_call()``.
+Surfaces use :class:`SurfaceClient`: ``attach()``, ``pending()``, ``answer()``. Wire rules:
+docs/clients.md.
+"""
+
+from maka_client._channel import TlsOptions
+from maka_client._errors import MakaError
+from maka_client.broker import BrokerClient, ReattachPolicy, ToolCall, ToolInfo
+from maka_client.events import (
+    Accepted,
+    Action,
+    AwaitingInteraction,
+    CallEvent,
+    Failure,
+    InteractionSettled,
+    Lost,
+    Outcome,
+    Phase,
+    Progress,
+    Reattaching,
+    Result,
+    Status,
+    Stopped,
+)
+from maka_client.surface import (
+    Form,
+    FormAnswered,
+    FormClosed,
+    FormEvent,
+    FormField,
+    FormOpened,
+    FormSnapshot,
+    SurfaceClient,
+)
+
+__all__ = [
+    "Accepted",
+    "Action",
+    "AwaitingInteraction",
+    "BrokerClient",
+    "CallEvent",
+    "Failure",
+    "Form",
+    "FormAnswered",
+    "FormClosed",
+    "FormEvent",
+    "FormField",
+    "FormOpened",
+    "FormSnapshot",
+    "InteractionSettled",
+    "Lost",
+    "MakaError",
+    "Outcome",
+    "Phase",
+    "Progress",
+    "ReattachPolicy",
+    "Reattaching",
+    "Result",
+    "Status",
+    "Stopped",
+    "SurfaceClient",
+    "TlsOptions",
+    "ToolCall",
+    "ToolInfo",
+]

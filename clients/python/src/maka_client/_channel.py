@@ -1,0 +1,75 @@
+"""Channels of the Maka client: TLS, bearer token and keepalive, the same for every client class."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import grpc.aio
+
+KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+)
+"""HTTP/2 pings so a dead connection is noticed; the broker's ``status`` events keep proxies open."""
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """TLS (and mutual TLS) for the channel.
+
+    Attributes:
+        ca_file: PEM CA bundle that verifies the server.
+        client_cert_file: PEM client certificate, for servers that require mutual TLS.
+        client_key_file: its PEM private key.
+        server_name: override of the name checked against the server certificate.
+    """
+
+    ca_file: Path | None = None
+    client_cert_file: Path | None = None
+    client_key_file: Path | None = None
+    server_name: str = ""
+
+    @classmethod
+    def from_env(cls) -> TlsOptions | None:
+        """From ``MAKA_TLS_CA_FILE``, ``MAKA_TLS_CLIENT_CERT_FILE``, ``MAKA_TLS_CLIENT_KEY_FILE``,
+        ``MAKA_TLS_SERVER_NAME`` (the variables the services use); None when no CA is set."""
+        ca = os.environ.get("MAKA_TLS_CA_FILE")
+        if not ca:
+            return None
+        cert = os.environ.get("MAKA_TLS_CLIENT_CERT_FILE")
+        key = os.environ.get("MAKA_TLS_CLIENT_KEY_FILE")
+        return cls(
+            ca_file=Path(ca),
+            client_cert_file=Path(cert) if cert else None,
+            client_key_file=Path(key) if key else None,
+            server_name=os.environ.get("MAKA_TLS_SERVER_NAME", ""),
+        )
+
+
+def open_channel(target: str, tls: TlsOptions | None, max_message_bytes: int = 4 * 1024 * 1024) -> grpc.aio.Channel:
+    """A grpc.aio channel to ``target`` (``host:port`` or any gRPC target URI). Create it in the loop that uses it."""
+    options: list[tuple[str, int | str]] = [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        *KEEPALIVE_OPTIONS,
+    ]
+    if tls is None:
+        return grpc.aio.insecure_channel(target, options=options)
+    if tls.server_name:
+        options.append(("grpc.ssl_target_name_override", tls.server_name))
+    credentials = grpc.ssl_channel_credentials(
+        tls.ca_file.read_bytes() if tls.ca_file else None,
+        tls.client_key_file.read_bytes() if tls.client_key_file else None,
+        tls.client_cert_file.read_bytes() if tls.client_cert_file else None,
+    )
+    return grpc.aio.secure_channel(target, credentials, options=options)
+
+
+def bearer(token: str | None) -> tuple[tuple[str, str], ...]:
+    """``authorization: Bearer <token>`` metadata, or none."""
+    return (("authorization", f"Bearer {token}"),) if token else ()

@@ -1,0 +1,291 @@
+"""The caller's client of the Capability broker: ``CallTool`` with automatic reattach, ``WatchCall``,
+``Stop`` and ``ListTools`` (docs/clients.md).
+
+Every call gets a caller-chosen call id (a fresh UUID unless given), so a start that failed before
+``accepted`` is retried safely: the broker attaches the retry to the invocation it already started.
+Once ``accepted`` is seen, a dropped stream (proxy restart, network error, an L7 proxy's idle timeout)
+is resumed with ``WatchCall(invocation_id, resume_token)``: the broker replays exactly the events
+after the last one this client saw, so none is lost or repeated. The broker keeps a call with nobody
+attached for its reattach grace (default 30 s) and then stops it as Stop would; the client gives up
+reattaching after :attr:`ReattachPolicy.give_up_after` seconds (default 25 s, inside that grace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from maka_client._channel import TlsOptions, bearer, open_channel
+from maka_client._errors import RETRYABLE, MakaError
+from maka_client._gen.maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka_client.events import OUTCOMES, Accepted, CallEvent, Outcome, Reattaching, decode
+
+DEFAULT_TARGET = "127.0.0.1:50052"
+TARGET_ENV = "MAKA_BROKER_TARGET"
+TOKEN_ENV = "MAKA_CALLER_TOKEN"
+
+
+@dataclass(frozen=True)
+class ReattachPolicy:
+    """How a dropped call stream is resumed: jittered exponential backoff, bounded in time.
+
+    ``give_up_after`` counts from the first failure since the last event received; 0 disables
+    reattaching (a dropped stream raises at once).
+    """
+
+    initial_delay: float = 0.2
+    max_delay: float = 3.0
+    give_up_after: float = 25.0
+
+    def delay(self, attempt: int) -> float:
+        """The wait before reattach ``attempt`` (1-based)."""
+        base: float = min(self.max_delay, self.initial_delay * 2 ** (attempt - 1))
+        return base * random.uniform(0.5, 1.0)  # jitter, not a secret
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One Tool the broker knows (``ListTools``)."""
+
+    name: str
+    """Qualified ``SERVER:TOOL``: what :meth:`BrokerClient.call_tool` takes."""
+    description: str
+    input_schema: dict[str, Any]
+    provider_id: str
+    provider_display_name: str
+
+
+class ToolCall:
+    """One Tool call: ``async for event in call`` yields typed events; ``await call.result()`` the outcome.
+
+    Attributes:
+        call_id: the idempotency key sent with ``CallTool``.
+        invocation_id: set once ``accepted`` was seen (or given to :meth:`BrokerClient.watch_call`).
+        resume_token: the token of the last logged event seen (what a reattach resumes after).
+        reattaches: how many times the stream was resumed.
+        outcome: the terminal event once seen.
+    """
+
+    def __init__(
+        self,
+        client: BrokerClient,
+        request: broker_pb2.CallToolRequest,
+        *,
+        invocation_id: str = "",
+        resume_token: str = "",
+    ) -> None:
+        self._client = client
+        self.request = request
+        self.call_id = request.call_id
+        self.session_id = request.session_id
+        self.turn_id = request.turn_id
+        self.invocation_id = invocation_id
+        self.resume_token = resume_token
+        self.sequence = int(resume_token) if resume_token.isdigit() else 0
+        self.reattaches = 0
+        self.outcome: Outcome | None = None
+        self._iterator: AsyncGenerator[CallEvent, None] | None = None
+
+    def __aiter__(self) -> AsyncIterator[CallEvent]:
+        if self._iterator is None:
+            self._iterator = self._events()
+        return self._iterator
+
+    async def result(self) -> Outcome:
+        """Read the remaining events and return the outcome (:class:`Result`, :class:`Failure`,
+        :class:`Lost` or :class:`Stopped`). Raises :class:`MakaError` when the call cannot be followed."""
+        async for _ in self:
+            pass
+        if self.outcome is None:
+            raise MakaError("UNKNOWN", "the call ended without an outcome", reason="NO_RESULT")
+        return self.outcome
+
+    async def stop(self) -> int:
+        """Stop this call's turn (broker ``Stop``): the form closes ``stopped``, no retry is sent."""
+        if not self.session_id:
+            raise MakaError("FAILED_PRECONDITION", "a watched call does not know its session and turn")
+        return await self._client.stop(self.session_id, self.turn_id)
+
+    async def aclose(self) -> None:
+        """Stop following (the broker keeps the call for its reattach grace; see :meth:`stop`)."""
+        if self._iterator is not None:
+            await self._iterator.aclose()
+
+    def _open(
+        self,
+    ) -> (
+        grpc.aio.UnaryStreamCall[broker_pb2.WatchCallRequest, broker_pb2.WatchCallResponse]
+        | grpc.aio.UnaryStreamCall[broker_pb2.CallToolRequest, broker_pb2.CallToolResponse]
+    ):
+        stub = self._client.stub
+        if self.invocation_id:
+            request = broker_pb2.WatchCallRequest(invocation_id=self.invocation_id, resume_token=self.resume_token)
+            return stub.WatchCall(request, metadata=self._client.metadata)
+        return stub.CallTool(self.request, metadata=self._client.metadata)
+
+    async def _events(self) -> AsyncGenerator[CallEvent, None]:
+        policy = self._client.reattach
+        attempt = 0
+        failing_since: float | None = None
+        while True:
+            stream = self._open()
+            code = "EOF"
+            try:
+                async for item in stream:
+                    raw = item.event if isinstance(item, broker_pb2.WatchCallResponse) else item
+                    attempt, failing_since = 0, None
+                    is_status = raw.WhichOneof("event") == "status"
+                    if not is_status and raw.sequence and raw.sequence <= self.sequence:
+                        continue  # replayed by an idempotent CallTool retry: already yielded
+                    event = decode(raw)
+                    if not is_status and raw.sequence:
+                        self.sequence, self.resume_token = raw.sequence, raw.resume_token
+                    if isinstance(event, Accepted):
+                        self.invocation_id = event.invocation_id
+                    if event is None:
+                        continue
+                    yield event
+                    if isinstance(event, OUTCOMES):
+                        self.outcome = event
+                        return
+            except grpc.aio.AioRpcError as error:
+                if error.code() not in RETRYABLE:
+                    raise MakaError.from_rpc(error) from None
+                code = error.code().name
+            finally:
+                stream.cancel()
+            now = time.monotonic()
+            failing_since = failing_since if failing_since is not None else now
+            if policy.give_up_after <= 0 or now - failing_since >= policy.give_up_after:
+                raise MakaError(
+                    "UNAVAILABLE",
+                    f"the call's stream dropped ({code}) and could not be resumed",
+                    reason="REATTACH_FAILED",
+                )
+            attempt += 1
+            self.reattaches += 1
+            delay = policy.delay(attempt)
+            yield Reattaching(code, attempt, delay)
+            await asyncio.sleep(delay)
+
+
+class BrokerClient:
+    """Client of ``maka.broker.v1.CapabilityBrokerService`` for callers (agent runtimes, the CLI).
+
+    Args:
+        target: ``host:port`` (or a gRPC target URI) of the broker, or of a proxy in front of it.
+        token: bearer token of the ``caller`` role (``authorization: Bearer``); None sends none.
+        tls: TLS / mutual TLS options; None is plaintext (loopback, or h2c behind a proxy).
+        reattach: how dropped call streams are resumed.
+
+    Create it inside the event loop that uses it; ``async with`` closes the channel.
+    """
+
+    def __init__(
+        self,
+        target: str = DEFAULT_TARGET,
+        *,
+        token: str | None = None,
+        tls: TlsOptions | None = None,
+        reattach: ReattachPolicy | None = None,
+    ) -> None:
+        self.target = target
+        self.reattach = reattach or ReattachPolicy()
+        self.metadata = bearer(token)
+        self._channel = open_channel(target, tls)
+        self.stub = broker_pb2_grpc.CapabilityBrokerServiceStub(self._channel)
+
+    @classmethod
+    def from_env(cls, target: str | None = None, **kwargs: Any) -> BrokerClient:
+        """``target`` or ``$MAKA_BROKER_TARGET`` (default ``127.0.0.1:50052``), token ``$MAKA_CALLER_TOKEN``,
+        TLS from ``$MAKA_TLS_*``."""
+        kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or None)
+        kwargs.setdefault("tls", TlsOptions.from_env())
+        return cls(target or os.environ.get(TARGET_ENV) or DEFAULT_TARGET, **kwargs)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> BrokerClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def call_tool(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        session_id: str = "default",
+        turn_id: str | None = None,
+        tool_use_id: str | None = None,
+        call_id: str | None = None,
+    ) -> ToolCall:
+        """Call ``SERVER:TOOL`` with ``arguments``; iterate the returned :class:`ToolCall` for events.
+
+        ``turn_id`` / ``tool_use_id`` / ``call_id`` default to fresh ids. Nothing is sent until the
+        call is iterated (or :meth:`ToolCall.result` awaited).
+        """
+        suffix = uuid.uuid4().hex[:12]
+        request = broker_pb2.CallToolRequest(
+            session_id=session_id,
+            turn_id=turn_id or f"turn-{suffix}",
+            tool_use_id=tool_use_id or f"call-{suffix}",
+            tool_name=tool,
+            arguments_json=json.dumps(dict(arguments or {})),
+            call_id=call_id or f"cid-{uuid.uuid4().hex}",
+        )
+        return ToolCall(self, request)
+
+    def watch_call(self, invocation_id: str, resume_token: str = "") -> ToolCall:
+        """Follow a call started earlier (by this principal), replaying the events after ``resume_token``."""
+        return ToolCall(self, broker_pb2.CallToolRequest(), invocation_id=invocation_id, resume_token=resume_token)
+
+    async def stop(
+        self, session_id: str = "default", turn_id: str = "", *, all_sessions: bool = False, timeout: float = 10.0
+    ) -> int:
+        """Stop a turn, a session or (``all_sessions``) every live call; returns how many stopped."""
+        request = (
+            broker_pb2.StopRequest(all=True)
+            if all_sessions
+            else broker_pb2.StopRequest(session_id=session_id, turn_id=turn_id)
+        )
+        try:
+            response = await self.stub.Stop(request, metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None
+        return response.stopped_invocations
+
+    async def list_tools(self, *, timeout: float = 10.0) -> list[ToolInfo]:
+        """Every Tool of every live provider registration, sorted by qualified name."""
+        try:
+            response = await self.stub.ListTools(broker_pb2.ListToolsRequest(), metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None
+        tools = []
+        for tool in response.tools:
+            try:
+                schema = json.loads(tool.input_schema_json or "{}")
+            except ValueError:
+                schema = {}
+            tools.append(
+                ToolInfo(
+                    name=tool.qualified_name,
+                    description=tool.description,
+                    input_schema=schema if isinstance(schema, dict) else {},
+                    provider_id=tool.provider_id,
+                    provider_display_name=tool.provider_display_name,
+                )
+            )
+        return sorted(tools, key=lambda t: t.name)

@@ -1,0 +1,73 @@
+"""The client tests' shared stack: real processes (Redis, Interaction service, broker, MCP provider
+with the counting MCP server) with short CallTool keepalive and reattach grace, and a real nginx
+gRPC proxy (``grpc_read_timeout 20s``) in front of the broker, started per test.
+
+``proxied`` is package-scoped (starting the stack takes seconds); tests run in the package loop
+(``pytest.mark.asyncio(loop_scope="package")``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from surfaces.stack.supervisor import Stack
+from tests.clients.nginx import Nginx
+from tests.helpers.stack import RunningStack
+from tests.reliability.harness import calls, reliability_stack, tools_ready
+
+KEEPALIVE_SECONDS = 3.0
+"""The broker's CallTool keepalive on this stack: well inside nginx's 20 s read timeout."""
+GRACE_SECONDS = 8.0
+"""The broker's reattach grace on this stack."""
+
+
+@dataclass
+class Proxied:
+    """The shared stack and the counting server's call log."""
+
+    running: RunningStack = field(repr=False)
+    log: Path
+
+    @property
+    def broker(self) -> str:
+        return self.running.stack.address(Stack.BROKER)
+
+    @property
+    def interaction(self) -> str:
+        return self.running.stack.address(Stack.INTERACTION)
+
+    def calls_of(self, tag: str) -> list[dict[str, object]]:
+        """The ``tools/call`` requests with ``tag`` that reached the MCP server, in order."""
+        return [c for c in calls(self.log) if c["tag"] == tag]
+
+
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
+async def proxied(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Proxied]:
+    async with reliability_stack(
+        tmp_path_factory.mktemp("proxied"),
+        child_env={
+            Stack.BROKER: {
+                "MAKA_CALL_KEEPALIVE_SECONDS": str(KEEPALIVE_SECONDS),
+                "MAKA_REATTACH_GRACE_SECONDS": str(GRACE_SECONDS),
+            }
+        },
+        echo=False,
+    ) as (running, log):
+        await tools_ready(running)
+        yield Proxied(running, log)
+
+
+@pytest_asyncio.fixture(loop_scope="package")
+async def nginx(proxied: Proxied, tmp_path: Path) -> AsyncIterator[Nginx]:
+    """A real nginx h2c gRPC proxy in front of the shared stack's broker."""
+    proxy = Nginx(tmp_path / "nginx", proxied.broker, read_timeout="20s")
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
