@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
 import time
 import uuid
@@ -27,8 +26,7 @@ from typing import Any, Final, Protocol
 from mcp.client import Client, ClientRequestContext
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
 
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.core.channels import open_channel
+from maka_client import BrokerClient, Failure, InteractionSettled, Lost, Result, Stopped
 from services.core.form import Action, Answer
 from surfaces.common.interaction_client import InteractionClient, InteractionView
 from surfaces.conformance.auto_answer import AutoAnswerer
@@ -175,7 +173,8 @@ class AnsweringSurface(AutoAnswerer):
 
 
 class StackCaller:
-    """The broker's ``CallTool`` stream (what ``maka call`` uses) on one channel, with an :class:`AnsweringSurface`."""
+    """The broker's ``CallTool`` stream through :class:`maka_client.BrokerClient` (what ``maka call`` uses),
+    on one channel, with an :class:`AnsweringSurface`."""
 
     name = "stack"
 
@@ -183,13 +182,12 @@ class StackCaller:
         self.broker = broker
         self.interaction = interaction
         self._stack = contextlib.AsyncExitStack()
-        self._stub: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub | None = None
+        self._client: BrokerClient | None = None
         self.surface: AnsweringSurface | None = None
         self._surface_task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> StackCaller:
-        channel = await self._stack.enter_async_context(open_channel(self.broker))
-        self._stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        self._client = await self._stack.enter_async_context(BrokerClient(self.broker))
         client = await self._stack.enter_async_context(InteractionClient.connect(self.interaction))
         self.surface = AnsweringSurface(client)
         self._surface_task = asyncio.create_task(self.surface.run())
@@ -206,35 +204,34 @@ class StackCaller:
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallSample:
         """``CallTool(examples:<tool>)`` until its last event; the surface's answer time starts answer-to-result."""
-        assert self._stub is not None, "use StackCaller as an async context manager"
+        assert self._client is not None, "use StackCaller as an async context manager"
         assert self.surface is not None
         tool_use_id = uuid.uuid4().hex
-        request = broker_pb2.CallToolRequest(
-            session_id=SESSION,
-            turn_id=tool_use_id,
-            tool_use_id=tool_use_id,
-            tool_name=f"{SERVER_NAME}:{tool}",
-            arguments_json=json.dumps(dict(arguments)),
-        )
         start = time.perf_counter()
         problem = "no final event"
         end = start
         settled = 0.0
         try:
             async with asyncio.timeout(CALL_TIMEOUT):
-                async for event in self._stub.CallTool(request):
-                    kind = event.WhichOneof("event")
-                    if kind == "interaction_settled":
+                call = self._client.call_tool(
+                    f"{SERVER_NAME}:{tool}",
+                    arguments,
+                    session_id=SESSION,
+                    turn_id=tool_use_id,
+                    tool_use_id=tool_use_id,
+                )
+                async for event in call:
+                    if isinstance(event, InteractionSettled):
                         settled = time.perf_counter()
-                    elif kind == "result":
+                    elif isinstance(event, Result):
                         end = time.perf_counter()
-                        result = json.loads(event.result.call_tool_result_json)
-                        text = "".join(b.get("text", "") for b in result.get("content", []) if isinstance(b, dict))
-                        problem = "tool reported isError" if event.result.is_error else _check_text(tool, text)
-                    elif kind in ("failure", "lost", "stopped"):
+                        problem = "tool reported isError" if event.is_error else _check_text(tool, event.text)
+                    elif isinstance(event, Failure):
                         end = time.perf_counter()
-                        detail = broker_pb2.FailureCode.Name(event.failure.code) if kind == "failure" else kind
-                        problem = f"{kind}: {detail}"
+                        problem = f"failure: FAILURE_CODE_{event.code}"
+                    elif isinstance(event, Lost | Stopped):
+                        end = time.perf_counter()
+                        problem = f"{type(event).__name__.lower()}: {type(event).__name__.lower()}"
         except Exception as error:  # a failed call is a data point, not a crash
             problem = f"{type(error).__name__}: {error}"[:200]
             end = time.perf_counter()

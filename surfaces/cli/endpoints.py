@@ -48,6 +48,33 @@ def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+BROKER_ENV = "MAKA_BROKER_TARGET"
+
+
+def add_broker_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--broker HOST:PORT`` (default: ``$MAKA_BROKER_TARGET``, else the stack's ``endpoints.json``)."""
+    parser.add_argument(
+        "--broker",
+        default=None,
+        metavar="HOST:PORT",
+        help="broker address, e.g. through a proxy or in a cluster (default: $MAKA_BROKER_TARGET, else endpoints.json)",
+    )
+
+
+def broker_endpoints(args: argparse.Namespace) -> tuple[Endpoints, str]:
+    """The stack's endpoints (only a broker address when none runs locally) and the broker to dial:
+    ``--broker``, else ``$MAKA_BROKER_TARGET``, else ``endpoints.json``. Raises ``FileNotFoundError``
+    (with a hint) when none of them names a broker."""
+    explicit: str | None = args.broker or os.environ.get(BROKER_ENV) or None
+    try:
+        endpoints = read_endpoints(args.state_dir)
+    except FileNotFoundError:
+        if explicit is None:
+            raise
+        endpoints = Endpoints(interaction="", broker=explicit)
+    return endpoints, explicit or endpoints.broker
+
+
 def write_endpoints(state_dir: Path, endpoints: Endpoints) -> Path:
     """Write ``endpoints.json`` atomically; returns its path."""
     state_dir.mkdir(parents=True, exist_ok=True)

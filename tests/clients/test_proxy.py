@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +154,35 @@ async def _until_awaiting(call: ToolCall) -> AsyncIterator[CallEvent]:
         yield event
         if isinstance(event, AwaitingInteraction):
             return
+
+
+async def test_maka_tools_call_and_stop_reach_a_broker_through_the_proxy_by_flag_and_environment(
+    proxied: Proxied, nginx: Nginx, tmp_path: Path
+) -> None:
+    maka = str(Path(sys.executable).parent / "maka")
+    nowhere = str(tmp_path / "no-stack")  # no endpoints.json: only --broker / MAKA_BROKER_TARGET name the broker
+    env = {**os.environ, "MAKA_BROKER_TARGET": nginx.address, "MAKA_STATE_DIR": nowhere}
+
+    async def run(*argv: str, environment: dict[str, str]) -> tuple[int, str, str]:
+        process = await asyncio.create_subprocess_exec(
+            maka, *argv, env=environment, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        async with asyncio.timeout(BOUND):
+            out, err = await process.communicate()
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+    code, out, _ = await run("tools", environment=env)
+    assert code == 0
+    assert "counter:ask" in out
+    tag = f"cli-{uuid.uuid4().hex[:8]}"
+    without_env = {k: v for k, v in env.items() if k != "MAKA_BROKER_TARGET"}
+    code, out, err = await run(
+        "call", "counter:echo", "--args", json.dumps({"tag": tag}), "--broker", nginx.address, environment=without_env
+    )
+    assert (code, json.loads(out)) == (0, {"tag": tag}), err
+    code, out, _ = await run("stop", "--session", "cli-nobody", environment=env)
+    assert (code, out) == (0, "stopped 0 invocation(s) of session cli-nobody\n")
+    code, _, err = await run("tools", environment=without_env)
+    assert code == 3
+    assert err.startswith("NO_STACK:")

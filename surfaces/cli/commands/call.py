@@ -2,7 +2,8 @@
 
 ``maka call SERVER:TOOL [--args JSON] [--session S] [--turn T] [--tool-use-id U] [--json]``
 
-Streams the broker's ``CallTool`` events (``maka.broker.v1``): progress and form notices go to
+Streams the broker's ``CallTool`` events through :mod:`maka_client` (which reattaches a dropped stream
+with ``WatchCall``; docs/clients.md): progress and form notices go to
 stderr ("waiting for your answer in <web URL> (or `maka tui`)"), the final MCP ``CallToolResult``
 to stdout - its text content blocks joined by newlines, or the whole result as JSON with ``--json``.
 Ctrl-C stops the call's turn (broker ``Stop``) before exiting.
@@ -14,7 +15,9 @@ failed, was lost or stopped, or no stack runs - with a stable code first on stde
 ``FAILURE_CODE_`` prefix (``UNKNOWN_TOOL``, ``INTERACTION_TIMED_OUT``, ...), ``LOST``, ``STOPPED``,
 ``NO_RESULT``. After ``UNKNOWN_TOOL`` the Tools the broker knows are listed on stderr (``maka tools``).
 
-The bearer token for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN`` when set.
+The broker is ``--broker HOST:PORT``, else ``MAKA_BROKER_TARGET``, else the local stack's ``endpoints.json``
+(a proxy or a cluster address works: the client speaks plain gRPC, TLS from ``MAKA_TLS_*``). The bearer
+token for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN`` when set.
 """
 
 from __future__ import annotations
@@ -28,15 +31,21 @@ import sys
 import uuid
 from typing import Any, TextIO
 
-import grpc
-import grpc.aio
-
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2
-from services.core.channels import open_channel
-from surfaces.cli.commands.tools import fetch_tools
-from surfaces.cli.endpoints import Endpoints, add_state_dir_argument, read_endpoints
+from maka_client import (
+    Accepted,
+    AwaitingInteraction,
+    BrokerClient,
+    CallEvent,
+    Failure,
+    InteractionSettled,
+    Lost,
+    MakaError,
+    Progress,
+    Reattaching,
+    Result,
+    Stopped,
+)
+from surfaces.cli.endpoints import Endpoints, add_broker_argument, add_state_dir_argument, broker_endpoints
 
 NAME = "call"
 HELP = "call a Tool (SERVER:TOOL) through the broker and print its result"
@@ -60,9 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turn", default=None, metavar="T", help="turn id (default: a fresh one, printed on stderr)")
     parser.add_argument("--tool-use-id", default=None, metavar="U", help="tool use id (default: a fresh one)")
     parser.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
-    parser.add_argument(
-        "--broker", default=None, metavar="HOST:PORT", help="broker address (default: from endpoints.json)"
-    )
+    add_broker_argument(parser)
     add_state_dir_argument(parser)
 
 
@@ -100,11 +107,6 @@ def result_text(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _enum_name(enum_type: Any, value: int, prefix: str) -> str:
-    name: str = enum_type.Name(value)
-    return name.removeprefix(prefix).lower()
-
-
 class _Reporter:
     """Writes progress/form notices (stderr) and the final result (stdout)."""
 
@@ -113,8 +115,8 @@ class _Reporter:
         self.err = err
         self.endpoints = endpoints
         self.as_json = as_json
-        self.failure_code: int = broker_pb2.FAILURE_CODE_UNSPECIFIED
-        """The broker's ``FailureCode`` when the call ended with ``failure``."""
+        self.failure_code = ""
+        """The broker's ``FailureCode`` name (without prefix) when the call ended with ``failure``."""
 
     def note(self, text: str) -> None:
         print(text, file=self.err, flush=True)
@@ -128,73 +130,53 @@ class _Reporter:
             return f"{self.endpoints.web} (or `maka tui`)"
         return "`maka tui` (or `maka pending` / `maka answer`)"
 
-    def event(self, event: broker_pb2.CallToolResponse) -> int | None:
-        """Handle one event; returns the exit code on the terminal event."""
-        kind = event.WhichOneof("event")
-        if kind == "accepted":
-            self.note(
-                f"call accepted (invocation {event.accepted.invocation_id}, provider {event.accepted.provider_id})"
-            )
-        elif kind == "progress":
-            total = f"/{event.progress.total:g}" if event.progress.HasField("total") else ""
-            self.note(f"progress {event.progress.progress:g}{total} {event.progress.message}".rstrip())
-        elif kind == "awaiting_interaction":
-            awaiting = event.awaiting_interaction
-            self.note(f"form {awaiting.interaction_id}: {awaiting.message}")
+    def event(self, event: CallEvent) -> int | None:
+        """Handle one typed event; returns the exit code on the outcome."""
+        if isinstance(event, Accepted):
+            self.note(f"call accepted (invocation {event.invocation_id}, provider {event.provider_id})")
+        elif isinstance(event, Progress):
+            total = f"/{event.total:g}" if event.total is not None else ""
+            self.note(f"progress {event.progress:g}{total} {event.message}".rstrip())
+        elif isinstance(event, AwaitingInteraction):
+            self.note(f"form {event.interaction_id}: {event.message}")
             self.note(f"waiting for your answer in {self.where_to_answer()}")
-        elif kind == "interaction_settled":
-            settled = event.interaction_settled
-            if settled.action != form_pb2.ACTION_UNSPECIFIED:
-                outcome = _enum_name(form_pb2.Action, settled.action, "ACTION_")
-            else:
-                outcome = _enum_name(interaction_pb2.CloseReason, settled.close_reason, "CLOSE_REASON_")
-            self.note(f"form {settled.interaction_id} settled: {outcome}")
-        elif kind == "result":
-            return self.result(event.result)
-        elif kind == "failure":
-            code = broker_pb2.FailureCode.Name(event.failure.code).removeprefix("FAILURE_CODE_")
-            self.failure_code = event.failure.code
-            return self.fail(code, event.failure.message or "the call failed")
-        elif kind == "lost":
-            reason = event.lost.reason or "the provider went away"
+        elif isinstance(event, InteractionSettled):
+            outcome = event.action.value if event.action is not None else event.close_reason
+            self.note(f"form {event.interaction_id} settled: {outcome}")
+        elif isinstance(event, Reattaching):
+            self.note(f"the broker stream dropped ({event.code}); reattaching (attempt {event.attempt})")
+        elif isinstance(event, Result):
+            return self.result(event)
+        elif isinstance(event, Failure):
+            self.failure_code = event.code
+            return self.fail(event.code, event.message or "the call failed")
+        elif isinstance(event, Lost):
+            reason = event.reason or "the provider went away"
             return self.fail("LOST", f"{reason}; the outcome is unknown and nothing was replayed")
-        elif kind == "stopped":
+        elif isinstance(event, Stopped):
             return self.fail("STOPPED", "the call was stopped")
         return None
 
-    def result(self, result: broker_pb2.CallResult) -> int:
-        try:
-            parsed = json.loads(result.call_tool_result_json or "{}")
-        except json.JSONDecodeError:
-            return self.fail("INVALID_RESULT", "the broker returned a result that is not JSON")
-        if not isinstance(parsed, dict):
-            return self.fail("INVALID_RESULT", "the broker returned a result that is not a JSON object")
+    def result(self, result: Result) -> int:
         if self.as_json:
-            print(json.dumps(parsed, indent=2, ensure_ascii=False), file=self.out, flush=True)
+            print(json.dumps(result.result, indent=2, ensure_ascii=False), file=self.out, flush=True)
         else:
-            print(result_text(parsed), file=self.out, flush=True)
-        is_error = result.is_error or parsed.get("isError") is True
-        return EXIT_TOOL_ERROR if is_error else EXIT_OK
+            print(result_text(result.result), file=self.out, flush=True)
+        return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
-async def _list_known_tools(broker: str, reporter: _Reporter) -> None:
+async def _list_known_tools(broker: BrokerClient, reporter: _Reporter) -> None:
     """After ``UNKNOWN_TOOL``: the names the broker does know, on stderr (best effort, bounded)."""
     try:
-        tools = await fetch_tools(broker, timeout=STOP_TIMEOUT_SECONDS)
-    except grpc.aio.AioRpcError as error:
-        reporter.note(f"(could not list the known Tools: {error.code().name})")
+        tools = await broker.list_tools(timeout=STOP_TIMEOUT_SECONDS)
+    except MakaError as error:
+        reporter.note(f"(could not list the known Tools: {error.code})")
         return
     if not tools:
         reporter.note("no Tools are registered (is the MCP provider connected?)")
         return
-    reporter.note("known Tools: " + ", ".join(tool.qualified_name for tool in tools))
+    reporter.note("known Tools: " + ", ".join(tool.name for tool in tools))
     reporter.note("(`maka tools` lists them with descriptions)")
-
-
-async def _stop_turn(broker: str, session: str, turn: str) -> None:
-    async with open_channel(broker, token=os.environ.get(TOKEN_ENV) or None) as channel:
-        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-        await stub.Stop(broker_pb2.StopRequest(session_id=session, turn_id=turn), timeout=STOP_TIMEOUT_SECONDS)
 
 
 async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -206,41 +188,39 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
         print(f"USAGE: {error}", file=err)
         return EXIT_USAGE
     try:
-        endpoints = read_endpoints(args.state_dir)
+        endpoints, target = broker_endpoints(args)
     except FileNotFoundError as error:
-        if args.broker is None:
-            print(f"NO_STACK: {error}", file=err)
-            return EXIT_FAILED
-        endpoints = Endpoints(interaction="", broker=args.broker)
-    broker = args.broker or endpoints.broker
+        print(f"NO_STACK: {error}", file=err)
+        return EXIT_FAILED
     turn = args.turn or f"turn-{uuid.uuid4().hex[:12]}"
-    request = broker_pb2.CallToolRequest(
-        session_id=args.session,
-        turn_id=turn,
-        tool_use_id=args.tool_use_id or f"call-{uuid.uuid4().hex[:12]}",
-        tool_name=args.tool,
-        arguments_json=json.dumps(arguments),
-    )
     reporter = _Reporter(out, err, endpoints, args.json)
     if args.turn is None:
         reporter.note(f"session {args.session}, turn {turn}")
-    try:
-        async with open_channel(broker, token=os.environ.get(TOKEN_ENV) or None) as channel:
-            stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-            async for event in stub.CallTool(request, wait_for_ready=False):
+    async with BrokerClient.from_env(target, token=os.environ.get(TOKEN_ENV) or None) as broker:
+        tool_call = broker.call_tool(
+            args.tool,
+            arguments,
+            session_id=args.session,
+            turn_id=turn,
+            tool_use_id=args.tool_use_id or f"call-{uuid.uuid4().hex[:12]}",
+        )
+        try:
+            async for event in tool_call:
                 code = reporter.event(event)
                 if code is not None:
-                    if reporter.failure_code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL:
+                    if reporter.failure_code == "UNKNOWN_TOOL":
                         await _list_known_tools(broker, reporter)
                     return code
-    except grpc.aio.AioRpcError as error:
-        return reporter.fail(error.code().name, error.details() or "the broker refused the call")
-    except asyncio.CancelledError:
-        try:
-            await _stop_turn(broker, args.session, turn)
-        except grpc.aio.AioRpcError as error:
-            return reporter.fail("STOPPED", f"interrupted; stopping the turn failed: {error.code().name}")
-        return reporter.fail("STOPPED", f"interrupted; turn {turn} stopped")
+        except MakaError as error:
+            if error.reason in ("CALL_NOT_FOUND", "NOT_FOUND"):
+                return reporter.fail("NO_RESULT", "the broker ended the call without a result")
+            return reporter.fail(error.code, error.message or "the broker refused the call")
+        except asyncio.CancelledError:
+            try:
+                await broker.stop(args.session, turn, timeout=STOP_TIMEOUT_SECONDS)
+            except MakaError as error:
+                return reporter.fail("STOPPED", f"interrupted; stopping the turn failed: {error.code}")
+            return reporter.fail("STOPPED", f"interrupted; turn {turn} stopped")
     return reporter.fail("NO_RESULT", "the broker ended the call without a result")
 
 

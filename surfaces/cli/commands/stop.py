@@ -8,7 +8,8 @@ sent to the MCP server and no ``cancel`` answer is made up. Prints how many invo
 
 Exit codes: 0 done (also when nothing was running); 2 usage (``--all`` with ``--session``/``--turn``);
 3 the broker refused or cannot be reached, with a stable code first on stderr (``NO_STACK``,
-``UNAVAILABLE`` or another gRPC status name). The bearer token is read from ``MAKA_CALLER_TOKEN``.
+``UNAVAILABLE`` or another gRPC status name). The broker is ``--broker HOST:PORT``, else
+``MAKA_BROKER_TARGET``, else ``endpoints.json``; the bearer token is read from ``MAKA_CALLER_TOKEN``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ import asyncio
 import os
 import sys
 
-import grpc.aio
-
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.core.channels import open_channel
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from maka.broker.v1 import broker_pb2
+from maka_client import BrokerClient, MakaError
+from surfaces.cli.endpoints import add_broker_argument, add_state_dir_argument, broker_endpoints
 
 NAME = "stop"
 HELP = "stop live Tool calls of a turn, a session, or (--all) the whole Host"
@@ -36,9 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", default=None, metavar="S", help="session id (default: default)")
     parser.add_argument("--turn", default="", metavar="T", help="stop only this turn of the session")
     parser.add_argument("--all", action="store_true", help="stop every live call of the Host (global Stop)")
-    parser.add_argument(
-        "--broker", default=None, metavar="HOST:PORT", help="broker address (default: from endpoints.json)"
-    )
+    add_broker_argument(parser)
     add_state_dir_argument(parser)
 
 
@@ -52,10 +49,8 @@ def build_request(args: argparse.Namespace) -> broker_pb2.StopRequest:
 
 
 async def _stop(broker: str, request: broker_pb2.StopRequest) -> int:
-    async with open_channel(broker, token=os.environ.get(TOKEN_ENV) or None) as channel:
-        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-        response = await stub.Stop(request, timeout=TIMEOUT_SECONDS)
-    return response.stopped_invocations
+    async with BrokerClient.from_env(broker, token=os.environ.get(TOKEN_ENV) or None) as client:
+        return await client.stop(request.session_id, request.turn_id, all_sessions=request.all, timeout=TIMEOUT_SECONDS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,17 +60,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"USAGE: {error}", file=sys.stderr)
         return 2
-    broker: str | None = args.broker
-    if broker is None:
-        try:
-            broker = read_endpoints(args.state_dir).broker
-        except FileNotFoundError as error:
-            print(f"NO_STACK: {error}", file=sys.stderr)
-            return 3
+    try:
+        _, broker = broker_endpoints(args)
+    except FileNotFoundError as error:
+        print(f"NO_STACK: {error}", file=sys.stderr)
+        return 3
     try:
         stopped = asyncio.run(_stop(broker, request))
-    except grpc.aio.AioRpcError as error:
-        print(f"{error.code().name}: {error.details() or 'the broker refused Stop'}", file=sys.stderr)
+    except MakaError as error:
+        print(f"{error.code}: {error.message or 'the broker refused Stop'}", file=sys.stderr)
         return 3
     scope = (
         "the Host"

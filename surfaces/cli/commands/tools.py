@@ -6,7 +6,8 @@
 (``inputSchema`` is the MCP Tool's JSON Schema object). Exit codes: 0 listed (even when empty); 3 failed,
 with a stable code first on stderr (``NO_STACK``, or the gRPC status name, e.g. ``UNAVAILABLE``).
 
-The bearer token for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN`` when set.
+The broker is ``--broker HOST:PORT``, else ``MAKA_BROKER_TARGET``, else ``endpoints.json``. The bearer token
+for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN`` when set.
 """
 
 from __future__ import annotations
@@ -18,11 +19,8 @@ import os
 import sys
 from typing import Any
 
-import grpc.aio
-
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.core.channels import open_channel
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from maka_client import BrokerClient, MakaError, ToolInfo
+from surfaces.cli.endpoints import add_broker_argument, add_state_dir_argument, broker_endpoints
 
 NAME = "tools"
 HELP = "list the Tools the broker knows (SERVER:TOOL, description; --json adds input schemas)"
@@ -34,61 +32,47 @@ LIST_TIMEOUT_SECONDS = 10.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--json``, ``--broker`` and ``--state-dir``."""
     parser.add_argument("--json", action="store_true", help="print a JSON array with each input schema")
-    parser.add_argument(
-        "--broker", default=None, metavar="HOST:PORT", help="broker address (default: from endpoints.json)"
-    )
+    add_broker_argument(parser)
     add_state_dir_argument(parser)
 
 
-async def fetch_tools(broker: str, *, timeout: float = LIST_TIMEOUT_SECONDS) -> list[broker_pb2.Tool]:
+async def fetch_tools(broker: str, *, timeout: float = LIST_TIMEOUT_SECONDS) -> list[ToolInfo]:
     """The broker's ``ListTools`` answer, sorted by qualified name.
 
-    Raises ``grpc.aio.AioRpcError`` (e.g. ``UNAVAILABLE`` when no broker answers, ``UNAUTHENTICATED``
+    Raises :class:`maka_client.MakaError` (e.g. ``UNAVAILABLE`` when no broker answers, ``UNAUTHENTICATED``
     without a valid ``MAKA_CALLER_TOKEN`` where tokens are required).
     """
-    async with open_channel(broker, token=os.environ.get(TOKEN_ENV) or None) as channel:
-        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-        response = await stub.ListTools(broker_pb2.ListToolsRequest(), timeout=timeout)
-    return sorted(response.tools, key=lambda tool: tool.qualified_name)
+    async with BrokerClient.from_env(broker, token=os.environ.get(TOKEN_ENV) or None) as client:
+        return await client.list_tools(timeout=timeout)
 
 
-def tool_json(tool: broker_pb2.Tool) -> dict[str, Any]:
-    """One Tool as ``{"name", "description", "inputSchema", "provider"}`` (schema parsed; ``{}`` if unparsable)."""
-    try:
-        schema: Any = json.loads(tool.input_schema_json or "{}")
-    except json.JSONDecodeError:
-        schema = {}
+def tool_json(tool: ToolInfo) -> dict[str, Any]:
+    """One Tool as ``{"name", "description", "inputSchema", "provider"}``."""
     return {
-        "name": tool.qualified_name,
+        "name": tool.name,
         "description": tool.description,
-        "inputSchema": schema,
+        "inputSchema": tool.input_schema,
         "provider": tool.provider_display_name or tool.provider_id,
     }
 
 
-def tool_line(tool: broker_pb2.Tool) -> str:
+def tool_line(tool: ToolInfo) -> str:
     """``SERVER:TOOL  first description line`` (just the name when there is no description)."""
     summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
-    return f"{tool.qualified_name}  {summary}".rstrip()
-
-
-def _broker_address(args: argparse.Namespace) -> str:
-    if args.broker:
-        return str(args.broker)
-    return read_endpoints(args.state_dir).broker
+    return f"{tool.name}  {summary}".rstrip()
 
 
 def run(args: argparse.Namespace) -> int:
     """List the Tools; see the module docstring for output and exit codes."""
     try:
-        broker = _broker_address(args)
+        _, broker = broker_endpoints(args)
     except FileNotFoundError as error:
         print(f"NO_STACK: {error}", file=sys.stderr)
         return 3
     try:
         tools = asyncio.run(fetch_tools(broker))
-    except grpc.aio.AioRpcError as error:
-        print(f"{error.code().name}: {error.details() or 'the broker refused ListTools'}", file=sys.stderr)
+    except MakaError as error:
+        print(f"{error.code}: {error.message or 'the broker refused ListTools'}", file=sys.stderr)
         return 3
     if args.json:
         print(json.dumps([tool_json(tool) for tool in tools], ensure_ascii=False, indent=2))

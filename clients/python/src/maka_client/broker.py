@@ -40,7 +40,9 @@ class ReattachPolicy:
     """How a dropped call stream is resumed: jittered exponential backoff, bounded in time.
 
     ``give_up_after`` counts from the first failure since the last event received; 0 disables
-    reattaching (a dropped stream raises at once).
+    reattaching (a dropped stream raises at once). A call whose first stream failed before any
+    event arrived (broker unreachable, refused) raises at once too: start it again with the same
+    ``call_id`` to retry safely.
     """
 
     initial_delay: float = 0.2
@@ -137,13 +139,14 @@ class ToolCall:
         policy = self._client.reattach
         attempt = 0
         failing_since: float | None = None
+        received = bool(self.invocation_id)
         while True:
             stream = self._open()
             code = "EOF"
             try:
                 async for item in stream:
                     raw = item.event if isinstance(item, broker_pb2.WatchCallResponse) else item
-                    attempt, failing_since = 0, None
+                    attempt, failing_since, received = 0, None, True
                     is_status = raw.WhichOneof("event") == "status"
                     if not is_status and raw.sequence and raw.sequence <= self.sequence:
                         continue  # replayed by an idempotent CallTool retry: already yielded
@@ -159,7 +162,7 @@ class ToolCall:
                         self.outcome = event
                         return
             except grpc.aio.AioRpcError as error:
-                if error.code() not in RETRYABLE:
+                if error.code() not in RETRYABLE or not received:
                     raise MakaError.from_rpc(error) from None
                 code = error.code().name
             finally:
