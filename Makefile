@@ -18,10 +18,12 @@ $(STAMP): pyproject.toml scripts/setup.sh
 setup-node: setup
 	scripts/setup.sh --test
 
-gen: setup
+# gen/ (Python), the Python client's stubs, the TypeScript client's protos and generated types (its
+# generator is an npm package: setup-node installs it).
+gen: setup-node
 	$(PY) scripts/gen_protos.py
 
-check-gen: setup
+check-gen: setup-node
 	$(PY) scripts/gen_protos.py --check
 
 lint: setup

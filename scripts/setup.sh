@@ -7,7 +7,7 @@
 #   scripts/setup.sh --test   `make setup-node` (every test target): what only the tests need -
 #                             chromium, tmux and nginx (apt), npm (Debian's, when missing), the Node 22 tools
 #                             of the MCP conformance harness (scripts/setup_node_tools.sh) and the
-#                             polyglot example's npm dependencies.
+#                             polyglot example's npm dependencies, the TypeScript client (npm ci + build).
 #
 # Missing apt packages are installed when running as root; otherwise the script names them and stops.
 set -euo pipefail
@@ -59,6 +59,12 @@ if [ "$MODE" = test ]; then
   if [ ! -d examples/polyglot/node_modules/@grpc/grpc-js ]; then
     (cd examples/polyglot && npm ci --no-audit --no-fund --loglevel=error)
   fi
+  # The TypeScript client (clients/typescript): its pinned npm dependencies (which include the type
+  # generator `make gen` runs) and its build into dist/ (git-ignored), run by the client tests with Node 22.
+  if [ ! -d clients/typescript/node_modules/@grpc/grpc-js ] || [ ! -x clients/typescript/node_modules/.bin/tsc ]; then
+    (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  (cd clients/typescript && ../../.tools/bin/node22 node_modules/typescript/bin/tsc -p tsconfig.json)
   echo "setup: test tools ok"
   exit 0
 fi

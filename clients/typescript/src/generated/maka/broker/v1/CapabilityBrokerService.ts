@@ -1,0 +1,71 @@
+// Original file: proto/maka/broker/v1/broker.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { CallToolRequest as _maka_broker_v1_CallToolRequest, CallToolRequest__Output as _maka_broker_v1_CallToolRequest__Output } from '../../../maka/broker/v1/CallToolRequest';
+import type { CallToolResponse as _maka_broker_v1_CallToolResponse, CallToolResponse__Output as _maka_broker_v1_CallToolResponse__Output } from '../../../maka/broker/v1/CallToolResponse';
+import type { ConnectRequest as _maka_broker_v1_ConnectRequest, ConnectRequest__Output as _maka_broker_v1_ConnectRequest__Output } from '../../../maka/broker/v1/ConnectRequest';
+import type { ConnectResponse as _maka_broker_v1_ConnectResponse, ConnectResponse__Output as _maka_broker_v1_ConnectResponse__Output } from '../../../maka/broker/v1/ConnectResponse';
+import type { ListToolsRequest as _maka_broker_v1_ListToolsRequest, ListToolsRequest__Output as _maka_broker_v1_ListToolsRequest__Output } from '../../../maka/broker/v1/ListToolsRequest';
+import type { ListToolsResponse as _maka_broker_v1_ListToolsResponse, ListToolsResponse__Output as _maka_broker_v1_ListToolsResponse__Output } from '../../../maka/broker/v1/ListToolsResponse';
+import type { StopRequest as _maka_broker_v1_StopRequest, StopRequest__Output as _maka_broker_v1_StopRequest__Output } from '../../../maka/broker/v1/StopRequest';
+import type { StopResponse as _maka_broker_v1_StopResponse, StopResponse__Output as _maka_broker_v1_StopResponse__Output } from '../../../maka/broker/v1/StopResponse';
+import type { WatchCallRequest as _maka_broker_v1_WatchCallRequest, WatchCallRequest__Output as _maka_broker_v1_WatchCallRequest__Output } from '../../../maka/broker/v1/WatchCallRequest';
+import type { WatchCallResponse as _maka_broker_v1_WatchCallResponse, WatchCallResponse__Output as _maka_broker_v1_WatchCallResponse__Output } from '../../../maka/broker/v1/WatchCallResponse';
+
+export interface CapabilityBrokerServiceClient extends grpc.Client {
+  CallTool(argument: _maka_broker_v1_CallToolRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_CallToolResponse__Output>;
+  CallTool(argument: _maka_broker_v1_CallToolRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_CallToolResponse__Output>;
+  callTool(argument: _maka_broker_v1_CallToolRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_CallToolResponse__Output>;
+  callTool(argument: _maka_broker_v1_CallToolRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_CallToolResponse__Output>;
+  
+  Connect(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse__Output>;
+  Connect(options?: grpc.CallOptions): grpc.ClientDuplexStream<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse__Output>;
+  connect(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse__Output>;
+  connect(options?: grpc.CallOptions): grpc.ClientDuplexStream<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse__Output>;
+  
+  ListTools(argument: _maka_broker_v1_ListToolsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  ListTools(argument: _maka_broker_v1_ListToolsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  ListTools(argument: _maka_broker_v1_ListToolsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  ListTools(argument: _maka_broker_v1_ListToolsRequest, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  listTools(argument: _maka_broker_v1_ListToolsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  listTools(argument: _maka_broker_v1_ListToolsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  listTools(argument: _maka_broker_v1_ListToolsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  listTools(argument: _maka_broker_v1_ListToolsRequest, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  
+  Stop(argument: _maka_broker_v1_StopRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  Stop(argument: _maka_broker_v1_StopRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  Stop(argument: _maka_broker_v1_StopRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  Stop(argument: _maka_broker_v1_StopRequest, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  stop(argument: _maka_broker_v1_StopRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  stop(argument: _maka_broker_v1_StopRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  stop(argument: _maka_broker_v1_StopRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  stop(argument: _maka_broker_v1_StopRequest, callback: grpc.requestCallback<_maka_broker_v1_StopResponse__Output>): grpc.ClientUnaryCall;
+  
+  WatchCall(argument: _maka_broker_v1_WatchCallRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchCallResponse__Output>;
+  WatchCall(argument: _maka_broker_v1_WatchCallRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchCallResponse__Output>;
+  watchCall(argument: _maka_broker_v1_WatchCallRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchCallResponse__Output>;
+  watchCall(argument: _maka_broker_v1_WatchCallRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchCallResponse__Output>;
+  
+}
+
+export interface CapabilityBrokerServiceHandlers extends grpc.UntypedServiceImplementation {
+  CallTool: grpc.handleServerStreamingCall<_maka_broker_v1_CallToolRequest__Output, _maka_broker_v1_CallToolResponse>;
+  
+  Connect: grpc.handleBidiStreamingCall<_maka_broker_v1_ConnectRequest__Output, _maka_broker_v1_ConnectResponse>;
+  
+  ListTools: grpc.handleUnaryCall<_maka_broker_v1_ListToolsRequest__Output, _maka_broker_v1_ListToolsResponse>;
+  
+  Stop: grpc.handleUnaryCall<_maka_broker_v1_StopRequest__Output, _maka_broker_v1_StopResponse>;
+  
+  WatchCall: grpc.handleServerStreamingCall<_maka_broker_v1_WatchCallRequest__Output, _maka_broker_v1_WatchCallResponse>;
+  
+}
+
+export interface CapabilityBrokerServiceDefinition extends grpc.ServiceDefinition {
+  CallTool: MethodDefinition<_maka_broker_v1_CallToolRequest, _maka_broker_v1_CallToolResponse, _maka_broker_v1_CallToolRequest__Output, _maka_broker_v1_CallToolResponse__Output>
+  Connect: MethodDefinition<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse, _maka_broker_v1_ConnectRequest__Output, _maka_broker_v1_ConnectResponse__Output>
+  ListTools: MethodDefinition<_maka_broker_v1_ListToolsRequest, _maka_broker_v1_ListToolsResponse, _maka_broker_v1_ListToolsRequest__Output, _maka_broker_v1_ListToolsResponse__Output>
+  Stop: MethodDefinition<_maka_broker_v1_StopRequest, _maka_broker_v1_StopResponse, _maka_broker_v1_StopRequest__Output, _maka_broker_v1_StopResponse__Output>
+  WatchCall: MethodDefinition<_maka_broker_v1_WatchCallRequest, _maka_broker_v1_WatchCallResponse, _maka_broker_v1_WatchCallRequest__Output, _maka_broker_v1_WatchCallResponse__Output>
+}

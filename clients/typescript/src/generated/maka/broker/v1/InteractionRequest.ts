@@ -1,0 +1,15 @@
+// Original file: proto/maka/broker/v1/broker.proto
+
+import type { Form as _maka_form_v1_Form, Form__Output as _maka_form_v1_Form__Output } from '../../../maka/form/v1/Form';
+
+export interface InteractionRequest {
+  'invocation_id'?: (string);
+  'correlation_id'?: (string);
+  'form'?: (_maka_form_v1_Form | null);
+}
+
+export interface InteractionRequest__Output {
+  'invocation_id': (string);
+  'correlation_id': (string);
+  'form': (_maka_form_v1_Form__Output | null);
+}

@@ -1,0 +1,25 @@
+// Maka Runtime client for TypeScript / Node.js on @grpc/grpc-js (docs/clients.md).
+// Callers use BrokerClient (callTool with keepalive-aware automatic reattach, stop, listTools,
+// watchCall); surfaces use SurfaceClient (attach, pending, answer).
+
+export { BrokerClient, DEFAULT_REATTACH, ToolCall } from "./broker.js";
+export type { BrokerClientOptions, CallOptions, ReattachPolicy, ToolInfo } from "./broker.js";
+export { MakaError } from "./errors.js";
+export type {
+  Accepted,
+  Action,
+  AwaitingInteraction,
+  CallEvent,
+  Failure,
+  InteractionSettled,
+  Lost,
+  Outcome,
+  Progress,
+  Reattaching,
+  Result,
+  Status,
+  Stopped,
+} from "./events.js";
+export type { ClientOptions, TlsOptions } from "./grpc.js";
+export { SurfaceClient } from "./surface.js";
+export type { AnswerValue, Form, FormEvent, FormField } from "./surface.js";

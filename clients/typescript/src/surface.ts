@@ -1,0 +1,221 @@
+// The surface's client of the Interaction service: pending(), answer() and attach() (the live
+// projection of pending forms, resumed with its token after a drop).
+
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import * as grpc from "@grpc/grpc-js";
+
+import { DEFAULT_REATTACH, type ReattachPolicy } from "./broker.js";
+import { MakaError, RETRYABLE, statusName } from "./errors.js";
+import { type Action, type Reattaching, time } from "./events.js";
+import type { Interaction__Output } from "./generated/maka/interaction/v1/Interaction.js";
+import type { InteractionServiceClient } from "./generated/maka/interaction/v1/InteractionService.js";
+import type { AttachResponse__Output } from "./generated/maka/interaction/v1/AttachResponse.js";
+import type { Value } from "./generated/maka/form/v1/Value.js";
+import { type ClientOptions, channelOptions, credentials, loadInteraction, metadata } from "./grpc.js";
+
+export const DEFAULT_INTERACTION_TARGET = "127.0.0.1:50051";
+
+export interface FormField {
+  name: string;
+  label: string;
+  description: string;
+  required: boolean;
+  /** string, number, integer, boolean, single_select or multi_select. */
+  kind: string;
+  options: string[];
+}
+
+export interface Form {
+  interactionId: string;
+  sessionId: string;
+  turnId: string;
+  invocationId: string;
+  toolName: string;
+  message: string;
+  fields: FormField[];
+  /** pending, answered or closed. */
+  state: string;
+  action: Action | null;
+  closeReason: string;
+  expiresAt: Date | null;
+}
+
+export type AnswerValue = string | number | boolean | string[];
+
+export type FormEvent =
+  | { kind: "snapshot"; pending: Form[]; resumeToken: string }
+  | { kind: "opened" | "answered" | "closed"; form: Form; resumeToken: string }
+  | Reattaching;
+
+function lower(value: string, prefix: string): string {
+  return value.startsWith(prefix) ? value.slice(prefix.length).toLowerCase() : value.toLowerCase();
+}
+
+export function formOf(message: Interaction__Output): Form {
+  const fields = (message.form?.fields ?? []).map((f) => {
+    const kind = f.kind ?? "string";
+    const options =
+      kind === "single_select"
+        ? (f.single_select?.options ?? []).map((o) => o.value)
+        : kind === "multi_select"
+          ? (f.multi_select?.options ?? []).map((o) => o.value)
+          : [];
+    return { name: f.name, label: f.label, description: f.description, required: f.required, kind, options };
+  });
+  const state = lower(String(message.state), "INTERACTION_STATE_");
+  return {
+    interactionId: message.interaction_id,
+    sessionId: message.binding?.session_id ?? "",
+    turnId: message.binding?.turn_id ?? "",
+    invocationId: message.binding?.invocation_id ?? "",
+    toolName: message.binding?.tool_name ?? "",
+    message: message.form?.message ?? "",
+    fields,
+    state,
+    action: state === "answered" ? (lower(String(message.answer?.action), "ACTION_") as Action) : null,
+    closeReason: lower(String(message.close_reason), "CLOSE_REASON_"),
+    expiresAt: time(message.expires_at),
+  };
+}
+
+function toValue(field: FormField | undefined, name: string, value: AnswerValue): Value {
+  if (typeof value === "boolean") return { boolean_value: value };
+  if (typeof value === "number") {
+    if (Number.isInteger(value) && field?.kind !== "number") return { integer_value: String(value) };
+    return { number_value: value };
+  }
+  if (typeof value === "string") return { string_value: value };
+  if (Array.isArray(value) && value.every((item) => typeof item === "string")) return { string_list_value: { values: value } };
+  throw new MakaError("INVALID_ARGUMENT", `value of ${JSON.stringify(name)} must be a string, number, boolean or list of strings`);
+}
+
+/** Client of maka.interaction.v1.InteractionService for surfaces (show and answer forms). */
+export class SurfaceClient {
+  readonly stub: InteractionServiceClient;
+  private readonly token: string | undefined;
+  private readonly reattach: ReattachPolicy;
+
+  constructor(
+    readonly target: string = DEFAULT_INTERACTION_TARGET,
+    options: ClientOptions & { reattach?: Partial<ReattachPolicy> } = {},
+  ) {
+    const proto = loadInteraction();
+    this.stub = new proto.maka.interaction.v1.InteractionService(target, credentials(options.tls), channelOptions(options.tls));
+    this.token = options.token;
+    this.reattach = { ...DEFAULT_REATTACH, ...options.reattach };
+  }
+
+  /** `target`, else $MAKA_INTERACTION_TARGET; token $MAKA_SURFACE_TOKEN. */
+  static fromEnv(target?: string, options: ClientOptions = {}): SurfaceClient {
+    return new SurfaceClient(target || process.env.MAKA_INTERACTION_TARGET || DEFAULT_INTERACTION_TARGET, {
+      token: process.env.MAKA_SURFACE_TOKEN || undefined,
+      ...options,
+    });
+  }
+
+  close(): void {
+    this.stub.close();
+  }
+
+  private unary<Req, Res>(method: string, request: Req, timeoutMs: number): Promise<Res> {
+    const stub = this.stub as unknown as Record<
+      string,
+      (r: Req, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Res) => void) => void
+    >;
+    return new Promise((resolve, reject) =>
+      stub[method]!.call(this.stub, request, metadata(this.token), { deadline: Date.now() + timeoutMs }, (error, response) =>
+        error ? reject(MakaError.fromStatus(error)) : resolve(response as Res),
+      ),
+    );
+  }
+
+  /** The pending forms of `sessionIds` (empty = every session this surface may see). */
+  async pending(sessionIds: string[] = [], timeoutMs = 10_000): Promise<Form[]> {
+    const response = await this.unary<object, { pending: Interaction__Output[] }>("ListPending", { session_ids: sessionIds }, timeoutMs);
+    return response.pending.map(formOf);
+  }
+
+  /** One form, pending or settled. */
+  async get(interactionId: string, sessionId = "", timeoutMs = 10_000): Promise<Form> {
+    const response = await this.unary<object, { interaction: Interaction__Output }>(
+      "GetInteraction",
+      { interaction_id: interactionId, session_id: sessionId },
+      timeoutMs,
+    );
+    return formOf(response.interaction);
+  }
+
+  /** Commit accept (with values typed by the form's field kinds), decline or cancel. */
+  async answer(
+    interactionId: string,
+    action: Action,
+    values: Record<string, AnswerValue> = {},
+    options: { sessionId?: string; submissionId?: string; timeoutMs?: number } = {},
+  ): Promise<Form> {
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    let sessionId = options.sessionId ?? "";
+    const typed: Record<string, Value> = {};
+    if (Object.keys(values).length > 0) {
+      const form = await this.get(interactionId, sessionId, timeoutMs);
+      sessionId ||= form.sessionId;
+      for (const [name, value] of Object.entries(values)) {
+        typed[name] = toValue(form.fields.find((f) => f.name === name), name, value);
+      }
+    }
+    const response = await this.unary<object, { interaction: Interaction__Output }>(
+      "Answer",
+      {
+        interaction_id: interactionId,
+        session_id: sessionId,
+        submission_id: options.submissionId ?? `sub-${randomUUID()}`,
+        answer: { action: `ACTION_${action.toUpperCase()}`, values: typed },
+      },
+      timeoutMs,
+    );
+    return formOf(response.interaction);
+  }
+
+  /** The live projection of `sessionIds`; reconnects with the last resume token after a drop. */
+  async *attach(sessionIds: string[] = [], resumeToken = ""): AsyncGenerator<FormEvent> {
+    let token = resumeToken;
+    let attempt = 0;
+    for (;;) {
+      const call = this.stub.Attach(metadata(this.token));
+      let code = "EOF";
+      try {
+        call.write({ subscribe: { session_ids: sessionIds, resume_token: token } });
+        for await (const item of call) {
+          attempt = 0;
+          const event = decodeAttach(item as AttachResponse__Output);
+          if (!event) continue;
+          token = event.resumeToken || token;
+          yield event;
+        }
+      } catch (error) {
+        const status = error as grpc.ServiceError;
+        if (typeof status.code !== "number") throw error;
+        if (!RETRYABLE.has(status.code)) throw MakaError.fromStatus(status);
+        code = statusName(status.code);
+      } finally {
+        call.cancel();
+      }
+      attempt += 1;
+      const delayMs = Math.min(this.reattach.maxDelayMs, this.reattach.initialDelayMs * 2 ** (attempt - 1));
+      yield { kind: "reattaching", code, attempt, delayMs };
+      await sleep(delayMs);
+    }
+  }
+}
+
+function decodeAttach(response: AttachResponse__Output): Exclude<FormEvent, Reattaching> | null {
+  if (response.frame === "snapshot") {
+    return { kind: "snapshot", pending: response.snapshot!.pending.map(formOf), resumeToken: response.snapshot!.resume_token };
+  }
+  if (response.frame !== "event") return null;
+  const event = response.event!.event!;
+  const kind = lower(String(event.kind), "EVENT_KIND_");
+  if (kind !== "opened" && kind !== "answered" && kind !== "closed") return null;
+  return { kind, form: formOf(event.interaction!), resumeToken: response.event!.resume_token };
+}
