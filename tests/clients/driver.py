@@ -2,7 +2,9 @@
 
     python -m tests.clients.driver SCENARIO --broker HOST:PORT --interaction HOST:PORT --tag TAG
 
-SCENARIO: accept | decline | cancel | stop | unknown. Prints
+SCENARIO: accept | decline | cancel | stop | unknown | reattach. ``reattach`` prints
+``{"awaiting": ID}`` when the form is pending and leaves it to the test (which cuts the proxy and
+answers it) while the client reattaches. Then prints
 ``{"kinds": [...logged event kinds], "outcome": {...}, "sequences": [...], "tools": [...]}``.
 """
 
@@ -50,6 +52,10 @@ async def drive(call: ToolCall, surface: SurfaceClient, scenario: str, tag: str)
         pending = await surface.pending([call.session_id])
         form = next(f for f in pending if f.interaction_id == event.interaction_id)
         assert form.invocation_id == call.invocation_id, "the pending form is not this call's"
+        if scenario == "reattach":
+            sys.stdout.write(json.dumps({"awaiting": event.interaction_id}) + "\n")
+            sys.stdout.flush()
+            continue
         if scenario == "stop":
             await call.stop()
         elif scenario == "accept":
@@ -61,7 +67,7 @@ async def drive(call: ToolCall, surface: SurfaceClient, scenario: str, tag: str)
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["accept", "decline", "cancel", "stop", "unknown"])
+    parser.add_argument("scenario", choices=["accept", "decline", "cancel", "stop", "unknown", "reattach"])
     parser.add_argument("--broker", required=True)
     parser.add_argument("--interaction", required=True)
     parser.add_argument("--tag", default="tag")
@@ -81,6 +87,7 @@ async def main() -> None:
     report = {
         "kinds": [KINDS[type(e)] for e in logged],
         "sequences": [getattr(e, "sequence", 0) for e in logged],
+        "reattaches": call.reattaches,
         "outcome": summary,
         "tools": tools,
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from maka_client import SurfaceClient
 from tests.clients.conftest import Proxied
 from tests.clients.nginx import Nginx
 from tests.reliability.counting_server import digest
@@ -74,3 +75,35 @@ async def test_both_clients_pass_the_same_fixture(proxied: Proxied, nginx: Nginx
         outcome = {**outcome, "payload": payload}
     assert got == outcome
     assert [c["leg"] for c in proxied.calls_of(tag)] == LEGS.get(scenario, [])
+
+
+@pytest.mark.parametrize("language", ["python", "typescript"])
+async def test_both_clients_reattach_after_the_proxy_is_restarted_mid_form_and_lose_no_event(
+    proxied: Proxied, nginx: Nginx, language: str
+) -> None:
+    tag = f"{language[:2]}-reattach-{uuid.uuid4().hex[:6]}"
+    process = await asyncio.create_subprocess_exec(
+        *_command(language, "reattach", nginx.address, proxied.interaction, tag),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    async with asyncio.timeout(60):
+        first = json.loads(await process.stdout.readline())
+        await nginx.stop()  # the caller's connection is cut mid-form
+        async with SurfaceClient(proxied.interaction) as surface:
+            await surface.answer(first["awaiting"], "accept", {"value": "cut"})
+        await nginx.start()
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    report = json.loads(out.decode().strip().splitlines()[-1])
+    assert report["kinds"] == ["accepted", "awaiting_interaction", "interaction_settled", "result"]
+    assert report["sequences"] == [1, 2, 3, 4]
+    assert report["reattaches"] >= 1
+    assert report["outcome"] == {
+        "kind": "result",
+        "isError": False,
+        "payload": {"tag": tag, "action": "accept", "digest": digest("cut")},
+    }
+    assert [c["leg"] for c in proxied.calls_of(tag)] == ["first", "retry"]

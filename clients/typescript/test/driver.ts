@@ -3,7 +3,9 @@
 //
 //   node dist/test/driver.js SCENARIO --broker HOST:PORT --interaction HOST:PORT --tag TAG
 //
-// SCENARIO: accept | decline | cancel | stop | unknown. Prints
+// SCENARIO: accept | decline | cancel | stop | unknown | reattach. `reattach` prints
+// {"awaiting": ID, "session": S} when the form is pending and leaves it to the test (which cuts the
+// proxy and answers it) while the client reattaches. Then prints
 // {"kinds": [...logged event kinds], "outcome": {...}, "sequences": [...], "tools": [...]}.
 
 import { parseArgs } from "node:util";
@@ -27,6 +29,10 @@ async function drive(call: ToolCall): Promise<CallEvent[]> {
     const pending = await surface.pending([call.sessionId]);
     const form = pending.find((f) => f.interactionId === event.interactionId);
     if (!form || form.invocationId !== call.invocationId) throw new Error("the pending form is not this call's");
+    if (scenario === "reattach") {
+      console.log(JSON.stringify({ awaiting: event.interactionId }));
+      continue;
+    }
     if (scenario === "stop") await call.stop();
     else if (scenario === "accept") await surface.answer(event.interactionId, "accept", { value: `v-${tag}` });
     else await surface.answer(event.interactionId, scenario as "decline" | "cancel");
@@ -48,6 +54,7 @@ try {
     JSON.stringify({
       kinds: logged.map((e) => e.kind),
       sequences: logged.map((e) => ("sequence" in e ? e.sequence : 0)),
+      reattaches: call.reattaches,
       outcome: summary,
       tools,
     }),
