@@ -55,16 +55,16 @@ if [ "$MODE" = test ]; then
     [ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
   fi
   scripts/setup_node_tools.sh
-  # The polyglot Node.js surface (examples/polyglot): its pinned npm dependencies.
-  if [ ! -d examples/polyglot/node_modules/@grpc/grpc-js ]; then
-    (cd examples/polyglot && npm ci --no-audit --no-fund --loglevel=error)
-  fi
   # The TypeScript client (clients/typescript): its pinned npm dependencies (which include the type
   # generator `make gen` runs) and its build into dist/ (git-ignored), run by the client tests with Node 22.
   if [ ! -d clients/typescript/node_modules/@grpc/grpc-js ] || [ ! -x clients/typescript/node_modules/.bin/tsc ]; then
     (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error)
   fi
   (cd clients/typescript && ../../.tools/bin/node22 node_modules/typescript/bin/tsc -p tsconfig.json)
+  # The polyglot Node.js examples (examples/polyglot): they link the TypeScript client (file: dependency).
+  if [ ! -e examples/polyglot/node_modules/@maka/client ]; then
+    (cd examples/polyglot && npm ci --no-audit --no-fund --loglevel=error)
+  fi
   echo "setup: test tools ok"
   exit 0
 fi

@@ -19,6 +19,12 @@ const rpcTypes = protobuf.Root.fromJSON({
               },
             },
             ErrorInfo: { fields: { reason: { type: "string", id: 1 }, domain: { type: "string", id: 2 } } },
+            BadRequest: {
+              fields: { field_violations: { rule: "repeated", type: "FieldViolation", id: 1 } },
+              nested: {
+                FieldViolation: { fields: { field: { type: "string", id: 1 }, description: { type: "string", id: 2 } } },
+              },
+            },
           },
         },
       },
@@ -31,17 +37,24 @@ export class MakaError extends Error {
   readonly code: string;
   /** The stable ErrorReason ("CALL_NOT_FOUND", "ALREADY_SETTLED", ...), else the same as `code`. */
   readonly reason: string;
+  /** The human-readable message (never form values). */
+  readonly details: string;
+  /** [field path, description] pairs from google.rpc.BadRequest. */
+  readonly violations: [string, string][];
 
-  constructor(code: string, message: string, reason?: string) {
+  constructor(code: string, message: string, reason?: string, violations: [string, string][] = []) {
     super(`${reason || code}: ${message}`);
     this.name = "MakaError";
     this.code = code;
     this.reason = reason || code;
+    this.details = message;
+    this.violations = violations;
   }
 
   static fromStatus(error: grpc.ServiceError): MakaError {
     const code = statusName(error.code);
     let reason = "";
+    const violations: [string, string][] = [];
     const raw = error.metadata?.get("grpc-status-details-bin")?.[0];
     if (raw instanceof Buffer) {
       const status = rpcTypes.lookupType("google.rpc.Status").decode(raw) as unknown as {
@@ -51,10 +64,15 @@ export class MakaError extends Error {
         if (detail.type_url.endsWith("/google.rpc.ErrorInfo")) {
           const info = rpcTypes.lookupType("google.rpc.ErrorInfo").decode(detail.value) as unknown as { reason: string };
           reason = info.reason || reason;
+        } else if (detail.type_url.endsWith("/google.rpc.BadRequest")) {
+          const bad = rpcTypes.lookupType("google.rpc.BadRequest").decode(detail.value) as unknown as {
+            field_violations: { field: string; description: string }[];
+          };
+          for (const v of bad.field_violations) violations.push([v.field, v.description]);
         }
       }
     }
-    return new MakaError(code, error.details || code, reason);
+    return new MakaError(code, error.details || code, reason, violations);
   }
 }
 

@@ -22,4 +22,4 @@ export type {
 } from "./events.js";
 export type { ClientOptions, TlsOptions } from "./grpc.js";
 export { SurfaceClient } from "./surface.js";
-export type { AnswerValue, Form, FormEvent, FormField } from "./surface.js";
+export type { AnswerValue, Form, FormEvent, FormField, Requester } from "./surface.js";

@@ -24,7 +24,17 @@ export interface FormField {
   required: boolean;
   /** string, number, integer, boolean, single_select or multi_select. */
   kind: string;
+  /** A string field's format: email, uri, date, date-time, or "" for plain text. */
+  format: string;
   options: string[];
+}
+
+/** Who asks (set by the broker from the provider registration; the server and Tool are as claimed). */
+export interface Requester {
+  providerId: string;
+  providerDisplayName: string;
+  claimedServer: string;
+  claimedTool: string;
 }
 
 export interface Form {
@@ -34,6 +44,7 @@ export interface Form {
   invocationId: string;
   toolName: string;
   message: string;
+  requester: Requester;
   fields: FormField[];
   /** pending, answered or closed. */
   state: string;
@@ -62,8 +73,11 @@ export function formOf(message: Interaction__Output): Form {
         : kind === "multi_select"
           ? (f.multi_select?.options ?? []).map((o) => o.value)
           : [];
-    return { name: f.name, label: f.label, description: f.description, required: f.required, kind, options };
+    const rawFormat = kind === "string" ? String(f.string?.format ?? "STRING_FORMAT_UNSPECIFIED") : "STRING_FORMAT_UNSPECIFIED";
+    const format = rawFormat === "STRING_FORMAT_UNSPECIFIED" ? "" : lower(rawFormat, "STRING_FORMAT_").replace("_", "-");
+    return { name: f.name, label: f.label, description: f.description, required: f.required, kind, format, options };
   });
+  const requester = message.form?.requester;
   const state = lower(String(message.state), "INTERACTION_STATE_");
   return {
     interactionId: message.interaction_id,
@@ -72,6 +86,12 @@ export function formOf(message: Interaction__Output): Form {
     invocationId: message.binding?.invocation_id ?? "",
     toolName: message.binding?.tool_name ?? "",
     message: message.form?.message ?? "",
+    requester: {
+      providerId: requester?.provider_id ?? "",
+      providerDisplayName: requester?.provider_display_name ?? "",
+      claimedServer: requester?.claimed_server ?? "",
+      claimedTool: requester?.claimed_tool ?? "",
+    },
     fields,
     state,
     action: state === "answered" ? (lower(String(message.answer?.action), "ACTION_") as Action) : null,

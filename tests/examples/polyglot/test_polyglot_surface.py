@@ -25,9 +25,10 @@ NODE = shutil.which("node") or "node"
 
 @pytest.fixture(scope="module")
 def node_modules() -> Path:
-    """``npm ci`` into examples/polyglot/node_modules when it is missing (git-ignored)."""
+    """``npm ci`` into examples/polyglot/node_modules when it is missing (git-ignored); the TypeScript
+    client it links (``@maka/client``) is installed and built by ``make setup-node``."""
     modules = POLYGLOT / "node_modules"
-    if not (modules / "@grpc" / "grpc-js").exists():
+    if not (modules / "@maka" / "client").exists():
         npm = shutil.which("npm")
         assert npm is not None, "npm is needed for the polyglot surface (Node 20+)"
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=POLYGLOT, check=True, timeout=300)
