@@ -1,0 +1,151 @@
+"""The Python client library on its own: it imports without the services or gen/, and its reattach
+rules hold against a scripted broker (a real grpc.aio server on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka_client import Accepted, BrokerClient, MakaError, Reattaching, ReattachPolicy, Result, Status
+
+ROOT = Path(__file__).resolve().parents[2]
+Context = grpc.aio.ServicerContext[object, object]
+
+
+def test_the_client_imports_without_the_services_or_the_repository_gen_package() -> None:
+    code = (
+        "import sys; import maka_client, maka_client.broker, maka_client.surface; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('services', 'surfaces', 'maka', 'tests')); "
+        "assert not bad, bad; print('ok')"
+    )
+    src = ROOT / "clients" / "python" / "src"
+    # -I: isolated (no cwd, no PYTHONPATH); only the client's sources and the installed dependencies.
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(src)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd="/",
+    )
+    assert (run.returncode, run.stdout.strip()) == (0, "ok"), run.stderr
+    assert (src / "maka_client" / "py.typed").exists()
+
+
+class Scripted(broker_pb2_grpc.CapabilityBrokerServiceServicer):
+    """CallTool sends ``accepted`` then fails with ``drop_code``; WatchCall replays from the token."""
+
+    def __init__(self, drop_code: grpc.StatusCode, watch_works: bool = True) -> None:
+        self.drop_code = drop_code
+        self.watch_works = watch_works
+        self.watches: list[broker_pb2.WatchCallRequest] = []
+        self.log = [
+            broker_pb2.CallToolResponse(
+                accepted=broker_pb2.CallAccepted(invocation_id="inv-1", provider_id="p"), sequence=1, resume_token="1"
+            ),
+            broker_pb2.CallToolResponse(
+                result=broker_pb2.CallResult(call_tool_result_json='{"content":[{"type":"text","text":"ok"}]}'),
+                sequence=2,
+                resume_token="2",
+            ),
+        ]
+
+    async def CallTool(
+        self, request: broker_pb2.CallToolRequest, context: Context
+    ) -> AsyncIterator[broker_pb2.CallToolResponse]:
+        yield self.log[0]
+        await context.abort(self.drop_code, "cut")
+
+    async def WatchCall(
+        self, request: broker_pb2.WatchCallRequest, context: Context
+    ) -> AsyncIterator[broker_pb2.WatchCallResponse]:
+        self.watches.append(request)
+        if not self.watch_works:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "still down")
+        yield broker_pb2.WatchCallResponse(
+            event=broker_pb2.CallToolResponse(
+                status=broker_pb2.CallStatus(invocation_id="inv-1"), sequence=1, resume_token="1"
+            )
+        )
+        for event in self.log:  # replays everything: the client must skip what it already yielded
+            yield broker_pb2.WatchCallResponse(event=event)
+
+    def Connect(
+        self, request_iterator: AsyncIterator[broker_pb2.ConnectRequest], context: Context
+    ) -> AsyncIterator[broker_pb2.ConnectResponse]:
+        raise NotImplementedError
+
+    async def Stop(self, request: broker_pb2.StopRequest, context: Context) -> broker_pb2.StopResponse:
+        return broker_pb2.StopResponse()
+
+    async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
+        return broker_pb2.ListToolsResponse()
+
+
+async def _serve(servicer: Scripted) -> tuple[grpc.aio.Server, str]:
+    server = grpc.aio.server()
+    broker_pb2_grpc.add_CapabilityBrokerServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+async def test_a_dropped_stream_is_resumed_with_the_last_token_and_nothing_is_yielded_twice() -> None:
+    servicer = Scripted(grpc.StatusCode.UNAVAILABLE)
+    server, target = await _serve(servicer)
+    try:
+        async with BrokerClient(target, reattach=ReattachPolicy(initial_delay=0.01)) as broker:
+            call = broker.call_tool("x:y")
+            async with asyncio.timeout(10):
+                events = [e async for e in call]
+    finally:
+        await server.stop(None)
+    assert [type(e) for e in events] == [Accepted, Reattaching, Status, Result]
+    assert [(w.invocation_id, w.resume_token) for w in servicer.watches] == [("inv-1", "1")]
+    assert call.reattaches == 1
+
+
+async def test_a_refusal_is_raised_at_once_and_never_reattached() -> None:
+    servicer = Scripted(grpc.StatusCode.PERMISSION_DENIED)
+    server, target = await _serve(servicer)
+    try:
+        async with BrokerClient(target) as broker:
+            call = broker.call_tool("x:y")
+            with pytest.raises(MakaError) as raised:
+                async with asyncio.timeout(10):
+                    await call.result()
+    finally:
+        await server.stop(None)
+    assert raised.value.code == "PERMISSION_DENIED"
+    assert servicer.watches == []
+
+
+async def test_reattaching_gives_up_after_the_policy_bound() -> None:
+    servicer = Scripted(grpc.StatusCode.UNAVAILABLE, watch_works=False)
+    server, target = await _serve(servicer)
+    try:
+        policy = ReattachPolicy(initial_delay=0.01, max_delay=0.05, give_up_after=0.5)
+        async with BrokerClient(target, reattach=policy) as broker:
+            with pytest.raises(MakaError) as raised:
+                async with asyncio.timeout(10):
+                    await broker.call_tool("x:y").result()
+    finally:
+        await server.stop(None)
+    assert raised.value.reason == "REATTACH_FAILED"
+    assert len(servicer.watches) >= 2
+
+
+async def test_an_unreachable_broker_fails_at_once_with_unavailable() -> None:
+    async with BrokerClient("127.0.0.1:1") as broker:
+        with pytest.raises(MakaError) as raised:
+            async with asyncio.timeout(10):
+                await broker.call_tool("x:y").result()
+    assert raised.value.code == "UNAVAILABLE"
