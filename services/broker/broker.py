@@ -14,6 +14,11 @@ broker issue; RFC "Lifecycle and failure semantics", criteria 7, 8, 10, 16; DESI
   is answered with ``FrameRejected`` (counted in :meth:`Broker.stats`) and changes nothing.
 - Every terminal transition closes the invocation's pending form (with the reason of the
   transition) so no form is orphaned, and no answer is delivered after it.
+- The caller's side (docs/clients.md): every event goes to the invocation's sequenced
+  :class:`~services.broker.call_log.CallLog`, which any number of streams follow (``CallTool``,
+  ``WatchCall``) with ``status`` keepalives. The last stream ending without the outcome starts the
+  reattach grace; when it runs out with nobody attached the invocation is stopped as Stop is. A
+  settled invocation stays reattachable for the grace; ``call_id`` maps to it for the same time.
 
 How a settled form (HostLink ``settled``) is delivered — only to the bound invocation, registration
 and connection, and only while that invocation still awaits it:
@@ -23,8 +28,8 @@ and connection, and only while that invocation still awaits it:
 - timed_out / lease_expired → caller: failure INTERACTION_TIMED_OUT; provider:
   ``InteractionResult(close_reason)`` then ``cancel``. host_restarted / superseded / other →
   the same with INTERACTION_CLOSED. stopped (closed by someone else) → caller: ``stopped``.
-- Closes the broker makes itself — Stop and caller disconnect (``stopped``), provider loss or
-  replacement (``provider_lost``), a final result / failure / execution timeout while pending
+- Closes the broker makes itself — Stop and no caller reattached within the grace (``stopped``),
+  provider loss or replacement (``provider_lost``), a final result / failure / execution timeout while pending
   (``invocation_settled``), a Tool refresh (``superseded``), shutdown (``stopped``) — deliver no
   interaction result to the provider afterwards.
 """

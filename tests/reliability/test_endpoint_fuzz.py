@@ -1,7 +1,7 @@
 """Property-based fuzzing (hypothesis) of every gRPC endpoint of the real, running services.
 
 Random, oversized and malformed messages go to the Interaction service (HostLink, Attach, Answer, ListPending,
-GetInteraction) and the broker (Connect, CallTool, Stop, ListTools) of a stack of processes of this module's
+GetInteraction) and the broker (Connect, CallTool, WatchCall, Stop, ListTools) of a stack of processes of this module's
 own (no other suite shares what the fuzzer touched). Each call either succeeds or fails with a status code
 from a small set and - for every error the services raise themselves - a ``google.rpc.ErrorInfo`` reason from
 a closed set; nothing ends as ``UNKNOWN``/``INTERNAL`` (an unhandled exception). Afterwards every service
@@ -48,7 +48,14 @@ STREAMS = settings(max_examples=15, deadline=None, suppress_health_check=list(He
 
 CLOSED_REASONS = frozenset(
     {name.removeprefix("ERROR_REASON_") for name, _value in interaction_pb2.ErrorReason.items()}
-    | {"INVALID_REQUEST", "PERMISSION_DENIED", "NOT_REGISTERED", "HOST_UNAVAILABLE", "UNAUTHENTICATED"}
+    | {
+        "INVALID_REQUEST",
+        "PERMISSION_DENIED",
+        "NOT_REGISTERED",
+        "HOST_UNAVAILABLE",
+        "UNAUTHENTICATED",
+        "CALL_NOT_FOUND",
+    }
 ) - {"UNSPECIFIED"}
 """Every ErrorInfo reason the services may send (interaction ``ErrorReason`` + broker errors)."""
 DOMAIN_CODES = frozenset(
@@ -178,14 +185,15 @@ provider_frames = st.one_of(
     st.just(broker_pb2.ConnectRequest()),
 )
 call_requests = st.builds(
-    lambda s, turn, use, name, args: broker_pb2.CallToolRequest(
-        session_id=s, turn_id=turn, tool_use_id=use, tool_name=name, arguments_json=args
+    lambda s, turn, use, name, args, call_id: broker_pb2.CallToolRequest(
+        session_id=s, turn_id=turn, tool_use_id=use, tool_name=name, arguments_json=args, call_id=call_id
     ),
     sessions,
     texts,
     texts,
     texts | st.sampled_from(["counter:echo", "counter:", ":echo", "nobody:tool"]),
     texts | st.sampled_from(["{}", "[]", "null", '{"tag": 1}', "{" * 500]),
+    st.just("") | texts,
 )
 
 
@@ -293,9 +301,14 @@ async def test_interaction_streams_survive_random_frames(
 @given(
     stop=st.builds(lambda s, t: broker_pb2.StopRequest(session_id=s, turn_id=t), sessions, texts),
     call=call_requests,
+    watch=st.builds(
+        lambda i, t: broker_pb2.WatchCallRequest(invocation_id=i, resume_token=t),
+        texts | st.just("inv_nothing"),
+        st.just("") | texts | st.integers(0, 2**70).map(str),
+    ),
 )
 async def test_broker_unary_endpoints_and_calltool_answer_random_requests_with_stable_errors(
-    observed: Observed, stop: Any, call: Any
+    observed: Observed, stop: Any, call: Any, watch: Any
 ) -> None:
     async with open_channel(observed.broker) as channel:
         stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
@@ -307,6 +320,12 @@ async def test_broker_unary_endpoints_and_calltool_answer_random_requests_with_s
                 assert event.WhichOneof("event") is not None
 
         check(await outcome_of(read_all))
+
+        async def watch_all() -> None:
+            async for item in stub.WatchCall(watch, timeout=10):
+                assert item.event.WhichOneof("event") is not None
+
+        check(await outcome_of(watch_all))
 
 
 @STREAMS
