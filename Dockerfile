@@ -10,6 +10,9 @@ COPY pyproject.toml README.md ./
 COPY gen ./gen
 COPY services ./services
 COPY surfaces ./surfaces
+# The Python client library (maka_client): `maka call`, `maka stop` and `maka tools` run on it.
+COPY clients/python ./clients/python
+RUN pip install --prefix=/install ./clients/python
 RUN pip install --prefix=/install .
 
 FROM python:3.11-slim

@@ -155,6 +155,7 @@ def test_dockerfile_is_slim_non_root_and_installs_the_package() -> None:
     assert "FROM python:3.11-slim AS build" in lines
     assert "FROM python:3.11-slim" in lines
     assert "RUN pip install --prefix=/install ." in lines
+    assert "RUN pip install --prefix=/install ./clients/python" in lines  # the CLI's maka_client
     assert "USER 10001:10001" in lines
     assert (ROOT / ".dockerignore").read_text().count(".venv") == 1
 
