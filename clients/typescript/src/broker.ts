@@ -12,7 +12,7 @@ import { type CallEvent, type Outcome, decode, isOutcome } from "./events.js";
 import type { CapabilityBrokerServiceClient } from "./generated/maka/broker/v1/CapabilityBrokerService.js";
 import type { CallToolRequest } from "./generated/maka/broker/v1/CallToolRequest.js";
 import type { CallToolResponse__Output } from "./generated/maka/broker/v1/CallToolResponse.js";
-import { type ClientOptions, channelOptions, credentials, loadBroker, metadata } from "./grpc.js";
+import { type ClientOptions, channelOptions, credentials, loadBroker, metadata, tlsFromEnv } from "./grpc.js";
 
 export const DEFAULT_BROKER_TARGET = "127.0.0.1:50052";
 
@@ -181,10 +181,11 @@ export class BrokerClient {
     this.token = options.token;
   }
 
-  /** `target`, else $MAKA_BROKER_TARGET (default 127.0.0.1:50052); token $MAKA_CALLER_TOKEN. */
+  /** `target`, else $MAKA_BROKER_TARGET (default 127.0.0.1:50052); token $MAKA_CALLER_TOKEN, TLS from $MAKA_TLS_*. */
   static fromEnv(target?: string, options: BrokerClientOptions = {}): BrokerClient {
     return new BrokerClient(target || process.env.MAKA_BROKER_TARGET || DEFAULT_BROKER_TARGET, {
       token: process.env.MAKA_CALLER_TOKEN || undefined,
+      tls: tlsFromEnv(),
       ...options,
     });
   }

@@ -21,5 +21,6 @@ export type {
   Stopped,
 } from "./events.js";
 export type { ClientOptions, TlsOptions } from "./grpc.js";
+export { tlsFromEnv } from "./grpc.js";
 export { SurfaceClient } from "./surface.js";
 export type { AnswerValue, Form, FormEvent, FormField, Requester } from "./surface.js";

@@ -13,7 +13,7 @@ import type { Interaction__Output } from "./generated/maka/interaction/v1/Intera
 import type { InteractionServiceClient } from "./generated/maka/interaction/v1/InteractionService.js";
 import type { AttachResponse__Output } from "./generated/maka/interaction/v1/AttachResponse.js";
 import type { Value } from "./generated/maka/form/v1/Value.js";
-import { type ClientOptions, channelOptions, credentials, loadInteraction, metadata } from "./grpc.js";
+import { type ClientOptions, channelOptions, credentials, loadInteraction, metadata, tlsFromEnv } from "./grpc.js";
 
 export const DEFAULT_INTERACTION_TARGET = "127.0.0.1:50051";
 
@@ -127,10 +127,11 @@ export class SurfaceClient {
     this.reattach = { ...DEFAULT_REATTACH, ...options.reattach };
   }
 
-  /** `target`, else $MAKA_INTERACTION_TARGET; token $MAKA_SURFACE_TOKEN. */
+  /** `target`, else $MAKA_INTERACTION_TARGET; token $MAKA_SURFACE_TOKEN, TLS from $MAKA_TLS_*. */
   static fromEnv(target?: string, options: ClientOptions = {}): SurfaceClient {
     return new SurfaceClient(target || process.env.MAKA_INTERACTION_TARGET || DEFAULT_INTERACTION_TARGET, {
       token: process.env.MAKA_SURFACE_TOKEN || undefined,
+      tls: tlsFromEnv(),
       ...options,
     });
   }
