@@ -26,7 +26,6 @@ COMMANDS: tuple[str, ...] = (
     "answer",
     "tui",
     "web",
-    "conformance_client",
 )
 """Modules under ``surfaces.cli.commands``, in ``--help`` order. A missing module is left out."""
 

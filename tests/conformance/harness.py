@@ -18,13 +18,11 @@ HARNESS = TOOLS / "conformance" / "node_modules" / "@modelcontextprotocol" / "co
 SERVER_EVERYTHING = (
     TOOLS / "server-everything" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 )
-MAKA = Path(sys.executable).parent / "maka"
-"""The ``maka`` console script of this venv."""
 
 
 def require_tools() -> None:
     """Fail (never skip) with the fix when the Node tools are missing."""
-    missing = [str(path) for path in (NODE22, HARNESS, SERVER_EVERYTHING, MAKA) if not path.exists()]
+    missing = [str(path) for path in (NODE22, HARNESS, SERVER_EVERYTHING) if not path.exists()]
     assert not missing, f"missing {missing}: run scripts/setup_node_tools.sh (make setup runs it)"
 
 
@@ -44,12 +42,12 @@ class HarnessRun:
         return {check["id"]: check["status"] for check in self.checks}
 
     def client_lines(self) -> list[dict[str, Any]]:
-        """The JSON lines ``maka conformance-client`` printed."""
+        """The JSON lines ``python -m tests.conformance.client`` printed."""
         return [json.loads(line) for line in self.client_stdout.splitlines() if line.startswith("{")]
 
 
 def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_ms: int = 100_000) -> HarnessRun:
-    """Run the harness on ``maka conformance-client`` for one scenario at one spec version.
+    """Run the harness on ``python -m tests.conformance.client`` for one scenario at one spec version.
 
     The client logs at INFO (stderr.txt of the results) so that the secrecy checks see every log line.
 
@@ -61,7 +59,7 @@ def run_harness(scenario: str, spec_version: str, output_dir: Path, *, timeout_m
         str(NODE22),
         str(HARNESS),
         "client",
-        "--command", f"{MAKA} conformance-client --log-level INFO",
+        "--command", f"{sys.executable} -m tests.conformance.client --log-level INFO",
         "--scenario", scenario,
         "--spec-version", spec_version,
         "--timeout", str(timeout_ms),

@@ -16,6 +16,7 @@ Stopping is in reverse order (provider, broker, Interaction service, redis) and 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 from contextlib import AsyncExitStack
@@ -200,6 +201,14 @@ class InProcessStack:
             await manager.connection(server).wait_connected(timeout)
         except TimeoutError:
             raise StackError(f"the MCP provider did not connect to server {server!r} within {timeout} s") from None
+
+    def listed_schemas(self, server: str) -> dict[str, str]:
+        """Bare Tool name → the input schema (JSON text) the provider holds from ``server``'s ``tools/list``."""
+        assert self.provider is not None, "stack not started"
+        manager = getattr(self.provider.app, "manager", None)
+        if manager is None:
+            raise StackError("the MCP provider app exposes no `manager` (McpClientManager)")
+        return {tool.name: json.dumps(tool.input_schema) for tool in manager.connection(server).snapshot().tools}
 
     async def stop(self) -> None:
         """Stop in reverse order; safe to call twice."""

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from services.mcp_provider.config import Era, HttpServer, load_config
-from surfaces.conformance.runner import CallOutcome, check_step, result_text, write_mcp_config
-from surfaces.conformance.scenarios import Step
+from tests.conformance.client.runner import CallOutcome, check_step, result_text, write_mcp_config
+from tests.conformance.client.scenarios import Step
 
 
 def test_result_text_joins_only_text_blocks() -> None:

@@ -3,13 +3,13 @@
 ``run(server_url, scenario_name, protocol_version)``:
 
 1. writes a temporary ``mcpServers`` file naming the harness server ``conformance`` (``url`` = the
-   harness URL, ``era`` from :func:`surfaces.conformance.scenarios.era_for`);
-2. starts :class:`surfaces.conformance.stack.InProcessStack` (private redis-server, Interaction
+   harness URL, ``era`` from :func:`tests.conformance.client.scenarios.era_for`);
+2. starts :class:`tests.conformance.client.stack.InProcessStack` (private redis-server, Interaction
    service, broker, MCP provider);
-3. attaches :class:`surfaces.conformance.auto_answer.AutoAnswerer` (accepts every form);
+3. attaches :class:`tests.conformance.client.auto_answer.AutoAnswerer` (accepts every form);
 4. waits until the provider connected to the harness server (era negotiated, Tools listed) and
    registered the scenario's Tools with the broker (``ListTools``), then
-   makes each :class:`surfaces.conformance.scenarios.Step` as a broker ``CallTool`` and checks its
+   makes each :class:`tests.conformance.client.scenarios.Step` as a broker ``CallTool`` and checks its
    final event; every step prints one JSON line to ``out``;
 5. stops everything.
 
@@ -23,9 +23,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,11 +37,14 @@ import grpc.aio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.serving import KEEPALIVE_OPTIONS
 from surfaces.common.interaction_client import InteractionClient, InteractionView
-from surfaces.conformance.auto_answer import AutoAnswerer
-from surfaces.conformance.scenarios import Scenario, Step, era_for, scenario_for
-from surfaces.conformance.stack import InProcessStack
+from tests.conformance.client.auto_answer import AutoAnswerer
+from tests.conformance.client.scenarios import Scenario, Step, era_for, scenario_for
+from tests.conformance.client.stack import InProcessStack
 
-log = logging.getLogger("maka.surfaces.conformance.runner")
+log = logging.getLogger("maka.tests.conformance.client.runner")
+
+CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
+"""Scenario data the harness passes (JSON), e.g. the arguments of ``http-custom-headers``."""
 
 SERVER_NAME = "conformance"
 """The ``mcpServers`` name of the harness server: Tools are ``conformance:<tool>``."""
@@ -164,7 +168,7 @@ def check_step(step: Step, outcome: CallOutcome) -> list[str]:
     problems: list[str] = []
     if outcome.kind != "result":
         problems.append(f"ended with {outcome.kind} {outcome.code} {outcome.message}".rstrip())
-    elif outcome.is_error:
+    elif outcome.is_error and not step.allow_error:
         problems.append("the result has isError: true")
     if step.expect_text and step.expect_text not in outcome.text:
         problems.append(f"result text does not contain {step.expect_text!r}")
@@ -182,12 +186,29 @@ class ScenarioRun:
         holds: _Holds,
         out: TextIO,
         session_id: str,
+        *,
+        tools: Sequence[broker_pb2.Tool] = (),
+        context: Mapping[str, Any] | None = None,
     ) -> None:
         self._broker = broker
         self._holds = holds
         self._out = out
         self._session_id = session_id
+        self._tools = {tool.qualified_name: tool for tool in tools}
+        self._context = context or {}
         self.ok = True
+
+    def arguments(self, step: Step) -> dict[str, Any]:
+        """The arguments of ``step``: literal, from the harness context, or an echoed input schema."""
+        if step.echo_schema_of:
+            listed = self._tools.get(f"{SERVER_NAME}:{step.echo_schema_of}")
+            return {"schema": json.loads(listed.input_schema_json or "{}") if listed is not None else {}}
+        if step.arguments_from_context:
+            for call in self._context.get("toolCalls", []):
+                if isinstance(call, dict) and call.get("name") == step.tool and isinstance(call.get("arguments"), dict):
+                    return dict(call["arguments"])
+            return {}
+        return dict(step.arguments)
 
     async def step(self, step: Step) -> None:
         """Run ``step`` (and its ``during_form`` steps while its form is held pending)."""
@@ -205,7 +226,7 @@ class ScenarioRun:
                 self._broker,
                 session_id=self._session_id,
                 qualified_tool=f"{SERVER_NAME}:{step.tool}",
-                arguments=step.arguments,
+                arguments=self.arguments(step),
                 on_form=on_form,
                 tool_use_id=tool_use_id,
             )
@@ -226,12 +247,40 @@ def write_mcp_config(directory: Path, server_url: str, era: str) -> Path:
     return path
 
 
+def conformance_context() -> dict[str, Any]:
+    """``MCP_CONFORMANCE_CONTEXT`` decoded (``{}`` when unset or not a JSON object)."""
+    try:
+        context = json.loads(os.environ.get(CONTEXT_ENV) or "{}")
+    except ValueError:
+        return {}
+    return context if isinstance(context, dict) else {}
+
+
+def schema_problems(scenario: Scenario, tools: Sequence[broker_pb2.Tool], listed: Mapping[str, str]) -> list[str]:
+    """Why the registered Tools break ``scenario``'s listing rules (empty when they do not).
+
+    ``listed`` is bare Tool name → the input schema JSON text the provider got from the server's
+    ``tools/list``. A rejected Tool must not be registered; with ``preserve_schema_refs`` every
+    registered input schema must equal the listed one exactly (a ``$ref`` is never resolved or dropped).
+    """
+    problems: list[str] = []
+    registered = {tool.qualified_name.partition(":")[2]: tool for tool in tools}
+    for name in scenario.reject_tools:
+        if name in registered:
+            problems.append(f"Tool {name} has an invalid x-mcp-header but was registered")
+    if scenario.preserve_schema_refs:
+        for name, tool in registered.items():
+            if json.loads(tool.input_schema_json or "{}") != json.loads(listed.get(name, "null")):
+                problems.append(f"the input schema of {name} changed on its way to the broker")
+    return problems
+
+
 async def run_scenario(
     scenario: Scenario, server_url: str, version: str, *, out: TextIO, connect_timeout: float = 30.0
 ) -> bool:
     """Run ``scenario`` against the harness server at ``server_url``; True when every step met its plan.
 
-    Raises :class:`surfaces.conformance.stack.StackError` when the stack cannot start or the provider
+    Raises :class:`tests.conformance.client.stack.StackError` when the stack cannot start or the provider
     cannot connect to ``server_url``, and ``TimeoutError`` when the Tools are never registered.
     """
     session_id = f"conformance-{uuid.uuid4().hex[:12]}"
@@ -255,8 +304,15 @@ async def run_scenario(
             print(json.dumps({"scenario": scenario.name, "protocol_version": version,
                               "tools": sorted(t.qualified_name for t in tools)}), file=out, flush=True)  # fmt: skip
 
-            run = ScenarioRun(broker, holds, out, session_id)
-            for step in scenario.steps:
+            run = ScenarioRun(broker, holds, out, session_id, tools=tools, context=conformance_context())
+            problems = schema_problems(scenario, tools, stack.listed_schemas(SERVER_NAME))
+            if problems:
+                run.ok = False
+                print(json.dumps({"listing_problems": problems}), file=out, flush=True)
+            steps = list(scenario.steps)
+            if scenario.call_first_tool and tools:
+                steps.append(Step(tools[0].qualified_name.partition(":")[2], allow_error=True))
+            for step in steps:
                 await run.step(step)
             if answerer.failures:
                 run.ok = False
