@@ -36,6 +36,9 @@ class BrokerApp:
         _METHOD + "WatchCall": frozenset({Role.CALLER}),
         _METHOD + "Stop": frozenset({Role.CALLER}),
         _METHOD + "ListTools": frozenset({Role.CALLER}),
+        _METHOD + "ListSignIns": frozenset({Role.CALLER, Role.SURFACE}),
+        _METHOD + "CompleteSignIn": frozenset({Role.CALLER, Role.SURFACE}),
+        _METHOD + "SignOut": frozenset({Role.CALLER, Role.SURFACE}),
     }
 
     def __init__(self, settings: Settings) -> None:

@@ -4,11 +4,15 @@ Shape (JSON)::
 
     {"mcpServers": {
         "<name>": {"command": "python", "args": ["srv.py"], "env": {"K": "V"}, "cwd": "/dir", "era": "auto"},
-        "<name>": {"url": "http://127.0.0.1:8000/mcp", "headers": {"X-Key": "v"}, "era": "modern"}
+        "<name>": {"url": "http://127.0.0.1:8000/mcp", "headers": {"X-Key": "v"}, "era": "modern"},
+        "<name>": {"url": "https://mcp.example.com/mcp", "oauth": {"clientId": "id", "clientSecret": "s"}}
     }}
 
 A server entry is stdio (``command`` with optional ``args``/``env``/``cwd``) or Streamable HTTP
-(``url`` with optional ``headers``; ``type`` ``"http"``/``"streamable-http"`` is accepted). ``era`` is
+(``url`` with optional ``headers``; ``type`` ``"http"``/``"streamable-http"`` is accepted). A Streamable
+HTTP server without an ``Authorization`` header signs in with OAuth when it answers 401 (docs/security.md
+"OAuth"); ``oauth`` names a pre-registered client (``clientId``, optional ``clientSecret`` and ``scope``),
+``"oauth": false`` turns OAuth off. ``era`` is
 ``auto`` (default: ``server/discover`` then fall back to ``initialize``), ``modern`` (2026-07-28
 only) or ``legacy`` (``initialize`` handshake only). Unknown keys are rejected: every problem is a
 :class:`ConfigError` naming the JSON path (``mcpServers.<name>.<key>``).
@@ -52,11 +56,23 @@ class StdioServer:
 
 
 @dataclass(frozen=True)
+class OAuthClient:
+    """A pre-registered OAuth client of one server (``mcpServers.<name>.oauth``)."""
+
+    client_id: str
+    client_secret: str | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
 class HttpServer:
     """An MCP server reached over Streamable HTTP."""
 
     url: str
     headers: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    oauth: bool = True
+    """Sign in with OAuth on a 401 (off with ``"oauth": false`` or an ``Authorization`` header)."""
+    oauth_client: OAuthClient | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +86,8 @@ class ServerConfig:
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _STDIO_KEYS = {"command", "args", "env", "cwd", "era", "type"}
-_HTTP_KEYS = {"url", "headers", "era", "type"}
+_HTTP_KEYS = {"url", "headers", "era", "type", "oauth"}
+_OAUTH_KEYS = {"clientId": "client_id", "clientSecret": "client_secret", "scope": "scope"}
 
 
 def _str_map(value: object, path: str) -> dict[str, str]:
@@ -120,8 +137,24 @@ def _server(name: str, entry: object) -> ServerConfig:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"{path}.url", "must be an http:// or https:// URL")
         headers = _str_map(entry.get("headers", {}), f"{path}.headers")
-        return ServerConfig(name, HttpServer(url, headers), era)
+        enabled, client = _oauth(entry.get("oauth", True), f"{path}.oauth")
+        enabled = enabled and not any(key.lower() == "authorization" for key in headers)
+        return ServerConfig(name, HttpServer(url, headers, enabled, client), era)
     raise ConfigError(path, "needs command (stdio) or url (Streamable HTTP)")
+
+
+def _oauth(value: object, path: str) -> tuple[bool, OAuthClient | None]:
+    if isinstance(value, bool):
+        return value, None
+    if not isinstance(value, dict):
+        raise ConfigError(path, "must be false or an object with clientId (and optional clientSecret, scope)")
+    unknown = sorted(set(value) - set(_OAUTH_KEYS))
+    if unknown:
+        raise ConfigError(f"{path}.{unknown[0]}", "unknown key")
+    fields = _str_map(value, path)
+    if not fields.get("clientId"):
+        raise ConfigError(f"{path}.clientId", "must be a non-empty string")
+    return True, OAuthClient(**{_OAUTH_KEYS[key]: text for key, text in fields.items()})
 
 
 def parse_config(document: object) -> list[ServerConfig]:

@@ -20,6 +20,7 @@ from services.core.serving import serve
 from services.mcp_provider.config import ServerConfig, load_config
 from services.mcp_provider.connection import McpConnection
 from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.oauth import OAuthSettings, TokenVault, read_key_file
 from services.mcp_provider.provider import McpProvider
 from services.mcp_provider.settings import Settings
 
@@ -37,12 +38,14 @@ class ProviderApp:
             pacing_max_ms=settings.state_only_pacing_max_ms,
             call_timeout_seconds=settings.call_timeout_seconds,
         )
+        oauth = oauth_settings(settings)
         for server in servers:
             self.manager.add(
                 McpConnection(
                     server,
                     reconnect_initial_seconds=settings.reconnect_initial_seconds,
                     reconnect_max_seconds=settings.reconnect_max_seconds,
+                    oauth=oauth,
                 )
             )
         self.provider: McpProvider | None = None
@@ -86,6 +89,19 @@ def quiet_sdk_loggers() -> None:
         logger = logging.getLogger(name)
         if logger.getEffectiveLevel() < logging.INFO:
             logger.setLevel(logging.INFO)
+
+
+def oauth_settings(settings: Settings) -> OAuthSettings:
+    """The Host's OAuth client settings; reads the key file (raises ``OAuthConfigError``)."""
+    vault = None
+    if settings.oauth_key_file is not None:
+        directory = settings.oauth_token_dir or settings.oauth_key_file.parent / "oauth"
+        vault = TokenVault(directory, read_key_file(settings.oauth_key_file), settings.host_id)
+    return OAuthSettings(
+        redirect_uri=settings.oauth_redirect_uri,
+        vault=vault,
+        client_metadata_url=settings.oauth_client_metadata_url or None,
+    )
 
 
 async def build(settings: Settings) -> ProviderApp:

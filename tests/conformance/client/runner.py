@@ -36,9 +36,11 @@ import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.serving import KEEPALIVE_OPTIONS
+from services.mcp_provider.oauth import generate_key_file
 from surfaces.common.interaction_client import InteractionClient, InteractionView
 from tests.conformance.client.auto_answer import AutoAnswerer
 from tests.conformance.client.scenarios import Scenario, Step, era_for, scenario_for
+from tests.conformance.client.sign_in import AutoSignIn
 from tests.conformance.client.stack import InProcessStack
 
 log = logging.getLogger("maka.tests.conformance.client.runner")
@@ -240,11 +242,42 @@ class ScenarioRun:
         print(json.dumps(line), file=self._out, flush=True)
 
 
-def write_mcp_config(directory: Path, server_url: str, era: str) -> Path:
-    """Write ``{"mcpServers": {"conformance": {"url": ..., "era": ...}}}`` into ``directory``; returns its path."""
+def write_mcp_config(directory: Path, server_url: str, era: str, context: Mapping[str, Any] | None = None) -> Path:
+    """Write ``{"mcpServers": {"conformance": {"url": ..., "era": ...}}}`` into ``directory``; returns its path.
+
+    A ``client_id`` (and ``client_secret``) in the harness ``context`` becomes the server's
+    pre-registered OAuth client (``"oauth": {"clientId": ..., "clientSecret": ...}``: auth/pre-registration).
+    """
+    entry: dict[str, Any] = {"url": server_url, "era": era}
+    context = context or {}
+    if isinstance(context.get("client_id"), str) and context["client_id"]:
+        oauth = {"clientId": context["client_id"]}
+        if isinstance(context.get("client_secret"), str) and context["client_secret"]:
+            oauth["clientSecret"] = context["client_secret"]
+        entry["oauth"] = oauth
     path = directory / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {SERVER_NAME: {"url": server_url, "era": era}}}))
+    path.write_text(json.dumps({"mcpServers": {SERVER_NAME: entry}}))
     return path
+
+
+REDIRECT_URI = "http://localhost:3000/callback"
+"""The OAuth redirect URI the provider registers (the harness's authorization servers accept it; the
+automatic sign-in surface reads the redirect's ``Location`` instead of following it)."""
+
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+"""The client ID metadata document URL offered where the harness's server supports CIMD (auth/basic-cimd)."""
+
+
+def oauth_options(directory: Path) -> dict[str, Any]:
+    """Provider Settings for OAuth: redirect URI, metadata URL and an encrypted vault in ``directory``."""
+    key_file = directory / "oauth.key"
+    generate_key_file(key_file)
+    return {
+        "oauth_redirect_uri": REDIRECT_URI,
+        "oauth_client_metadata_url": CLIENT_METADATA_URL,
+        "oauth_key_file": key_file,
+        "oauth_token_dir": directory / "oauth",
+    }
 
 
 def conformance_context() -> dict[str, Any]:
@@ -284,9 +317,13 @@ async def run_scenario(
     cannot connect to ``server_url``, and ``TimeoutError`` when the Tools are never registered.
     """
     session_id = f"conformance-{uuid.uuid4().hex[:12]}"
+    context = conformance_context()
     with tempfile.TemporaryDirectory(prefix="maka-conf-cfg-") as tmp:
-        config = write_mcp_config(Path(tmp), server_url, era_for(version))
-        async with InProcessStack(config) as stack, contextlib.AsyncExitStack() as exits:
+        config = write_mcp_config(Path(tmp), server_url, era_for(version), context)
+        async with (
+            InProcessStack(config, provider_options=oauth_options(Path(tmp))) as stack,
+            contextlib.AsyncExitStack() as exits,
+        ):
             holds = _Holds()
             interaction = InteractionClient.connect(stack.interaction_target)
             exits.push_async_callback(interaction.close)
@@ -298,13 +335,21 @@ async def run_scenario(
             channel = grpc.aio.insecure_channel(stack.broker_target, options=list(KEEPALIVE_OPTIONS))
             exits.push_async_callback(channel.close)
             broker = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+            sign_in = AutoSignIn(broker)
+            signing_in = asyncio.create_task(sign_in.run(), name="auto-sign-in")
+            exits.push_async_callback(_cancel, signing_in)
             await stack.wait_mcp_connected(SERVER_NAME, connect_timeout)
-            expected = {f"{SERVER_NAME}:{name}" for name in scenario.expect_tools}
-            tools = await wait_for_tools(broker, expected)
+            # Every Tool the provider holds from the server's listing must be registered (the sign-in-only
+            # registration before the connection has none), except those the scenario wants refused.
+            listed = set(scenario.expect_tools) | (set(stack.listed_schemas(SERVER_NAME)) - set(scenario.reject_tools))
+            tools = await wait_for_tools(broker, {f"{SERVER_NAME}:{name}" for name in listed})
             print(json.dumps({"scenario": scenario.name, "protocol_version": version,
                               "tools": sorted(t.qualified_name for t in tools)}), file=out, flush=True)  # fmt: skip
 
-            run = ScenarioRun(broker, holds, out, session_id, tools=tools, context=conformance_context())
+            if sign_in.completed or sign_in.failures:
+                print(json.dumps({"sign_ins": sign_in.completed, "sign_in_failures": sign_in.failures}), file=out,
+                      flush=True)  # fmt: skip
+            run = ScenarioRun(broker, holds, out, session_id, tools=tools, context=context)
             problems = schema_problems(scenario, tools, stack.listed_schemas(SERVER_NAME))
             if problems:
                 run.ok = False
