@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "answer",
     "tui",
     "web",
+    "auth",
 )
 """Modules under ``surfaces.cli.commands``, in ``--help`` order. A missing module is left out."""
 

@@ -45,6 +45,7 @@ import redis.asyncio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core import healthcheck
 from services.core.channels import open_channel
+from services.mcp_provider.oauth import generate_key_file
 from surfaces.cli.endpoints import Endpoints, write_endpoints
 
 log = logging.getLogger("maka.stack.supervisor")
@@ -415,6 +416,14 @@ async def list_tools(broker: str, *, timeout: float = 2.0) -> list[str]:
     return [tool.qualified_name for tool in response.tools]
 
 
+async def servers_waiting_for_sign_in(broker: str, *, timeout: float = 2.0) -> set[str]:
+    """MCP servers whose provider published a pending OAuth sign-in (broker ``ListSignIns``)."""
+    async with open_channel(broker, token=os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        response = await stub.ListSignIns(broker_pb2.ListSignInsRequest(), timeout=timeout)
+    return {status.server for status in response.sign_ins if status.state == broker_pb2.SIGN_IN_STATE_REQUIRED}
+
+
 async def http_ok(url: str, *, timeout: float = 2.0) -> bool:
     """True when ``GET url`` answers below 500."""
     async with httpx.AsyncClient(timeout=timeout) as client:
@@ -662,6 +671,7 @@ class Stack:
         """The metrics port given to each service (kept across restarts)."""
         self._sink = sink
         self.tools_timeout = tools_timeout
+        self._signing_in: set[str] = set()
         """Seconds ``start()`` waits for every configured MCP server's Tools to be registered."""
         self._socket_dir: Path | None = None
         self.supervisor = Supervisor(sink=sink, ready_timeout=ready_timeout, stop_grace=stop_grace)
@@ -687,9 +697,11 @@ class Stack:
             if self._embedded_redis:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
+            await self.supervisor.start(self._broker_spec())
+            self._pin_web_port()
             try:
-                async with asyncio.TaskGroup() as group:  # web needs only the Interaction service
-                    group.create_task(self._start_broker_and_provider())
+                async with asyncio.TaskGroup() as group:  # the web surface reads sign-ins from the broker
+                    group.create_task(self.supervisor.start(self._provider_spec()))
                     if self.web_enabled:
                         group.create_task(self.supervisor.start(self._web_spec()))
             except BaseExceptionGroup as group_error:
@@ -698,7 +710,12 @@ class Stack:
             await self.stop()
             raise
         for server in sorted(await self.wait_for_tools()):
-            self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
+            if server in self._signing_in:
+                self._sink(
+                    "stack", f"MCP server {server!r} needs a sign-in: open the web page or `maka auth login {server}`"
+                )
+            else:
+                self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
         return await self._write_endpoints()
 
     async def wait_for_tools(self) -> set[str]:
@@ -714,13 +731,33 @@ class Stack:
             except grpc.aio.AioRpcError:
                 tools = []
             missing = servers - {name.partition(":")[0] for name in tools}
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                self._signing_in = await servers_waiting_for_sign_in(self.address(self.BROKER)) if missing else set()
+            if missing <= self._signing_in:
+                break  # a sign-in needs a person: the stack is ready without those Tools
             if missing:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
         return missing
 
-    async def _start_broker_and_provider(self) -> None:
-        await self.supervisor.start(self._broker_spec())
-        await self.supervisor.start(self._provider_spec())
+    def _pin_web_port(self) -> None:
+        """Fix the web port before the provider starts: it is the OAuth redirect URI's port, which must
+        stay the same across restarts (authorization servers register it)."""
+        if self.web_enabled and self.WEB not in self.bound:
+            self.bound[self.WEB] = self.ports.web or free_port()
+
+    @property
+    def oauth_redirect_uri(self) -> str:
+        """The web surface's ``/oauth/callback`` (``maka auth login`` listens there when there is no web)."""
+        return f"http://127.0.0.1:{self.bound.get(self.WEB) or self.ports.web or 8765}/oauth/callback"
+
+    def _oauth_env(self) -> dict[str, str]:
+        key_file = self.state_dir / "oauth.key"
+        generate_key_file(key_file)
+        return {
+            "MAKA_OAUTH_REDIRECT_URI": self.oauth_redirect_uri,
+            "MAKA_OAUTH_KEY_FILE": str(key_file),
+            "MAKA_OAUTH_TOKEN_DIR": str(self.state_dir / "oauth"),
+        }
 
     async def stop(self) -> None:
         """Drain and stop every child: web, provider, broker, interaction, redis."""
@@ -820,7 +857,11 @@ class Stack:
             self.PROVIDER,
             "services.mcp_provider.main",
             self.ports.provider,
-            lambda: {"MAKA_BROKER_TARGET": self.address(self.BROKER), "MAKA_MCP_CONFIG": str(self.config_path)},
+            lambda: {
+                "MAKA_BROKER_TARGET": self.address(self.BROKER),
+                "MAKA_MCP_CONFIG": str(self.config_path),
+                **self._oauth_env(),
+            },
         )
 
     def _web_spec(self) -> ChildSpec:
@@ -832,6 +873,7 @@ class Stack:
             spec.env = _python_env(
                 {
                     "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
+                    "MAKA_BROKER_TARGET": self.address(self.BROKER),
                     "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_WEB_PORT_FILE": str(port_file),
                     "MAKA_LOG_LEVEL": self.log_level,

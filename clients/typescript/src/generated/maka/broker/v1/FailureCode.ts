@@ -21,6 +21,7 @@ export const FailureCode = {
   FAILURE_CODE_PROVIDER_ERROR: 'FAILURE_CODE_PROVIDER_ERROR',
   FAILURE_CODE_HOST_UNAVAILABLE: 'FAILURE_CODE_HOST_UNAVAILABLE',
   FAILURE_CODE_RESOURCE_EXHAUSTED: 'FAILURE_CODE_RESOURCE_EXHAUSTED',
+  FAILURE_CODE_AUTH_REQUIRED: 'FAILURE_CODE_AUTH_REQUIRED',
 } as const;
 
 export type FailureCode =
@@ -64,5 +65,7 @@ export type FailureCode =
   | 18
   | 'FAILURE_CODE_RESOURCE_EXHAUSTED'
   | 19
+  | 'FAILURE_CODE_AUTH_REQUIRED'
+  | 40
 
 export type FailureCode__Output = typeof FailureCode[keyof typeof FailureCode]
