@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from playwright.async_api import async_playwright
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from tests.conformance.client.runner import call_tool
-from tests.conformance.harness import HARNESS, NODE22, ROOT, require_tools
+from tests.helpers.oauth_server import harness_oauth_server
 from tests.helpers.stack import running_stack
 from tests.surfaces.web.conftest import CHROMIUM
 
@@ -32,25 +30,9 @@ SERVER = "remote"
 
 @pytest.fixture
 def oauth_server() -> Iterator[str]:
-    """The harness's OAuth-protected MCP server (interactive mode); yields its URL."""
-    require_tools()
-    process = subprocess.Popen(
-        [str(NODE22), str(HARNESS), "client", "--scenario", "auth/metadata-default", "--spec-version", "2026-07-28"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        url = ""
-        for line in process.stdout:  # the harness prints the URL within a second or two
-            found = re.match(r"Server URL: (\S+)", line)
-            if found:
-                url = found.group(1)
-                break
-        assert url, "the harness did not start its scenario server"
+    """The harness's OAuth-protected MCP server; yields its URL."""
+    with harness_oauth_server() as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 async def _broker(target: str) -> tuple[grpc.aio.Channel, broker_pb2_grpc.CapabilityBrokerServiceAsyncStub]:
