@@ -32,8 +32,9 @@ loop, on mount.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
@@ -99,6 +100,7 @@ from surfaces.common.interaction_client import (
     Snapshot,
     new_submission_id,
 )
+from surfaces.common.sign_in import SignInView
 
 WARNING_TEXT = "⚠ Do not enter passwords, API keys, access tokens or payment details in this form."
 """The RFC's sensitive-data warning, shown on every form."""
@@ -311,6 +313,10 @@ class FormPanel(Vertical):
         yield Static("", id=f"error-{index}", classes="error", markup=False)
 
 
+SIGN_IN_POLL_SECONDS = 2.0
+"""How often the TUI reads the broker's sign-in prompts."""
+
+
 class MakaTui(App[None]):
     """The Maka forms TUI. See the module docstring for widget ids and the constructor contract.
 
@@ -356,9 +362,12 @@ class MakaTui(App[None]):
         *,
         session_ids: Sequence[str] = (),
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sign_ins: Callable[[], Awaitable[list[SignInView]]] | None = None,
     ) -> None:
         super().__init__()
         self._connect = connect
+        self._sign_ins = sign_ins
+        """Reads the OAuth sign-in prompts (broker ``ListSignIns``); shown in ``#sign-ins`` with the full URL."""
         self._session_ids = tuple(session_ids)
         self._now = now
         self._backend: FormsBackend | None = None
@@ -390,6 +399,7 @@ class MakaTui(App[None]):
         yield Header()
         yield Static("connecting…", id="status", markup=False)
         yield Static("", id="notice", markup=False)
+        yield Static("", id="sign-ins", markup=False)
         with Horizontal():
             yield ListView(id="pending")
             # not focusable itself: Tab goes from the list straight to the first field (focused fields scroll into view)
@@ -400,7 +410,26 @@ class MakaTui(App[None]):
         self._backend = self._connect()
         self._feed()
         self.set_interval(1.0, self._tick)
+        if self._sign_ins is not None:
+            self._poll_sign_ins()
+            self.set_interval(SIGN_IN_POLL_SECONDS, self._poll_sign_ins)
         self.watch(self.screen, "focused", self._mark_focus)
+
+    @work(exclusive=True, group="sign-ins")
+    async def _poll_sign_ins(self) -> None:
+        """Show every pending OAuth sign-in: server and full URL to open in a browser (never opened here)."""
+        assert self._sign_ins is not None
+        try:
+            items = await self._sign_ins()
+        except Exception:  # the broker is unreachable: keep what is shown
+            return
+        lines = [
+            f"Sign in to {item.server}: open {item.authorization_url}  (or run `maka auth login {item.server}`)"
+            for item in items
+            if item.state == "sign_in_required"
+        ]
+        with contextlib.suppress(NoMatches):
+            self.query_one("#sign-ins", Static).update("\n".join(lines))
 
     def _mark_focus(self, focused: Widget | None) -> None:
         """Put :data:`FOCUS_MARK` on the focused field's label and the focused action button."""
