@@ -52,6 +52,10 @@ SERVER_NAME = "conformance"
 """The ``mcpServers`` name of the harness server: Tools are ``conformance:<tool>``."""
 
 
+Progress = tuple[float, float | None, str]
+"""One ``progress`` event of a call: ``(progress, total, message)``."""
+
+
 @dataclass
 class CallOutcome:
     """How one broker ``CallTool`` ended.
@@ -68,6 +72,10 @@ class CallOutcome:
     code: str = ""
     message: str = ""
     forms: int = 0
+    progress: list[tuple[float, float | None, str]] = field(
+        default_factory=lambda: list[tuple[float, float | None, str]]()
+    )
+    """Every ``progress`` event: ``(progress, total, message)``."""
     result: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
 
 
@@ -107,7 +115,10 @@ async def call_tool(
     )
     async for event in broker.CallTool(request):
         which = event.WhichOneof("event")
-        if which == "awaiting_interaction":
+        if which == "progress":
+            total = event.progress.total if event.progress.HasField("total") else None
+            outcome.progress.append((event.progress.progress, total, event.progress.message))
+        elif which == "awaiting_interaction":
             outcome.forms += 1
             if outcome.forms == 1 and on_form is not None:
                 await on_form()
@@ -239,6 +250,7 @@ class ScenarioRun:
         self.ok = self.ok and not problems
         line = {"step": step.tool, "ok": not problems, "problems": problems, **asdict(outcome)}
         line.pop("result")
+        line.pop("progress")
         print(json.dumps(line), file=self._out, flush=True)
 
 
