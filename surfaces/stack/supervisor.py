@@ -602,14 +602,6 @@ def _read_port(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first leaf exception of ``group`` (a :class:`StackError` reads better than a group)."""
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
-
-
 def _check_config(config_path: Path) -> None:
     if not config_path.is_file():
         raise StackError(f"MCP config {config_path} not found (an mcpServers JSON file, e.g. examples/mcp.json)")
@@ -683,7 +675,7 @@ class Stack:
     # --- public API --------------------------------------------------------------------------
 
     async def start(self) -> Endpoints:
-        """Start Redis (embedded default), interaction, then broker → provider alongside web.
+        """Start Redis (embedded default), interaction, broker, web, then the provider (OAuth redirect: the web port).
 
         Returns the endpoints (also written to ``<state_dir>/endpoints.json``) once every child is
         ready: gRPC health SERVING, web answering HTTP, Redis answering PING. Raises
@@ -698,14 +690,11 @@ class Stack:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
             await self.supervisor.start(self._broker_spec())
-            self._pin_web_port()
-            try:
-                async with asyncio.TaskGroup() as group:  # the web surface reads sign-ins from the broker
-                    group.create_task(self.supervisor.start(self._provider_spec()))
-                    if self.web_enabled:
-                        group.create_task(self.supervisor.start(self._web_spec()))
-            except BaseExceptionGroup as group_error:
-                raise _first(group_error) from None
+            # The web surface reads sign-ins from the broker, and its bound port is the provider's OAuth
+            # redirect URI (kept across restarts): broker, then web, then the provider.
+            if self.web_enabled:
+                await self.supervisor.start(self._web_spec())
+            await self.supervisor.start(self._provider_spec())
         except BaseException:
             await self.stop()
             raise
@@ -738,12 +727,6 @@ class Stack:
             if missing:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
         return missing
-
-    def _pin_web_port(self) -> None:
-        """Fix the web port before the provider starts: it is the OAuth redirect URI's port, which must
-        stay the same across restarts (authorization servers register it)."""
-        if self.web_enabled and self.WEB not in self.bound:
-            self.bound[self.WEB] = self.ports.web or free_port()
 
     @property
     def oauth_redirect_uri(self) -> str:
