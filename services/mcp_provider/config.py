@@ -10,7 +10,11 @@ Shape (JSON)::
 A server entry is stdio (``command`` with optional ``args``/``env``/``cwd``) or Streamable HTTP
 (``url`` with optional ``headers``; ``type`` ``"http"``/``"streamable-http"`` is accepted). ``era`` is
 ``auto`` (default: ``server/discover`` then fall back to ``initialize``), ``modern`` (2026-07-28
-only) or ``legacy`` (``initialize`` handshake only). Unknown keys are rejected: every problem is a
+only) or ``legacy`` (``initialize`` handshake only). ``requestStateTtl`` (seconds, a positive number,
+default 600: what the official server SDKs give a ``requestState``) is how long after it *receives* a
+round's ``requestState`` the Host still collects that round's forms; every form of the round shows that
+one deadline, and a round that can no longer finish in time is closed instead of collecting input the
+server would reject (docs/acceptance.md, issue 16 finding 2). Unknown keys are rejected: every problem is a
 :class:`ConfigError` naming the JSON path (``mcpServers.<name>.<key>``).
 """
 
@@ -66,11 +70,24 @@ class ServerConfig:
     name: str
     transport: StdioServer | HttpServer
     era: Era = Era.AUTO
+    request_state_ttl_seconds: float = 600.0
+    """``requestStateTtl``: the round deadline is this long after the round's ``requestState`` arrived."""
+
+
+DEFAULT_REQUEST_STATE_TTL_SECONDS = 600.0
+MAX_REQUEST_STATE_TTL_SECONDS = 86_400.0
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_STDIO_KEYS = {"command", "args", "env", "cwd", "era", "type"}
-_HTTP_KEYS = {"url", "headers", "era", "type"}
+_STDIO_KEYS = {"command", "args", "env", "cwd", "era", "type", "requestStateTtl"}
+_HTTP_KEYS = {"url", "headers", "era", "type", "requestStateTtl"}
+
+
+def _ttl(entry: dict[str, Any], path: str) -> float:
+    value = entry.get("requestStateTtl", DEFAULT_REQUEST_STATE_TTL_SECONDS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_REQUEST_STATE_TTL_SECONDS:
+        raise ConfigError(f"{path}.requestStateTtl", "must be a number of seconds above 0 and at most 86400")
+    return float(value)
 
 
 def _str_map(value: object, path: str) -> dict[str, str]:
@@ -109,7 +126,7 @@ def _server(name: str, entry: object) -> ServerConfig:
         if cwd is not None and not isinstance(cwd, str):
             raise ConfigError(f"{path}.cwd", "must be a string")
         env = _str_map(entry.get("env", {}), f"{path}.env")
-        return ServerConfig(name, StdioServer(command, tuple(args), env, cwd), era)
+        return ServerConfig(name, StdioServer(command, tuple(args), env, cwd), era, _ttl(entry, path))
     if "url" in entry:
         if kind not in (None, "http", "streamable-http", "streamableHttp"):
             raise ConfigError(f"{path}.type", "must be http or streamable-http for a url")
@@ -120,7 +137,7 @@ def _server(name: str, entry: object) -> ServerConfig:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"{path}.url", "must be an http:// or https:// URL")
         headers = _str_map(entry.get("headers", {}), f"{path}.headers")
-        return ServerConfig(name, HttpServer(url, headers), era)
+        return ServerConfig(name, HttpServer(url, headers), era, _ttl(entry, path))
     raise ConfigError(path, "needs command (stdio) or url (Streamable HTTP)")
 
 

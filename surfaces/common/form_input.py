@@ -11,7 +11,7 @@ every text-like widget and calls:
   errors from :func:`parse_field` and :func:`services.core.form.validate_answer` (RFC: "invalid input
   is shown inline and blocks Submit").
 - :func:`field_kind`, :func:`field_hints`, :func:`format_hint`, :func:`constraint_texts`, :func:`filter_options`,
-  :func:`plain_text`, :func:`format_time_left` — display helpers.
+  :func:`plain_text`, :func:`format_time_left`, :func:`round_summary` — display helpers.
 
 Messages never quote the value the user typed (it may be a secret).
 """
@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TypeAlias
 
 from services.core.form import (
@@ -434,6 +434,24 @@ def format_time_left(expires_at: datetime | None, now: datetime) -> str:
     if minutes:
         return f"{minutes}m {secs:02d}s left"
     return f"{secs}s left"
+
+
+def round_summary(position: int, size: int, deadline: datetime | None, now: datetime) -> str:
+    """One line about a form's MRTR round, e.g. ``"form 1 of 2 · the round ends 14:05:09 UTC (4m 05s left)"``.
+
+    The round's forms are answered together in one retry that the server accepts only until its
+    ``requestState`` expires (``deadline``), so every form of the round shows the same deadline. Empty when
+    the form is not part of a round (``size`` 0); the position is left out for a one-form round.
+    """
+    if size <= 0:
+        return ""
+    parts: list[str] = []
+    if size > 1:
+        parts.append(f"form {position} of {size}")
+    if deadline is not None:
+        ends = deadline.astimezone(UTC).strftime("%H:%M:%S UTC")
+        parts.append(f"the round ends {ends} ({format_time_left(deadline, now)})")
+    return " · ".join(parts)
 
 
 def value_to_json(value: FormValue) -> object:

@@ -83,6 +83,27 @@ function timeLeftText(expiresAt) {
   return { text, urgent: seconds <= 60, expired: false };
 }
 
+// "Form 1 of 2 · this round must be answered by 14:05:09": the round's one deadline (the server's
+// requestState expires then) and this form's place in it; empty for a form outside a round.
+function roundText(round) {
+  if (!round || !round.size) return "";
+  const parts = [];
+  if (round.size > 1) parts.push(`Form ${round.position} of ${round.size}`);
+  if (round.deadline) {
+    const when = new Date(Date.parse(round.deadline) - state.skewMs);
+    const all = round.size > 1 ? "all forms of this round" : "this form";
+    parts.push(`answer ${all} by ${when.toLocaleTimeString()}`);
+  }
+  return parts.join(" · ");
+}
+
+function showRound(card) {
+  const node = card.el.querySelector(".round");
+  const text = roundText(card.view.round);
+  node.textContent = text;
+  node.hidden = !text;
+}
+
 function tick() {
   for (const card of state.cards.values()) {
     const timer = card.el.querySelector(".timer");
@@ -376,6 +397,7 @@ function renderCard(view) {
   setText(node, ".session", `Session ${view.session_id}${view.tool_name ? ` · called as ${view.tool_name}` : ""}`);
   const message = setText(node, ".message", view.message);
   message.hidden = !view.message;
+  showRound(card);
   const list = node.querySelector(".field-list");
   for (const field of view.fields) list.append(buildField(field, card));
   const form = node.querySelector("form");
@@ -407,7 +429,9 @@ function upsert(view) {
     return;
   }
   if (state.cards.has(view.id)) {
-    state.cards.get(view.id).view = view; // keep the user's edits; refresh times and state
+    const card = state.cards.get(view.id);
+    card.view = view; // keep the user's edits; refresh times and state
+    showRound(card);
   } else {
     renderCard(view);
   }
