@@ -3,11 +3,14 @@
 ``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
 
 ``accept`` reads the form first (``GetInteraction``) to type the JSON values (integers for integer fields,
-lists for multi-selects), then calls ``Answer``; the Interaction service validates and commits exactly one
-canonical answer. Prints the outcome (id, state, action, close reason; never the values). Exit codes:
-0 committed; 2 usage (bad ``--values`` JSON, values with decline/cancel); 3 the answer was refused, with the
-stable ``ErrorReason`` first on stderr (``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER``
-followed by one ``path: problem`` line per violation, ``UNAVAILABLE``, ``NO_STACK``).
+lists for multi-selects), then calls ``Answer``. Like a pre-filled form, a field with a default that
+``--values`` does not mention is sent with its default; ``"name": null`` clears it (left out, never
+refilled); a required field without a default (a required boolean included) must be given. The
+Interaction service validates and commits exactly one canonical answer. Prints the outcome (id, state,
+action, close reason; never the values). Exit codes: 0 committed; 2 usage (bad ``--values`` JSON, values
+with decline/cancel); 3 the answer was refused, with the stable ``ErrorReason`` first on stderr
+(``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER`` followed by one ``path: problem`` line
+per violation, ``UNAVAILABLE``, ``NO_STACK``).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> 
         action = Action(args.action)
         if action is Action.ACCEPT:
             view = await client.get(args.interaction_id, session_id=args.session)
-            values = values_from_json(view.form, raw_values)
+            values = values_from_json(view.form, raw_values, untouched_defaults=True)
         return await client.answer(
             args.interaction_id,
             Answer(action=action, values=values),
