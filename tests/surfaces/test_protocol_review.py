@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -526,3 +528,42 @@ def test_web_keeps_any_field_name_exact_integers_and_an_untouched_date_time_defa
         "big": 9007199254740991,
         "when": "2026-12-24T08:30:00.123+02:00",
     }
+
+
+# --- finding 10: criterion 8, a committed answer that was never delivered ----------------------------
+
+
+@pytest.mark.e2e
+async def test_c08_an_answer_committed_while_the_provider_is_frozen_never_reaches_the_replacement(
+    review: ReviewStack,
+) -> None:
+    interaction, broker = review.endpoints.interaction, review.endpoints.broker
+    stack = review.running.stack if review.running is not None else None
+    assert stack is not None
+    seen = len(stack.history)  # read, not subscribed: the stack's events are emitted on another thread's loop
+    canary = "Canary-undelivered-7f3a"
+    async with ToolCall(broker, "fx:ask", {"note": "c08-undelivered"}, session="c08-u") as call:
+        form_id = await call.awaiting()
+        pid = stack.supervisor.pid("provider")
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # the provider's stream stays open but nothing is read or sent
+        try:
+            record = await get_interaction(interaction, form_id)
+            committed = await answer(
+                interaction, record, form_pb2.ACTION_ACCEPT, {"name": form_pb2.Value(string_value=canary)}
+            )
+            assert committed.state == CR.INTERACTION_STATE_ANSWERED  # committed in the Interaction service
+        finally:
+            os.kill(pid, signal.SIGKILL)  # ... and the provider dies before it could deliver it
+        final = await call.terminal(timeout=60)
+    assert final.HasField("lost"), call.kinds()  # outcome unknown (DESIGN.md §5), never a made-up result
+    await eventually(
+        lambda: any(e.kind == "ready" and e.name == "provider" for e in stack.history[seen:]),
+        what="the replacement provider",
+        timeout=90,
+    )
+    assert await stack.wait_for_tools() == set()  # the replacement provider registered fx and fxshort again
+    await _marker(review.fx, broker, "c08-undelivered")  # the replacement provider runs calls on fx again
+    assert len(review.fx.tool_calls("ask", where={"note": "c08-undelivered"})) == 1
+    assert not [line for direction, line in review.fx.raw() if direction == "C->S" and canary in line]
+    assert (await get_interaction(interaction, form_id)).state == CR.INTERACTION_STATE_ANSWERED
