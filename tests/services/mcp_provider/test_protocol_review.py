@@ -10,12 +10,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from pathlib import Path
 
 import pytest
 
 from services.core.form import Action, Answer, Form
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+from services.mcp_provider.manager import RoundSlot, current_round
 from tests.helpers.waiting import eventually
 from tests.services.mcp_provider.conftest import LOW_SERVERS, serve_mcp
 
@@ -86,3 +89,33 @@ async def test_an_unrecognised_result_type_fails_with_a_stable_code_and_no_retry
         [response] = [m for d, m in served.wire.messages() if d == "S->C" and m.get("id") == sent[0]["id"]]
         assert response["result"]["resultType"] == result_type
         await eventually(lambda: served.connection.connected)
+
+
+async def test_a_round_that_runs_out_before_its_next_form_fails_round_expired_without_asking_it(
+    tmp_path: Path,
+) -> None:
+    async with serve_mcp(tmp_path) as served:
+        ttl = 1.0
+        served.connection.config = dataclasses.replace(served.connection.config, request_state_ttl_seconds=ttl)
+        slots: list[RoundSlot | None] = []
+
+        async def answer_too_late(form: Form) -> Answer:
+            slot = current_round()
+            slots.append(slot)
+            assert slot is not None
+            assert slot.deadline is not None
+            await asyncio.sleep(max(0.0, slot.deadline - time.time()) + 0.05)  # the user takes longer than the round
+            return Answer(Action.ACCEPT, {"ok": True})
+
+        before = time.time()
+        with pytest.raises(McpToolCallError) as caught:
+            await served.manager.call_tool("fx", "ask_round", {"n": 2}, form_handler=answer_too_late)
+
+        assert caught.value.code is CallErrorCode.ROUND_EXPIRED
+        assert "form 2 of 2" in caught.value.message
+        [slot] = slots  # the second form was never asked
+        assert slot is not None
+        assert (slot.position, slot.size) == (1, 2)
+        assert slot.deadline is not None
+        assert before + ttl <= slot.deadline <= time.time()
+        assert len(served.wire.tool_calls("ask_round")) == 1  # no retry
