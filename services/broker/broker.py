@@ -53,6 +53,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
+from services.broker.arguments import argument_problems
 from services.broker.call_log import CallLog, parse_resume_token
 from services.broker.errors import (
     CallNotFound,
@@ -62,6 +63,7 @@ from services.broker.errors import (
     NotPermitted,
     OpenRefused,
 )
+from services.broker.servers import ServerTable, unavailable_message
 from services.core import metrics
 
 log = logging.getLogger("maka.broker.broker")
@@ -194,6 +196,10 @@ class Invocation:
     terminal: broker_pb2.CallToolResponse | None = None
     timer: asyncio.TimerHandle | None = None
     timer_generation: int = 0
+    run_started: float = 0.0
+    """Monotonic time the running execution timer was armed."""
+    run_spent: float = 0.0
+    """Seconds of provider execution (timer running) of earlier legs: the max-total budget's use."""
     correlation_id: str = ""
     interaction_id: str = ""
     late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
@@ -232,7 +238,9 @@ class Broker:
 
     Args:
         host: the Interaction service link (``HostLink``) used to open and close forms.
-        execution_timeout: provider execution budget of one leg, seconds.
+        execution_timeout: provider execution budget of one leg, seconds; progress re-arms it.
+        max_execution_seconds: most provider execution (outside forms) of one invocation, however
+            often progress re-arms the timer; 0 = progress does not re-arm.
         heartbeat_seconds: provider heartbeat interval; a provider silent for 3x is lost.
         form_wait_seconds: bounded wait asked for each form (0 = Interaction service default).
         max_invocations_per_provider: live invocations per registration before RESOURCE_EXHAUSTED.
@@ -248,6 +256,7 @@ class Broker:
         host: InteractionHost,
         *,
         execution_timeout: float = 120.0,
+        max_execution_seconds: float = 0.0,
         heartbeat_seconds: float = 5.0,
         form_wait_seconds: float = 0.0,
         max_invocations_per_provider: int = 256,
@@ -257,6 +266,9 @@ class Broker:
     ) -> None:
         self._host = host
         self._execution_timeout = execution_timeout
+        self._max_execution = max_execution_seconds
+        self.servers = ServerTable()
+        """What providers report of their MCP servers (``ReportServers``)."""
         self._heartbeat_seconds = heartbeat_seconds
         self._form_wait = form_wait_seconds
         self._max_invocations = max_invocations_per_provider
@@ -319,6 +331,16 @@ class Broker:
         out["live_registrations"] = len(self._registrations)
         out["pending_forms"] = len(self._by_interaction)
         return out
+
+    def status(self) -> broker_pb2.GetStatusResponse:
+        """Every reported MCP server, the reporters and the broker's own gauges (``GetStatus``)."""
+        return broker_pb2.GetStatusResponse(
+            servers=self.servers.servers(),
+            reporters=self.servers.reporters(),
+            live_invocations=len(self._invocations),
+            live_registrations=len(self._registrations),
+            pending_forms=len(self._by_interaction),
+        )
 
     def live_invocations(self) -> list[Invocation]:
         """The live (not terminal) invocations."""
@@ -531,6 +553,8 @@ class Broker:
         event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
         if frame.HasField("total"):
             event.total = frame.total
+        if invocation.state is InvocationState.RUNNING and self._max_execution > 0:
+            self._rearm_on_progress(invocation)
         dropped = invocation.log.dropped_progress
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
@@ -892,9 +916,19 @@ class Broker:
             raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
         registration = self._tools.get(request.tool_name)
         if registration is None or not registration.live:
+            reported = self.servers.find(server)
+            if reported is not None and not any(name.partition(":")[0] == server for name in self._tools):
+                raise _Refused(FC.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
             raise _Refused(FC.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
         if len(registration.invocations) >= self._max_invocations:
             raise _Refused(FC.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
+        if not request.skip_argument_validation:
+            problems = argument_problems(registration.tools[request.tool_name].input_schema_json, arguments)
+            if problems:
+                raise _Refused(
+                    FC.FAILURE_CODE_INVALID_ARGUMENTS,
+                    f"the arguments do not match the inputSchema of {request.tool_name}: " + "; ".join(problems),
+                )
         return registration
 
     async def stop(self, session_id: str = "", turn_id: str = "", *, all_sessions: bool = False) -> int:
@@ -1113,18 +1147,29 @@ class Broker:
             log.warning("form_close_deferred", extra={"interaction_id": interaction_id})
 
     def _arm(self, invocation: Invocation) -> None:
+        """(Re)start the execution timer: ``execution_timeout``, cut to what is left of
+        ``max_execution_seconds`` when that is set."""
         self._disarm(invocation)
         invocation.timer_generation += 1
         generation = invocation.timer_generation
-        invocation.timer = asyncio.get_running_loop().call_later(
-            self._execution_timeout, self._timer_fired, invocation, generation
-        )
+        invocation.run_started = time.monotonic()
+        delay = self._execution_timeout
+        if self._max_execution > 0:
+            delay = max(0.0, min(delay, self._max_execution - invocation.run_spent))
+        invocation.timer = asyncio.get_running_loop().call_later(delay, self._timer_fired, invocation, generation)
 
     def _disarm(self, invocation: Invocation) -> None:
         if invocation.timer is not None:
             invocation.timer.cancel()
             invocation.timer = None
+            invocation.run_spent += time.monotonic() - invocation.run_started
         invocation.timer_generation += 1
+
+    def _rearm_on_progress(self, invocation: Invocation) -> None:
+        """A progress notification re-arms the execution timer (README "Operations"), never past
+        ``max_execution_seconds`` of execution in total (time with a form pending does not count)."""
+        if invocation.timer is not None:
+            self._arm(invocation)
 
     def _timer_fired(self, invocation: Invocation, generation: int) -> None:
         if generation != invocation.timer_generation or invocation.state not in (
@@ -1132,7 +1177,12 @@ class Broker:
             InvocationState.OPENING,
         ):
             return
-        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, "the provider execution timer fired")
+        used = invocation.run_spent + time.monotonic() - invocation.run_started
+        if self._max_execution > 0 and used >= self._max_execution - 0.001:
+            message = f"the provider ran {used:.0f} s in total, the maximum execution time ({self._max_execution:g} s)"
+        else:
+            message = "the provider execution timer fired (no progress within the execution timeout)"
+        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, message)
 
     def _spawn(self, invocation: Invocation | None, coro: Any) -> None:
         task: asyncio.Task[Any] = asyncio.create_task(coro)
