@@ -87,8 +87,31 @@ def _line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def describe(error: BaseException, secrets: Iterable[str] = (), stderr_tail: Iterable[str] = ()) -> FailureCause:
-    """Flatten ``error`` into a :class:`FailureCause` (see the module docstring)."""
+class HttpTrace:
+    """The last failed HTTP response of one connection attempt, recorded by an ``httpx2`` response
+    hook: the SDK's Streamable HTTP client turns a 401 into ``MCPError: Server returned an error
+    response`` and drops the status, so the hook keeps it for :func:`describe`."""
+
+    def __init__(self) -> None:
+        self.line = ""
+        self.status = 0
+
+    async def hook(self, response: httpx2.Response) -> None:
+        """``httpx2`` ``event_hooks["response"]``: remember a 4xx/5xx answer."""
+        if response.status_code >= 400:
+            self.status = response.status_code
+            request = response.request
+            self.line = f"HTTP {response.status_code} {response.reason_phrase} from {request.method} {request.url}"
+
+
+def describe(
+    error: BaseException,
+    secrets: Iterable[str] = (),
+    stderr_tail: Iterable[str] = (),
+    http: HttpTrace | None = None,
+) -> FailureCause:
+    """Flatten ``error`` into a :class:`FailureCause` (see the module docstring); ``http`` adds the
+    status of the attempt's last failed HTTP response."""
     leaves: list[BaseException] = []
     _walk(error, set(), leaves)
     secrets = tuple(secrets)
@@ -100,6 +123,9 @@ def describe(error: BaseException, secrets: Iterable[str] = (), stderr_tail: Ite
         line = clean_line(_line(leaf), secrets)
         if line and line not in lines:
             lines.append(line)
+    if http is not None and http.status and not http_status:
+        http_status = http.status
+        lines.insert(0, clean_line(http.line, secrets))
     lines = lines[:MAX_CAUSES] or [clean_line(type(error).__name__)]
     tail = tuple(clean_line(line, secrets) for line in stderr_tail if line.strip())[-MAX_STDERR_LINES:]
     summary = next((line for line in lines if line.startswith("HTTP ")), None) or _innermost(lines)

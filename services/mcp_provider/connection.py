@@ -54,7 +54,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from services.mcp_provider import capabilities
-from services.mcp_provider.causes import FailureCause, StderrTail, describe
+from services.mcp_provider.causes import FailureCause, HttpTrace, StderrTail, describe
 from services.mcp_provider.config import Era, HttpServer, ServerConfig
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 
@@ -295,9 +295,11 @@ class McpConnection:
         """Call ``listener()`` (synchronously) after every state change and failure."""
         self._status_listeners.append(listener)
 
-    def _record_failure(self, error: BaseException, stderr: StderrTail | None, delay: float) -> None:
+    def _record_failure(
+        self, error: BaseException, stderr: StderrTail | None, http: HttpTrace | None, delay: float
+    ) -> None:
         tail = stderr.lines() if stderr is not None else ()
-        self._last_error = describe(error, self.config.secrets(), tail)
+        self._last_error = describe(error, self.config.secrets(), tail, http)
         self._last_error_time = time.time()
         self._failures += 1
         self._state = ServerState.FAILED
@@ -413,10 +415,10 @@ class McpConnection:
 
     # --- supervisor -------------------------------------------------------------------------
 
-    def _transport(self, stderr: StderrTail | None) -> AbstractAsyncContextManager[Any]:
+    def _transport(self, stderr: StderrTail | None, http: HttpTrace) -> AbstractAsyncContextManager[Any]:
         transport = self.config.transport
         if isinstance(transport, HttpServer):
-            return _sse_transport(transport) if transport.sse else _http_transport(transport)
+            return _sse_transport(transport) if transport.sse else _http_transport(transport, http)
         params = StdioServerParameters(
             command=transport.command, args=list(transport.args), env=transport.env or None, cwd=transport.cwd
         )
@@ -525,6 +527,7 @@ class McpConnection:
         delay = self._initial
         while not self._closing.is_set():
             stderr = StderrTail() if not isinstance(self.config.transport, HttpServer) else None
+            http = HttpTrace()
             failure: BaseException | None = None
             if self._state is not ServerState.CONNECTING:
                 self.set_state(ServerState.CONNECTING)
@@ -532,7 +535,7 @@ class McpConnection:
                 async with AsyncExitStack() as stack:
                     if stderr is not None:
                         stack.callback(stderr.spawned)
-                    read, write = await stack.enter_async_context(self._transport(stderr))
+                    read, write = await stack.enter_async_context(self._transport(stderr, http))
                     if stderr is not None:
                         stderr.spawned()
                     dispatcher = MakaDispatcher(read, write)
@@ -587,7 +590,7 @@ class McpConnection:
             if failure is not None:
                 if stderr is not None:  # the child's last words explain most stdio failures
                     await asyncio.to_thread(stderr.wait_eof, 1.0)
-                self._record_failure(failure, stderr, delay)
+                self._record_failure(failure, stderr, http, delay)
             elif was_connected:
                 self.set_state(ServerState.CONNECTING)
             with contextlib.suppress(TimeoutError):
@@ -612,10 +615,13 @@ async def _first(*waits: Awaitable[Any]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(server: HttpServer) -> AsyncIterator[Any]:
+async def _http_transport(server: HttpServer, http: HttpTrace | None = None) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {
+        "response": [http.hook] if http is not None else []
+    }
     async with (
-        httpx2.AsyncClient(headers=server.headers, timeout=timeout) as client,
+        httpx2.AsyncClient(headers=server.headers, timeout=timeout, event_hooks=hooks) as client,
         streamable_http_client(server.url, http_client=client) as streams,
     ):
         yield streams

@@ -109,7 +109,8 @@ class InteractionAborted(Exception):
 
 MAX_SERVER_MESSAGE_CHARS = 500
 """A server's JSON-RPC error message is cut to this many code points before it travels to the caller."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
+_SPACES = re.compile(r"[ \t\n]+")
 
 
 def server_error_text(code: int, message: str, *, redact: str | None = None) -> str:
@@ -121,7 +122,7 @@ def server_error_text(code: int, message: str, *, redact: str | None = None) -> 
     if redact:
         for piece in (redact, redact[:32]):
             message = message.replace(piece, "[requestState]")
-    text = _CONTROL.sub(" ", message).strip()
+    text = _SPACES.sub(" ", _CONTROL.sub("", message)).strip()
     if len(text) > MAX_SERVER_MESSAGE_CHARS:
         text = text[: MAX_SERVER_MESSAGE_CHARS - 1] + "…"
     return f"MCP error {code}: {text}" if text else f"MCP error {code}"

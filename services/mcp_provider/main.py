@@ -159,6 +159,9 @@ def log_warnings(config: Config) -> None:
 
 
 SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpx")
+NOISY_LOGGERS = ("httpx2", "httpx", "httpcore", "uvicorn.access")
+"""Loggers that write one INFO line per HTTP request, with the full URL (a query-string secret
+would reach the log): kept at WARNING."""
 """Loggers of the MCP SDK and its HTTP client; some log whole JSON-RPC messages at DEBUG
 (``mcp.client.streamable_http``: ``SSE message: ...``), which would carry ``requestState``."""
 
@@ -170,6 +173,8 @@ def quiet_sdk_loggers() -> None:
         logger = logging.getLogger(name)
         if logger.getEffectiveLevel() < logging.INFO:
             logger.setLevel(logging.INFO)
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 async def build(settings: Settings) -> ProviderApp:

@@ -19,6 +19,9 @@ from types import ModuleType
 
 COMMANDS: tuple[str, ...] = (
     "up",
+    "status",
+    "reload",
+    "config",
     "tools",
     "call",
     "stop",

@@ -107,7 +107,8 @@ def test_keys_other_mcp_hosts_write_are_honoured_or_warned_about_and_ignored() -
         "cline", StdioServer("npx", ("-y", "pkg")), Era.AUTO, disabled=False, timeout_seconds=60.0
     )
     assert by_name["remote"].transport == HttpServer("https://h/sse", sse=True)
-    assert by_name["remote"].disabled and by_name["remote"].transport_name == "sse"
+    assert by_name["remote"].disabled
+    assert by_name["remote"].transport_name == "sse"
     assert by_name["vscode"].transport_name == "http"
     assert by_name["roo"].transport == HttpServer("https://h/mcp")
     assert by_name["gemini"].timeout_seconds == 60.0
