@@ -19,7 +19,8 @@ the web surface as supervised processes on loopback (defaults 50051, 50052, 5005
 SIGHUP (or ``maka reload``) makes the MCP provider re-read the config and apply it without a restart.
 A bad config file is refused before anything starts, one ``CONFIG_INVALID:`` line per problem.
 
-Every child's log lines are forwarded to stderr prefixed with ``[name]``; a child that dies is
+Every child's log lines are forwarded to stderr (``--log-format human|json``, see
+:mod:`surfaces.stack.logview`; third-party output such as Redis's banner goes to ``DIR/logs/``); a child that dies is
 reported and restarted (see :mod:`surfaces.stack.supervisor`). Ctrl-C / SIGTERM drains and stops
 all of them in reverse order, even when stdout/stderr were closed by their reader (``| tee`` killed by
 the same Ctrl-C); on Linux the children also get SIGTERM if ``maka up`` itself dies (``kill -9``).
@@ -38,6 +39,7 @@ import sys
 from pathlib import Path
 
 from surfaces.cli.endpoints import Endpoints, add_state_dir_argument
+from surfaces.stack import logview
 from surfaces.stack.supervisor import (
     ConfigInvalid,
     Ports,
@@ -79,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-web", action="store_true", help="do not start the web surface")
     parser.add_argument("--log-level", default=os.environ.get("MAKA_LOG_LEVEL", "INFO"), help="children's log level")
     parser.add_argument(
+        "--log-format",
+        choices=logview.FORMATS,
+        default=os.environ.get("MAKA_LOG_FORMAT", "auto"),
+        help="human lines (default on a terminal) or JSON lines (default otherwise); "
+        "third-party output goes to STATE_DIR/logs/",
+    )
+    parser.add_argument(
         "--metrics",
         nargs="?",
         const="ephemeral",
@@ -117,6 +126,7 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         web=not args.no_web,
         log_level=args.log_level,
         metrics=metrics,
+        sink=logview.LogView(args.state_dir.resolve(), getattr(args, "log_format", "auto")),
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
