@@ -43,7 +43,7 @@ import logging
 import secrets
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -76,6 +76,8 @@ MAX_ID_CHARS = 256
 """Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
 MAX_MESSAGE_CHARS = 2000
 """Provider failure / progress messages are cut to this many code points."""
+RECENT_CALLS = 200
+"""Settled invocations kept for activity lists (``GetStatus.recent_calls``)."""
 SETTLED_MEMORY = 4096
 """How many settled invocation ids are remembered to tell late frames from unknown ones."""
 
@@ -211,6 +213,10 @@ class Invocation:
     """Caller streams following this invocation now (CallTool, WatchCall)."""
     grace: asyncio.TimerHandle | None = None
     """Armed while nobody is attached: stops the invocation when the reattach grace ends."""
+    interaction_ids: list[str] = field(default_factory=lambda: list[str]())
+    """Every form this invocation asked for (activity lists)."""
+    started_at: float = field(default_factory=time.time)
+    ended_at: float = 0.0
 
     @property
     def is_terminal(self) -> bool:
@@ -268,6 +274,7 @@ class Broker:
         self._execution_timeout = execution_timeout
         self._max_execution = max_execution_seconds
         self.servers = ServerTable()
+        self._recent: deque[Invocation] = deque(maxlen=RECENT_CALLS)
         """What providers report of their MCP servers (``ReportServers``)."""
         self._heartbeat_seconds = heartbeat_seconds
         self._form_wait = form_wait_seconds
@@ -332,9 +339,22 @@ class Broker:
         out["pending_forms"] = len(self._by_interaction)
         return out
 
-    def status(self) -> broker_pb2.GetStatusResponse:
-        """Every reported MCP server, the reporters and the broker's own gauges (``GetStatus``)."""
+    def recent_calls(self, visible: Callable[[str], bool], limit: int = 50) -> list[broker_pb2.CallSummary]:
+        """Live then recently settled invocations of sessions ``visible`` accepts, newest first."""
+        live = sorted(self._invocations.values(), key=lambda i: i.started_at, reverse=True)
+        out: list[broker_pb2.CallSummary] = []
+        for invocation in [*live, *self._recent]:
+            if len(out) >= limit:
+                break
+            if visible(invocation.session_id):
+                out.append(_summary(invocation))
+        return out
+
+    def status(self, visible: Callable[[str], bool] = lambda _session: True) -> broker_pb2.GetStatusResponse:
+        """Every reported MCP server, the reporters, the broker's own gauges and the recent calls of the
+        sessions ``visible`` accepts (``GetStatus``)."""
         return broker_pb2.GetStatusResponse(
+            recent_calls=self.recent_calls(visible),
             servers=self.servers.servers(),
             reporters=self.servers.reporters(),
             live_invocations=len(self._invocations),
@@ -637,6 +657,7 @@ class Broker:
         invocation.state = InvocationState.AWAITING
         invocation.interaction_id = interaction_id
         invocation.interaction_expires_at = interaction.expires_at if interaction.HasField("expires_at") else None
+        invocation.interaction_ids.append(interaction_id)
         self._disarm(invocation)
         self._by_interaction[interaction_id] = invocation
         awaiting = broker_pb2.AwaitingInteraction(
@@ -1115,6 +1136,8 @@ class Broker:
         invocation.terminal = event
         invocation.log.append(event, terminal=True)
         self._retain(invocation)
+        invocation.ended_at = time.time()
+        self._recent.appendleft(invocation)
         self._invocations.pop(invocation.invocation_id, None)
         self._counters[f"invocations.{state.value}"] += 1
         metrics.TOOL_CALLS.labels(state.value).inc()
@@ -1205,6 +1228,34 @@ class _Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _stamp(seconds: float) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromNanoseconds(int(seconds * 1e9))
+    return stamp
+
+
+def _summary(invocation: Invocation) -> broker_pb2.CallSummary:
+    """Status only: ids, the Tool name, the state and the failure code; never arguments or results."""
+    summary = broker_pb2.CallSummary(
+        invocation_id=invocation.invocation_id,
+        session_id=invocation.session_id,
+        turn_id=invocation.turn_id,
+        tool_name=invocation.qualified_name,
+        state=invocation.state.value,
+        interaction_ids=invocation.interaction_ids,
+        start_time=_stamp(invocation.started_at),
+    )
+    terminal = invocation.terminal
+    if terminal is not None:
+        kind = terminal.WhichOneof("event")
+        if kind == "failure":
+            summary.failure_code = terminal.failure.code
+        elif kind == "result":
+            summary.is_error = terminal.result.is_error
+        summary.end_time.CopyFrom(_stamp(invocation.ended_at))
+    return summary
 
 
 def _failure(code: broker_pb2.FailureCode.ValueType, message: str) -> broker_pb2.CallToolResponse:

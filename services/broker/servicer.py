@@ -165,7 +165,7 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         principal = current_principal()
         if not (principal.has_role(Role.CALLER) or principal.has_role(Role.SURFACE)):
             await abort(context, NotPermitted("the caller lacks the caller or surface role"))
-        return self._broker.status()
+        return self._broker.status(principal.may_see)
 
     async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
         """Every Tool of every live registration, qualified ``SERVER:TOOL``, sorted by name.

@@ -72,6 +72,28 @@ def server_json(server: broker_pb2.ServerStatus, now: float | None = None) -> di
     }
 
 
+def call_json(call: broker_pb2.CallSummary) -> dict[str, Any]:
+    """One call of an activity list: ids, Tool, state, failure code (``SERVER_ERROR`` ...) or
+    ``isError``, its form ids and times. Never arguments, results or form values."""
+    failure = (
+        broker_pb2.FailureCode.Name(call.failure_code).removeprefix("FAILURE_CODE_")
+        if call.failure_code != broker_pb2.FAILURE_CODE_UNSPECIFIED
+        else None
+    )
+    return {
+        "invocationId": call.invocation_id,
+        "sessionId": call.session_id,
+        "turnId": call.turn_id,
+        "tool": call.tool_name,
+        "state": call.state,
+        "failureCode": failure,
+        "isError": call.is_error,
+        "interactionIds": list(call.interaction_ids),
+        "startTime": _seconds(call.start_time),
+        "endTime": _seconds(call.end_time) if call.HasField("end_time") else None,
+    }
+
+
 def status_json(response: broker_pb2.GetStatusResponse, now: float | None = None) -> dict[str, Any]:
     """The broker part of ``maka status --json``: servers, config reloads, broker gauges."""
     return {

@@ -682,7 +682,7 @@ class Stack:
     # --- public API --------------------------------------------------------------------------
 
     async def start(self) -> Endpoints:
-        """Start Redis (embedded default), interaction, then broker → provider alongside web.
+        """Start Redis (embedded default), interaction, broker, then the provider alongside web.
 
         Returns the endpoints (also written to ``<state_dir>/endpoints.json``) once every child is
         ready: gRPC health SERVING, web answering HTTP, Redis answering PING. Raises
@@ -697,8 +697,9 @@ class Stack:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
             try:
-                async with asyncio.TaskGroup() as group:  # web needs only the Interaction service
-                    group.create_task(self._start_broker_and_provider())
+                await self.supervisor.start(self._broker_spec())
+                async with asyncio.TaskGroup() as group:  # web needs the broker's address (server status)
+                    group.create_task(self.supervisor.start(self._provider_spec()))
                     if self.web_enabled:
                         group.create_task(self.supervisor.start(self._web_spec()))
             except BaseExceptionGroup as group_error:
@@ -749,10 +750,6 @@ class Stack:
             return False
         os.kill(pid, signal.SIGHUP)
         return True
-
-    async def _start_broker_and_provider(self) -> None:
-        await self.supervisor.start(self._broker_spec())
-        await self.supervisor.start(self._provider_spec())
 
     async def stop(self) -> None:
         """Drain and stop every child: web, provider, broker, interaction, redis."""
@@ -864,6 +861,7 @@ class Stack:
             spec.env = _python_env(
                 {
                     "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
+                    "MAKA_BROKER_TARGET": self.address(self.BROKER) if self.BROKER in self.bound else "",
                     "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_WEB_PORT_FILE": str(port_file),
                     "MAKA_LOG_LEVEL": self.log_level,

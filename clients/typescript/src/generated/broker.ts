@@ -11,6 +11,7 @@ import type { CallProgress as _maka_broker_v1_CallProgress, CallProgress__Output
 import type { CallResult as _maka_broker_v1_CallResult, CallResult__Output as _maka_broker_v1_CallResult__Output } from './maka/broker/v1/CallResult';
 import type { CallStatus as _maka_broker_v1_CallStatus, CallStatus__Output as _maka_broker_v1_CallStatus__Output } from './maka/broker/v1/CallStatus';
 import type { CallStopped as _maka_broker_v1_CallStopped, CallStopped__Output as _maka_broker_v1_CallStopped__Output } from './maka/broker/v1/CallStopped';
+import type { CallSummary as _maka_broker_v1_CallSummary, CallSummary__Output as _maka_broker_v1_CallSummary__Output } from './maka/broker/v1/CallSummary';
 import type { CallToolRequest as _maka_broker_v1_CallToolRequest, CallToolRequest__Output as _maka_broker_v1_CallToolRequest__Output } from './maka/broker/v1/CallToolRequest';
 import type { CallToolResponse as _maka_broker_v1_CallToolResponse, CallToolResponse__Output as _maka_broker_v1_CallToolResponse__Output } from './maka/broker/v1/CallToolResponse';
 import type { CancelInvocation as _maka_broker_v1_CancelInvocation, CancelInvocation__Output as _maka_broker_v1_CancelInvocation__Output } from './maka/broker/v1/CancelInvocation';
@@ -84,6 +85,7 @@ export interface ProtoGrpcType {
         CallResult: MessageTypeDefinition<_maka_broker_v1_CallResult, _maka_broker_v1_CallResult__Output>
         CallStatus: MessageTypeDefinition<_maka_broker_v1_CallStatus, _maka_broker_v1_CallStatus__Output>
         CallStopped: MessageTypeDefinition<_maka_broker_v1_CallStopped, _maka_broker_v1_CallStopped__Output>
+        CallSummary: MessageTypeDefinition<_maka_broker_v1_CallSummary, _maka_broker_v1_CallSummary__Output>
         CallToolRequest: MessageTypeDefinition<_maka_broker_v1_CallToolRequest, _maka_broker_v1_CallToolRequest__Output>
         CallToolResponse: MessageTypeDefinition<_maka_broker_v1_CallToolResponse, _maka_broker_v1_CallToolResponse__Output>
         CancelInvocation: MessageTypeDefinition<_maka_broker_v1_CancelInvocation, _maka_broker_v1_CancelInvocation__Output>

@@ -2,6 +2,7 @@
 
 import type { ServerStatus as _maka_broker_v1_ServerStatus, ServerStatus__Output as _maka_broker_v1_ServerStatus__Output } from '../../../maka/broker/v1/ServerStatus';
 import type { ReporterStatus as _maka_broker_v1_ReporterStatus, ReporterStatus__Output as _maka_broker_v1_ReporterStatus__Output } from '../../../maka/broker/v1/ReporterStatus';
+import type { CallSummary as _maka_broker_v1_CallSummary, CallSummary__Output as _maka_broker_v1_CallSummary__Output } from '../../../maka/broker/v1/CallSummary';
 
 export interface GetStatusResponse {
   'servers'?: (_maka_broker_v1_ServerStatus)[];
@@ -9,6 +10,7 @@ export interface GetStatusResponse {
   'live_invocations'?: (number);
   'live_registrations'?: (number);
   'pending_forms'?: (number);
+  'recent_calls'?: (_maka_broker_v1_CallSummary)[];
 }
 
 export interface GetStatusResponse__Output {
@@ -17,4 +19,5 @@ export interface GetStatusResponse__Output {
   'live_invocations': (number);
   'live_registrations': (number);
   'pending_forms': (number);
+  'recent_calls': (_maka_broker_v1_CallSummary__Output)[];
 }

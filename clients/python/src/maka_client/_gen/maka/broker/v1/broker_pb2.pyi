@@ -1379,6 +1379,7 @@ class GetStatusResponse(_message.Message):
     LIVE_INVOCATIONS_FIELD_NUMBER: _builtins.int
     LIVE_REGISTRATIONS_FIELD_NUMBER: _builtins.int
     PENDING_FORMS_FIELD_NUMBER: _builtins.int
+    RECENT_CALLS_FIELD_NUMBER: _builtins.int
     live_invocations: _builtins.int
     live_registrations: _builtins.int
     pending_forms: _builtins.int
@@ -1389,6 +1390,12 @@ class GetStatusResponse(_message.Message):
 
     @_builtins.property
     def reporters(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReporterStatus]: ...
+    @_builtins.property
+    def recent_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallSummary]:
+        """Live and recently settled invocations the reader may see, newest first (status only, never
+        arguments, results or form values).
+        """
+
     def __init__(
         self,
         *,
@@ -1397,11 +1404,69 @@ class GetStatusResponse(_message.Message):
         live_invocations: _builtins.int = ...,
         live_registrations: _builtins.int = ...,
         pending_forms: _builtins.int = ...,
+        recent_calls: _abc.Iterable[Global___CallSummary] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["live_invocations", b"live_invocations", "live_registrations", b"live_registrations", "pending_forms", b"pending_forms", "reporters", b"reporters", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["live_invocations", b"live_invocations", "live_registrations", b"live_registrations", "pending_forms", b"pending_forms", "recent_calls", b"recent_calls", "reporters", b"reporters", "servers", b"servers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetStatusResponse: _TypeAlias = GetStatusResponse  # noqa: Y015
+
+@_typing.final
+class CallSummary(_message.Message):
+    """CallSummary is one invocation's status for activity lists (web page, TUI)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    FAILURE_CODE_FIELD_NUMBER: _builtins.int
+    IS_ERROR_FIELD_NUMBER: _builtins.int
+    INTERACTION_IDS_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    invocation_id: _builtins.str
+    session_id: _builtins.str
+    turn_id: _builtins.str
+    tool_name: _builtins.str
+    """Qualified `SERVER:TOOL`."""
+    state: _builtins.str
+    """"running", "awaiting_interaction", "succeeded", "failed", "lost" or "stopped"."""
+    failure_code: Global___FailureCode.ValueType
+    """Set when state is "failed"."""
+    is_error: _builtins.bool
+    """The Tool's own isError on a result."""
+    @_builtins.property
+    def interaction_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The forms this invocation asked for, in order."""
+
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        invocation_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+        turn_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        state: _builtins.str = ...,
+        failure_code: Global___FailureCode.ValueType = ...,
+        is_error: _builtins.bool = ...,
+        interaction_ids: _abc.Iterable[_builtins.str] | None = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "failure_code", b"failure_code", "interaction_ids", b"interaction_ids", "invocation_id", b"invocation_id", "is_error", b"is_error", "session_id", b"session_id", "start_time", b"start_time", "state", b"state", "tool_name", b"tool_name", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallSummary: _TypeAlias = CallSummary  # noqa: Y015
