@@ -760,3 +760,15 @@ def test_a_required_name_that_is_not_a_property_is_rejected(schema: dict[str, An
         return
     schema["required"] = [*schema.get("required", []), ghost]
     assert (f"/required/{len(schema['required']) - 1}", R.SCHEMA_UNKNOWN_REQUIRED) in codes(rejects(schema))
+
+
+def test_a_time_zone_list_of_a_thousand_options_decodes() -> None:
+    from services.core.form import decode_requested_schema
+
+    zones = [f"Area/City_{i:04d}" for i in range(1000)]
+    form = decode_requested_schema(
+        {"type": "object", "properties": {"tz": {"type": "string", "enum": zones}}, "required": ["tz"]},
+        message="Which time zone?",
+    )
+
+    assert len(form.fields[0].options) == 1000  # type: ignore[union-attr]
