@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import subprocess
 import sys
 import threading
 
@@ -57,8 +59,6 @@ def test_a_generic_closed_connection_is_explained_by_the_childs_last_stderr_line
 
 
 def test_the_stderr_tail_keeps_the_last_lines_a_child_wrote_and_copies_them_to_the_sink(tmp_path: object) -> None:
-    import io
-    import subprocess
 
     sink = io.StringIO()
     lock = threading.Lock()

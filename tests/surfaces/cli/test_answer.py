@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,9 +123,6 @@ class Terminal:
     """A process on a pseudo-terminal: wait for text on its screen, type lines (bounded waits)."""
 
     def __init__(self, argv: list[str]) -> None:
-        import os
-        import pty
-        import subprocess
 
         self.master, slave = pty.openpty()
         self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
@@ -127,9 +130,6 @@ class Terminal:
         self.screen = ""
 
     def expect(self, text: str, timeout: float = 30.0) -> str:
-        import os
-        import select
-        import time
 
         deadline = time.monotonic() + timeout
         while text not in self.screen:
@@ -147,12 +147,10 @@ class Terminal:
         return seen + text
 
     def type(self, line: str) -> None:
-        import os
 
         os.write(self.master, line.encode() + b"\n")
 
     def close(self) -> int:
-        import os
 
         code = self.process.wait(timeout=30)
         os.close(self.master)
@@ -163,7 +161,6 @@ class Terminal:
 async def test_answer_without_an_action_walks_the_form_in_a_terminal_with_inline_validation(
     redis_url: str, tmp_path: Path
 ) -> None:
-    import sys
 
     async with interaction_service(redis_url) as live:
         write_endpoints(tmp_path, Endpoints(interaction=live.address, broker="127.0.0.1:1"))

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -190,7 +191,6 @@ async def test_a_new_user_diagnoses_failing_servers_from_maka_status_alone(
 
 
 def test_config_check_prints_one_line_per_problem_and_warns_about_other_hosts_keys(tmp_path: Path) -> None:
-    import subprocess
 
     good = tmp_path / "good.json"
     good.write_text(

@@ -14,6 +14,7 @@ import grpc
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList
 
+from maka.broker.v1 import broker_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import (
     Action,
@@ -42,6 +43,7 @@ from surfaces.common.interaction_client import (
     Opened,
     Snapshot,
 )
+from surfaces.common.server_status import server_json
 from surfaces.tui.app import WARNING_TEXT, MakaTui
 from surfaces.tui.backend import FollowingBackend
 from tests.surfaces.helpers import (
@@ -772,9 +774,6 @@ async def test_a_select_with_a_thousand_options_filters_as_you_type() -> None:
 
 
 async def test_the_mcp_servers_status_is_shown_with_the_cause_of_a_failed_one() -> None:
-    from maka.broker.v1 import broker_pb2
-    from surfaces.common.server_status import server_json
-
     servers = [
         broker_pb2.ServerStatus(name="examples", state=broker_pb2.SERVER_STATE_READY, transport="stdio", tool_count=3),
         broker_pb2.ServerStatus(

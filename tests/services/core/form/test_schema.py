@@ -763,8 +763,6 @@ def test_a_required_name_that_is_not_a_property_is_rejected(schema: dict[str, An
 
 
 def test_a_time_zone_list_of_a_thousand_options_decodes() -> None:
-    from services.core.form import decode_requested_schema
-
     zones = [f"Area/City_{i:04d}" for i in range(1000)]
     form = decode_requested_schema(
         {"type": "object", "properties": {"tz": {"type": "string", "enum": zones}}, "required": ["tz"]},
