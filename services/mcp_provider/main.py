@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import grpc.aio
 
@@ -106,8 +107,11 @@ class ProviderApp:
             removed = [name for name in self.servers if name not in new]
             changed = [name for name in new if name in self.servers and new[name] != self.servers[name]]
             drain = self.settings.reload_drain_seconds
+            for name in removed:  # drains run on: the new generation is reported at once
+                task = asyncio.ensure_future(self.provider.remove_server(name, drain_seconds=drain))
+                _RELOADS.add(task)
+                task.add_done_callback(_RELOADS.discard)
             await asyncio.gather(
-                *(self.provider.remove_server(name, drain_seconds=drain) for name in removed),
                 *(self._replace(new[name]) for name in changed),
                 *(self.provider.add_server(self._connection(new[name])) for name in added),
             )
@@ -147,7 +151,8 @@ class ProviderApp:
             await self.manager.close()
 
 
-_RELOADS: set[asyncio.Task[list[str]]] = set()
+_RELOADS: set[asyncio.Task[Any]] = set()
+"""Reloads and drains under way (kept referenced until done)."""
 
 log = logging.getLogger("maka.mcp_provider.main")
 

@@ -514,9 +514,11 @@ class McpProvider:
             await link.wait_idle(drain_seconds)
         if link is not None:
             await link.close()
-            del self.links[name]
+            if self.links.get(name) is link:
+                del self.links[name]
         await connection.close()
-        self.manager.remove(name)
+        if self.manager.connections.get(name) is connection:  # not a server re-added while draining
+            self.manager.remove(name)
         self.reporter.poke()
 
     async def close(self) -> None:

@@ -275,7 +275,7 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
             {
                 "mcpServers": {
                     "keep": keep,
-                    "old": {"command": "python", "args": OPS},
+                    "old": keep,
                     "chg": {"command": "python", "args": OPS},
                 }
             }
@@ -284,10 +284,11 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
     state = tmp_path / "state"
     async with maka_up(config, state) as up:
         in_flight = asyncio.create_task(maka("call", "keep:gated", state_dir=state, timeout=120))
+        draining = asyncio.create_task(maka("call", "old:gated", state_dir=state, timeout=120))
 
         async def keep_busy() -> bool:
             servers = _servers(await maka("status", "--json", state_dir=state))
-            return servers["keep"]["liveCalls"] == 1
+            return servers["keep"]["liveCalls"] == 1 and servers["old"]["liveCalls"] == 1
 
         await until(keep_busy, timeout=30, what="the call in flight on keep")
 
@@ -318,14 +319,15 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
         async def new_ready() -> dict[str, dict[str, object]] | None:
             servers = _servers(await maka("status", "--json", state_dir=state))
             ok = servers.get("new", {}).get("state") == "ready" and servers.get("chg", {}).get("state") == "ready"
-            return servers if ok and "old" not in servers else None
+            return servers if ok else None
 
         servers = await until(new_ready, timeout=60, what="the reloaded servers ready")
         assert servers["keep"]["liveCalls"] == 1  # untouched: still the same call
+        assert servers["old"]["state"] == "draining"  # removed, finishing its call in flight
         hello = await maka("call", "new:hello", state_dir=state)
         assert (hello.code, hello.out.strip()) == (0, "hello")
-        gone = await maka("call", "old:hello", state_dir=state)
-        assert gone.reason.startswith("UNKNOWN_TOOL: ")
+        removed = await maka("call", "old:hello", state_dir=state)
+        assert removed.reason.startswith("SERVER_UNAVAILABLE: MCP server old was removed from the config"), removed.err
 
         config.write_text(json.dumps({"mcpServers": {"keep": keep, "new": {"command": "python", "args": OPS}}}))
         os.kill(up.process.pid, signal.SIGHUP)  # what `maka reload` does, sent to `maka up` itself
@@ -338,6 +340,13 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
         gate.write_text("open")
         done = await in_flight
         assert (done.code, done.out.strip()) == (0, "gate opened"), done.err
+        drained = await draining
+        assert (drained.code, drained.out.strip()) == (0, "gate opened"), drained.err
+
+        async def old_gone() -> bool:
+            return "old" not in _servers(await maka("status", "--json", state_dir=state))
+
+        await until(old_gone, timeout=30, what="the drained server closed")
 
 
 @pytest.mark.e2e
