@@ -36,6 +36,8 @@ class BrokerApp:
         _METHOD + "WatchCall": frozenset({Role.CALLER}),
         _METHOD + "Stop": frozenset({Role.CALLER}),
         _METHOD + "ListTools": frozenset({Role.CALLER}),
+        _METHOD + "ReportServers": frozenset({Role.PROVIDER}),
+        _METHOD + "GetStatus": frozenset({Role.CALLER, Role.SURFACE}),
     }
 
     def __init__(self, settings: Settings) -> None:
@@ -54,6 +56,7 @@ class BrokerApp:
         self.broker = Broker(
             self.host_link,
             execution_timeout=settings.execution_timeout_seconds,
+            max_execution_seconds=settings.max_execution_seconds,
             heartbeat_seconds=settings.heartbeat_seconds,
             form_wait_seconds=settings.form_wait_seconds,
             max_invocations_per_provider=settings.max_invocations_per_provider,

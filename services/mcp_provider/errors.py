@@ -5,6 +5,7 @@ Messages are fixed text plus ids, counts and codes: never ``requestState``, form
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 from maka.broker.v1 import broker_pb2
@@ -53,6 +54,8 @@ class CallErrorCode(StrEnum):
     """No such Tool on this server (or the server is not connected)."""
     INVALID_REQUEST = "invalid_request"
     """The call itself was malformed (arguments not a JSON object)."""
+    SERVER_UNAVAILABLE = "server_unavailable"
+    """The server is configured but not serving calls (draining after a reload removed it, reconnecting)."""
 
 
 FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
@@ -74,6 +77,7 @@ FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
     CallErrorCode.STOPPED: broker_pb2.FAILURE_CODE_PROVIDER_ERROR,
     CallErrorCode.UNKNOWN_TOOL: broker_pb2.FAILURE_CODE_UNKNOWN_TOOL,
     CallErrorCode.INVALID_REQUEST: broker_pb2.FAILURE_CODE_INVALID_REQUEST,
+    CallErrorCode.SERVER_UNAVAILABLE: broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE,
 }
 """``CallErrorCode`` → ``maka.broker.v1.FailureCode``.
 
@@ -110,3 +114,24 @@ class InteractionAborted(Exception):
         super().__init__(f"{code.value}: {message}")
         self.code = code
         self.message = message
+
+
+MAX_SERVER_MESSAGE_CHARS = 500
+"""A server's JSON-RPC error message is cut to this many code points before it travels to the caller."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
+_SPACES = re.compile(r"[ \t\n]+")
+
+
+def server_error_text(code: int, message: str, *, redact: str | None = None) -> str:
+    """``MCP error <code>: <the server's message>``: bounded, control characters replaced by one space.
+
+    ``redact`` (the ``requestState`` the failed leg sent) is cut out wherever the server echoed it,
+    whole or its first 32 characters (DESIGN.md §6: ``requestState`` never leaves the provider).
+    """
+    if redact:
+        for piece in (redact, redact[:32]):
+            message = message.replace(piece, "[requestState]")
+    text = _SPACES.sub(" ", _CONTROL.sub("", message)).strip()
+    if len(text) > MAX_SERVER_MESSAGE_CHARS:
+        text = text[: MAX_SERVER_MESSAGE_CHARS - 1] + "…"
+    return f"MCP error {code}: {text}" if text else f"MCP error {code}"

@@ -186,6 +186,42 @@ def server_message(message: object, *, secret: str | None = None) -> str:
     return text
 
 
+class _LegTimer:
+    """The read timeout of one ``tools/call`` leg, re-armed by each progress notification (README
+    "Operations") but never past ``maximum`` seconds after the leg started. Expiry raises
+    ``SERVER_ERROR`` (outcome unknown); the SDK cancels the request on the wire."""
+
+    def __init__(self, idle: float, maximum: float, progress: ProgressHandler | None) -> None:
+        self._idle = idle
+        self._maximum = max(maximum, idle)
+        self._progress = progress
+        self._scope: asyncio.Timeout | None = None
+        self._started = 0.0
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._started = loop.time()
+        self._scope = asyncio.timeout(self._idle)
+        await self._scope.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        assert self._scope is not None
+        try:
+            await self._scope.__aexit__(*exc)
+        except TimeoutError:
+            raise McpToolCallError(
+                CallErrorCode.SERVER_ERROR,
+                f"tools/call got no result or progress within {self._idle:g} s; outcome unknown",
+            ) from None
+
+    async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._scope is not None:
+            loop = asyncio.get_running_loop()
+            self._scope.reschedule(min(loop.time() + self._idle, self._started + self._maximum))
+        if self._progress is not None:
+            await self._progress(progress, total, message)
+
+
 def _json_bytes(value: object) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
@@ -195,7 +231,8 @@ class McpClientManager:
 
     ``max_rounds`` is the number of retries after the first leg (default 10: at most 11 ``tools/call``
     legs). ``pacing_initial_ms``/``pacing_max_ms`` shape the state-only retry delay.
-    ``call_timeout_seconds`` is the read timeout of one leg.
+    ``call_timeout_seconds`` is the read timeout of one leg (a server's ``timeout`` overrides it);
+    each progress notification re-arms it, up to ``max_call_seconds`` for the whole leg.
     """
 
     def __init__(
@@ -206,6 +243,7 @@ class McpClientManager:
         pacing_initial_ms: int = 50,
         pacing_max_ms: int = 250,
         call_timeout_seconds: float = 300.0,
+        max_call_seconds: float = 3600.0,
         provider_id: str = "",
         provider_display_name: str = "",
     ) -> None:
@@ -215,6 +253,7 @@ class McpClientManager:
         self.pacing_initial = pacing_initial_ms / 1000
         self.pacing_max = pacing_max_ms / 1000
         self.call_timeout_seconds = call_timeout_seconds
+        self.max_call_seconds = max_call_seconds
         self.provider_id = provider_id
         self.provider_display_name = provider_display_name
 
@@ -223,6 +262,10 @@ class McpClientManager:
     def add(self, connection: McpConnection) -> None:
         """Manage ``connection`` under its server name (replacing any previous one)."""
         self._connections[connection.name] = connection
+
+    def remove(self, server: str) -> None:
+        """Stop managing ``server`` (a config reload removed or replaced it; the caller closed it)."""
+        self._connections.pop(server, None)
 
     def connection(self, server: str) -> McpConnection:
         """The connection of ``server``. Raises ``McpToolCallError`` ``UNKNOWN_TOOL`` when not configured."""
@@ -433,18 +476,20 @@ class McpClientManager:
         stop: asyncio.Event,
     ) -> CallToolResult | InputRequiredResult:
         session = connection.check_binding(binding)
+        idle = connection.config.timeout_seconds or self.call_timeout_seconds
+        timer = _LegTimer(idle, self.max_call_seconds, progress)
 
         async def send() -> CallToolResult | InputRequiredResult:
             with capabilities.form_call(advertise_form):
-                result = await session.call_tool(
-                    binding.tool,
-                    arguments,
-                    read_timeout_seconds=self.call_timeout_seconds,
-                    progress_callback=progress,
-                    input_responses=responses,
-                    request_state=request_state,
-                    allow_input_required=True,
-                )
+                async with timer:
+                    result = await session.call_tool(
+                        binding.tool,
+                        arguments,
+                        progress_callback=timer.on_progress,
+                        input_responses=responses,
+                        request_state=request_state,
+                        allow_input_required=True,
+                    )
             return result
 
         return await self._guarded(connection, send(), stop, sent_state=request_state)

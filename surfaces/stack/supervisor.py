@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -45,7 +44,9 @@ import redis.asyncio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core import healthcheck
 from services.core.channels import open_channel
+from services.mcp_provider.config import ConfigError, ServerConfig, load_config
 from surfaces.cli.endpoints import Endpoints, write_endpoints
+from surfaces.common.server_status import fetch_status
 
 log = logging.getLogger("maka.stack.supervisor")
 
@@ -601,15 +602,23 @@ def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return error
 
 
-def _check_config(config_path: Path) -> None:
+class ConfigInvalid(StackError):
+    """The ``mcpServers`` file has problems: ``problems`` holds one line each (no values)."""
+
+    def __init__(self, config_path: Path, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(f"{config_path}: {problem}" for problem in self.problems))
+
+
+def _check_config(config_path: Path) -> list[ServerConfig]:
+    """The file's servers, or :class:`ConfigInvalid` (checked before anything starts: one line per
+    problem instead of a provider that exits before it is ready)."""
     if not config_path.is_file():
         raise StackError(f"MCP config {config_path} not found (an mcpServers JSON file, e.g. examples/mcp.json)")
     try:
-        data = json.loads(config_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise StackError(f"MCP config {config_path} is not valid JSON: {error}") from error
-    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
-        raise StackError(f'MCP config {config_path} needs a top-level "mcpServers" object')
+        return load_config(config_path)
+    except ConfigError as error:
+        raise ConfigInvalid(config_path, [str(problem) for problem in error.problems]) from None
 
 
 class Stack:
@@ -673,7 +682,7 @@ class Stack:
     # --- public API --------------------------------------------------------------------------
 
     async def start(self) -> Endpoints:
-        """Start Redis (embedded default), interaction, then broker → provider alongside web.
+        """Start Redis (embedded default), interaction, broker, then the provider alongside web.
 
         Returns the endpoints (also written to ``<state_dir>/endpoints.json``) once every child is
         ready: gRPC health SERVING, web answering HTTP, Redis answering PING. Raises
@@ -688,8 +697,9 @@ class Stack:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
             try:
-                async with asyncio.TaskGroup() as group:  # web needs only the Interaction service
-                    group.create_task(self._start_broker_and_provider())
+                await self.supervisor.start(self._broker_spec())
+                async with asyncio.TaskGroup() as group:  # web needs the broker's address (server status)
+                    group.create_task(self.supervisor.start(self._provider_spec()))
                     if self.web_enabled:
                         group.create_task(self.supervisor.start(self._web_spec()))
             except BaseExceptionGroup as group_error:
@@ -697,30 +707,49 @@ class Stack:
         except BaseException:
             await self.stop()
             raise
-        for server in sorted(await self.wait_for_tools()):
-            self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
+        for name in sorted(await self.wait_for_tools()):
+            self._sink("stack", f"MCP server {name!r} is not connected yet; `maka status` shows why")
         return await self._write_endpoints()
 
     async def wait_for_tools(self) -> set[str]:
-        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every configured MCP server
-        (after start, or after a broker/provider restart). Returns the servers still missing (empty = all
-        registered); never raises for an unreachable broker (it counts as nothing listed)."""
-        servers = set(json.loads(self.config_path.read_text())["mcpServers"])
+        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every enabled MCP server
+        (after start, or after a broker/provider restart), or the provider reports that server as failed
+        or waiting for sign-in (waiting longer would only delay the ready line). Returns the servers
+        without registered Tools (empty = all registered); never raises for an unreachable broker (it
+        counts as nothing listed)."""
+        try:
+            servers = {s.name for s in load_config(self.config_path) if not s.disabled}
+        except (ConfigError, OSError):
+            servers = set()
         missing = set(servers)
         deadline = time.monotonic() + self.tools_timeout
         while missing and time.monotonic() < deadline:
+            stuck: set[str] = set()
             try:
                 tools = await list_tools(self.address(self.BROKER))
+                status = await fetch_status(self.address(self.BROKER))
+                stuck = {
+                    s.name
+                    for s in status.servers
+                    if s.state in (broker_pb2.SERVER_STATE_FAILED, broker_pb2.SERVER_STATE_WAITING_FOR_SIGN_IN)
+                }
             except grpc.aio.AioRpcError:
                 tools = []
             missing = servers - {name.partition(":")[0] for name in tools}
-            if missing:
+            if missing and not missing <= stuck:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
+            elif missing:
+                break
         return missing
 
-    async def _start_broker_and_provider(self) -> None:
-        await self.supervisor.start(self._broker_spec())
-        await self.supervisor.start(self._provider_spec())
+    def reload_config(self) -> bool:
+        """Send SIGHUP to the MCP provider (it re-reads and applies its config; ``maka reload``).
+        False when no provider process runs."""
+        pid = self.supervisor.pid(self.PROVIDER)
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGHUP)
+        return True
 
     async def stop(self) -> None:
         """Drain and stop every child: web, provider, broker, interaction, redis."""
@@ -832,6 +861,7 @@ class Stack:
             spec.env = _python_env(
                 {
                     "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
+                    "MAKA_BROKER_TARGET": self.address(self.BROKER) if self.BROKER in self.bound else "",
                     "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_WEB_PORT_FILE": str(port_file),
                     "MAKA_LOG_LEVEL": self.log_level,
@@ -892,6 +922,8 @@ class Stack:
             host_id=self.host_id,
             pids=self.supervisor.pids(),
             metrics=self.metrics_urls(),
+            provider=self.address(self.PROVIDER) if self.PROVIDER in self.bound else "",
+            config=str(self.config_path),
         )
         write_endpoints(self.state_dir, endpoints)
         self.endpoints = endpoints

@@ -18,7 +18,8 @@ between 1 and 10", :func:`~surfaces.common.form_input.field_hints`); each form's
 (in ``#time-left`` for the form on screen, in ``#pending`` for the others). Enter or Space opens a focused
 select.
 
-Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#provenance``,
+Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#servers`` (the MCP
+servers' status, when a ``server_status`` source is given), ``#provenance``,
 ``#warning``, ``#message``, ``#time-left``, ``#round`` (``form 1 of 2 · the round ends …``),
 ``#label-<index>`` (field label, ``▶`` while focused),
 ``#field-<index>`` (the input widget of field ``index``), ``#filter-<index>`` (option filter of long
@@ -34,7 +35,7 @@ loop, on mount.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
@@ -130,6 +131,12 @@ ITEM_WIDTH = 44
 panel's provenance and the entry's tooltip show the full name)."""
 
 _FOCUS_ID = re.compile(r"(?:field|filter)-(\d+)")
+
+
+ServerStatusSource = Callable[[], Awaitable[list[dict[str, Any]]]]
+"""Returns :func:`surfaces.common.server_status.server_json` of every MCP server (``maka tui`` reads the
+broker's ``GetStatus``)."""
+SERVER_STATUS_SECONDS = 3.0
 
 
 class FormsBackend(Protocol):
@@ -364,9 +371,13 @@ class MakaTui(App[None]):
         *,
         session_ids: Sequence[str] = (),
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        server_status: ServerStatusSource | None = None,
     ) -> None:
         super().__init__()
         self._connect = connect
+        self._server_status = server_status
+        self.server_lines: list[str] = []
+        """The MCP server status as shown in ``#servers`` (one line per server; tests read it)."""
         self._session_ids = tuple(session_ids)
         self._now = now
         self._backend: FormsBackend | None = None
@@ -398,6 +409,7 @@ class MakaTui(App[None]):
         yield Header()
         yield Static("connecting…", id="status", markup=False)
         yield Static("", id="notice", markup=False)
+        yield Static("", id="servers", markup=False)
         with Horizontal():
             yield ListView(id="pending")
             # not focusable itself: Tab goes from the list straight to the first field (focused fields scroll into view)
@@ -409,6 +421,26 @@ class MakaTui(App[None]):
         self._feed()
         self.set_interval(1.0, self._tick)
         self.watch(self.screen, "focused", self._mark_focus)
+        if self._server_status is not None:
+            self._poll_servers()
+            self.set_interval(SERVER_STATUS_SECONDS, self._poll_servers)
+
+    @work(exclusive=True, group="servers")
+    async def _poll_servers(self) -> None:
+        """``#servers``: the MCP servers' status (the broker's ``GetStatus``, as ``maka status`` shows it)."""
+        assert self._server_status is not None
+        try:
+            servers = await self._server_status()
+        except Exception:  # the broker is optional for answering forms: keep the last status
+            return
+        lines = []
+        for server in servers:
+            text = f"{server['name']}: {server['state']}"
+            if server["state"] != "ready" and server.get("lastError"):
+                text += f" — {server['lastError']['summary']}"
+            lines.append(plain_text(text, keep_newlines=False))
+        self.server_lines = lines
+        self.query_one("#servers", Static).update("MCP servers: " + " · ".join(lines) if lines else "")
 
     def _mark_focus(self, focused: Widget | None) -> None:
         """Put :data:`FOCUS_MARK` on the focused field's label and the focused action button."""

@@ -17,6 +17,9 @@ class WebSettings(BaseSettings):
 
     interaction_target: str = "127.0.0.1:50051"
     """``host:port`` of the Interaction service (``maka web`` reads it from ``endpoints.json`` when unset)."""
+    broker_target: str = ""
+    """``host:port`` of the Capability broker, for the server status and the activity list (``GetStatus``);
+    empty hides both (``maka web`` reads it from ``endpoints.json`` when unset)."""
     web_listen: str = "127.0.0.1:8765"
     """``host:port`` the web page binds; loopback by default. Port 0 picks a free one (see ``web_port_file``)."""
     web_port_file: Path | None = None

@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
+    from surfaces.cli.endpoints import read_endpoints
+    from surfaces.common.server_status import fetch_status, server_json
     from surfaces.tui.app import MakaTui
     from surfaces.tui.backend import FollowingBackend
 
@@ -34,6 +36,15 @@ def run(args: argparse.Namespace) -> int:
         interaction_target(args)
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
-    app = MakaTui(lambda: FollowingBackend(lambda: interaction_target(args)), session_ids=list(args.session))
+
+    async def server_status() -> list[dict[str, object]]:
+        status = await fetch_status(read_endpoints(args.state_dir).broker)
+        return [server_json(server) for server in status.servers]
+
+    app = MakaTui(
+        lambda: FollowingBackend(lambda: interaction_target(args)),
+        session_ids=list(args.session),
+        server_status=server_status,
+    )
     app.run()
     return 0

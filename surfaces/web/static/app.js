@@ -15,6 +15,7 @@ const state = {
   cards: new Map(), // interaction id -> {view, el, fields: [{field, read, showError}], busy}
   inFlight: new Set(), // ids with an answer POST under way from this tab
   seq: 0,
+  following: new Map(), // interaction id -> notice element that follows its call to the end
 };
 
 // --- small DOM helpers ------------------------------------------------------------------------
@@ -481,7 +482,7 @@ function upsert(view) {
     card.view = view; // keep the user's edits; refresh times and state
     showRound(card);
   } else {
-    renderCard(view);
+    restoreDraft(renderCard(view));
   }
   placeCards();
 }
@@ -491,6 +492,7 @@ function removeCard(id) {
   if (!card) return null;
   card.el.remove();
   state.cards.delete(id);
+  clearDraft(id);
   placeCards();
   return card;
 }
@@ -506,6 +508,7 @@ function notice(kind, title, text) {
   dismiss.addEventListener("click", () => item.remove());
   box.prepend(item);
   while (box.children.length > MAX_NOTICES) box.lastElementChild.remove();
+  return item;
 }
 
 const OWN_ACTION_TEXT = {
@@ -519,7 +522,7 @@ function settle(view, ownAction) {
   const card = removeCard(view.id);
   const title = toolLabel(card ? card.view : view);
   if (ownAction) {
-    notice("own", title, OWN_ACTION_TEXT[ownAction] || "Answer sent.");
+    followCall(view.id, notice("own", title, OWN_ACTION_TEXT[ownAction] || "Answer sent."));
   } else if (card) {
     const reason = view.state === "answered" ? "answered on another surface" : view.close_text || "closed";
     notice(view.state === "answered" ? "elsewhere" : "closed", title, `Closed: ${reason}.`);
@@ -703,6 +706,155 @@ async function start() {
   updateSkew(session.server_time);
   connect();
   setInterval(tick, 1000);
+  pollStatus();
+  setInterval(pollStatus, STATUS_POLL_MS);
+}
+
+// --- drafts: what was typed survives a tab reload (sessionStorage: this tab only) -----------------
+// Saved per form as the values of its inputs in DOM order (the same view renders the same DOM);
+// cleared when the form leaves the page (submitted, declined, dismissed, closed elsewhere).
+
+const DRAFT_PREFIX = "maka.draft.";
+
+function draftInputs(card) {
+  return [...card.el.querySelectorAll(".field-list input, .field-list select, .field-list textarea")].filter(
+    (node) => node.type !== "search",
+  );
+}
+
+function isToggle(node) {
+  return node.type === "checkbox" || node.type === "radio";
+}
+
+function saveDraft(card) {
+  const values = draftInputs(card).map((node) => (isToggle(node) ? node.checked : node.value));
+  try {
+    sessionStorage.setItem(DRAFT_PREFIX + card.view.id, JSON.stringify(values));
+  } catch {
+    // storage full or disabled: drafts are a convenience only
+  }
+}
+
+function restoreDraft(card) {
+  let values = null;
+  try {
+    values = JSON.parse(sessionStorage.getItem(DRAFT_PREFIX + card.view.id) || "null");
+  } catch {
+    values = null;
+  }
+  const inputs = draftInputs(card);
+  if (Array.isArray(values) && values.length === inputs.length) {
+    inputs.forEach((node, index) => {
+      if (isToggle(node)) node.checked = values[index] === true;
+      else if (typeof values[index] === "string") node.value = values[index];
+    });
+    card.el.dataset.draft = "restored";
+  }
+  for (const node of inputs) {
+    node.addEventListener("input", () => saveDraft(card));
+    node.addEventListener("change", () => saveDraft(card));
+  }
+  return card;
+}
+
+function clearDraft(id) {
+  try {
+    sessionStorage.removeItem(DRAFT_PREFIX + id);
+  } catch {
+    // nothing stored
+  }
+}
+
+// --- status: MCP servers, recent calls, and each answered form's call followed to its end --------
+
+const STATUS_POLL_MS = 2000;
+const MAX_ACTIVITY = 10;
+const FINAL_TEXT = {
+  succeeded: "the Tool completed.",
+  failed: "the Tool failed",
+  lost: "the call was lost (its outcome is unknown).",
+  stopped: "the call was stopped.",
+};
+
+function callOutcome(call) {
+  if (call.state === "succeeded") return call.isError ? "the Tool completed and reported an error." : FINAL_TEXT.succeeded;
+  if (call.state === "failed") return `${FINAL_TEXT.failed} (${call.failureCode || "FAILED"}).`;
+  return FINAL_TEXT[call.state] || null;
+}
+
+function followCall(interactionId, item) {
+  item.dataset.interaction = interactionId;
+  item.dataset.call = "running";
+  state.following.set(interactionId, item);
+}
+
+function updateFollowed(calls) {
+  for (const [interactionId, item] of [...state.following]) {
+    const call = calls.find((c) => c.interactionIds.includes(interactionId));
+    if (!call) continue;
+    const outcome = callOutcome(call);
+    if (!outcome) continue;
+    item.querySelector(".notice-text").textContent = `You answered; ${outcome}`;
+    item.dataset.call = call.state;
+    if (call.failureCode) item.dataset.failure = call.failureCode;
+    state.following.delete(interactionId);
+  }
+}
+
+function renderActivity(calls) {
+  const section = document.getElementById("activity");
+  const list = document.getElementById("activity-list");
+  list.replaceChildren(
+    ...calls.slice(0, MAX_ACTIVITY).map((call) => {
+      const stateText = call.state === "failed" ? `failed · ${call.failureCode}` : call.state.replaceAll("_", " ");
+      const item = el("li", { className: `call state-${call.state}` }, [
+        el("span", { className: "call-tool", text: call.tool }),
+        el("span", { className: "call-state", text: stateText }),
+        el("span", { className: "call-session", text: `session ${call.sessionId}` }),
+      ]);
+      item.dataset.invocation = call.invocationId;
+      item.dataset.state = call.state;
+      return item;
+    }),
+  );
+  section.hidden = calls.length === 0;
+}
+
+function renderServers(servers) {
+  const section = document.getElementById("servers");
+  const list = document.getElementById("server-list");
+  list.replaceChildren(
+    ...servers.map((server) => {
+      const parts = [server.state, server.transport, `${pluralise(server.tools, "Tool")}`];
+      if (server.nextRetryInSeconds !== null) parts.push(`next retry in ${Math.round(server.nextRetryInSeconds)} s`);
+      const item = el("li", { className: `server state-${server.state.replaceAll(" ", "-")}` }, [
+        el("strong", { className: "server-name", text: server.name }),
+        el("span", { className: "server-state", text: parts.join(" · ") }),
+      ]);
+      if (server.lastError && server.state !== "ready") {
+        item.append(el("span", { className: "server-cause", text: server.lastError.summary }));
+      }
+      item.dataset.server = server.name;
+      item.dataset.state = server.state;
+      return item;
+    }),
+  );
+  section.hidden = servers.length === 0;
+}
+
+async function pollStatus() {
+  let body;
+  try {
+    const response = await fetch("/api/status", { credentials: "same-origin" });
+    if (!response.ok) return;
+    body = await response.json();
+  } catch {
+    return;
+  }
+  if (!body.available) return;
+  renderServers(body.servers);
+  renderActivity(body.calls);
+  updateFollowed(body.calls);
 }
 
 start();

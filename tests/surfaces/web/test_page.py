@@ -378,3 +378,29 @@ def test_a_long_multi_select_is_filterable_and_keeps_picks_while_filtered(
     expect(card).to_have_count(0, timeout=TIMEOUT_MS)
     picked = stack_thread.get(ix.interaction_id).answer.values["services"].string_list_value.values
     assert list(picked) == ["svc-2", "svc-11"]
+
+
+def test_a_select_with_a_thousand_options_filters_as_you_type(
+    page: Page, stack_thread: StackThread, session_id: str
+) -> None:
+    options = [form_pb2.Option(value=f"Zone/City_{i:04d}", label=f"City {i:04d}") for i in range(1000)]
+    form = form_pb2.Form(
+        message="Which time zone?",
+        requester=form_pb2.Requester(provider_id="p", provider_display_name="P", claimed_server="t", claimed_tool="tz"),
+        fields=[
+            form_pb2.Field(
+                name="tz", label="Time zone", required=True, single_select=form_pb2.SingleSelectField(options=options)
+            )
+        ],
+    )
+    ix = stack_thread.open(form, session_id)
+    open_page(page, stack_thread.web([session_id]))
+    card = card_of(page, ix.interaction_id)
+    select = field_of(card, "tz").locator("select")
+    expect(select.locator("option")).to_have_count(1001, timeout=TIMEOUT_MS)  # with "Choose…"
+    field_of(card, "tz").get_by_role("searchbox").fill("City 0777")
+    expect(select.locator("option:not([hidden])")).to_have_count(2)  # "Choose…" and City 0777
+    select.select_option("Zone/City_0777")
+    card.get_by_role("button", name="Submit").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    assert stack_thread.get(ix.interaction_id).answer.values["tz"].string_value == "Zone/City_0777"

@@ -816,3 +816,13 @@ def test_a_supported_schema_dialect_is_accepted(dialect: str) -> None:
 def test_an_unsupported_schema_dialect_is_an_error_not_validated_as_2020_12(dialect: str) -> None:
     schema = obj({"s": {"type": "string"}}, **{"$schema": dialect})
     assert codes(rejects(schema)) == {("/$schema", R.SCHEMA_UNSUPPORTED_KEYWORD)}
+
+
+def test_a_time_zone_list_of_a_thousand_options_decodes() -> None:
+    zones = [f"Area/City_{i:04d}" for i in range(1000)]
+    form = decode_requested_schema(
+        {"type": "object", "properties": {"tz": {"type": "string", "enum": zones}}, "required": ["tz"]},
+        message="Which time zone?",
+    )
+
+    assert len(form.fields[0].options) == 1000  # type: ignore[union-attr]
