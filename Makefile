@@ -2,9 +2,10 @@
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: setup setup-node gen check-gen lint test test-fast run bench faults conformance e2e browser clean
+.PHONY: setup setup-dev setup-node gen check-gen lint test test-fast run bench faults conformance e2e browser clean
 
 # `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv.
 setup: $(STAMP)
@@ -13,9 +14,16 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	scripts/setup.sh
 	touch $(STAMP)
 
+# The dev extra (pytest, mypy, ruff, buf, Playwright, ...): lint, gen, bench and the tests; not `make run`.
+setup-dev: $(DEV_STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	scripts/setup.sh --dev
+	touch $(DEV_STAMP)
+
 # What only the tests need: chromium, tmux, npm (apt), Node 22 + the MCP conformance harness, the
 # polyglot example's npm packages. Idempotent and quick (no network) once installed.
-setup-node: setup
+setup-node: setup-dev
 	scripts/setup.sh --test
 
 # gen/ (Python), the Python client's stubs, the TypeScript client's protos and generated types (its
@@ -26,7 +34,7 @@ gen: setup-node
 check-gen: setup-node
 	$(PY) scripts/gen_protos.py --check
 
-lint: setup
+lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -58,7 +66,7 @@ conformance: setup-node
 run: setup
 	$(VENV)/bin/maka up --config examples/mcp.json
 
-bench: setup
+bench: setup-dev
 	$(PY) -m bench.run $(BENCH_ARGS)
 
 clean:

@@ -3,7 +3,9 @@
 #
 #   scripts/setup.sh          `make setup` / `make run`: the Debian packages the stack needs
 #                             (redis-server; python3-venv when `python3 -m venv` cannot work) and the
-#                             Python venv with every pinned dependency.
+#                             Python venv with what running needs (the project's dependencies only).
+#   scripts/setup.sh --dev    `make setup-dev` (lint, gen, bench and every test target): the same plus
+#                             the `dev` extra (pytest, mypy, ruff, buf, Playwright, matplotlib ...).
 #   scripts/setup.sh --test   `make setup-node` (every test target): what only the tests need -
 #                             chromium, tmux and nginx (apt), npm (Debian's, when missing), the Node 22 tools
 #                             of the MCP conformance harness (scripts/setup_node_tools.sh) and the
@@ -17,7 +19,8 @@ MODE=run
 case "${1:-}" in
   "") ;;
   --test) MODE=test ;;
-  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+  --dev) MODE=dev ;;
+  *) echo "usage: scripts/setup.sh [--dev|--test]" >&2; exit 2 ;;
 esac
 
 apt_updated=
@@ -33,6 +36,19 @@ apt_install() { # <package>... : install with apt as root, or say how and stop
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
+
+pip_install() { # <spec> <what> : pip install with one progress line per package, not a silent wait
+  echo "setup: installing $2 into .venv (pip; the first time takes a minute or two)"
+  .venv/bin/python -m pip install --disable-pip-version-check -e "$1" 2>&1 \
+    | grep -E '^(Collecting|Successfully installed|ERROR)' | sed -e 's/^/setup:   /' || true
+}
+
+if [ "$MODE" = dev ]; then
+  pip_install '.[dev]' "the development and test tools"
+  .venv/bin/python -c 'import pytest, mypy' || { echo "setup: dev install failed" >&2; exit 1; }
+  echo "setup: dev tools ok"
+  exit 0
+fi
 
 if [ "$MODE" = test ]; then
   need_apt=()
@@ -86,9 +102,10 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
   fi
 fi
-.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+echo "setup: checking the Python packages"
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+pip_install . "what running needs"
 # The Python client library (clients/python, import name maka_client): the CLI and the bench use it.
-.venv/bin/python -m pip install -q -e clients/python 2>&1 | grep -v '^WARNING: Location' || true
+pip_install clients/python "the Python client library (maka_client)"
 .venv/bin/python -c 'import maka.form.v1.form_pb2, maka_client, services, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
 echo "setup: ok"

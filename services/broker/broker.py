@@ -25,7 +25,7 @@ and connection, and only while that invocation still awaits it:
 
 - answered → provider: ``InteractionResult(answer, correlation id echoed)``; caller:
   ``interaction_settled(action)``; a fresh execution timer.
-- timed_out / lease_expired → caller: failure INTERACTION_TIMED_OUT; provider:
+- timed_out / lease_expired / round_expired → caller: failure INTERACTION_TIMED_OUT; provider:
   ``InteractionResult(close_reason)`` then ``cancel``. host_restarted / superseded / other →
   the same with INTERACTION_CLOSED. stopped (closed by someone else) → caller: ``stopped``.
 - Closes the broker makes itself — Stop and no caller reattached within the grace (``stopped``),
@@ -43,7 +43,7 @@ import logging
 import secrets
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -54,6 +54,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
+from services.broker.arguments import argument_problems
 from services.broker.call_log import CallLog, parse_resume_token
 from services.broker.errors import (
     DOMAIN,
@@ -64,6 +65,7 @@ from services.broker.errors import (
     NotPermitted,
     OpenRefused,
 )
+from services.broker.servers import ServerTable, unavailable_message
 from services.core import metrics
 from services.core.status import NotFound
 
@@ -80,6 +82,8 @@ MAX_AUTHORIZATION_URL_CHARS = 8192
 """Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
 MAX_MESSAGE_CHARS = 2000
 """Provider failure / progress messages are cut to this many code points."""
+RECENT_CALLS = 200
+"""Settled invocations kept for activity lists (``GetStatus.recent_calls``)."""
 SETTLED_MEMORY = 4096
 """How many settled invocation ids are remembered to tell late frames from unknown ones."""
 
@@ -104,7 +108,11 @@ class InteractionHost(Protocol):
     """What the broker needs from the Interaction service (implemented by ``HostLink``)."""
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction: ...
 
     async def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> object: ...
@@ -202,6 +210,10 @@ class Invocation:
     terminal: broker_pb2.CallToolResponse | None = None
     timer: asyncio.TimerHandle | None = None
     timer_generation: int = 0
+    run_started: float = 0.0
+    """Monotonic time the running execution timer was armed."""
+    run_spent: float = 0.0
+    """Seconds of provider execution (timer running) of earlier legs: the max-total budget's use."""
     correlation_id: str = ""
     interaction_id: str = ""
     late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
@@ -213,6 +225,10 @@ class Invocation:
     """Caller streams following this invocation now (CallTool, WatchCall)."""
     grace: asyncio.TimerHandle | None = None
     """Armed while nobody is attached: stops the invocation when the reattach grace ends."""
+    interaction_ids: list[str] = field(default_factory=lambda: list[str]())
+    """Every form this invocation asked for (activity lists)."""
+    started_at: float = field(default_factory=time.time)
+    ended_at: float = 0.0
 
     @property
     def is_terminal(self) -> bool:
@@ -240,7 +256,9 @@ class Broker:
 
     Args:
         host: the Interaction service link (``HostLink``) used to open and close forms.
-        execution_timeout: provider execution budget of one leg, seconds.
+        execution_timeout: provider execution budget of one leg, seconds; progress re-arms it.
+        max_execution_seconds: most provider execution (outside forms) of one invocation, however
+            often progress re-arms the timer; 0 = progress does not re-arm.
         heartbeat_seconds: provider heartbeat interval; a provider silent for 3x is lost.
         form_wait_seconds: bounded wait asked for each form (0 = Interaction service default).
         max_invocations_per_provider: live invocations per registration before RESOURCE_EXHAUSTED.
@@ -256,6 +274,7 @@ class Broker:
         host: InteractionHost,
         *,
         execution_timeout: float = 120.0,
+        max_execution_seconds: float = 0.0,
         heartbeat_seconds: float = 5.0,
         form_wait_seconds: float = 0.0,
         max_invocations_per_provider: int = 256,
@@ -265,6 +284,10 @@ class Broker:
     ) -> None:
         self._host = host
         self._execution_timeout = execution_timeout
+        self._max_execution = max_execution_seconds
+        self.servers = ServerTable()
+        self._recent: deque[Invocation] = deque(maxlen=RECENT_CALLS)
+        """What providers report of their MCP servers (``ReportServers``)."""
         self._heartbeat_seconds = heartbeat_seconds
         self._form_wait = form_wait_seconds
         self._max_invocations = max_invocations_per_provider
@@ -327,6 +350,29 @@ class Broker:
         out["live_registrations"] = len(self._registrations)
         out["pending_forms"] = len(self._by_interaction)
         return out
+
+    def recent_calls(self, visible: Callable[[str], bool], limit: int = 50) -> list[broker_pb2.CallSummary]:
+        """Live then recently settled invocations of sessions ``visible`` accepts, newest first."""
+        live = sorted(self._invocations.values(), key=lambda i: i.started_at, reverse=True)
+        out: list[broker_pb2.CallSummary] = []
+        for invocation in [*live, *self._recent]:
+            if len(out) >= limit:
+                break
+            if visible(invocation.session_id):
+                out.append(_summary(invocation))
+        return out
+
+    def status(self, visible: Callable[[str], bool] = lambda _session: True) -> broker_pb2.GetStatusResponse:
+        """Every reported MCP server, the reporters, the broker's own gauges and the recent calls of the
+        sessions ``visible`` accepts (``GetStatus``)."""
+        return broker_pb2.GetStatusResponse(
+            recent_calls=self.recent_calls(visible),
+            servers=self.servers.servers(),
+            reporters=self.servers.reporters(),
+            live_invocations=len(self._invocations),
+            live_registrations=len(self._registrations),
+            pending_forms=len(self._by_interaction),
+        )
 
     def live_invocations(self) -> list[Invocation]:
         """The live (not terminal) invocations."""
@@ -613,6 +659,8 @@ class Broker:
         event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
         if frame.HasField("total"):
             event.total = frame.total
+        if invocation.state is InvocationState.RUNNING and self._max_execution > 0:
+            self._rearm_on_progress(invocation)
         dropped = invocation.log.dropped_progress
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
@@ -655,11 +703,18 @@ class Broker:
         )
         invocation.state = InvocationState.OPENING
         invocation.correlation_id = frame.correlation_id
-        self._spawn(invocation, self._open(invocation, binding, form))
+        round_info = frame.round if frame.HasField("round") else None
+        self._spawn(invocation, self._open(invocation, binding, form, round_info))
 
-    async def _open(self, invocation: Invocation, binding: interaction_pb2.Binding, form: form_pb2.Form) -> None:
+    async def _open(
+        self,
+        invocation: Invocation,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        round_info: interaction_pb2.Round | None = None,
+    ) -> None:
         try:
-            interaction = await self._host.open(binding, form, self._form_wait)
+            interaction = await self._host.open(binding, form, self._form_wait, round_info)
         except OpenRefused as refused:
             if invocation.state is not InvocationState.OPENING:
                 return
@@ -695,6 +750,7 @@ class Broker:
         invocation.state = InvocationState.AWAITING
         invocation.interaction_id = interaction_id
         invocation.interaction_expires_at = interaction.expires_at if interaction.HasField("expires_at") else None
+        invocation.interaction_ids.append(interaction_id)
         self._disarm(invocation)
         self._by_interaction[interaction_id] = invocation
         awaiting = broker_pb2.AwaitingInteraction(
@@ -841,10 +897,13 @@ class Broker:
             return
         code = (
             FC.FAILURE_CODE_INTERACTION_TIMED_OUT
-            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED)
+            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED, CR.CLOSE_REASON_ROUND_EXPIRED)
             else FC.FAILURE_CODE_INTERACTION_CLOSED
         )
-        self._fail(invocation, code, f"the form closed: {CR.Name(reason).removeprefix('CLOSE_REASON_').lower()}")
+        why = CR.Name(reason).removeprefix("CLOSE_REASON_").lower()
+        if reason == CR.CLOSE_REASON_ROUND_EXPIRED:
+            why += " (the server's requestState for this round expired before every form was answered)"
+        self._fail(invocation, code, f"the form closed: {why}")
 
     def host_stale(self) -> None:
         """The HostLink resume was refused as stale: fail every form-bound invocation closed."""
@@ -977,12 +1036,22 @@ class Broker:
             hint = self._sign_in_hint(server)
             if hint is not None:
                 raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
+            reported = self.servers.find(server)
+            if reported is not None and not any(name.partition(":")[0] == server for name in self._tools):
+                raise _Refused(FC.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
             raise _Refused(FC.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
         hint = self._sign_in_hint(server)
         if hint is not None:  # e.g. a scope step-up is pending on the live connection: nothing is sent
             raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
         if len(registration.invocations) >= self._max_invocations:
             raise _Refused(FC.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
+        if not request.skip_argument_validation:
+            problems = argument_problems(registration.tools[request.tool_name].input_schema_json, arguments)
+            if problems:
+                raise _Refused(
+                    FC.FAILURE_CODE_INVALID_ARGUMENTS,
+                    f"the arguments do not match the inputSchema of {request.tool_name}: " + "; ".join(problems),
+                )
         return registration
 
     async def stop(self, session_id: str = "", turn_id: str = "", *, all_sessions: bool = False) -> int:
@@ -1170,6 +1239,8 @@ class Broker:
         invocation.terminal = event
         invocation.log.append(event, terminal=True)
         self._retain(invocation)
+        invocation.ended_at = time.time()
+        self._recent.appendleft(invocation)
         self._invocations.pop(invocation.invocation_id, None)
         self._counters[f"invocations.{state.value}"] += 1
         metrics.TOOL_CALLS.labels(state.value).inc()
@@ -1202,18 +1273,29 @@ class Broker:
             log.warning("form_close_deferred", extra={"interaction_id": interaction_id})
 
     def _arm(self, invocation: Invocation) -> None:
+        """(Re)start the execution timer: ``execution_timeout``, cut to what is left of
+        ``max_execution_seconds`` when that is set."""
         self._disarm(invocation)
         invocation.timer_generation += 1
         generation = invocation.timer_generation
-        invocation.timer = asyncio.get_running_loop().call_later(
-            self._execution_timeout, self._timer_fired, invocation, generation
-        )
+        invocation.run_started = time.monotonic()
+        delay = self._execution_timeout
+        if self._max_execution > 0:
+            delay = max(0.0, min(delay, self._max_execution - invocation.run_spent))
+        invocation.timer = asyncio.get_running_loop().call_later(delay, self._timer_fired, invocation, generation)
 
     def _disarm(self, invocation: Invocation) -> None:
         if invocation.timer is not None:
             invocation.timer.cancel()
             invocation.timer = None
+            invocation.run_spent += time.monotonic() - invocation.run_started
         invocation.timer_generation += 1
+
+    def _rearm_on_progress(self, invocation: Invocation) -> None:
+        """A progress notification re-arms the execution timer (README "Operations"), never past
+        ``max_execution_seconds`` of execution in total (time with a form pending does not count)."""
+        if invocation.timer is not None:
+            self._arm(invocation)
 
     def _timer_fired(self, invocation: Invocation, generation: int) -> None:
         if generation != invocation.timer_generation or invocation.state not in (
@@ -1221,7 +1303,12 @@ class Broker:
             InvocationState.OPENING,
         ):
             return
-        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, "the provider execution timer fired")
+        used = invocation.run_spent + time.monotonic() - invocation.run_started
+        if self._max_execution > 0 and used >= self._max_execution - 0.001:
+            message = f"the provider ran {used:.0f} s in total, the maximum execution time ({self._max_execution:g} s)"
+        else:
+            message = "the provider execution timer fired (no progress within the execution timeout)"
+        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, message)
 
     def _spawn(self, invocation: Invocation | None, coro: Any) -> None:
         task: asyncio.Task[Any] = asyncio.create_task(coro)
@@ -1244,6 +1331,34 @@ class _Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _stamp(seconds: float) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromNanoseconds(int(seconds * 1e9))
+    return stamp
+
+
+def _summary(invocation: Invocation) -> broker_pb2.CallSummary:
+    """Status only: ids, the Tool name, the state and the failure code; never arguments or results."""
+    summary = broker_pb2.CallSummary(
+        invocation_id=invocation.invocation_id,
+        session_id=invocation.session_id,
+        turn_id=invocation.turn_id,
+        tool_name=invocation.qualified_name,
+        state=invocation.state.value,
+        interaction_ids=invocation.interaction_ids,
+        start_time=_stamp(invocation.started_at),
+    )
+    terminal = invocation.terminal
+    if terminal is not None:
+        kind = terminal.WhichOneof("event")
+        if kind == "failure":
+            summary.failure_code = terminal.failure.code
+        elif kind == "result":
+            summary.is_error = terminal.result.is_error
+        summary.end_time.CopyFrom(_stamp(invocation.ended_at))
+    return summary
 
 
 def _failure(code: broker_pb2.FailureCode.ValueType, message: str) -> broker_pb2.CallToolResponse:

@@ -39,6 +39,8 @@ class BrokerApp:
         _METHOD + "ListSignIns": frozenset({Role.CALLER, Role.SURFACE}),
         _METHOD + "CompleteSignIn": frozenset({Role.CALLER, Role.SURFACE}),
         _METHOD + "SignOut": frozenset({Role.CALLER, Role.SURFACE}),
+        _METHOD + "ReportServers": frozenset({Role.PROVIDER}),
+        _METHOD + "GetStatus": frozenset({Role.CALLER, Role.SURFACE}),
     }
 
     def __init__(self, settings: Settings) -> None:
@@ -57,6 +59,7 @@ class BrokerApp:
         self.broker = Broker(
             self.host_link,
             execution_timeout=settings.execution_timeout_seconds,
+            max_execution_seconds=settings.max_execution_seconds,
             heartbeat_seconds=settings.heartbeat_seconds,
             form_wait_seconds=settings.form_wait_seconds,
             max_invocations_per_provider=settings.max_invocations_per_provider,

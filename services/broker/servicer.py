@@ -1,8 +1,9 @@
 """Thin gRPC adapter of :class:`services.broker.broker.Broker` (``maka.broker.v1.CapabilityBrokerService``).
 
-Roles (``services.core.auth``): ``Connect`` admits ``provider``; ``CallTool``, ``Stop`` and
-``ListTools`` admit ``caller``; the OAuth sign-in RPCs (``ListSignIns``, ``CompleteSignIn``, ``SignOut``)
-admit ``caller`` or ``surface``, and a caller scoped to sessions may only call and stop in its own
+Roles (``services.core.auth``): ``Connect`` and ``ReportServers`` admit ``provider``; ``GetStatus``
+and the OAuth sign-in RPCs (``ListSignIns``, ``CompleteSignIn``, ``SignOut``) admit ``caller`` and
+``surface``; ``CallTool``, ``Stop`` and ``ListTools`` admit ``caller``, and a
+caller scoped to sessions may only call and stop in its own
 sessions (a global Stop needs every session). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
 """
 
@@ -144,6 +145,34 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         except ServiceError as error:
             await abort(context, error)
         return broker_pb2.StopResponse(stopped_invocations=stopped)
+
+    async def ReportServers(
+        self, request_iterator: AsyncIterator[broker_pb2.ReportServersRequest], context: Context
+    ) -> broker_pb2.ReportServersResponse:
+        """A provider process's server status stream (:mod:`services.broker.servers`): each request
+        replaces its snapshot; the snapshot is dropped when the stream ends. PERMISSION_DENIED without
+        the ``provider`` role."""
+        try:
+            _require(Role.PROVIDER)
+        except ServiceError as error:
+            await abort(context, error)
+        report = self._broker.servers.open()
+        try:
+            async for request in request_iterator:
+                self._broker.servers.update(report, request)
+        finally:
+            self._broker.servers.close(report)
+        return broker_pb2.ReportServersResponse()
+
+    async def GetStatus(self, request: broker_pb2.GetStatusRequest, context: Context) -> broker_pb2.GetStatusResponse:
+        """Every reported MCP server (state, cause, next retry), the reporters and the broker's gauges.
+
+        PERMISSION_DENIED without the ``caller`` or ``surface`` role (status carries no session data).
+        """
+        principal = current_principal()
+        if not (principal.has_role(Role.CALLER) or principal.has_role(Role.SURFACE)):
+            await abort(context, NotPermitted("the caller lacks the caller or surface role"))
+        return self._broker.status(principal.may_see)
 
     async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
         """Every Tool of every live registration, qualified ``SERVER:TOOL``, sorted by name.

@@ -13,7 +13,11 @@ class Settings(GrpcServerSettings):
     host_id: str = "local"
     """The Runtime Host this broker is (logs only; the Interaction service's ``host_id`` picks the Redis keys)."""
     execution_timeout_seconds: float = 120.0
-    """Provider execution budget of one leg; suspended while a nested form is pending (RFC criterion 10)."""
+    """Provider execution budget of one leg; suspended while a nested form is pending (RFC criterion 10);
+    each progress notification re-arms it."""
+    max_execution_seconds: float = 3600.0
+    """Most provider execution (outside forms) of one invocation however often progress re-arms the
+    timer; 0 = progress does not re-arm."""
     heartbeat_seconds: float = 5.0
     """HostLink lease renewal interval, and the provider heartbeat interval (silent for 3x = lost)."""
     form_wait_seconds: float = 0.0

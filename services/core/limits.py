@@ -16,11 +16,11 @@ from dataclasses import dataclass
 class Limits:
     """Bounds on untrusted form copy, schemas, answers and MRTR state."""
 
-    max_request_bytes: int = 64 * 1024
+    max_request_bytes: int = 128 * 1024
     """UTF-8 bytes of one ``elicitation/create`` params object (message + requestedSchema) as JSON."""
     max_fields: int = 32
     """Properties in one form."""
-    max_options: int = 256
+    max_options: int = 1000
     """Options of one select field."""
     max_message_chars: int = 4000
     """Code points of the form's message."""

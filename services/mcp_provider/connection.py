@@ -18,6 +18,15 @@ built over, overriding only the public ``send_raw_request`` and ``run``):
    :func:`normalize_result` fills in ``"complete"`` for results of modern requests that lack it,
    before the SDK sees them. Nothing else is changed.
 2. **Per-call capabilities** — see :mod:`services.mcp_provider.capabilities`.
+3. **Local closure and timeout versus server errors.** The SDK reports its own "connection closed"
+   and "request timed out" as ``MCPError`` with codes ``-32000`` / ``-32001``, which are also
+   server-defined codes a server may send for anything (JSON-RPC 2.0 §5.1: ``-32000..-32099`` are
+   reserved for implementation-defined server errors; the receiver must not assume a meaning). The SDK
+   itself tells its closure apart by identity: it raises the closure error only after setting its
+   dispatcher's closed flag (or from a failed transport write), and the timeout from its own
+   ``TimeoutError``. :meth:`MakaDispatcher.send_raw_request` turns exactly those into
+   :class:`TransportClosed` / :class:`LocalTimeout`; every ``MCPError`` that came from the server stays
+   an ``MCPError`` (a server error whose message reaches the caller).
 """
 
 from __future__ import annotations
@@ -28,22 +37,28 @@ import hashlib
 import json
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import anyio
 import httpx2
 from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost, ToolsListChanged, listen
 from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import (
+    CONNECTION_CLOSED,
     PROTOCOL_VERSION_META_KEY,
+    REQUEST_TIMEOUT,
     Implementation,
     ServerNotification,
     Tool,
@@ -52,6 +67,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from services.mcp_provider import capabilities
+from services.mcp_provider.causes import FailureCause, HttpTrace, StderrTail, describe
 from services.mcp_provider.config import Era, HttpServer, ServerConfig
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 from services.mcp_provider.oauth import OAuthSettings, PreRegisteredClient, ServerAuth
@@ -114,6 +130,21 @@ def reject_unknown_input_requests(method: str, raw: Mapping[str, Any]) -> None:
             raise McpToolCallError(code, "an elicitation has an unknown mode")
 
 
+class TransportClosed(MCPError):
+    """The MCP transport closed under a request (the SDK's own ``CONNECTION_CLOSED``, not a server's -32000).
+
+    Still an ``MCPError`` with the SDK's code and message, so SDK code that catches ``MCPError`` (the
+    ``subscriptions/listen`` driver, the era probe) behaves as before.
+    """
+
+
+class LocalTimeout(MCPError):
+    """The request's read timeout ran out here (the SDK's own ``REQUEST_TIMEOUT``, not a server's -32001)."""
+
+
+_TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
 class MakaDispatcher(JSONRPCDispatcher[Any]):
     """The SDK's JSON-RPC dispatcher plus the two documented workarounds and a ``closed`` event."""
 
@@ -132,10 +163,30 @@ class MakaDispatcher(JSONRPCDispatcher[Any]):
     ) -> dict[str, Any]:
         """Send with this call's capabilities stamped; normalize an absent modern ``resultType``."""
         params = capabilities.apply_call_capabilities(method, params)
-        raw = await super().send_raw_request(method, params, opts, _related_request_id=_related_request_id)
+        try:
+            raw = await super().send_raw_request(method, params, opts, _related_request_id=_related_request_id)
+        except MCPError as error:
+            local = self._local_failure(error)
+            if local is not None:
+                raise local from None
+            raise
         raw = normalize_result(params, raw)
         reject_unknown_input_requests(method, raw)
         return raw
+
+    def _local_failure(self, error: MCPError) -> MCPError | None:
+        """:class:`TransportClosed` / :class:`LocalTimeout` when the SDK raised ``error`` itself (workaround 3).
+
+        The SDK sets ``_closed`` before it fans its closure outcome out to waiters, and raises its
+        write-failure closure and its timeout from inside the handler of the original exception, so
+        ``__context__`` names it; a peer's error response has neither.
+        """
+        context = error.__context__
+        if error.code == CONNECTION_CLOSED and (self._closed or isinstance(context, _TRANSPORT_ERRORS)):
+            return TransportClosed(error.code, error.message, error.data)
+        if error.code == REQUEST_TIMEOUT and isinstance(context, TimeoutError):
+            return LocalTimeout(error.code, error.message, error.data)
+        return None
 
     async def run(self, *args: Any, **kwargs: Any) -> None:
         """Run the SDK receive loop; set :attr:`closed` when it ends for any reason."""
@@ -192,6 +243,52 @@ class ConnectionSnapshot:
     authorization_url: str = ""
 
 
+class ServerState(StrEnum):
+    """Where a configured server's connection is (``maka status``; ``maka.broker.v1.ServerState``)."""
+
+    CONNECTING = "connecting"
+    READY = "ready"
+    FAILED = "failed"
+    WAITING_FOR_SIGN_IN = "waiting_for_sign_in"
+    """Set by the sign-in (OAuth) flow while it waits for the user."""
+    DISABLED = "disabled"
+    DRAINING = "draining"
+
+
+@dataclass(frozen=True)
+class ServerHealth:
+    """A connection's status for ``maka status``: state (since ``state_time``, wall clock), the last
+    failure's real cause (bounded, secret-free), consecutive ``failures`` and ``next_retry_time``."""
+
+    state: ServerState
+    state_time: float
+    last_error: FailureCause | None
+    last_error_time: float
+    failures: int
+    next_retry_time: float | None
+
+
+_STATE_TEXT = {
+    ServerState.CONNECTING: "is connecting",
+    ServerState.READY: "is not connected",
+    ServerState.FAILED: "failed to connect",
+    ServerState.WAITING_FOR_SIGN_IN: "is waiting for sign-in",
+    ServerState.DISABLED: "is disabled in the config",
+    ServerState.DRAINING: "was removed from the config (finishing its calls in flight)",
+}
+
+
+def unavailable_reason(server: str, health: ServerHealth, now: float | None = None) -> str:
+    """``server <name> <state>[: <cause>][; next retry in N s]`` (the SERVER_UNAVAILABLE message)."""
+    text = f"MCP server {server} {_STATE_TEXT[health.state]}"
+    if health.last_error is not None and health.state in (ServerState.FAILED, ServerState.CONNECTING):
+        text += f": {health.last_error.summary}"
+    if health.next_retry_time is not None and health.state is ServerState.FAILED:
+        wait = max(0.0, health.next_retry_time - (time.time() if now is None else now))
+        text += f"; next retry in {wait:.0f} s"
+    return text
+
+
 def _digest(tool: Tool) -> str:
     body = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -245,6 +342,59 @@ class McpConnection:
         self._refresh: asyncio.Task[None] | None = None
         self.connects = 0
         """How many times a connection was established (tests read it)."""
+        self._state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
+        self._state_time = time.time()
+        self._last_error: FailureCause | None = None
+        self._last_error_time = 0.0
+        self._failures = 0
+        self._next_retry: float | None = None
+        self._status_listeners: list[Callable[[], None]] = []
+
+    # --- status -----------------------------------------------------------------------------
+
+    def health(self) -> ServerHealth:
+        """The current :class:`ServerHealth`."""
+        return ServerHealth(
+            self._state, self._state_time, self._last_error, self._last_error_time, self._failures, self._next_retry
+        )
+
+    def set_state(self, state: ServerState) -> None:
+        """Move to ``state`` and tell the status listeners (the sign-in flow sets ``WAITING_FOR_SIGN_IN``)."""
+        if state is not self._state:
+            self._state = state
+            self._state_time = time.time()
+        if state is not ServerState.FAILED:
+            self._next_retry = None
+        for listener in list(self._status_listeners):
+            listener()
+
+    def on_status(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (synchronously) after every state change and failure."""
+        self._status_listeners.append(listener)
+
+    def _record_failure(
+        self, error: BaseException, stderr: StderrTail | None, http: HttpTrace | None, delay: float
+    ) -> None:
+        tail = stderr.lines() if stderr is not None else ()
+        self._last_error = describe(error, self.config.secrets(), tail, http)
+        self._last_error_time = time.time()
+        self._failures += 1
+        self._state = ServerState.FAILED
+        self._state_time = self._last_error_time
+        self._next_retry = self._last_error_time + delay if math.isfinite(delay) else None
+        log.warning(
+            "mcp_connect_failed",
+            extra={
+                "server": self.name,
+                "error_type": type(error).__name__,
+                "cause": self._last_error.summary,
+                "http_status": self._last_error.http_status or None,
+                "failures": self._failures,
+                "retry_in_seconds": round(delay, 3) if math.isfinite(delay) else None,
+            },
+        )
+        for listener in list(self._status_listeners):
+            listener()
 
     @property
     def name(self) -> str:
@@ -295,8 +445,10 @@ class McpConnection:
         await self._notify()
 
     async def start(self) -> None:
-        """Start the supervisor (connect, then reconnect with backoff). Returns at once."""
-        if self._task is None:
+        """Start the supervisor (connect, then reconnect with backoff). Returns at once.
+
+        A ``disabled`` server never starts: it stays :attr:`ServerState.DISABLED`."""
+        if self._task is None and not self.config.disabled:
             self._task = asyncio.create_task(self._supervise(), name=f"mcp-connection-{self.name}")
 
     async def wait_connected(self, timeout: float = 30.0) -> None:
@@ -321,18 +473,23 @@ class McpConnection:
     def binding(self, tool: str) -> ToolBinding:
         """Bind a call to ``tool`` on the live session.
 
-        Raises :class:`McpToolCallError` ``CONNECTION_LOST`` when not connected, ``UNKNOWN_TOOL`` when the
-        server does not list ``tool``.
+        Raises :class:`McpToolCallError` ``SERVER_UNAVAILABLE`` when not connected or draining (naming
+        the state and the last failure's cause), ``UNKNOWN_TOOL`` when the server does not list ``tool``.
         """
         if self._session is None:
             state, url = self.sign_in_state()
             if state is SignIn.REQUIRED:
                 raise McpToolCallError(CallErrorCode.AUTH_REQUIRED, sign_in_hint(self.name, url))
-            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, f"server {self.name} is not connected")
+        if self._session is None or self._state is ServerState.DRAINING:
+            raise McpToolCallError(CallErrorCode.SERVER_UNAVAILABLE, self.unavailable_reason())
         info = self._tools.get(tool)
         if info is None:
             raise McpToolCallError(CallErrorCode.UNKNOWN_TOOL, f"server {self.name} has no such Tool")
         return ToolBinding(self.name, tool, self.generation, info.generation, self._modern)
+
+    def unavailable_reason(self) -> str:
+        """One secret-free line: why this server serves no calls now (state, cause, next retry)."""
+        return unavailable_reason(self.name, self.health())
 
     def live_session(self) -> ClientSession:
         """The live session, for requests not bound to a Tool (``prompts/get``, ``resources/read``).
@@ -362,14 +519,15 @@ class McpConnection:
 
     # --- supervisor -------------------------------------------------------------------------
 
-    def _transport(self) -> AbstractAsyncContextManager[Any]:
+    def _transport(self, stderr: StderrTail | None, http: HttpTrace) -> AbstractAsyncContextManager[Any]:
         transport = self.config.transport
         if isinstance(transport, HttpServer):
-            return _http_transport(transport, self.auth.provider if self.auth is not None else None)
+            auth = self.auth.provider if self.auth is not None else None
+            return _sse_transport(transport, auth) if transport.sse else _http_transport(transport, auth, http)
         params = StdioServerParameters(
             command=transport.command, args=list(transport.args), env=transport.env or None, cwd=transport.cwd
         )
-        return stdio_client(params)
+        return stdio_client(params, errlog=stderr.writer) if stderr is not None else stdio_client(params)
 
     async def _negotiate(self, session: ClientSession) -> None:
         if self.config.era is Era.LEGACY:
@@ -464,6 +622,11 @@ class McpConnection:
         self._listeners.append(callback)
 
     async def _notify(self) -> None:
+        sign_in, _ = self.sign_in_state()
+        if sign_in is SignIn.REQUIRED and self._state is ServerState.CONNECTING:
+            self.set_state(ServerState.WAITING_FOR_SIGN_IN)  # the status report's "waiting for sign-in"
+        elif sign_in is not SignIn.REQUIRED and self._state is ServerState.WAITING_FOR_SIGN_IN:
+            self.set_state(ServerState.CONNECTING)
         snapshot = self.snapshot()
         for callback in list(self._listeners):
             try:
@@ -474,9 +637,18 @@ class McpConnection:
     async def _supervise(self) -> None:
         delay = self._initial
         while not self._closing.is_set():
+            stderr = StderrTail() if not isinstance(self.config.transport, HttpServer) else None
+            http = HttpTrace()
+            failure: BaseException | None = None
+            if self._state is not ServerState.CONNECTING:
+                self.set_state(ServerState.CONNECTING)
             try:
                 async with AsyncExitStack() as stack:
-                    read, write = await stack.enter_async_context(self._transport())
+                    if stderr is not None:
+                        stack.callback(stderr.spawned)
+                    read, write = await stack.enter_async_context(self._transport(stderr, http))
+                    if stderr is not None:
+                        stderr.spawned()
                     dispatcher = MakaDispatcher(read, write)
                     session = await stack.enter_async_context(
                         ClientSession(dispatcher=dispatcher, message_handler=self._on_message, client_info=CLIENT_INFO)
@@ -490,6 +662,8 @@ class McpConnection:
                     self._session = session
                     self._dispatcher = dispatcher
                     self._connected.set()
+                    self._failures = 0
+                    self.set_state(ServerState.READY)
                     log.info(
                         "mcp_connected",
                         extra={
@@ -512,7 +686,7 @@ class McpConnection:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                log.warning("mcp_connect_failed", extra={"server": self.name, "error_type": type(error).__name__})
+                failure = error
             finally:
                 was_connected = self._session is not None
                 self._session = None
@@ -524,10 +698,22 @@ class McpConnection:
                 await self._notify()
             if self._closing.is_set():
                 break
+            if failure is not None:
+                if stderr is not None:  # the child's last words explain most stdio failures
+                    await asyncio.to_thread(stderr.wait_eof, 1.0)
+                self._record_failure(failure, stderr, http, delay)
+            elif was_connected:
+                self.set_state(ServerState.CONNECTING)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._closing.wait()
             delay = min(delay * 2, self._max) if math.isfinite(delay) else self._max
+
+
+@contextlib.asynccontextmanager
+async def _sse_transport(server: HttpServer, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
+    async with sse_client(server.url, headers=server.headers, auth=auth) as streams:
+        yield streams
 
 
 async def _first(*waits: Awaitable[Any]) -> None:
@@ -545,10 +731,15 @@ def sign_in_hint(server: str, url: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(server: HttpServer, auth: httpx2.Auth | None) -> AsyncIterator[Any]:
+async def _http_transport(
+    server: HttpServer, auth: httpx2.Auth | None, http: HttpTrace | None = None
+) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {
+        "response": [http.hook] if http is not None else []
+    }
     async with (
-        httpx2.AsyncClient(headers=server.headers, timeout=timeout, auth=auth) as client,
+        httpx2.AsyncClient(headers=server.headers, timeout=timeout, auth=auth, event_hooks=hooks) as client,
         streamable_http_client(server.url, http_client=client) as streams,
     ):
         yield streams
@@ -556,11 +747,15 @@ async def _http_transport(server: HttpServer, auth: httpx2.Auth | None) -> Async
 
 __all__ = [
     "ConnectionSnapshot",
+    "LocalTimeout",
     "MakaDispatcher",
     "McpConnection",
+    "ServerHealth",
     "ServerNotification",
+    "ServerState",
     "SignIn",
     "ToolBinding",
     "ToolInfo",
+    "TransportClosed",
     "normalize_result",
 ]

@@ -5,6 +5,7 @@ Messages are fixed text plus ids, counts and codes: never ``requestState``, form
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 from maka.broker.v1 import broker_pb2
@@ -28,6 +29,13 @@ class CallErrorCode(StrEnum):
     """The MCP connection closed or failed during or between rounds; the outcome is unknown."""
     SERVER_ERROR = "server_error"
     """The MCP server answered with a JSON-RPC error or an invalid result."""
+    INVALID_RESULT = "invalid_result"
+    """The result's ``resultType`` is neither ``complete`` (or absent) nor a valid ``input_required`` (one with
+    ``inputRequests`` or ``requestState``): MCP 2026-07-28 ``basic/index`` §ResultType says an unrecognised value
+    MUST be treated as invalid. Nothing is returned and no retry is sent."""
+    ROUND_EXPIRED = "round_expired"
+    """The round's deadline (``requestState`` received + ``requestStateTtl``) passed before every form of the
+    round was answered: the retry would be rejected, so the remaining input is not collected and nothing is sent."""
     REQUEST_STATE_REJECTED = "request_state_rejected"
     """``-32602 Invalid or expired requestState``."""
     MISSING_CLIENT_CAPABILITY = "missing_client_capability"
@@ -48,6 +56,8 @@ class CallErrorCode(StrEnum):
     """The call itself was malformed (arguments not a JSON object)."""
     AUTH_REQUIRED = "auth_required"
     """The server waits for an OAuth sign-in; nothing was sent (the message carries the sign-in hint)."""
+    SERVER_UNAVAILABLE = "server_unavailable"
+    """The server is configured but not serving calls (draining after a reload removed it, reconnecting)."""
 
 
 FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
@@ -58,6 +68,8 @@ FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
     CallErrorCode.BINDING_CHANGED: broker_pb2.FAILURE_CODE_BINDING_CHANGED,
     CallErrorCode.CONNECTION_LOST: broker_pb2.FAILURE_CODE_CONNECTION_LOST,
     CallErrorCode.SERVER_ERROR: broker_pb2.FAILURE_CODE_SERVER_ERROR,
+    CallErrorCode.INVALID_RESULT: broker_pb2.FAILURE_CODE_SERVER_ERROR,
+    CallErrorCode.ROUND_EXPIRED: broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT,
     CallErrorCode.REQUEST_STATE_REJECTED: broker_pb2.FAILURE_CODE_REQUEST_STATE_REJECTED,
     CallErrorCode.MISSING_CLIENT_CAPABILITY: broker_pb2.FAILURE_CODE_MISSING_CLIENT_CAPABILITY,
     CallErrorCode.INVALID_FORM: broker_pb2.FAILURE_CODE_INVALID_FORM,
@@ -68,6 +80,7 @@ FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
     CallErrorCode.UNKNOWN_TOOL: broker_pb2.FAILURE_CODE_UNKNOWN_TOOL,
     CallErrorCode.INVALID_REQUEST: broker_pb2.FAILURE_CODE_INVALID_REQUEST,
     CallErrorCode.AUTH_REQUIRED: broker_pb2.FAILURE_CODE_AUTH_REQUIRED,
+    CallErrorCode.SERVER_UNAVAILABLE: broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE,
 }
 """``CallErrorCode`` → ``maka.broker.v1.FailureCode``.
 
@@ -104,3 +117,24 @@ class InteractionAborted(Exception):
         super().__init__(f"{code.value}: {message}")
         self.code = code
         self.message = message
+
+
+MAX_SERVER_MESSAGE_CHARS = 500
+"""A server's JSON-RPC error message is cut to this many code points before it travels to the caller."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
+_SPACES = re.compile(r"[ \t\n]+")
+
+
+def server_error_text(code: int, message: str, *, redact: str | None = None) -> str:
+    """``MCP error <code>: <the server's message>``: bounded, control characters replaced by one space.
+
+    ``redact`` (the ``requestState`` the failed leg sent) is cut out wherever the server echoed it,
+    whole or its first 32 characters (DESIGN.md §6: ``requestState`` never leaves the provider).
+    """
+    if redact:
+        for piece in (redact, redact[:32]):
+            message = message.replace(piece, "[requestState]")
+    text = _SPACES.sub(" ", _CONTROL.sub("", message)).strip()
+    if len(text) > MAX_SERVER_MESSAGE_CHARS:
+        text = text[: MAX_SERVER_MESSAGE_CHARS - 1] + "…"
+    return f"MCP error {code}: {text}" if text else f"MCP error {code}"

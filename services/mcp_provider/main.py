@@ -9,15 +9,19 @@ client-side: MCP connections (``MAKA_MCP_CONFIG``) and one broker ``Connect`` st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 import grpc.aio
 
 from services.core import logs
 from services.core.channels import open_channel
 from services.core.serving import serve
-from services.mcp_provider.config import ServerConfig, load_config
+from services.mcp_provider.config import Config, ConfigError, ServerConfig, check_config
 from services.mcp_provider.connection import McpConnection
 from services.mcp_provider.manager import McpClientManager
 from services.mcp_provider.oauth import OAuthSettings, TokenVault, read_key_file
@@ -26,7 +30,10 @@ from services.mcp_provider.settings import Settings
 
 
 class ProviderApp:
-    """The provider as a ``services.core.serving.GrpcApp``: ``manager`` and ``provider`` are public."""
+    """The provider as a ``services.core.serving.GrpcApp``: ``manager`` and ``provider`` are public.
+
+    SIGHUP (``maka reload``, or ``kill -HUP``) re-reads ``mcp_config`` and applies it (:meth:`reload`).
+    """
 
     service_names: Sequence[str] = ()
 
@@ -37,24 +44,29 @@ class ProviderApp:
             pacing_initial_ms=settings.state_only_pacing_ms,
             pacing_max_ms=settings.state_only_pacing_max_ms,
             call_timeout_seconds=settings.call_timeout_seconds,
+            max_call_seconds=settings.max_call_seconds,
         )
-        oauth = oauth_settings(settings)
+        self.oauth = oauth_settings(settings)
         for server in servers:
-            self.manager.add(
-                McpConnection(
-                    server,
-                    reconnect_initial_seconds=settings.reconnect_initial_seconds,
-                    reconnect_max_seconds=settings.reconnect_max_seconds,
-                    oauth=oauth,
-                )
-            )
+            self.manager.add(self._connection(server))
+        self.servers = {server.name: server for server in servers}
         self.provider: McpProvider | None = None
+        self._reloading = asyncio.Lock()
+
+    def _connection(self, server: ServerConfig) -> McpConnection:
+        return McpConnection(
+            server,
+            reconnect_initial_seconds=self.settings.reconnect_initial_seconds,
+            reconnect_max_seconds=self.settings.reconnect_max_seconds,
+            oauth=self.oauth,
+        )
 
     def register(self, server: grpc.aio.Server) -> None:
         """No provider-specific gRPC service: only health and reflection (added by ``serving``)."""
 
     async def start(self) -> None:
-        """Open the broker channel, connect the MCP servers, start the broker links."""
+        """Open the broker channel, connect the MCP servers, start the broker links and the status
+        report; install the SIGHUP reload handler."""
         channel = open_channel(
             self.settings.broker_target,
             token=self.settings.broker_token or None,
@@ -68,16 +80,96 @@ class ProviderApp:
             heartbeat_seconds=self.settings.heartbeat_seconds,
         )
         await self.provider.start()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
+
+    def _on_sighup(self) -> None:
+        task = asyncio.ensure_future(self.reload())
+        _RELOADS.add(task)
+        task.add_done_callback(_RELOADS.discard)
+
+    async def reload(self) -> list[str]:
+        """Re-read ``mcp_config`` and apply it: added servers connect, removed ones drain (their calls
+        in flight may finish within ``reload_drain_seconds``), changed ones reconnect, untouched ones
+        are not touched. Returns the changes (``added: a`` ...). A bad file changes nothing: its
+        problems are logged one line each and reported (``maka status``)."""
+        async with self._reloading:
+            assert self.provider is not None
+            path = self.settings.mcp_config
+            try:
+                config = check_config(path) if path is not None else Config([])
+            except ConfigError as error:
+                self.provider.config_errors = [str(problem) for problem in error.problems]
+                for problem in error.problems:
+                    log.warning("config_reload_rejected", extra={"problem": str(problem)})
+                self.provider.reporter.poke()
+                return []
+            log_warnings(config)
+            new = {server.name: server for server in config.servers}
+            added = [name for name in new if name not in self.servers]
+            removed = [name for name in self.servers if name not in new]
+            changed = [name for name in new if name in self.servers and new[name] != self.servers[name]]
+            drain = self.settings.reload_drain_seconds
+            for name in removed:  # drains run on: the new generation is reported at once
+                task = asyncio.ensure_future(self.provider.remove_server(name, drain_seconds=drain))
+                _RELOADS.add(task)
+                task.add_done_callback(_RELOADS.discard)
+            await asyncio.gather(
+                *(self._replace(new[name]) for name in changed),
+                *(self.provider.add_server(self._connection(new[name])) for name in added),
+            )
+            self.servers = new
+            changes = (
+                [f"added: {name}" for name in added]
+                + [f"removed: {name}" for name in removed]
+                + [f"changed: {name}" for name in changed]
+            )
+            self.provider.config_generation += 1
+            self.provider.config_errors = []
+            self.provider.config_changes = changes
+            self.provider.reporter.poke()
+            log.info(
+                "config_reloaded",
+                extra={
+                    "generation": self.provider.config_generation,
+                    "added": len(added),
+                    "removed": len(removed),
+                    "changed": len(changed),
+                },
+            )
+            return changes
+
+    async def _replace(self, server: ServerConfig) -> None:
+        assert self.provider is not None
+        await self.provider.remove_server(server.name)
+        await self.provider.add_server(self._connection(server))
 
     async def stop(self) -> None:
         """Stop the links (in-flight calls send nothing more), the MCP connections and the channel."""
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self.provider is not None:
             await self.provider.close()
         else:
             await self.manager.close()
 
 
+_RELOADS: set[asyncio.Task[Any]] = set()
+"""Reloads and drains under way (kept referenced until done)."""
+
+log = logging.getLogger("maka.mcp_provider.main")
+
+
+def log_warnings(config: Config) -> None:
+    """One ``config_warning`` line per ignored key (paths only, never values)."""
+    for warning in config.warnings:
+        log.warning("config_warning", extra={"problem": str(warning)})
+
+
 SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpx")
+NOISY_LOGGERS = ("httpx2", "httpx", "httpcore", "uvicorn.access")
+"""Loggers that write one INFO line per HTTP request, with the full URL (a query-string secret
+would reach the log): kept at WARNING."""
 """Loggers of the MCP SDK and its HTTP client; some log whole JSON-RPC messages at DEBUG
 (``mcp.client.streamable_http``: ``SSE message: ...``), which would carry ``requestState``."""
 
@@ -89,6 +181,8 @@ def quiet_sdk_loggers() -> None:
         logger = logging.getLogger(name)
         if logger.getEffectiveLevel() < logging.INFO:
             logger.setLevel(logging.INFO)
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def oauth_settings(settings: Settings) -> OAuthSettings:
@@ -110,17 +204,25 @@ async def build(settings: Settings) -> ProviderApp:
     Nothing connects until ``start``. Pins the SDK loggers to INFO (:func:`quiet_sdk_loggers`).
     """
     quiet_sdk_loggers()
-    servers = load_config(settings.mcp_config) if settings.mcp_config is not None else []
-    return ProviderApp(settings, servers)
+    config = check_config(settings.mcp_config) if settings.mcp_config is not None else Config([])
+    log_warnings(config)
+    return ProviderApp(settings, config.servers)
 
 
-async def main() -> None:
-    """Run the provider until SIGINT/SIGTERM."""
+async def main() -> int:
+    """Run the provider until SIGINT/SIGTERM (SIGHUP reloads the config). A bad config file exits 2
+    with one ``config_invalid`` line per problem, never a traceback."""
     settings = Settings()
     logs.configure("mcp_provider", settings.log_level)
-    app = await build(settings)
+    try:
+        app = await build(settings)
+    except ConfigError as error:
+        for problem in error.problems:
+            log.error("config_invalid", extra={"problem": str(problem)})
+        return 2
     await serve(app, settings)
+    return 0
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(asyncio.run(main()))

@@ -33,7 +33,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -43,9 +45,10 @@ from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import Answer, Form
 from services.core.form.convert import answer_from_proto, form_to_proto
-from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, SignIn
+from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState, SignIn
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
-from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round
+from services.mcp_provider.status import StatusReporter, server_status
 
 log = logging.getLogger("maka.mcp_provider.provider")
 
@@ -57,8 +60,17 @@ _CLOSE_CODES: dict[int, CallErrorCode] = {
     CR.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
     CR.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
     CR.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
+    CR.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
 }
 """A form closed without an answer → why the call aborts (everything else: ``INTERACTION_CLOSED``)."""
+
+
+def round_to_proto(slot: RoundSlot) -> interaction_pb2.Round:
+    """A :class:`RoundSlot` as ``maka.interaction.v1.Round`` (deadline to the millisecond)."""
+    message = interaction_pb2.Round(position=slot.position, size=slot.size)
+    if slot.deadline is not None:
+        message.deadline.FromMilliseconds(int(slot.deadline * 1000))
+    return message
 
 
 def provider_id(server: str) -> str:
@@ -168,7 +180,32 @@ class ServerLink:
         self.heartbeats = 0
         """How many heartbeat frames were queued (tests read it)."""
         self._background: set[asyncio.Task[None]] = set()
+        self.on_calls_changed: Callable[[], None] | None = None
+        """Called when a call starts or ends on this link (the status report counts them)."""
+        self._idle = asyncio.Event()
+        self._idle.set()
         connection.subscribe(self._on_change)
+
+    @property
+    def live_calls(self) -> int:
+        """Calls in flight on the current stream."""
+        stream = self._stream
+        return len(stream.calls) if stream is not None and stream.alive else 0
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until no call is in flight; True when none is."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self.live_calls:
+                    self._idle.clear()
+                    await self._idle.wait()
+        return self.live_calls == 0
+
+    def _calls_changed(self) -> None:
+        if not self.live_calls:
+            self._idle.set()
+        if self.on_calls_changed is not None:
+            self.on_calls_changed()
 
     @property
     def provider_id(self) -> str:
@@ -318,6 +355,7 @@ class ServerLink:
             stop = asyncio.Event()
             task = asyncio.create_task(self._invoke(stream, invoke, stop))
             stream.calls[invoke.invocation_id] = (task, stop)
+            self._calls_changed()
         elif kind == "interaction_result":
             result = response.interaction_result
             future = stream.forms.pop((result.invocation_id, result.correlation_id), None)
@@ -364,13 +402,13 @@ class ServerLink:
             correlation_id = f"{invocation_id}/{stream.counter}"
             future: asyncio.Future[broker_pb2.InteractionResult] = asyncio.get_running_loop().create_future()
             stream.forms[(invocation_id, correlation_id)] = future
-            stream.send(
-                broker_pb2.ConnectRequest(
-                    interaction_request=broker_pb2.InteractionRequest(
-                        invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
-                    )
-                )
+            request = broker_pb2.InteractionRequest(
+                invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
             )
+            slot = current_round()
+            if slot is not None:
+                request.round.CopyFrom(round_to_proto(slot))
+            stream.send(broker_pb2.ConnectRequest(interaction_request=request))
             try:
                 result = await future
             finally:
@@ -439,6 +477,7 @@ class ServerLink:
             )
         finally:
             stream.calls.pop(invocation_id, None)
+            self._calls_changed()
 
     async def _end(self, stream: _Stream) -> None:
         """Close ``stream``: stop its calls (they send nothing more), end the request iterator."""
@@ -455,28 +494,105 @@ class ServerLink:
         stream.outbox.put_nowait(None)
         if tasks:
             await asyncio.wait(tasks, timeout=10)
+        self._idle.set()
 
 
 class McpProvider:
-    """Every :class:`ServerLink` of this process, over one broker channel."""
+    """Every :class:`ServerLink` of this process over one broker channel, and the status report.
 
-    def __init__(self, manager: McpClientManager, channel: grpc.aio.Channel, **link_options: float) -> None:
+    :meth:`add_server` / :meth:`remove_server` let a config reload change the set of servers while
+    the others keep serving (their links and connections are not touched).
+    """
+
+    def __init__(
+        self,
+        manager: McpClientManager,
+        channel: grpc.aio.Channel,
+        *,
+        reporter_id: str = "",
+        **link_options: float,
+    ) -> None:
         self.manager = manager
         self.channel = channel
-        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-        self.links = {
-            name: ServerLink(connection, manager, stub, **link_options)
-            for name, connection in manager.connections.items()
-        }
+        self._stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        self._link_options = link_options
+        self.reporter_id = reporter_id or f"mcp-provider@{socket.gethostname()}:{os.getpid()}"
+        self.config_generation = 1
+        self.config_errors: list[str] = []
+        self.config_changes: list[str] = []
+        self.reporter = StatusReporter(
+            self._stub,
+            self.report,
+            reconnect_initial_seconds=link_options.get("reconnect_initial_seconds", 0.5),
+            reconnect_max_seconds=link_options.get("reconnect_max_seconds", 30.0),
+        )
+        self.links: dict[str, ServerLink] = {}
+        for connection in manager.connections.values():
+            self._link(connection)
+
+    def _link(self, connection: McpConnection) -> ServerLink:
+        link = ServerLink(connection, self.manager, self._stub, **self._link_options)
+        link.on_calls_changed = self.reporter.poke
+        connection.on_status(self.reporter.poke)
+        connection.subscribe(self._poke_async)
+        self.links[connection.name] = link
+        return link
+
+    async def _poke_async(self, snapshot: ConnectionSnapshot) -> None:
+        self.reporter.poke()
+
+    def report(self) -> broker_pb2.ReportServersRequest:
+        """The current ``ReportServersRequest`` snapshot of every server."""
+        servers = [
+            server_status(connection, self.links[name].live_calls if name in self.links else 0)
+            for name, connection in sorted(self.manager.connections.items())
+        ]
+        return broker_pb2.ReportServersRequest(
+            reporter_id=self.reporter_id,
+            servers=servers,
+            config_generation=self.config_generation,
+            config_errors=self.config_errors,
+            config_changes=self.config_changes,
+        )
 
     async def start(self) -> None:
-        """Start the MCP connections and the broker links."""
+        """Start the MCP connections, the broker links and the status report."""
         await self.manager.start()
         for link in self.links.values():
             await link.start()
+        await self.reporter.start()
+
+    async def add_server(self, connection: McpConnection) -> None:
+        """Manage, connect and register a new server (config reload: added or changed)."""
+        self.manager.add(connection)
+        link = self._link(connection)
+        await connection.start()
+        await link.start()
+        self.reporter.poke()
+
+    async def remove_server(self, name: str, *, drain_seconds: float = 0.0) -> None:
+        """Stop serving ``name``: with ``drain_seconds`` its calls in flight may finish first (new calls
+        fail ``SERVER_UNAVAILABLE``), then its link and connection close (what is left ends lost)."""
+        connection = self.manager.connections.get(name)
+        link = self.links.get(name)
+        if connection is None:
+            return
+        if drain_seconds > 0 and link is not None:
+            connection.set_state(ServerState.DRAINING)
+            await link.wait_idle(drain_seconds)
+        if link is not None:
+            await link.close()
+            if self.links.get(name) is link:
+                del self.links[name]
+        await connection.close()
+        if self.manager.connections.get(name) is connection:  # not a server re-added while draining
+            self.manager.remove(name)
+        self.reporter.poke()
 
     async def close(self) -> None:
-        """Stop the links (in-flight calls send nothing more), then the MCP connections and the channel."""
+        """Stop the status report and the links (in-flight calls send nothing more), then the MCP
+        connections and the channel."""
+        await self.reporter.close()
         for link in self.links.values():
             await link.close()
         await self.manager.close()

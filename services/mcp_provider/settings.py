@@ -27,7 +27,9 @@ class Settings(GrpcServerSettings):
     state_only_pacing_max_ms: int = 250
     """Cap of the state-only pacing delay (the SDK's 250 ms)."""
     call_timeout_seconds: float = 300.0
-    """Read timeout of one MCP ``tools/call`` leg, in seconds."""
+    """Read timeout of one MCP ``tools/call`` leg, in seconds; each progress notification re-arms it."""
+    max_call_seconds: float = 3600.0
+    """Longest one ``tools/call`` leg may run however often it reports progress, in seconds."""
     heartbeat_seconds: float = 10.0
     """Interval of ``ProviderHeartbeat`` frames on each broker ``Connect`` stream."""
     host_id: str = "local"
@@ -43,3 +45,5 @@ class Settings(GrpcServerSettings):
     oauth_client_metadata_url: str = ""
     """HTTPS URL of this Host's OAuth client ID metadata document, used as ``client_id`` where the
     authorization server supports it; empty uses dynamic client registration."""
+    reload_drain_seconds: float = 60.0
+    """On a config reload, how long a removed server's calls in flight may run before it closes."""

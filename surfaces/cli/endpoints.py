@@ -6,6 +6,7 @@ Every other command finds the stack through ``--state-dir`` or ``MAKA_STATE_DIR`
     {"interaction": "127.0.0.1:50051", "broker": "127.0.0.1:50052",
      "web": "http://127.0.0.1:8765", "redis_url": "unix:///.../redis.sock",
      "host_id": "local", "pids": {"interaction": 123, ...},
+     "provider": "127.0.0.1:50053", "config": "/abs/mcp.json",
      "metrics": {"interaction": "http://127.0.0.1:P/metrics", ...}}   # only with `maka up --metrics`
 """
 
@@ -36,6 +37,10 @@ class Endpoints:
     pids: dict[str, int] = field(default_factory=lambda: dict[str, int]())
     metrics: dict[str, str] = field(default_factory=lambda: dict[str, str]())
     """Prometheus ``/metrics`` URL of each service (``maka up --metrics``; empty otherwise)."""
+    provider: str = ""
+    """``host:port`` of the MCP provider's health endpoint (empty when unknown)."""
+    config: str = ""
+    """Absolute path of the ``mcpServers`` file the provider reads (``maka reload`` checks it first)."""
 
 
 def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:
@@ -91,4 +96,5 @@ def read_endpoints(state_dir: Path) -> Endpoints:
     if not path.exists():
         raise FileNotFoundError(f"no running stack: {path} not found (start one with `maka up` or `make run`)")
     data = json.loads(path.read_text())
-    return Endpoints(**data)
+    known = {f for f in Endpoints.__dataclass_fields__}
+    return Endpoints(**{k: v for k, v in data.items() if k in known})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,9 @@ from types import ModuleType
 
 COMMANDS: tuple[str, ...] = (
     "up",
+    "status",
+    "reload",
+    "config",
     "tools",
     "call",
     "stop",
@@ -42,11 +46,19 @@ def _load() -> list[ModuleType]:
     return modules
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("maka-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     """The top-level parser and the command modules by subcommand name."""
     parser = argparse.ArgumentParser(
         prog="maka", description="Maka Runtime: MCP input_required forms through a durable Host."
     )
+    parser.add_argument("--version", action="version", version=f"maka {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     by_name: dict[str, ModuleType] = {}
     for module in _load():

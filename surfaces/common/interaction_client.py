@@ -87,6 +87,7 @@ class CloseReason(StrEnum):
     LEASE_EXPIRED = "lease_expired"
     TIMED_OUT = "timed_out"
     SUPERSEDED = "superseded"
+    ROUND_EXPIRED = "round_expired"
 
 
 class InteractionState(StrEnum):
@@ -108,6 +109,7 @@ CLOSE_REASON_TEXT: dict[CloseReason, str] = {
     CloseReason.LEASE_EXPIRED: "the Host stopped renewing it",
     CloseReason.TIMED_OUT: "it timed out",
     CloseReason.SUPERSEDED: "it was replaced",
+    CloseReason.ROUND_EXPIRED: "the server's time for this round of questions ran out",
 }
 """Plain-language text for each close reason, for surfaces to show when a form disappears."""
 
@@ -206,6 +208,17 @@ class InteractionView:
     """When the bounded wait ends (``None``: no limit known)."""
     settled_at: datetime | None
     proto: interaction_pb2.Interaction = field(repr=False, compare=False)
+    round_position: int = 0
+    """1-based place of this form in its MRTR round (0: not part of a round)."""
+    round_size: int = 0
+    """How many forms the round has (0: not part of a round)."""
+    round_deadline: datetime | None = None
+    """The round's one deadline (its ``requestState`` expires then); ``None`` when none is known."""
+
+    @property
+    def round_text(self) -> str:
+        """``"form 1 of 2"`` for a form of a round with more than one form, else ``""``."""
+        return f"form {self.round_position} of {self.round_size}" if self.round_size > 1 else ""
 
     @property
     def pending(self) -> bool:
@@ -237,6 +250,13 @@ class InteractionView:
             "created_at": _iso(self.created_at),
             "expires_at": _iso(self.expires_at),
             "settled_at": _iso(self.settled_at),
+            "round": {
+                "position": self.round_position,
+                "size": self.round_size,
+                "deadline": _iso(self.round_deadline),
+            }
+            if self.round_size
+            else None,
         }
 
     @classmethod
@@ -259,6 +279,9 @@ class InteractionView:
             expires_at=_time(message.expires_at, message.HasField("expires_at")),
             settled_at=_time(message.settled_at, message.HasField("settled_at")),
             proto=message,
+            round_position=message.round.position,
+            round_size=message.round.size,
+            round_deadline=_time(message.round.deadline, message.round.HasField("deadline")),
         )
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -45,8 +44,10 @@ import redis.asyncio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core import healthcheck
 from services.core.channels import open_channel
+from services.mcp_provider.config import ConfigError, ServerConfig, load_config
 from services.mcp_provider.oauth import generate_key_file
 from surfaces.cli.endpoints import Endpoints, write_endpoints
+from surfaces.common.server_status import fetch_status
 
 log = logging.getLogger("maka.stack.supervisor")
 
@@ -602,15 +603,23 @@ def _read_port(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _check_config(config_path: Path) -> None:
+class ConfigInvalid(StackError):
+    """The ``mcpServers`` file has problems: ``problems`` holds one line each (no values)."""
+
+    def __init__(self, config_path: Path, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(f"{config_path}: {problem}" for problem in self.problems))
+
+
+def _check_config(config_path: Path) -> list[ServerConfig]:
+    """The file's servers, or :class:`ConfigInvalid` (checked before anything starts: one line per
+    problem instead of a provider that exits before it is ready)."""
     if not config_path.is_file():
         raise StackError(f"MCP config {config_path} not found (an mcpServers JSON file, e.g. examples/mcp.json)")
     try:
-        data = json.loads(config_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise StackError(f"MCP config {config_path} is not valid JSON: {error}") from error
-    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
-        raise StackError(f'MCP config {config_path} needs a top-level "mcpServers" object')
+        return load_config(config_path)
+    except ConfigError as error:
+        raise ConfigInvalid(config_path, [str(problem) for problem in error.problems]) from None
 
 
 class Stack:
@@ -690,42 +699,55 @@ class Stack:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
             await self.supervisor.start(self._broker_spec())
-            # The web surface reads sign-ins from the broker, and its bound port is the provider's OAuth
-            # redirect URI (kept across restarts): broker, then web, then the provider.
+            # The web surface reads sign-ins and the server status from the broker, and its bound port is
+            # the provider's OAuth redirect URI (kept across restarts): broker, then web, then the provider.
             if self.web_enabled:
                 await self.supervisor.start(self._web_spec())
             await self.supervisor.start(self._provider_spec())
         except BaseException:
             await self.stop()
             raise
-        for server in sorted(await self.wait_for_tools()):
-            if server in self._signing_in:
+        for name in sorted(await self.wait_for_tools()):
+            if name in self._signing_in:
                 self._sink(
-                    "stack", f"MCP server {server!r} needs a sign-in: open the web page or `maka auth login {server}`"
+                    "stack", f"MCP server {name!r} needs a sign-in: open the web page or `maka auth login {name}`"
                 )
             else:
-                self._sink("stack", f"MCP server {server!r} has no Tools registered yet; see the [provider] log")
+                self._sink("stack", f"MCP server {name!r} is not connected yet; `maka status` shows why")
         return await self._write_endpoints()
 
     async def wait_for_tools(self) -> set[str]:
-        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every configured MCP server
-        (after start, or after a broker/provider restart). Returns the servers still missing (empty = all
-        registered); never raises for an unreachable broker (it counts as nothing listed)."""
-        servers = set(json.loads(self.config_path.read_text())["mcpServers"])
+        """Wait (at most ``tools_timeout`` s) until the broker lists Tools of every enabled MCP server
+        (after start, or after a broker/provider restart), or the provider reports that server as failed
+        or waiting for sign-in (waiting longer would only delay the ready line). Returns the servers
+        without registered Tools (empty = all registered); never raises for an unreachable broker (it
+        counts as nothing listed)."""
+        try:
+            servers = {s.name for s in load_config(self.config_path) if not s.disabled}
+        except (ConfigError, OSError):
+            servers = set()
         missing = set(servers)
         deadline = time.monotonic() + self.tools_timeout
         while missing and time.monotonic() < deadline:
+            stuck: set[str] = set()
             try:
                 tools = await list_tools(self.address(self.BROKER))
+                status = await fetch_status(self.address(self.BROKER))
+                stuck = {
+                    s.name
+                    for s in status.servers
+                    if s.state in (broker_pb2.SERVER_STATE_FAILED, broker_pb2.SERVER_STATE_WAITING_FOR_SIGN_IN)
+                }
             except grpc.aio.AioRpcError:
                 tools = []
             missing = servers - {name.partition(":")[0] for name in tools}
             with contextlib.suppress(grpc.aio.AioRpcError):
                 self._signing_in = await servers_waiting_for_sign_in(self.address(self.BROKER)) if missing else set()
-            if missing <= self._signing_in:
-                break  # a sign-in needs a person: the stack is ready without those Tools
-            if missing:
+            stuck |= self._signing_in  # a sign-in needs a person: the stack is ready without those Tools
+            if missing and not missing <= stuck:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
+            elif missing:
+                break
         return missing
 
     @property
@@ -741,6 +763,15 @@ class Stack:
             "MAKA_OAUTH_KEY_FILE": str(key_file),
             "MAKA_OAUTH_TOKEN_DIR": str(self.state_dir / "oauth"),
         }
+
+    def reload_config(self) -> bool:
+        """Send SIGHUP to the MCP provider (it re-reads and applies its config; ``maka reload``).
+        False when no provider process runs."""
+        pid = self.supervisor.pid(self.PROVIDER)
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGHUP)
+        return True
 
     async def stop(self) -> None:
         """Drain and stop every child: web, provider, broker, interaction, redis."""
@@ -856,7 +887,7 @@ class Stack:
             spec.env = _python_env(
                 {
                     "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
-                    "MAKA_BROKER_TARGET": self.address(self.BROKER),
+                    "MAKA_BROKER_TARGET": self.address(self.BROKER) if self.BROKER in self.bound else "",
                     "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_WEB_PORT_FILE": str(port_file),
                     "MAKA_LOG_LEVEL": self.log_level,
@@ -917,6 +948,8 @@ class Stack:
             host_id=self.host_id,
             pids=self.supervisor.pids(),
             metrics=self.metrics_urls(),
+            provider=self.address(self.PROVIDER) if self.PROVIDER in self.bound else "",
+            config=str(self.config_path),
         )
         write_endpoints(self.state_dir, endpoints)
         self.endpoints = endpoints

@@ -18,8 +18,10 @@ between 1 and 10", :func:`~surfaces.common.form_input.field_hints`); each form's
 (in ``#time-left`` for the form on screen, in ``#pending`` for the others). Enter or Space opens a focused
 select.
 
-Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#provenance``,
-``#warning``, ``#message``, ``#time-left``, ``#label-<index>`` (field label, ``▶`` while focused),
+Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#servers`` (the MCP
+servers' status, when a ``server_status`` source is given), ``#provenance``,
+``#warning``, ``#message``, ``#time-left``, ``#round`` (``form 1 of 2 · the round ends …``),
+``#label-<index>`` (field label, ``▶`` while focused),
 ``#field-<index>`` (the input widget of field ``index``), ``#filter-<index>`` (option filter of long
 select lists), ``#error-<index>``, ``#form-error``, ``#submit``, ``#decline``, ``#dismiss``.
 
@@ -86,6 +88,7 @@ from surfaces.common.form_input import (
     format_time_left,
     initial_raws,
     plain_text,
+    round_summary,
 )
 from surfaces.common.interaction_client import (
     CLOSE_REASON_TEXT,
@@ -130,6 +133,12 @@ ITEM_WIDTH = 44
 panel's provenance and the entry's tooltip show the full name)."""
 
 _FOCUS_ID = re.compile(r"(?:field|filter)-(\d+)")
+
+
+ServerStatusSource = Callable[[], Awaitable[list[dict[str, Any]]]]
+"""Returns :func:`surfaces.common.server_status.server_json` of every MCP server (``maka tui`` reads the
+broker's ``GetStatus``)."""
+SERVER_STATUS_SECONDS = 3.0
 
 
 class FormsBackend(Protocol):
@@ -261,6 +270,12 @@ class FormPanel(Vertical):
         yield Static(WARNING_TEXT, id="warning", markup=False)
         yield Static(plain_text(form.message), id="message", markup=False)
         yield Static(format_time_left(self.view.expires_at, self._now), id="time-left", markup=False)
+        view = self.view
+        yield Static(
+            round_summary(view.round_position, view.round_size, view.round_deadline, self._now),
+            id="round",
+            markup=False,
+        )
         for index, f in enumerate(form.fields):
             yield from self._field_row(index, f)
         yield Static("", id="form-error", markup=False)
@@ -363,11 +378,15 @@ class MakaTui(App[None]):
         session_ids: Sequence[str] = (),
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         sign_ins: Callable[[], Awaitable[list[SignInView]]] | None = None,
+        server_status: ServerStatusSource | None = None,
     ) -> None:
         super().__init__()
         self._connect = connect
         self._sign_ins = sign_ins
         """Reads the OAuth sign-in prompts (broker ``ListSignIns``); shown in ``#sign-ins`` with the full URL."""
+        self._server_status = server_status
+        self.server_lines: list[str] = []
+        """The MCP server status as shown in ``#servers`` (one line per server; tests read it)."""
         self._session_ids = tuple(session_ids)
         self._now = now
         self._backend: FormsBackend | None = None
@@ -400,6 +419,7 @@ class MakaTui(App[None]):
         yield Static("connecting…", id="status", markup=False)
         yield Static("", id="notice", markup=False)
         yield Static("", id="sign-ins", markup=False)
+        yield Static("", id="servers", markup=False)
         with Horizontal():
             yield ListView(id="pending")
             # not focusable itself: Tab goes from the list straight to the first field (focused fields scroll into view)
@@ -414,6 +434,26 @@ class MakaTui(App[None]):
             self._poll_sign_ins()
             self.set_interval(SIGN_IN_POLL_SECONDS, self._poll_sign_ins)
         self.watch(self.screen, "focused", self._mark_focus)
+        if self._server_status is not None:
+            self._poll_servers()
+            self.set_interval(SERVER_STATUS_SECONDS, self._poll_servers)
+
+    @work(exclusive=True, group="servers")
+    async def _poll_servers(self) -> None:
+        """``#servers``: the MCP servers' status (the broker's ``GetStatus``, as ``maka status`` shows it)."""
+        assert self._server_status is not None
+        try:
+            servers = await self._server_status()
+        except Exception:  # the broker is optional for answering forms: keep the last status
+            return
+        lines = []
+        for server in servers:
+            text = f"{server['name']}: {server['state']}"
+            if server["state"] != "ready" and server.get("lastError"):
+                text += f" — {server['lastError']['summary']}"
+            lines.append(plain_text(text, keep_newlines=False))
+        self.server_lines = lines
+        self.query_one("#servers", Static).update("MCP servers: " + " · ".join(lines) if lines else "")
 
     @work(exclusive=True, group="sign-ins")
     async def _poll_sign_ins(self) -> None:
@@ -617,9 +657,13 @@ class MakaTui(App[None]):
     def _tick(self) -> None:
         now = self._now()
         if self.selected_id is not None and self.selected_id in self.pending:
+            view = self.pending[self.selected_id]
             for widget in self.query("#time-left"):
                 if isinstance(widget, Static):
-                    widget.update(format_time_left(self.pending[self.selected_id].expires_at, now))
+                    widget.update(format_time_left(view.expires_at, now))
+            for widget in self.query("#round"):
+                if isinstance(widget, Static):
+                    widget.update(round_summary(view.round_position, view.round_size, view.round_deadline, now))
         self._refresh_items()
 
     # --- editing ------------------------------------------------------------------------------------

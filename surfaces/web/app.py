@@ -6,6 +6,9 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   (form field ``token``), ``POST /logout`` when a surface token is configured.
 - ``GET /api/session`` → ``{"csrf": str, "sessions": [str], "auth_required": bool, "server_time": ISO}``.
 - ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
+- ``GET /api/status`` → ``{"servers": [server], "calls": [call], "available": bool, "server_time": ISO}``:
+  the MCP servers' status and the recent calls of the visible sessions (the broker's ``GetStatus``;
+  :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or values).
 - ``GET /api/interactions/{id}?session_id=S`` → ``{"interaction": view}`` (``GetInteraction``).
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
@@ -58,6 +61,7 @@ from surfaces.common.interaction_client import (
     Opened,
     Snapshot,
 )
+from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignInClient
 from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, error_json
 from surfaces.web.settings import WebSettings
@@ -194,6 +198,20 @@ class WebSurface:
             return self._backend_error(error)
         views = [interaction_view(ix) for ix in items if self.visible(ix.session_id)]
         return JSONResponse({"pending": views, "server_time": now_iso()})
+
+    async def status(self, request: Request) -> Response:
+        """Server status and the recent calls of the visible sessions (status only, never values)."""
+        if not self.settings.broker_target:
+            return JSONResponse({"servers": [], "calls": [], "available": False, "server_time": now_iso()})
+        try:
+            status = await fetch_status(
+                self.settings.broker_target, token=self.settings.surface_token.get_secret_value() or None
+            )
+        except grpc.aio.AioRpcError as error:
+            return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code().name})")
+        calls = [call_json(call) for call in status.recent_calls if self.visible(call.session_id)]
+        servers = [server_json(server) for server in status.servers]
+        return JSONResponse({"servers": servers, "calls": calls, "available": True, "server_time": now_iso()})
 
     async def get_interaction(self, request: Request) -> Response:
         interaction_id = request.path_params["interaction_id"]
@@ -344,6 +362,7 @@ def create_app(settings: WebSettings, backend: InteractionClient, sign_ins: Sign
         Route("/logout", surface.logout, methods=["POST"]),
         Route("/api/session", surface.session, methods=["GET"]),
         Route("/api/pending", surface.pending, methods=["GET"]),
+        Route("/api/status", surface.status, methods=["GET"]),
         Route("/api/events", surface.events, methods=["GET"]),
         Route("/api/sign-ins", surface.sign_in_list, methods=["GET"]),
         Route("/oauth/callback", surface.oauth_callback, methods=["GET"]),

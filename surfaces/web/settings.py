@@ -18,8 +18,9 @@ class WebSettings(BaseSettings):
     interaction_target: str = "127.0.0.1:50051"
     """``host:port`` of the Interaction service (``maka web`` reads it from ``endpoints.json`` when unset)."""
     broker_target: str = ""
-    """``host:port`` of the Capability broker, for OAuth sign-in prompts and ``/oauth/callback``; empty
-    hides sign-ins (``maka up`` sets it)."""
+    """``host:port`` of the Capability broker, for OAuth sign-in prompts and ``/oauth/callback``, the server
+    status and the activity list (``GetStatus``); empty hides them (``maka up`` sets it, ``maka web`` reads
+    it from ``endpoints.json`` when unset)."""
     web_listen: str = "127.0.0.1:8765"
     """``host:port`` the web page binds; loopback by default. Port 0 picks a free one (see ``web_port_file``)."""
     web_port_file: Path | None = None

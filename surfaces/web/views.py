@@ -15,6 +15,7 @@ Interaction view shape::
      "state": "pending" | "answered" | "closed", "close_reason": "" | "answered" | "stopped" | ...,
      "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
      "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
+     "round": {"position": int, "size": int, "deadline": ISO-8601 UTC | null} | null,
      "requester": {"provider_id", "provider_display_name", "claimed_server", "claimed_tool"},
      "message": str,
      "fields": [{"name", "kind": "string" | "email" | "uri" | "date" | "date-time" | "number" | "integer" |
@@ -77,6 +78,9 @@ def interaction_view(ix: InteractionView) -> JsonObject:
         "created_at": iso(ix.created_at),
         "expires_at": iso(ix.expires_at),
         "settled_at": iso(ix.settled_at),
+        "round": {"position": ix.round_position, "size": ix.round_size, "deadline": iso(ix.round_deadline)}
+        if ix.round_size
+        else None,
         "requester": {
             "provider_id": plain_text(requester.provider_id, keep_newlines=False),
             "provider_display_name": plain_text(requester.provider_display_name, keep_newlines=False),

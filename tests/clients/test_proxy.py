@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,7 +129,12 @@ async def test_a_caller_that_never_comes_back_is_stopped_after_the_grace_and_no_
 
 async def test_the_same_call_id_sent_twice_starts_one_invocation(proxied: Proxied, nginx: Nginx) -> None:
     tag = f"twice-{uuid.uuid4().hex[:8]}"
-    ids = {"session_id": "twice", "turn_id": f"turn-{tag}", "tool_use_id": f"use-{tag}", "call_id": f"cid-{tag}"}
+    ids: dict[str, Any] = {
+        "session_id": "twice",
+        "turn_id": f"turn-{tag}",
+        "tool_use_id": f"use-{tag}",
+        "call_id": f"cid-{tag}",
+    }
     async with BrokerClient(nginx.address) as broker, SurfaceClient(proxied.interaction) as surface:
         first = broker.call_tool("counter:ask", {"tag": tag}, **ids)
         second = broker.call_tool("counter:ask", {"tag": tag}, **ids)

@@ -102,6 +102,14 @@ class Scripted(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def SignOut(self, request: broker_pb2.SignOutRequest, context: Context) -> broker_pb2.SignOutResponse:
         raise NotImplementedError("no sign-in on the scripted broker")
 
+    async def ReportServers(
+        self, request_iterator: AsyncIterator[broker_pb2.ReportServersRequest], context: Context
+    ) -> broker_pb2.ReportServersResponse:
+        return broker_pb2.ReportServersResponse()
+
+    async def GetStatus(self, request: broker_pb2.GetStatusRequest, context: Context) -> broker_pb2.GetStatusResponse:
+        return broker_pb2.GetStatusResponse()
+
 
 async def _serve(servicer: Scripted) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server()

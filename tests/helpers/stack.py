@@ -76,6 +76,7 @@ async def running_stack(
     web: bool = False,
     redis_url: str | None = None,
     echo: bool = True,
+    extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[RunningStack]:
     """Start the stack on ephemeral loopback ports with state in ``tmp_path/state``; stop it on exit.
 
@@ -90,7 +91,14 @@ async def running_stack(
             sys.stderr.write(f"[{name}] {line}\n")
 
     stack = Stack(
-        config, tmp_path / "state", ports=Ports.ephemeral(), web=web, redis_url=redis_url, sink=sink, ready_timeout=60
+        config,
+        tmp_path / "state",
+        ports=Ports.ephemeral(),
+        web=web,
+        redis_url=redis_url,
+        sink=sink,
+        ready_timeout=60,
+        extra_env=extra_env,
     )
     async with asyncio.timeout(START_TIMEOUT):
         endpoints = await stack.start()

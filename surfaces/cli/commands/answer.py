@@ -2,12 +2,19 @@
 
 ``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
 
+``maka answer ID`` without an action walks the form interactively (:mod:`surfaces.cli.walk`: field by
+field, defaults prefilled, inline validation, then accept / decline / cancel; the same sensitive-data
+warning as the other surfaces). End of input sends nothing (exit 3, ``NOT_ANSWERED``).
+
 ``accept`` reads the form first (``GetInteraction``) to type the JSON values (integers for integer fields,
-lists for multi-selects), then calls ``Answer``; the Interaction service validates and commits exactly one
-canonical answer. Prints the outcome (id, state, action, close reason; never the values). Exit codes:
-0 committed; 2 usage (bad ``--values`` JSON, values with decline/cancel); 3 the answer was refused, with the
-stable ``ErrorReason`` first on stderr (``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER``
-followed by one ``path: problem`` line per violation, ``UNAVAILABLE``, ``NO_STACK``).
+lists for multi-selects), then calls ``Answer``. Like a pre-filled form, a field with a default that
+``--values`` does not mention is sent with its default; ``"name": null`` clears it (left out, never
+refilled); a required field without a default (a required boolean included) must be given. The
+Interaction service validates and commits exactly one canonical answer. Prints the outcome (id, state,
+action, close reason; never the values). Exit codes: 0 committed; 2 usage (bad ``--values`` JSON, values
+with decline/cancel); 3 the answer was refused, with the stable ``ErrorReason`` first on stderr
+(``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER`` followed by one ``path: problem`` line
+per violation, ``UNAVAILABLE``, ``NO_STACK``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import sys
 
 from services.core.form import Action, Answer, FormValue
 from surfaces.cli.commands.pending import fail
-from surfaces.common.form_input import FieldInputError, values_from_json
+from surfaces.cli.walk import WalkAborted, walk
+from surfaces.common.form_input import FieldInputError, plain_text, values_from_json
 from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
 from surfaces.common.target import add_target_arguments, interaction_target
 
@@ -30,7 +38,12 @@ HELP = "answer a pending form: accept --values JSON | decline | cancel"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``ID``, ``ACTION``, ``--values``, ``--session``, ``--submission-id``, ``--json`` and the target options."""
     parser.add_argument("interaction_id", metavar="ID", help="the Interaction id (from `maka pending`)")
-    parser.add_argument("action", choices=[a.value for a in Action], help="accept, decline or cancel")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=[a.value for a in Action],
+        help="accept, decline or cancel; without it the form is walked interactively, field by field",
+    )
     parser.add_argument(
         "--values", default=None, metavar="JSON", help='accept only: a JSON object, e.g. \'{"env": "prod"}\''
     )
@@ -46,13 +59,25 @@ def usage(code: str, message: str) -> int:
     return 2
 
 
+async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
+    async with InteractionClient.connect(target) as client:
+        view = await client.get(args.interaction_id, session_id=args.session)
+        if not view.pending:
+            raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
+        print(f"Form {view.interaction_id} (session {view.session_id}, Tool {plain_text(view.tool_name)})")
+        answer = await asyncio.to_thread(walk, view.form, input, print)
+        return await client.answer(
+            args.interaction_id, answer, submission_id=args.submission_id, session_id=view.session_id
+        )
+
+
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
     async with InteractionClient.connect(target) as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
         if action is Action.ACCEPT:
             view = await client.get(args.interaction_id, session_id=args.session)
-            values = values_from_json(view.form, raw_values)
+            values = values_from_json(view.form, raw_values, untouched_defaults=True)
         return await client.answer(
             args.interaction_id,
             Answer(action=action, values=values),
@@ -88,7 +113,13 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
     try:
-        view = asyncio.run(_answer(args, target, raw_values))
+        if args.action is None:
+            view = asyncio.run(_walk(args, target))
+        else:
+            view = asyncio.run(_answer(args, target, raw_values))
+    except WalkAborted as error:
+        print(f"NOT_ANSWERED: {error or 'the input ended; nothing was sent'}", file=sys.stderr)
+        return 3
     except FieldInputError as error:
         return usage("INVALID_VALUES", str(error))
     except InteractionError as error:

@@ -14,6 +14,10 @@ failed, was lost or stopped, or no stack runs - with a stable code first on stde
 ``UNAVAILABLE`` (or another gRPC status name), the broker's ``FailureCode`` without its
 ``FAILURE_CODE_`` prefix (``UNKNOWN_TOOL``, ``INTERACTION_TIMED_OUT``, ...), ``LOST``, ``STOPPED``,
 ``NO_RESULT``. After ``UNKNOWN_TOOL`` the Tools the broker knows are listed on stderr (``maka tools``).
+``SERVER_UNAVAILABLE`` names the server and why it is not connected (``maka status`` has the details);
+``SERVER_ERROR`` carries the server's own JSON-RPC error (``MCP error -32602: <its message>``);
+``INVALID_ARGUMENTS`` lists each problem by JSON pointer (``/count: must be of type "integer"``) -
+``--no-validate`` skips that check and lets the server decide.
 
 The broker is ``--broker HOST:PORT``, else ``MAKA_BROKER_TARGET``, else the local stack's ``endpoints.json``
 (a proxy or a cluster address works: the client speaks plain gRPC, TLS from ``MAKA_TLS_*``). The bearer
@@ -69,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turn", default=None, metavar="T", help="turn id (default: a fresh one, printed on stderr)")
     parser.add_argument("--tool-use-id", default=None, metavar="U", help="tool use id (default: a fresh one)")
     parser.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
+    parser.add_argument(
+        "--no-validate",
+        action="store_true",
+        help="do not check the arguments against the Tool's inputSchema first (the server decides)",
+    )
     add_broker_argument(parser)
     add_state_dir_argument(parser)
 
@@ -203,6 +212,7 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
             session_id=args.session,
             turn_id=turn,
             tool_use_id=args.tool_use_id or f"call-{uuid.uuid4().hex[:12]}",
+            skip_argument_validation=bool(getattr(args, "no_validate", False)),
         )
         try:
             async for event in tool_call:

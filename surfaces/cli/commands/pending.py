@@ -1,7 +1,8 @@
 """``maka pending``: list the pending forms of the running stack (DESIGN.md §7).
 
 ``maka pending [--session S ...] [--json]`` prints every pending form the caller may see (or those of the
-given sessions). With ``--json`` the output is a JSON array, one object per form (see
+given sessions), each field with its limits, default and choices (the first 20; ``--json`` lists all).
+With ``--json`` the output is a JSON array, one object per form (see
 :meth:`surfaces.common.interaction_client.InteractionView.to_json`: id, session, tool, message, requester,
 fields with kind/label/required/constraints/default/options, expires_at). Exit codes: 0 listed, 2 usage,
 3 failed (stable code, e.g. ``UNAVAILABLE`` or ``NO_STACK``, first on stderr).
@@ -15,7 +16,17 @@ import json
 import sys
 from datetime import UTC, datetime
 
-from surfaces.common.form_input import field_kind, format_time_left, plain_text
+from services.core.form import Field
+from surfaces.common.form_input import (
+    constraint_texts,
+    default_value,
+    field_kind,
+    field_options,
+    format_time_left,
+    plain_text,
+    round_summary,
+    value_to_json,
+)
 from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
 from surfaces.common.target import add_target_arguments, interaction_target
 
@@ -36,6 +47,36 @@ def fail(code: str, message: str) -> int:
     return 3
 
 
+MAX_LISTED_OPTIONS = 20
+"""Options listed per select field (``--json`` lists every one)."""
+
+
+def field_details(field: Field) -> list[str]:
+    """A field's limits, default and choices, one line each (``maka pending``)."""
+    lines: list[str] = []
+    limits = constraint_texts(field)
+    if limits:
+        lines.append("limits: " + "; ".join(limits))
+    default = default_value(field)
+    if default is not None:
+        shown = value_to_json(default)
+        lines.append(f"default: {json.dumps(shown, ensure_ascii=False)}")
+    options = field_options(field)
+    if options:
+        listed = ", ".join(
+            plain_text(o.value, keep_newlines=False)
+            + (f" ({plain_text(o.label, keep_newlines=False)})" if o.label != o.value else "")
+            for o in options[:MAX_LISTED_OPTIONS]
+        )
+        more = (
+            f", ... and {len(options) - MAX_LISTED_OPTIONS} more (--json lists all)"
+            if len(options) > MAX_LISTED_OPTIONS
+            else ""
+        )
+        lines.append(f"choices: {listed}{more}")
+    return lines
+
+
 def _human(views: list[InteractionView]) -> str:
     if not views:
         return "no pending forms"
@@ -51,10 +92,14 @@ def _human(views: list[InteractionView]) -> str:
             f"  provider {plain_text(requester.provider_display_name or requester.provider_id)};"
             f" claimed server {plain_text(requester.claimed_server)}, Tool {plain_text(requester.claimed_tool)}"
         )
+        summary = round_summary(view.round_position, view.round_size, view.round_deadline, now)
+        if summary:
+            lines.append(f"  {summary}")
         lines.append("  " + plain_text(view.form.message).replace("\n", "\n  "))
         for f in view.form.fields:
             label = plain_text(f.label, keep_newlines=False)
             lines.append(f"  - {label}{' *' if f.required else ''} [{f.name}] {field_kind(f)}")
+            lines.extend(f"      {line}" for line in field_details(f))
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
+    from surfaces.common.server_status import fetch_status, server_json
     from surfaces.common.sign_in import SignInClient, SignInView
     from surfaces.tui.app import MakaTui
     from surfaces.tui.backend import FollowingBackend
@@ -50,8 +51,15 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await client.close()
 
+    async def server_status() -> list[dict[str, object]]:
+        status = await fetch_status(read_endpoints(args.state_dir).broker)
+        return [server_json(server) for server in status.servers]
+
     app = MakaTui(
-        lambda: FollowingBackend(lambda: interaction_target(args)), session_ids=list(args.session), sign_ins=sign_ins
+        lambda: FollowingBackend(lambda: interaction_target(args)),
+        session_ids=list(args.session),
+        sign_ins=sign_ins,
+        server_status=server_status,
     )
     app.run()
     return 0

@@ -16,7 +16,11 @@ the web surface as supervised processes on loopback (defaults 50051, 50052, 5005
 
     maka is ready: http://127.0.0.1:8765 (interaction 127.0.0.1:50051, broker 127.0.0.1:50052, state .state)
 
-Every child's log lines are forwarded to stderr prefixed with ``[name]``; a child that dies is
+SIGHUP (or ``maka reload``) makes the MCP provider re-read the config and apply it without a restart.
+A bad config file is refused before anything starts, one ``CONFIG_INVALID:`` line per problem.
+
+Every child's log lines are forwarded to stderr (``--log-format human|json``, see
+:mod:`surfaces.stack.logview`; third-party output such as Redis's banner goes to ``DIR/logs/``); a child that dies is
 reported and restarted (see :mod:`surfaces.stack.supervisor`). Ctrl-C / SIGTERM drains and stops
 all of them in reverse order, even when stdout/stderr were closed by their reader (``| tee`` killed by
 the same Ctrl-C); on Linux the children also get SIGTERM if ``maka up`` itself dies (``kill -9``).
@@ -35,7 +39,16 @@ import sys
 from pathlib import Path
 
 from surfaces.cli.endpoints import Endpoints, add_state_dir_argument
-from surfaces.stack.supervisor import Ports, Stack, StackEvent, StackRunning, StateDirLock, parse_metrics_ports
+from surfaces.stack import logview
+from surfaces.stack.supervisor import (
+    ConfigInvalid,
+    Ports,
+    Stack,
+    StackEvent,
+    StackRunning,
+    StateDirLock,
+    parse_metrics_ports,
+)
 
 NAME = "up"
 HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web) in the foreground"
@@ -67,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-id", default=os.environ.get("MAKA_HOST_ID", "local"), help="Host id (default local)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web surface")
     parser.add_argument("--log-level", default=os.environ.get("MAKA_LOG_LEVEL", "INFO"), help="children's log level")
+    parser.add_argument(
+        "--log-format",
+        choices=logview.FORMATS,
+        default=os.environ.get("MAKA_LOG_FORMAT", "auto"),
+        help="human lines (default on a terminal) or JSON lines (default otherwise); "
+        "third-party output goes to STATE_DIR/logs/",
+    )
     parser.add_argument(
         "--metrics",
         nargs="?",
@@ -106,11 +126,13 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         web=not args.no_web,
         log_level=args.log_level,
         metrics=metrics,
+        sink=logview.LogView(args.state_dir.resolve(), getattr(args, "log_format", "auto")),
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(stack))
     events = stack.subscribe()
     starting = asyncio.ensure_future(stack.start())
     stopped = asyncio.ensure_future(stop.wait())
@@ -121,7 +143,12 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         _say("maka stopped before it was ready")
         return 0
     stopped.cancel()
-    if (error := starting.exception()) is not None:
+    if isinstance(error := starting.exception(), ConfigInvalid):
+        for problem in error.problems:
+            _say(f"CONFIG_INVALID: {args.config}: {problem}")
+        _say("  (`maka config check FILE` checks a file without starting anything)")
+        return 3
+    if error is not None:
         _say(f"STACK_FAILED: {error}")
         if "before it was ready" in str(error):
             _say("  (its log lines are above; if a port is taken, try --ports ephemeral)")
@@ -142,6 +169,14 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         await stack.stop()
     _say("maka stopped")
     return code
+
+
+def _reload(stack: Stack) -> None:
+    """SIGHUP: forward it to the MCP provider, which re-reads the config (``maka reload``)."""
+    if stack.reload_config():
+        _say("maka: reloading the MCP config (SIGHUP sent to the provider)")
+    else:
+        _say("maka: no MCP provider is running; nothing to reload")
 
 
 async def _gave_up(events: asyncio.Queue[StackEvent]) -> str:

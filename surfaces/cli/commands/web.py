@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -18,6 +19,7 @@ import sys
 from pydantic import ValidationError
 
 from surfaces.cli.commands.pending import fail
+from surfaces.cli.endpoints import read_endpoints
 from surfaces.common.target import add_target_arguments, interaction_target
 from surfaces.web.main import build, start_web
 from surfaces.web.settings import WebSettings
@@ -49,6 +51,9 @@ def settings_from(args: argparse.Namespace) -> WebSettings:
     overrides: dict[str, object] = {}
     if args.interaction or "MAKA_INTERACTION_TARGET" not in os.environ:
         overrides["interaction_target"] = interaction_target(args)
+    if "MAKA_BROKER_TARGET" not in os.environ and not args.interaction:
+        with contextlib.suppress(FileNotFoundError, ValueError, TypeError):
+            overrides["broker_target"] = read_endpoints(args.state_dir).broker
     if args.listen:
         overrides["web_listen"] = args.listen
     if args.session:

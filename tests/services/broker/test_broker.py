@@ -36,7 +36,11 @@ class RecordingHost:
         self.gate: asyncio.Event | None = None
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction:
         if self.gate is not None:
             await self.gate.wait()
@@ -546,3 +550,86 @@ async def test_the_event_log_keeps_the_newest_progress_up_to_its_bound_and_every
     assert [e.sequence for e in events] == [1, 4, 5, 6, 7]
     assert broker.stats()["progress_dropped"] == 2
     await broker.shutdown(timeout=1)
+
+
+async def test_a_reported_but_unconnected_server_fails_server_unavailable_with_its_cause(broker: Broker) -> None:
+    report = broker.servers.open()
+    broker.servers.update(
+        report,
+        broker_pb2.ReportServersRequest(
+            reporter_id="p1",
+            servers=[
+                broker_pb2.ServerStatus(
+                    name="remote",
+                    state=broker_pb2.SERVER_STATE_FAILED,
+                    last_error=broker_pb2.ServerError(summary="HTTP 401 Unauthorized from POST http://h/mcp"),
+                ),
+                broker_pb2.ServerStatus(name="examples", state=broker_pb2.SERVER_STATE_READY),
+            ],
+        ),
+    )
+    _register(broker)
+
+    [down] = await _all_events(_call(broker, tool="remote:anything"))
+    assert down.failure.code == FC.FAILURE_CODE_SERVER_UNAVAILABLE
+    assert down.failure.message.startswith("MCP server remote failed to connect: HTTP 401 Unauthorized")
+    [unknown] = await _all_events(_call(broker, tool="examples:nope", tool_use="tu2"))
+    assert unknown.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    [never] = await _all_events(_call(broker, tool="nosuch:tool", tool_use="tu3"))
+    assert never.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert [s.name for s in broker.status().servers] == ["examples", "remote"]
+
+    broker.servers.close(report)  # the provider's stream ended: its servers are forgotten
+    [gone] = await _all_events(_call(broker, tool="remote:anything", tool_use="tu4"))
+    assert gone.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+
+
+async def test_arguments_are_checked_against_the_input_schema_unless_skipped(broker: Broker) -> None:
+    schema = '{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}'
+    tool = broker_pb2.ToolDescriptor(name="count", input_schema_json=schema, claimed_server="examples")
+    connection = _register(broker, "mcp:examples", tool)
+    _frames(connection)
+
+    [bad] = await _all_events(_call(broker, tool="examples:count", args='{"n":"x"}'))
+    assert bad.failure.code == FC.FAILURE_CODE_INVALID_ARGUMENTS
+    assert bad.failure.message.endswith('/n: must be of type "integer"')
+    assert _kinds(connection) == []  # nothing reached the provider
+    skipped = broker.call_tool(
+        broker_pb2.CallToolRequest(
+            session_id="s1",
+            turn_id="t1",
+            tool_use_id="tu2",
+            tool_name="examples:count",
+            arguments_json='{"n":"x"}',
+            skip_argument_validation=True,
+        )
+    )
+    assert _kinds(connection) == ["invoke"]
+    broker.stop_invocation(skipped, "test over")
+
+
+async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(host: RecordingHost) -> None:
+
+    broker = Broker(host, execution_timeout=0.3, max_execution_seconds=1.0, heartbeat_seconds=30, queue_size=64)
+    await broker.start()
+    try:
+        connection = _register(broker)
+        invocation = _call(broker)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while not invocation.is_terminal:
+            broker.handle_frame(
+                connection,
+                broker_pb2.ConnectRequest(
+                    progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id, progress=1)
+                ),
+            )
+            await asyncio.sleep(0.1)  # the provider's progress cadence, not synchronisation
+            assert loop.time() - started < 5, "the maximum must end the call"
+        elapsed = loop.time() - started
+        events = await _all_events(invocation)
+        assert events[-1].failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+        assert "maximum execution time" in events[-1].failure.message
+        assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
+    finally:
+        await broker.shutdown(timeout=1)

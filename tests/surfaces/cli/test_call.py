@@ -98,6 +98,18 @@ class ScriptedBroker(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     ) -> broker_pb2.SignOutResponse:
         raise NotImplementedError("no sign-in on the scripted broker")
 
+    async def ReportServers(
+        self,
+        request_iterator: AsyncIterator[broker_pb2.ReportServersRequest],
+        context: grpc.aio.ServicerContext[object, object],
+    ) -> broker_pb2.ReportServersResponse:
+        raise NotImplementedError("no provider reports to the scripted broker")
+
+    async def GetStatus(
+        self, request: broker_pb2.GetStatusRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> broker_pb2.GetStatusResponse:
+        return broker_pb2.GetStatusResponse()
+
 
 @pytest.fixture
 async def broker() -> AsyncIterator[tuple[ScriptedBroker, int]]:

@@ -248,7 +248,7 @@ async def test_stack_rejects_a_config_without_mcp_servers(tmp_path: Path) -> Non
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"servers": {}}))
 
-    with pytest.raises(StackError, match='needs a top-level "mcpServers" object'):
+    with pytest.raises(StackError, match="mcpServers: must be an object"):
         await Stack(config, tmp_path / "state").start()
 
 

@@ -14,6 +14,7 @@ import grpc
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList, Static
 
+from maka.broker.v1 import broker_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import (
     Action,
@@ -42,6 +43,7 @@ from surfaces.common.interaction_client import (
     Opened,
     Snapshot,
 )
+from surfaces.common.server_status import server_json
 from surfaces.common.sign_in import SignInView
 from surfaces.tui.app import WARNING_TEXT, MakaTui
 from surfaces.tui.backend import FollowingBackend
@@ -495,7 +497,9 @@ async def test_every_field_and_button_is_reachable_by_keyboard_in_a_small_termin
             focused.append(app.focused.id if app.focused is not None else None)
             if focused[-1] == "dismiss":
                 break
-        assert focused[-3:] == ["field-8", "decline", "dismiss"]
+        # The optional multi select without default is left out while untouched, so the form is valid and
+        # Submit is enabled (a focus stop) from the start.
+        assert focused[-4:] == ["field-8", "submit", "decline", "dismiss"]
         assert "form" not in focused  # the scroll container itself takes no focus stop
         await settle(pilot, lambda: "▶ Dismiss (Esc)" in screen_text(app), "the focused button scrolled into view")
 
@@ -771,3 +775,41 @@ async def test_a_pending_sign_in_is_shown_with_its_full_url_and_goes_away_once_s
         prompts[0] = SignInView("remote", "signed_in", "")
         app._poll_sign_ins()
         await settle(pilot, lambda: str(shown.render()) == "", "the prompt to go away")
+
+
+async def test_a_select_with_a_thousand_options_filters_as_you_type() -> None:
+    options = tuple(Option(f"Zone/City_{i:04d}", f"City {i:04d}") for i in range(1000))
+    form = Form(message="Which time zone?", fields=(SingleSelectField(name="tz", label="Time zone", options=options),))
+    backend = ScriptedBackend()
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Opened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        app.query_one("#filter-0", Input).value = "0777"
+        await pilot.pause()
+        select = app.query_one("#field-0", Select)
+        select.value = "Zone/City_0777"
+        await pilot.pause()
+        app.action_submit_form()
+        await settle(pilot, lambda: backend.answers, "the answer")
+        assert backend.answers[0][1].values == {"tz": "Zone/City_0777"}
+
+
+async def test_the_mcp_servers_status_is_shown_with_the_cause_of_a_failed_one() -> None:
+    servers = [
+        broker_pb2.ServerStatus(name="examples", state=broker_pb2.SERVER_STATE_READY, transport="stdio", tool_count=3),
+        broker_pb2.ServerStatus(
+            name="remote",
+            state=broker_pb2.SERVER_STATE_FAILED,
+            transport="http",
+            last_error=broker_pb2.ServerError(summary="HTTP 401 Unauthorized from POST http://h/mcp", http_status=401),
+        ),
+    ]
+
+    async def source() -> list[dict[str, object]]:
+        return [server_json(s) for s in servers]
+
+    app = MakaTui(lambda: ScriptedBackend(), server_status=source)
+    async with app.run_test(size=(140, 90)) as pilot:
+        await settle(pilot, lambda: app.server_lines, "the server status")
+        assert app.server_lines == ["examples: ready", "remote: failed — HTTP 401 Unauthorized from POST http://h/mcp"]
+        assert "remote: failed — HTTP 401" in screen_text(app)

@@ -68,16 +68,17 @@ def test_every_field_kind_renders_with_provenance_defaults_help_and_time_left(
     expect(labelled(card, "Window day")).to_have_value("2026-12-01")
     expect(labelled(card, "Chat")).to_be_checked()
     expect(labelled(card, "Email")).not_to_be_checked()
-    expect(labelled(card, "I have read the release notes")).not_to_be_checked()
-    # Widgets per kind.
-    expect(labelled(card, "Replicas")).to_have_attribute("type", "number")
-    expect(labelled(card, "Replicas")).to_have_attribute("step", "1")
-    expect(labelled(card, "Canary share")).to_have_attribute("step", "any")
+    expect(field_of(card, "confirm").get_by_role("radio", name="Yes")).not_to_be_checked()
+    expect(field_of(card, "confirm").get_by_role("radio", name="No")).not_to_be_checked()
+    # Widgets per kind (numbers are text inputs so the typed digits are kept exactly).
+    expect(labelled(card, "Replicas")).to_have_attribute("type", "text")
+    expect(labelled(card, "Replicas")).to_have_attribute("inputmode", "numeric")
+    expect(labelled(card, "Canary share")).to_have_attribute("inputmode", "decimal")
     expect(labelled(card, "Contact email")).to_have_attribute("type", "email")
     expect(labelled(card, "Dashboard URL")).to_have_attribute("type", "url")
     expect(labelled(card, "Window day")).to_have_attribute("type", "date")
     expect(labelled(card, "Window start")).to_have_attribute("type", "datetime-local")
-    expect(labelled(card, "I have read the release notes")).to_have_attribute("type", "checkbox")
+    expect(card.get_by_role("radiogroup", name=re.compile("^I have read the release notes"))).to_be_visible()
     # Required marks, descriptions as help, constraint hints.
     expect(field_of(card, "environment").locator(".required")).to_have_count(1)
     expect(field_of(card, "canary").locator(".required")).to_have_count(0)
@@ -113,7 +114,7 @@ def test_submit_sends_typed_values_for_every_field_kind(
     labelled(card, "Email").check()
     labelled(card, "Replicas").fill("4")
     labelled(card, "Canary share").fill("0.5")
-    labelled(card, "I have read the release notes").check()
+    field_of(card, "confirm").get_by_role("radio", name="Yes").check()
     labelled(card, "Contact email").fill("oncall@example.com")
     labelled(card, "Dashboard URL").fill("https://grafana.example.com/d/1")
     labelled(card, "Window day").fill("2026-12-24")
@@ -377,3 +378,29 @@ def test_a_long_multi_select_is_filterable_and_keeps_picks_while_filtered(
     expect(card).to_have_count(0, timeout=TIMEOUT_MS)
     picked = stack_thread.get(ix.interaction_id).answer.values["services"].string_list_value.values
     assert list(picked) == ["svc-2", "svc-11"]
+
+
+def test_a_select_with_a_thousand_options_filters_as_you_type(
+    page: Page, stack_thread: StackThread, session_id: str
+) -> None:
+    options = [form_pb2.Option(value=f"Zone/City_{i:04d}", label=f"City {i:04d}") for i in range(1000)]
+    form = form_pb2.Form(
+        message="Which time zone?",
+        requester=form_pb2.Requester(provider_id="p", provider_display_name="P", claimed_server="t", claimed_tool="tz"),
+        fields=[
+            form_pb2.Field(
+                name="tz", label="Time zone", required=True, single_select=form_pb2.SingleSelectField(options=options)
+            )
+        ],
+    )
+    ix = stack_thread.open(form, session_id)
+    open_page(page, stack_thread.web([session_id]))
+    card = card_of(page, ix.interaction_id)
+    select = field_of(card, "tz").locator("select")
+    expect(select.locator("option")).to_have_count(1001, timeout=TIMEOUT_MS)  # with "Choose…"
+    field_of(card, "tz").get_by_role("searchbox").fill("City 0777")
+    expect(select.locator("option:not([hidden])")).to_have_count(2)  # "Choose…" and City 0777
+    select.select_option("Zone/City_0777")
+    card.get_by_role("button", name="Submit").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    assert stack_thread.get(ix.interaction_id).answer.values["tz"].string_value == "Zone/City_0777"

@@ -246,11 +246,13 @@ class BrokerClient:
         turn_id: str | None = None,
         tool_use_id: str | None = None,
         call_id: str | None = None,
+        skip_argument_validation: bool = False,
     ) -> ToolCall:
         """Call ``SERVER:TOOL`` with ``arguments``; iterate the returned :class:`ToolCall` for events.
 
         ``turn_id`` / ``tool_use_id`` / ``call_id`` default to fresh ids. Nothing is sent until the
-        call is iterated (or :meth:`ToolCall.result` awaited).
+        call is iterated (or :meth:`ToolCall.result` awaited). The broker checks ``arguments`` against
+        the Tool's ``inputSchema`` first (``INVALID_ARGUMENTS``) unless ``skip_argument_validation``.
         """
         suffix = uuid.uuid4().hex[:12]
         request = broker_pb2.CallToolRequest(
@@ -260,6 +262,7 @@ class BrokerClient:
             tool_name=tool,
             arguments_json=json.dumps(dict(arguments or {})),
             call_id=call_id or f"cid-{uuid.uuid4().hex}",
+            skip_argument_validation=skip_argument_validation,
         )
         return ToolCall(self, request)
 

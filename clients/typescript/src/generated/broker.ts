@@ -11,6 +11,7 @@ import type { CallProgress as _maka_broker_v1_CallProgress, CallProgress__Output
 import type { CallResult as _maka_broker_v1_CallResult, CallResult__Output as _maka_broker_v1_CallResult__Output } from './maka/broker/v1/CallResult';
 import type { CallStatus as _maka_broker_v1_CallStatus, CallStatus__Output as _maka_broker_v1_CallStatus__Output } from './maka/broker/v1/CallStatus';
 import type { CallStopped as _maka_broker_v1_CallStopped, CallStopped__Output as _maka_broker_v1_CallStopped__Output } from './maka/broker/v1/CallStopped';
+import type { CallSummary as _maka_broker_v1_CallSummary, CallSummary__Output as _maka_broker_v1_CallSummary__Output } from './maka/broker/v1/CallSummary';
 import type { CallToolRequest as _maka_broker_v1_CallToolRequest, CallToolRequest__Output as _maka_broker_v1_CallToolRequest__Output } from './maka/broker/v1/CallToolRequest';
 import type { CallToolResponse as _maka_broker_v1_CallToolResponse, CallToolResponse__Output as _maka_broker_v1_CallToolResponse__Output } from './maka/broker/v1/CallToolResponse';
 import type { CancelInvocation as _maka_broker_v1_CancelInvocation, CancelInvocation__Output as _maka_broker_v1_CancelInvocation__Output } from './maka/broker/v1/CancelInvocation';
@@ -20,6 +21,8 @@ import type { CompleteSignInResponse as _maka_broker_v1_CompleteSignInResponse, 
 import type { ConnectRequest as _maka_broker_v1_ConnectRequest, ConnectRequest__Output as _maka_broker_v1_ConnectRequest__Output } from './maka/broker/v1/ConnectRequest';
 import type { ConnectResponse as _maka_broker_v1_ConnectResponse, ConnectResponse__Output as _maka_broker_v1_ConnectResponse__Output } from './maka/broker/v1/ConnectResponse';
 import type { FrameRejected as _maka_broker_v1_FrameRejected, FrameRejected__Output as _maka_broker_v1_FrameRejected__Output } from './maka/broker/v1/FrameRejected';
+import type { GetStatusRequest as _maka_broker_v1_GetStatusRequest, GetStatusRequest__Output as _maka_broker_v1_GetStatusRequest__Output } from './maka/broker/v1/GetStatusRequest';
+import type { GetStatusResponse as _maka_broker_v1_GetStatusResponse, GetStatusResponse__Output as _maka_broker_v1_GetStatusResponse__Output } from './maka/broker/v1/GetStatusResponse';
 import type { InteractionRequest as _maka_broker_v1_InteractionRequest, InteractionRequest__Output as _maka_broker_v1_InteractionRequest__Output } from './maka/broker/v1/InteractionRequest';
 import type { InteractionResult as _maka_broker_v1_InteractionResult, InteractionResult__Output as _maka_broker_v1_InteractionResult__Output } from './maka/broker/v1/InteractionResult';
 import type { InteractionSettledEvent as _maka_broker_v1_InteractionSettledEvent, InteractionSettledEvent__Output as _maka_broker_v1_InteractionSettledEvent__Output } from './maka/broker/v1/InteractionSettledEvent';
@@ -34,6 +37,11 @@ import type { ListToolsResponse as _maka_broker_v1_ListToolsResponse, ListToolsR
 import type { ProviderHeartbeat as _maka_broker_v1_ProviderHeartbeat, ProviderHeartbeat__Output as _maka_broker_v1_ProviderHeartbeat__Output } from './maka/broker/v1/ProviderHeartbeat';
 import type { Register as _maka_broker_v1_Register, Register__Output as _maka_broker_v1_Register__Output } from './maka/broker/v1/Register';
 import type { Registered as _maka_broker_v1_Registered, Registered__Output as _maka_broker_v1_Registered__Output } from './maka/broker/v1/Registered';
+import type { ReportServersRequest as _maka_broker_v1_ReportServersRequest, ReportServersRequest__Output as _maka_broker_v1_ReportServersRequest__Output } from './maka/broker/v1/ReportServersRequest';
+import type { ReportServersResponse as _maka_broker_v1_ReportServersResponse, ReportServersResponse__Output as _maka_broker_v1_ReportServersResponse__Output } from './maka/broker/v1/ReportServersResponse';
+import type { ReporterStatus as _maka_broker_v1_ReporterStatus, ReporterStatus__Output as _maka_broker_v1_ReporterStatus__Output } from './maka/broker/v1/ReporterStatus';
+import type { ServerError as _maka_broker_v1_ServerError, ServerError__Output as _maka_broker_v1_ServerError__Output } from './maka/broker/v1/ServerError';
+import type { ServerStatus as _maka_broker_v1_ServerStatus, ServerStatus__Output as _maka_broker_v1_ServerStatus__Output } from './maka/broker/v1/ServerStatus';
 import type { SignInCallback as _maka_broker_v1_SignInCallback, SignInCallback__Output as _maka_broker_v1_SignInCallback__Output } from './maka/broker/v1/SignInCallback';
 import type { SignInStatus as _maka_broker_v1_SignInStatus, SignInStatus__Output as _maka_broker_v1_SignInStatus__Output } from './maka/broker/v1/SignInStatus';
 import type { SignOutRequest as _maka_broker_v1_SignOutRequest, SignOutRequest__Output as _maka_broker_v1_SignOutRequest__Output } from './maka/broker/v1/SignOutRequest';
@@ -61,6 +69,7 @@ import type { Value as _maka_form_v1_Value, Value__Output as _maka_form_v1_Value
 import type { Binding as _maka_interaction_v1_Binding, Binding__Output as _maka_interaction_v1_Binding__Output } from './maka/interaction/v1/Binding';
 import type { Interaction as _maka_interaction_v1_Interaction, Interaction__Output as _maka_interaction_v1_Interaction__Output } from './maka/interaction/v1/Interaction';
 import type { InteractionEvent as _maka_interaction_v1_InteractionEvent, InteractionEvent__Output as _maka_interaction_v1_InteractionEvent__Output } from './maka/interaction/v1/InteractionEvent';
+import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -85,6 +94,7 @@ export interface ProtoGrpcType {
         CallResult: MessageTypeDefinition<_maka_broker_v1_CallResult, _maka_broker_v1_CallResult__Output>
         CallStatus: MessageTypeDefinition<_maka_broker_v1_CallStatus, _maka_broker_v1_CallStatus__Output>
         CallStopped: MessageTypeDefinition<_maka_broker_v1_CallStopped, _maka_broker_v1_CallStopped__Output>
+        CallSummary: MessageTypeDefinition<_maka_broker_v1_CallSummary, _maka_broker_v1_CallSummary__Output>
         CallToolRequest: MessageTypeDefinition<_maka_broker_v1_CallToolRequest, _maka_broker_v1_CallToolRequest__Output>
         CallToolResponse: MessageTypeDefinition<_maka_broker_v1_CallToolResponse, _maka_broker_v1_CallToolResponse__Output>
         CancelInvocation: MessageTypeDefinition<_maka_broker_v1_CancelInvocation, _maka_broker_v1_CancelInvocation__Output>
@@ -95,6 +105,8 @@ export interface ProtoGrpcType {
         ConnectResponse: MessageTypeDefinition<_maka_broker_v1_ConnectResponse, _maka_broker_v1_ConnectResponse__Output>
         FailureCode: EnumTypeDefinition
         FrameRejected: MessageTypeDefinition<_maka_broker_v1_FrameRejected, _maka_broker_v1_FrameRejected__Output>
+        GetStatusRequest: MessageTypeDefinition<_maka_broker_v1_GetStatusRequest, _maka_broker_v1_GetStatusRequest__Output>
+        GetStatusResponse: MessageTypeDefinition<_maka_broker_v1_GetStatusResponse, _maka_broker_v1_GetStatusResponse__Output>
         InteractionRequest: MessageTypeDefinition<_maka_broker_v1_InteractionRequest, _maka_broker_v1_InteractionRequest__Output>
         InteractionResult: MessageTypeDefinition<_maka_broker_v1_InteractionResult, _maka_broker_v1_InteractionResult__Output>
         InteractionSettledEvent: MessageTypeDefinition<_maka_broker_v1_InteractionSettledEvent, _maka_broker_v1_InteractionSettledEvent__Output>
@@ -110,6 +122,12 @@ export interface ProtoGrpcType {
         Register: MessageTypeDefinition<_maka_broker_v1_Register, _maka_broker_v1_Register__Output>
         Registered: MessageTypeDefinition<_maka_broker_v1_Registered, _maka_broker_v1_Registered__Output>
         RejectReason: EnumTypeDefinition
+        ReportServersRequest: MessageTypeDefinition<_maka_broker_v1_ReportServersRequest, _maka_broker_v1_ReportServersRequest__Output>
+        ReportServersResponse: MessageTypeDefinition<_maka_broker_v1_ReportServersResponse, _maka_broker_v1_ReportServersResponse__Output>
+        ReporterStatus: MessageTypeDefinition<_maka_broker_v1_ReporterStatus, _maka_broker_v1_ReporterStatus__Output>
+        ServerError: MessageTypeDefinition<_maka_broker_v1_ServerError, _maka_broker_v1_ServerError__Output>
+        ServerState: EnumTypeDefinition
+        ServerStatus: MessageTypeDefinition<_maka_broker_v1_ServerStatus, _maka_broker_v1_ServerStatus__Output>
         SignInCallback: MessageTypeDefinition<_maka_broker_v1_SignInCallback, _maka_broker_v1_SignInCallback__Output>
         SignInState: EnumTypeDefinition
         SignInStatus: MessageTypeDefinition<_maka_broker_v1_SignInStatus, _maka_broker_v1_SignInStatus__Output>
@@ -153,6 +171,7 @@ export interface ProtoGrpcType {
         Interaction: MessageTypeDefinition<_maka_interaction_v1_Interaction, _maka_interaction_v1_Interaction__Output>
         InteractionEvent: MessageTypeDefinition<_maka_interaction_v1_InteractionEvent, _maka_interaction_v1_InteractionEvent__Output>
         InteractionState: EnumTypeDefinition
+        Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
       }
     }
   }

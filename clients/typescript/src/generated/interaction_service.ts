@@ -42,6 +42,7 @@ import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, Lis
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from './maka/interaction/v1/ListPendingResponse';
 import type { OpenInteraction as _maka_interaction_v1_OpenInteraction, OpenInteraction__Output as _maka_interaction_v1_OpenInteraction__Output } from './maka/interaction/v1/OpenInteraction';
 import type { OpenRejected as _maka_interaction_v1_OpenRejected, OpenRejected__Output as _maka_interaction_v1_OpenRejected__Output } from './maka/interaction/v1/OpenRejected';
+import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 import type { Snapshot as _maka_interaction_v1_Snapshot, Snapshot__Output as _maka_interaction_v1_Snapshot__Output } from './maka/interaction/v1/Snapshot';
 import type { SubmitAnswer as _maka_interaction_v1_SubmitAnswer, SubmitAnswer__Output as _maka_interaction_v1_SubmitAnswer__Output } from './maka/interaction/v1/SubmitAnswer';
 import type { Subscribe as _maka_interaction_v1_Subscribe, Subscribe__Output as _maka_interaction_v1_Subscribe__Output } from './maka/interaction/v1/Subscribe';
@@ -110,6 +111,7 @@ export interface ProtoGrpcType {
         ListPendingResponse: MessageTypeDefinition<_maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingResponse__Output>
         OpenInteraction: MessageTypeDefinition<_maka_interaction_v1_OpenInteraction, _maka_interaction_v1_OpenInteraction__Output>
         OpenRejected: MessageTypeDefinition<_maka_interaction_v1_OpenRejected, _maka_interaction_v1_OpenRejected__Output>
+        Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
         Snapshot: MessageTypeDefinition<_maka_interaction_v1_Snapshot, _maka_interaction_v1_Snapshot__Output>
         SubmitAnswer: MessageTypeDefinition<_maka_interaction_v1_SubmitAnswer, _maka_interaction_v1_SubmitAnswer__Output>
         Subscribe: MessageTypeDefinition<_maka_interaction_v1_Subscribe, _maka_interaction_v1_Subscribe__Output>

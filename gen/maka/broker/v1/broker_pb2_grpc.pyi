@@ -70,6 +70,13 @@ class CapabilityBrokerServiceStub:
     """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
     NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
     """
+    ReportServers: _grpc.StreamUnaryMultiCallable[_broker_pb2.ReportServersRequest, _broker_pb2.ReportServersResponse]
+    """ReportServers is a provider process's status stream: each request is a full snapshot of the
+    MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
+    for GetStatus and for SERVER_UNAVAILABLE) and forgets it when the stream ends.
+    """
+    GetStatus: _grpc.UnaryUnaryMultiCallable[_broker_pb2.GetStatusRequest, _broker_pb2.GetStatusResponse]
+    """GetStatus returns every reported MCP server's status and the broker's own counters."""
 
 @_typing.type_check_only
 class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
@@ -113,6 +120,13 @@ class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
     """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
     NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
     """
+    ReportServers: _aio.StreamUnaryMultiCallable[_broker_pb2.ReportServersRequest, _broker_pb2.ReportServersResponse]  # type: ignore[assignment]
+    """ReportServers is a provider process's status stream: each request is a full snapshot of the
+    MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
+    for GetStatus and for SERVER_UNAVAILABLE) and forgets it when the stream ends.
+    """
+    GetStatus: _aio.UnaryUnaryMultiCallable[_broker_pb2.GetStatusRequest, _broker_pb2.GetStatusResponse]  # type: ignore[assignment]
+    """GetStatus returns every reported MCP server's status and the broker's own counters."""
 
 class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
     """CapabilityBrokerService is the Runtime Host's ToolRuntime and Client Capability coordinator."""
@@ -201,5 +215,24 @@ class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
         """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
         NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
         """
+
+    @_abc_1.abstractmethod
+    def ReportServers(
+        self,
+        request_iterator: _MaybeAsyncIterator[_broker_pb2.ReportServersRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_broker_pb2.ReportServersResponse, _abc.Awaitable[_broker_pb2.ReportServersResponse]]:
+        """ReportServers is a provider process's status stream: each request is a full snapshot of the
+        MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
+        for GetStatus and for SERVER_UNAVAILABLE) and forgets it when the stream ends.
+        """
+
+    @_abc_1.abstractmethod
+    def GetStatus(
+        self,
+        request: _broker_pb2.GetStatusRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_broker_pb2.GetStatusResponse, _abc.Awaitable[_broker_pb2.GetStatusResponse]]:
+        """GetStatus returns every reported MCP server's status and the broker's own counters."""
 
 def add_CapabilityBrokerServiceServicer_to_server(servicer: CapabilityBrokerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

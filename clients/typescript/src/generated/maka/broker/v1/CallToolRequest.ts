@@ -8,6 +8,7 @@ export interface CallToolRequest {
   'tool_name'?: (string);
   'arguments_json'?: (string);
   'call_id'?: (string);
+  'skip_argument_validation'?: (boolean);
 }
 
 export interface CallToolRequest__Output {
@@ -17,4 +18,5 @@ export interface CallToolRequest__Output {
   'tool_name': (string);
   'arguments_json': (string);
   'call_id': (string);
+  'skip_argument_validation': (boolean);
 }

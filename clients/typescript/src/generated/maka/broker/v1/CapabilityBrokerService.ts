@@ -8,10 +8,14 @@ import type { CompleteSignInRequest as _maka_broker_v1_CompleteSignInRequest, Co
 import type { CompleteSignInResponse as _maka_broker_v1_CompleteSignInResponse, CompleteSignInResponse__Output as _maka_broker_v1_CompleteSignInResponse__Output } from '../../../maka/broker/v1/CompleteSignInResponse';
 import type { ConnectRequest as _maka_broker_v1_ConnectRequest, ConnectRequest__Output as _maka_broker_v1_ConnectRequest__Output } from '../../../maka/broker/v1/ConnectRequest';
 import type { ConnectResponse as _maka_broker_v1_ConnectResponse, ConnectResponse__Output as _maka_broker_v1_ConnectResponse__Output } from '../../../maka/broker/v1/ConnectResponse';
+import type { GetStatusRequest as _maka_broker_v1_GetStatusRequest, GetStatusRequest__Output as _maka_broker_v1_GetStatusRequest__Output } from '../../../maka/broker/v1/GetStatusRequest';
+import type { GetStatusResponse as _maka_broker_v1_GetStatusResponse, GetStatusResponse__Output as _maka_broker_v1_GetStatusResponse__Output } from '../../../maka/broker/v1/GetStatusResponse';
 import type { ListSignInsRequest as _maka_broker_v1_ListSignInsRequest, ListSignInsRequest__Output as _maka_broker_v1_ListSignInsRequest__Output } from '../../../maka/broker/v1/ListSignInsRequest';
 import type { ListSignInsResponse as _maka_broker_v1_ListSignInsResponse, ListSignInsResponse__Output as _maka_broker_v1_ListSignInsResponse__Output } from '../../../maka/broker/v1/ListSignInsResponse';
 import type { ListToolsRequest as _maka_broker_v1_ListToolsRequest, ListToolsRequest__Output as _maka_broker_v1_ListToolsRequest__Output } from '../../../maka/broker/v1/ListToolsRequest';
 import type { ListToolsResponse as _maka_broker_v1_ListToolsResponse, ListToolsResponse__Output as _maka_broker_v1_ListToolsResponse__Output } from '../../../maka/broker/v1/ListToolsResponse';
+import type { ReportServersRequest as _maka_broker_v1_ReportServersRequest, ReportServersRequest__Output as _maka_broker_v1_ReportServersRequest__Output } from '../../../maka/broker/v1/ReportServersRequest';
+import type { ReportServersResponse as _maka_broker_v1_ReportServersResponse, ReportServersResponse__Output as _maka_broker_v1_ReportServersResponse__Output } from '../../../maka/broker/v1/ReportServersResponse';
 import type { SignOutRequest as _maka_broker_v1_SignOutRequest, SignOutRequest__Output as _maka_broker_v1_SignOutRequest__Output } from '../../../maka/broker/v1/SignOutRequest';
 import type { SignOutResponse as _maka_broker_v1_SignOutResponse, SignOutResponse__Output as _maka_broker_v1_SignOutResponse__Output } from '../../../maka/broker/v1/SignOutResponse';
 import type { StopRequest as _maka_broker_v1_StopRequest, StopRequest__Output as _maka_broker_v1_StopRequest__Output } from '../../../maka/broker/v1/StopRequest';
@@ -39,6 +43,15 @@ export interface CapabilityBrokerServiceClient extends grpc.Client {
   connect(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse__Output>;
   connect(options?: grpc.CallOptions): grpc.ClientDuplexStream<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse__Output>;
   
+  GetStatus(argument: _maka_broker_v1_GetStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetStatus(argument: _maka_broker_v1_GetStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetStatus(argument: _maka_broker_v1_GetStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetStatus(argument: _maka_broker_v1_GetStatusRequest, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _maka_broker_v1_GetStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _maka_broker_v1_GetStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _maka_broker_v1_GetStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _maka_broker_v1_GetStatusRequest, callback: grpc.requestCallback<_maka_broker_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  
   ListSignIns(argument: _maka_broker_v1_ListSignInsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListSignInsResponse__Output>): grpc.ClientUnaryCall;
   ListSignIns(argument: _maka_broker_v1_ListSignInsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_ListSignInsResponse__Output>): grpc.ClientUnaryCall;
   ListSignIns(argument: _maka_broker_v1_ListSignInsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListSignInsResponse__Output>): grpc.ClientUnaryCall;
@@ -56,6 +69,15 @@ export interface CapabilityBrokerServiceClient extends grpc.Client {
   listTools(argument: _maka_broker_v1_ListToolsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
   listTools(argument: _maka_broker_v1_ListToolsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
   listTools(argument: _maka_broker_v1_ListToolsRequest, callback: grpc.requestCallback<_maka_broker_v1_ListToolsResponse__Output>): grpc.ClientUnaryCall;
+  
+  ReportServers(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  ReportServers(metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  ReportServers(options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  ReportServers(callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  reportServers(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  reportServers(metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  reportServers(options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
+  reportServers(callback: grpc.requestCallback<_maka_broker_v1_ReportServersResponse__Output>): grpc.ClientWritableStream<_maka_broker_v1_ReportServersRequest>;
   
   SignOut(argument: _maka_broker_v1_SignOutRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_broker_v1_SignOutResponse__Output>): grpc.ClientUnaryCall;
   SignOut(argument: _maka_broker_v1_SignOutRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_broker_v1_SignOutResponse__Output>): grpc.ClientUnaryCall;
@@ -89,9 +111,13 @@ export interface CapabilityBrokerServiceHandlers extends grpc.UntypedServiceImpl
   
   Connect: grpc.handleBidiStreamingCall<_maka_broker_v1_ConnectRequest__Output, _maka_broker_v1_ConnectResponse>;
   
+  GetStatus: grpc.handleUnaryCall<_maka_broker_v1_GetStatusRequest__Output, _maka_broker_v1_GetStatusResponse>;
+  
   ListSignIns: grpc.handleUnaryCall<_maka_broker_v1_ListSignInsRequest__Output, _maka_broker_v1_ListSignInsResponse>;
   
   ListTools: grpc.handleUnaryCall<_maka_broker_v1_ListToolsRequest__Output, _maka_broker_v1_ListToolsResponse>;
+  
+  ReportServers: grpc.handleClientStreamingCall<_maka_broker_v1_ReportServersRequest__Output, _maka_broker_v1_ReportServersResponse>;
   
   SignOut: grpc.handleUnaryCall<_maka_broker_v1_SignOutRequest__Output, _maka_broker_v1_SignOutResponse>;
   
@@ -105,8 +131,10 @@ export interface CapabilityBrokerServiceDefinition extends grpc.ServiceDefinitio
   CallTool: MethodDefinition<_maka_broker_v1_CallToolRequest, _maka_broker_v1_CallToolResponse, _maka_broker_v1_CallToolRequest__Output, _maka_broker_v1_CallToolResponse__Output>
   CompleteSignIn: MethodDefinition<_maka_broker_v1_CompleteSignInRequest, _maka_broker_v1_CompleteSignInResponse, _maka_broker_v1_CompleteSignInRequest__Output, _maka_broker_v1_CompleteSignInResponse__Output>
   Connect: MethodDefinition<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectResponse, _maka_broker_v1_ConnectRequest__Output, _maka_broker_v1_ConnectResponse__Output>
+  GetStatus: MethodDefinition<_maka_broker_v1_GetStatusRequest, _maka_broker_v1_GetStatusResponse, _maka_broker_v1_GetStatusRequest__Output, _maka_broker_v1_GetStatusResponse__Output>
   ListSignIns: MethodDefinition<_maka_broker_v1_ListSignInsRequest, _maka_broker_v1_ListSignInsResponse, _maka_broker_v1_ListSignInsRequest__Output, _maka_broker_v1_ListSignInsResponse__Output>
   ListTools: MethodDefinition<_maka_broker_v1_ListToolsRequest, _maka_broker_v1_ListToolsResponse, _maka_broker_v1_ListToolsRequest__Output, _maka_broker_v1_ListToolsResponse__Output>
+  ReportServers: MethodDefinition<_maka_broker_v1_ReportServersRequest, _maka_broker_v1_ReportServersResponse, _maka_broker_v1_ReportServersRequest__Output, _maka_broker_v1_ReportServersResponse__Output>
   SignOut: MethodDefinition<_maka_broker_v1_SignOutRequest, _maka_broker_v1_SignOutResponse, _maka_broker_v1_SignOutRequest__Output, _maka_broker_v1_SignOutResponse__Output>
   Stop: MethodDefinition<_maka_broker_v1_StopRequest, _maka_broker_v1_StopResponse, _maka_broker_v1_StopRequest__Output, _maka_broker_v1_StopResponse__Output>
   WatchCall: MethodDefinition<_maka_broker_v1_WatchCallRequest, _maka_broker_v1_WatchCallResponse, _maka_broker_v1_WatchCallRequest__Output, _maka_broker_v1_WatchCallResponse__Output>

@@ -72,6 +72,12 @@ class _FailureCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FailureCo
     """The MCP server needs an OAuth sign-in first (the message carries the sign-in hint); nothing was
     sent to the server. See ListSignIns.
     """
+    FAILURE_CODE_SERVER_UNAVAILABLE: _FailureCode.ValueType  # 20
+    """The Tool's MCP server is configured but not connected (connecting, failed, waiting for
+    sign-in, disabled, draining); the message names the server and the cause.
+    """
+    FAILURE_CODE_INVALID_ARGUMENTS: _FailureCode.ValueType  # 21
+    """The arguments do not match the Tool's inputSchema; the message lists each problem by JSON pointer."""
 
 class FailureCode(_FailureCode, metaclass=_FailureCodeEnumTypeWrapper):
     """FailureCode is the stable code of a failed Tool invocation, shared by the broker and providers."""
@@ -119,6 +125,12 @@ FAILURE_CODE_AUTH_REQUIRED: FailureCode.ValueType  # 40
 """The MCP server needs an OAuth sign-in first (the message carries the sign-in hint); nothing was
 sent to the server. See ListSignIns.
 """
+FAILURE_CODE_SERVER_UNAVAILABLE: FailureCode.ValueType  # 20
+"""The Tool's MCP server is configured but not connected (connecting, failed, waiting for
+sign-in, disabled, draining); the message names the server and the cause.
+"""
+FAILURE_CODE_INVALID_ARGUMENTS: FailureCode.ValueType  # 21
+"""The arguments do not match the Tool's inputSchema; the message lists each problem by JSON pointer."""
 Global___FailureCode: _TypeAlias = FailureCode  # noqa: Y015
 
 class _RejectReason:
@@ -196,6 +208,44 @@ CALL_PHASE_RUNNING: CallPhase.ValueType  # 1
 CALL_PHASE_AWAITING_INTERACTION: CallPhase.ValueType  # 2
 """A form is pending; `interaction_id` and `interaction_expires_at` say which and until when."""
 Global___CallPhase: _TypeAlias = CallPhase  # noqa: Y015
+
+class _ServerState:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ServerStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ServerState.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SERVER_STATE_UNSPECIFIED: _ServerState.ValueType  # 0
+    SERVER_STATE_CONNECTING: _ServerState.ValueType  # 1
+    """A connection attempt is under way (first start, reconnect, reload)."""
+    SERVER_STATE_READY: _ServerState.ValueType  # 2
+    """Negotiated and Tools listed; calls are served."""
+    SERVER_STATE_FAILED: _ServerState.ValueType  # 3
+    """The last attempt failed; `next_retry_time` says when the next one starts."""
+    SERVER_STATE_WAITING_FOR_SIGN_IN: _ServerState.ValueType  # 4
+    """The server needs a user sign-in (OAuth) before it can connect."""
+    SERVER_STATE_DISABLED: _ServerState.ValueType  # 5
+    """`"disabled": true` in the config: never connected."""
+    SERVER_STATE_DRAINING: _ServerState.ValueType  # 6
+    """Removed by a config reload: finishing its calls in flight, accepting no new ones."""
+
+class ServerState(_ServerState, metaclass=_ServerStateEnumTypeWrapper):
+    """ServerState is where one configured MCP server's connection is."""
+
+SERVER_STATE_UNSPECIFIED: ServerState.ValueType  # 0
+SERVER_STATE_CONNECTING: ServerState.ValueType  # 1
+"""A connection attempt is under way (first start, reconnect, reload)."""
+SERVER_STATE_READY: ServerState.ValueType  # 2
+"""Negotiated and Tools listed; calls are served."""
+SERVER_STATE_FAILED: ServerState.ValueType  # 3
+"""The last attempt failed; `next_retry_time` says when the next one starts."""
+SERVER_STATE_WAITING_FOR_SIGN_IN: ServerState.ValueType  # 4
+"""The server needs a user sign-in (OAuth) before it can connect."""
+SERVER_STATE_DISABLED: ServerState.ValueType  # 5
+"""`"disabled": true` in the config: never connected."""
+SERVER_STATE_DRAINING: ServerState.ValueType  # 6
+"""Removed by a config reload: finishing its calls in flight, accepting no new ones."""
+Global___ServerState: _TypeAlias = ServerState  # noqa: Y015
 
 @_typing.final
 class ConnectRequest(_message.Message):
@@ -564,21 +614,27 @@ class InteractionRequest(_message.Message):
     INVOCATION_ID_FIELD_NUMBER: _builtins.int
     CORRELATION_ID_FIELD_NUMBER: _builtins.int
     FORM_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     invocation_id: _builtins.str
     correlation_id: _builtins.str
     """Provider-local correlation id; echoed in InteractionResult, never the canonical id."""
     @_builtins.property
     def form(self) -> _form_pb2.Form: ...
+    @_builtins.property
+    def round(self) -> _interaction_pb2.Round:
+        """The form's place in its MRTR round (position, size, deadline), passed to the Interaction service."""
+
     def __init__(
         self,
         *,
         invocation_id: _builtins.str = ...,
         correlation_id: _builtins.str = ...,
         form: _form_pb2.Form | None = ...,
+        round: _interaction_pb2.Round | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["form", b"form"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["form", b"form", "round", b"round"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "form", b"form", "invocation_id", b"invocation_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "form", b"form", "invocation_id", b"invocation_id", "round", b"round"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -730,6 +786,7 @@ class CallToolRequest(_message.Message):
     TOOL_NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
     CALL_ID_FIELD_NUMBER: _builtins.int
+    SKIP_ARGUMENT_VALIDATION_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     turn_id: _builtins.str
     tool_use_id: _builtins.str
@@ -743,6 +800,8 @@ class CallToolRequest(_message.Message):
     (live, or settled within the retention) and replays its events; with a different tool_name,
     arguments_json or turn_id it fails INVALID_REQUEST.
     """
+    skip_argument_validation: _builtins.bool
+    """Skip the broker's check of the arguments against the Tool's inputSchema (`maka call --no-validate`)."""
     def __init__(
         self,
         *,
@@ -752,10 +811,11 @@ class CallToolRequest(_message.Message):
         tool_name: _builtins.str = ...,
         arguments_json: _builtins.str = ...,
         call_id: _builtins.str = ...,
+        skip_argument_validation: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "session_id", b"session_id", "tool_name", b"tool_name", "tool_use_id", b"tool_use_id", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "call_id", b"call_id", "session_id", b"session_id", "skip_argument_validation", b"skip_argument_validation", "tool_name", b"tool_name", "tool_use_id", b"tool_use_id", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1332,3 +1392,320 @@ class SignOutResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SignOutResponse: _TypeAlias = SignOutResponse  # noqa: Y015
+
+@_typing.final
+class ServerError(_message.Message):
+    """ServerError is the real cause of a server's last failure: bounded and secret-free (header
+    and env values, URL query strings and user info are redacted).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    CAUSES_FIELD_NUMBER: _builtins.int
+    HTTP_STATUS_FIELD_NUMBER: _builtins.int
+    STDERR_TAIL_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    summary: _builtins.str
+    """One line: the innermost cause, e.g. "ConnectError: All connection attempts failed"."""
+    http_status: _builtins.int
+    """The HTTP status of a failed HTTP request (0 when none)."""
+    @_builtins.property
+    def causes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The flattened exception chain (groups, __cause__, __context__), outermost first."""
+
+    @_builtins.property
+    def stderr_tail(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The last lines the stdio child wrote to stderr."""
+
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        summary: _builtins.str = ...,
+        causes: _abc.Iterable[_builtins.str] | None = ...,
+        http_status: _builtins.int = ...,
+        stderr_tail: _abc.Iterable[_builtins.str] | None = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["causes", b"causes", "http_status", b"http_status", "stderr_tail", b"stderr_tail", "summary", b"summary", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServerError: _TypeAlias = ServerError  # noqa: Y015
+
+@_typing.final
+class ServerStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    TRANSPORT_FIELD_NUMBER: _builtins.int
+    ERA_FIELD_NUMBER: _builtins.int
+    PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
+    TOOL_COUNT_FIELD_NUMBER: _builtins.int
+    LAST_ERROR_FIELD_NUMBER: _builtins.int
+    NEXT_RETRY_TIME_FIELD_NUMBER: _builtins.int
+    STATE_TIME_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    CONNECTION_GENERATION_FIELD_NUMBER: _builtins.int
+    LIVE_CALLS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The configured server name (the SERVER of SERVER:TOOL)."""
+    state: Global___ServerState.ValueType
+    transport: _builtins.str
+    """"stdio", "http" (Streamable HTTP) or "sse"."""
+    era: _builtins.str
+    """The configured era: "auto", "modern" or "legacy"."""
+    protocol_version: _builtins.str
+    """The negotiated protocol version while ready (e.g. "2026-07-28")."""
+    tool_count: _builtins.int
+    failures: _builtins.int
+    """Consecutive failed attempts."""
+    connection_generation: _builtins.int
+    """Connection generation (incremented on every successful connect)."""
+    live_calls: _builtins.int
+    """Calls in flight on this server."""
+    @_builtins.property
+    def last_error(self) -> Global___ServerError:
+        """Set when a connection attempt failed (kept while ready, as the last error seen)."""
+
+    @_builtins.property
+    def next_retry_time(self) -> _timestamp_pb2.Timestamp:
+        """When the next connection attempt starts (state FAILED)."""
+
+    @_builtins.property
+    def state_time(self) -> _timestamp_pb2.Timestamp:
+        """Since when the server is in `state`."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        state: Global___ServerState.ValueType = ...,
+        transport: _builtins.str = ...,
+        era: _builtins.str = ...,
+        protocol_version: _builtins.str = ...,
+        tool_count: _builtins.int = ...,
+        last_error: Global___ServerError | None = ...,
+        next_retry_time: _timestamp_pb2.Timestamp | None = ...,
+        state_time: _timestamp_pb2.Timestamp | None = ...,
+        failures: _builtins.int = ...,
+        connection_generation: _builtins.int = ...,
+        live_calls: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["last_error", b"last_error", "next_retry_time", b"next_retry_time", "state_time", b"state_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_generation", b"connection_generation", "era", b"era", "failures", b"failures", "last_error", b"last_error", "live_calls", b"live_calls", "name", b"name", "next_retry_time", b"next_retry_time", "protocol_version", b"protocol_version", "state", b"state", "state_time", b"state_time", "tool_count", b"tool_count", "transport", b"transport"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServerStatus: _TypeAlias = ServerStatus  # noqa: Y015
+
+@_typing.final
+class ReportServersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORTER_ID_FIELD_NUMBER: _builtins.int
+    SERVERS_FIELD_NUMBER: _builtins.int
+    CONFIG_GENERATION_FIELD_NUMBER: _builtins.int
+    CONFIG_ERRORS_FIELD_NUMBER: _builtins.int
+    CONFIG_CHANGES_FIELD_NUMBER: _builtins.int
+    reporter_id: _builtins.str
+    """Stable id of the reporting provider process (e.g. "mcp-provider@host:pid")."""
+    config_generation: _builtins.int
+    """Incremented by every applied config (re)load; 1 for the config read at start."""
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerStatus]: ...
+    @_builtins.property
+    def config_errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The last reload's problems (one line each; empty when it applied). The old config stays."""
+
+    @_builtins.property
+    def config_changes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The last applied reload's changes, e.g. "added: a", "removed: b", "changed: c"."""
+
+    def __init__(
+        self,
+        *,
+        reporter_id: _builtins.str = ...,
+        servers: _abc.Iterable[Global___ServerStatus] | None = ...,
+        config_generation: _builtins.int = ...,
+        config_errors: _abc.Iterable[_builtins.str] | None = ...,
+        config_changes: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_changes", b"config_changes", "config_errors", b"config_errors", "config_generation", b"config_generation", "reporter_id", b"reporter_id", "servers", b"servers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportServersRequest: _TypeAlias = ReportServersRequest  # noqa: Y015
+
+@_typing.final
+class ReportServersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportServersResponse: _TypeAlias = ReportServersResponse  # noqa: Y015
+
+@_typing.final
+class GetStatusRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatusRequest: _TypeAlias = GetStatusRequest  # noqa: Y015
+
+@_typing.final
+class ReporterStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORTER_ID_FIELD_NUMBER: _builtins.int
+    CONFIG_GENERATION_FIELD_NUMBER: _builtins.int
+    CONFIG_ERRORS_FIELD_NUMBER: _builtins.int
+    CONFIG_CHANGES_FIELD_NUMBER: _builtins.int
+    REPORT_TIME_FIELD_NUMBER: _builtins.int
+    reporter_id: _builtins.str
+    config_generation: _builtins.int
+    @_builtins.property
+    def config_errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def config_changes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def report_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        reporter_id: _builtins.str = ...,
+        config_generation: _builtins.int = ...,
+        config_errors: _abc.Iterable[_builtins.str] | None = ...,
+        config_changes: _abc.Iterable[_builtins.str] | None = ...,
+        report_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["report_time", b"report_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_changes", b"config_changes", "config_errors", b"config_errors", "config_generation", b"config_generation", "report_time", b"report_time", "reporter_id", b"reporter_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReporterStatus: _TypeAlias = ReporterStatus  # noqa: Y015
+
+@_typing.final
+class GetStatusResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVERS_FIELD_NUMBER: _builtins.int
+    REPORTERS_FIELD_NUMBER: _builtins.int
+    LIVE_INVOCATIONS_FIELD_NUMBER: _builtins.int
+    LIVE_REGISTRATIONS_FIELD_NUMBER: _builtins.int
+    PENDING_FORMS_FIELD_NUMBER: _builtins.int
+    RECENT_CALLS_FIELD_NUMBER: _builtins.int
+    live_invocations: _builtins.int
+    live_registrations: _builtins.int
+    pending_forms: _builtins.int
+    """Forms the broker's invocations are waiting on."""
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerStatus]:
+        """Every server of every open ReportServers stream, sorted by name."""
+
+    @_builtins.property
+    def reporters(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReporterStatus]: ...
+    @_builtins.property
+    def recent_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallSummary]:
+        """Live and recently settled invocations the reader may see, newest first (status only, never
+        arguments, results or form values).
+        """
+
+    def __init__(
+        self,
+        *,
+        servers: _abc.Iterable[Global___ServerStatus] | None = ...,
+        reporters: _abc.Iterable[Global___ReporterStatus] | None = ...,
+        live_invocations: _builtins.int = ...,
+        live_registrations: _builtins.int = ...,
+        pending_forms: _builtins.int = ...,
+        recent_calls: _abc.Iterable[Global___CallSummary] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["live_invocations", b"live_invocations", "live_registrations", b"live_registrations", "pending_forms", b"pending_forms", "recent_calls", b"recent_calls", "reporters", b"reporters", "servers", b"servers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatusResponse: _TypeAlias = GetStatusResponse  # noqa: Y015
+
+@_typing.final
+class CallSummary(_message.Message):
+    """CallSummary is one invocation's status for activity lists (web page, TUI)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    FAILURE_CODE_FIELD_NUMBER: _builtins.int
+    IS_ERROR_FIELD_NUMBER: _builtins.int
+    INTERACTION_IDS_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    invocation_id: _builtins.str
+    session_id: _builtins.str
+    turn_id: _builtins.str
+    tool_name: _builtins.str
+    """Qualified `SERVER:TOOL`."""
+    state: _builtins.str
+    """"running", "awaiting_interaction", "succeeded", "failed", "lost" or "stopped"."""
+    failure_code: Global___FailureCode.ValueType
+    """Set when state is "failed"."""
+    is_error: _builtins.bool
+    """The Tool's own isError on a result."""
+    @_builtins.property
+    def interaction_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The forms this invocation asked for, in order."""
+
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        invocation_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+        turn_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        state: _builtins.str = ...,
+        failure_code: Global___FailureCode.ValueType = ...,
+        is_error: _builtins.bool = ...,
+        interaction_ids: _abc.Iterable[_builtins.str] | None = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "failure_code", b"failure_code", "interaction_ids", b"interaction_ids", "invocation_id", b"invocation_id", "is_error", b"is_error", "session_id", b"session_id", "start_time", b"start_time", "state", b"state", "tool_name", b"tool_name", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallSummary: _TypeAlias = CallSummary  # noqa: Y015

@@ -75,6 +75,16 @@ class CapabilityBrokerServiceStub:
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutRequest.SerializeToString,
                 response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutResponse.FromString,
                 _registered_method=True)
+        self.ReportServers = channel.stream_unary(
+                '/maka.broker.v1.CapabilityBrokerService/ReportServers',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersResponse.FromString,
+                _registered_method=True)
+        self.GetStatus = channel.unary_unary(
+                '/maka.broker.v1.CapabilityBrokerService/GetStatus',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.GetStatusRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.GetStatusResponse.FromString,
+                _registered_method=True)
 
 
 class CapabilityBrokerServiceServicer:
@@ -152,6 +162,22 @@ class CapabilityBrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportServers(self, request_iterator, context):
+        """ReportServers is a provider process's status stream: each request is a full snapshot of the
+        MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
+        for GetStatus and for SERVER_UNAVAILABLE) and forgets it when the stream ends.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStatus(self, request, context):
+        """GetStatus returns every reported MCP server's status and the broker's own counters.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CapabilityBrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -194,6 +220,16 @@ def add_CapabilityBrokerServiceServicer_to_server(servicer, server):
                     servicer.SignOut,
                     request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutRequest.FromString,
                     response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutResponse.SerializeToString,
+            ),
+            'ReportServers': grpc.stream_unary_rpc_method_handler(
+                    servicer.ReportServers,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersResponse.SerializeToString,
+            ),
+            'GetStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStatus,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.GetStatusRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.GetStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -413,6 +449,60 @@ class CapabilityBrokerService:
             '/maka.broker.v1.CapabilityBrokerService/SignOut',
             maka_dot_broker_dot_v1_dot_broker__pb2.SignOutRequest.SerializeToString,
             maka_dot_broker_dot_v1_dot_broker__pb2.SignOutResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportServers(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/ReportServers',
+            maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/GetStatus',
+            maka_dot_broker_dot_v1_dot_broker__pb2.GetStatusRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.GetStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,134 @@
+"""``maka status``: what runs and what does not, with the real cause (README "Operations").
+
+``maka status [--json] [--state-dir DIR]`` shows, for the stack found in ``DIR/endpoints.json``:
+
+- each service's health (``grpc.health.v1`` of the Interaction service, broker and MCP provider; an
+  HTTP answer from the web surface);
+- each configured MCP server (from the broker's ``GetStatus``, reported by the provider): state
+  (connecting, ready, failed, waiting for sign-in, disabled, draining), transport, negotiated protocol
+  version (or the configured era), Tool count, calls in flight, failed attempts and the next retry; for a
+  server that is not ready, the last error's real cause (the flattened exception chain, the HTTP status,
+  the stdio child's last stderr lines), bounded and secret-free;
+- the last config reload (its changes or its problems);
+- the number of pending forms (``maka pending`` lists them) and the forms the broker waits on.
+
+Exit codes: 0 every service serves and every enabled server is ready; 1 something is not (the output
+says what); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` / gRPC status name first
+on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+import grpc.aio
+
+from maka.broker.v1 import broker_pb2
+from services.core import healthcheck
+from surfaces.cli.endpoints import Endpoints, add_state_dir_argument, read_endpoints
+from surfaces.common.interaction_client import InteractionClient, InteractionError
+from surfaces.common.server_status import fetch_status, server_lines, status_json
+from surfaces.stack.supervisor import http_ok
+
+NAME = "status"
+HELP = "show services, MCP servers (state, cause, next retry), config reloads and pending forms"
+
+EXIT_OK = 0
+EXIT_DEGRADED = 1
+EXIT_FAILED = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--json`` and ``--state-dir``."""
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_state_dir_argument(parser)
+
+
+async def _health(endpoints: Endpoints) -> dict[str, dict[str, Any]]:
+    async def grpc_state(address: str) -> str:
+        if not address:
+            return "unknown"
+        return "serving" if await healthcheck.serving(address, "", timeout=2.0) else "not serving"
+
+    services: dict[str, dict[str, Any]] = {}
+    for name, address in (
+        ("interaction", endpoints.interaction),
+        ("broker", endpoints.broker),
+        ("provider", endpoints.provider),
+    ):
+        services[name] = {"address": address, "state": await grpc_state(address)}
+    if endpoints.web:
+        services["web"] = {"address": endpoints.web, "state": "serving" if await http_ok(endpoints.web) else "down"}
+    return services
+
+
+async def _pending(endpoints: Endpoints) -> int | None:
+    try:
+        async with InteractionClient.connect(endpoints.interaction) as client:
+            return len(await client.list_pending())
+    except InteractionError:
+        return None
+
+
+async def collect(endpoints: Endpoints) -> tuple[dict[str, Any], broker_pb2.GetStatusResponse]:
+    """Everything ``maka status`` shows, as JSON, and the broker's raw answer. Raises ``AioRpcError``
+    when the broker cannot be asked."""
+    status = await fetch_status(endpoints.broker)
+    services, pending = await asyncio.gather(_health(endpoints), _pending(endpoints))
+    data = {"host": endpoints.host_id, "services": services, **status_json(status), "pendingForms": pending}
+    return data, status
+
+
+def healthy(data: dict[str, Any]) -> bool:
+    """Every service serving and every enabled MCP server ready."""
+    services_ok = all(s["state"] in ("serving", "unknown") for s in data["services"].values())
+    servers_ok = all(s["state"] in ("ready", "disabled") for s in data["servers"])
+    return services_ok and servers_ok
+
+
+def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: float | None = None) -> str:
+    """The human rendering (see the module docstring)."""
+    lines = [f"Host {data['host']}"]
+    lines.append("services:")
+    for name, service in data["services"].items():
+        lines.append(f"  {name:<12} {service['state']:<12} {service['address']}")
+    lines.append("MCP servers:" if status.servers else "MCP servers: none reported (is the MCP provider running?)")
+    for server in status.servers:
+        lines.extend("  " + line for line in server_lines(server, now))
+    for config in data["config"]:
+        if config["errors"]:
+            lines.append(f"config reload rejected (generation {config['generation']} stays):")
+            lines.extend(f"  {problem}" for problem in config["errors"])
+        elif config["changes"]:
+            lines.append(f"config generation {config['generation']}: " + "; ".join(config["changes"]))
+    pending = data["pendingForms"]
+    lines.append(
+        f"pending forms: {pending if pending is not None else 'unknown'}"
+        f" (the broker waits on {data['broker']['pendingForms']}; `maka pending` lists them)"
+    )
+    lines.append(f"calls in flight: {data['broker']['liveInvocations']}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the status; see the module docstring for output and exit codes."""
+    try:
+        endpoints = read_endpoints(args.state_dir)
+    except FileNotFoundError as error:
+        print(f"NO_STACK: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        data, status = asyncio.run(collect(endpoints))
+    except grpc.aio.AioRpcError as error:
+        print(f"{error.code().name}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        print(render(data, status, time.time()))
+    return EXIT_OK if healthy(data) else EXIT_DEGRADED

@@ -1,0 +1,144 @@
+"""MCP server status as every surface shows it (``maka status``, the web page, the TUI).
+
+The data is the broker's ``GetStatus`` (filled by the providers' ``ReportServers`` streams; see
+:mod:`services.mcp_provider.status`). :func:`server_json` is the one JSON shape (``maka status
+--json``, the web page's ``/api/status``); :func:`server_lines` the one human rendering.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.core.channels import open_channel
+
+SS = broker_pb2.ServerState
+STATUS_TIMEOUT_SECONDS = 5.0
+
+STATE_NAMES: dict[int, str] = {
+    SS.SERVER_STATE_CONNECTING: "connecting",
+    SS.SERVER_STATE_READY: "ready",
+    SS.SERVER_STATE_FAILED: "failed",
+    SS.SERVER_STATE_WAITING_FOR_SIGN_IN: "waiting for sign-in",
+    SS.SERVER_STATE_DISABLED: "disabled",
+    SS.SERVER_STATE_DRAINING: "draining",
+}
+
+
+async def fetch_status(broker: str, *, token: str | None = None) -> broker_pb2.GetStatusResponse:
+    """The broker's ``GetStatus``. ``token`` defaults to ``MAKA_CALLER_TOKEN`` or ``MAKA_SURFACE_TOKEN``.
+
+    Raises ``grpc.aio.AioRpcError``."""
+    token = token or os.environ.get("MAKA_CALLER_TOKEN") or os.environ.get("MAKA_SURFACE_TOKEN") or None
+    async with open_channel(broker, token=token) as channel:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        return await stub.GetStatus(broker_pb2.GetStatusRequest(), timeout=STATUS_TIMEOUT_SECONDS)
+
+
+def _seconds(stamp: Any) -> float:
+    return float(stamp.ToNanoseconds()) / 1e9
+
+
+def server_json(server: broker_pb2.ServerStatus, now: float | None = None) -> dict[str, Any]:
+    """One server as JSON: name, state, transport, era, protocolVersion, tools, liveCalls, failures,
+    lastError {summary, causes, httpStatus, stderrTail, time} | null, nextRetryInSeconds | null."""
+    now = time.time() if now is None else now
+    error: dict[str, Any] | None = None
+    if server.HasField("last_error"):
+        last = server.last_error
+        error = {
+            "summary": last.summary,
+            "causes": list(last.causes),
+            "httpStatus": last.http_status or None,
+            "stderrTail": list(last.stderr_tail),
+            "time": _seconds(last.time),
+        }
+    retry = None
+    if server.HasField("next_retry_time") and server.state == SS.SERVER_STATE_FAILED:
+        retry = round(max(0.0, _seconds(server.next_retry_time) - now), 1)
+    return {
+        "name": server.name,
+        "state": STATE_NAMES.get(server.state, "unknown"),
+        "transport": server.transport,
+        "era": server.era,
+        "protocolVersion": server.protocol_version or None,
+        "tools": server.tool_count,
+        "liveCalls": server.live_calls,
+        "failures": server.failures,
+        "lastError": error,
+        "nextRetryInSeconds": retry,
+    }
+
+
+def call_json(call: broker_pb2.CallSummary) -> dict[str, Any]:
+    """One call of an activity list: ids, Tool, state, failure code (``SERVER_ERROR`` ...) or
+    ``isError``, its form ids and times. Never arguments, results or form values."""
+    failure = (
+        broker_pb2.FailureCode.Name(call.failure_code).removeprefix("FAILURE_CODE_")
+        if call.failure_code != broker_pb2.FAILURE_CODE_UNSPECIFIED
+        else None
+    )
+    return {
+        "invocationId": call.invocation_id,
+        "sessionId": call.session_id,
+        "turnId": call.turn_id,
+        "tool": call.tool_name,
+        "state": call.state,
+        "failureCode": failure,
+        "isError": call.is_error,
+        "interactionIds": list(call.interaction_ids),
+        "startTime": _seconds(call.start_time),
+        "endTime": _seconds(call.end_time) if call.HasField("end_time") else None,
+    }
+
+
+def status_json(response: broker_pb2.GetStatusResponse, now: float | None = None) -> dict[str, Any]:
+    """The broker part of ``maka status --json``: servers, config reloads, broker gauges."""
+    return {
+        "servers": [server_json(s, now) for s in response.servers],
+        "config": [
+            {
+                "reporter": r.reporter_id,
+                "generation": r.config_generation,
+                "errors": list(r.config_errors),
+                "changes": list(r.config_changes),
+            }
+            for r in response.reporters
+        ],
+        "broker": {
+            "liveInvocations": response.live_invocations,
+            "liveRegistrations": response.live_registrations,
+            "pendingForms": response.pending_forms,
+        },
+    }
+
+
+def server_lines(server: broker_pb2.ServerStatus, now: float | None = None) -> list[str]:
+    """A server in human lines: a summary line, then the cause, the exception chain and the child's
+    stderr (indented) when it failed."""
+    data = server_json(server, now)
+    parts = [data["state"], data["transport"]]
+    parts.append(data["protocolVersion"] or f"era {data['era']}")
+    parts.append(f"{data['tools']} Tool{'s' if data['tools'] != 1 else ''}")
+    if data["liveCalls"]:
+        parts.append(f"{data['liveCalls']} call{'s' if data['liveCalls'] != 1 else ''} in flight")
+    if data["failures"]:
+        parts.append(f"{data['failures']} failed attempt{'s' if data['failures'] != 1 else ''}")
+    if data["nextRetryInSeconds"] is not None:
+        parts.append(f"next retry in {data['nextRetryInSeconds']:.0f} s")
+    lines = [f"{data['name']}: " + ", ".join(parts)]
+    error = data["lastError"]
+    if error is not None and data["state"] != "ready":
+        lines.append(f"    cause: {error['summary']}")
+        if error["httpStatus"]:
+            lines.append(f"    HTTP status: {error['httpStatus']}")
+        for cause in error["causes"]:
+            if cause != error["summary"]:
+                lines.append(f"    chain: {cause}")
+        for line in error["stderrTail"]:
+            lines.append(f"    stderr: {line}")
+    elif error is not None:
+        lines.append(f"    last error (recovered): {error['summary']}")
+    return lines
