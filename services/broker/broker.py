@@ -105,7 +105,19 @@ class InteractionHost(Protocol):
         self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
     ) -> interaction_pb2.Interaction: ...
 
-    async def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> object: ...
+    async def close_durably(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> Any:
+        """Close a form; return once the service answered (an ``InteractionClosed``), or None when that can
+        no longer happen because a newer Host epoch fenced this one (or the broker stops)."""
+        ...
+
+    async def report_delivery(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = ...,
+    ) -> object:
+        """Record whether an answer reached its provider; retried like :meth:`close_durably`."""
+        ...
 
 
 class _Notifier:
@@ -205,7 +217,10 @@ class Invocation:
     correlation_id: str = ""
     interaction_id: str = ""
     late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
-    """How to close a form whose open completes after the invocation settled."""
+    """How to close a form whose open completes after the invocation settled (and why an undelivered
+    answer was lost)."""
+    undelivered: str = ""
+    """The answered form whose InteractionResult went to the provider, receipt not yet confirmed."""
     tasks: set[asyncio.Task[Any]] = field(default_factory=lambda: set[asyncio.Task[Any]]())
     interaction_expires_at: timestamp_pb2.Timestamp | None = None
     """When the pending form's bounded wait ends (for ``status`` events)."""
@@ -223,8 +238,10 @@ class Invocation:
         return self.state in TERMINAL
 
     def emit(self, event: broker_pb2.CallToolResponse) -> None:
-        """Log a lifecycle event for the caller (never dropped; progress may be)."""
-        self.log.append(event)
+        """Log a lifecycle event for the caller (never dropped; progress may be). Nothing is logged
+        once the invocation settled: its terminal event is the last one."""
+        if self.terminal is None:
+            self.log.append(event)
 
     def status(self) -> broker_pb2.CallStatus:
         """The keepalive ``status`` of this invocation now (phase, pending form and its expiry)."""
@@ -425,6 +442,8 @@ class Broker:
             self._progress(connection, request.progress)
         elif kind == "interaction_request":
             self._interaction_request(connection, request.interaction_request)
+        elif kind == "interaction_received":
+            self._interaction_received(connection, request.interaction_received)
         elif kind == "result":
             self._result(connection, request.result)
         elif kind == "failure":
@@ -579,8 +598,34 @@ class Broker:
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
 
+    def _interaction_received(self, connection: Connection, frame: broker_pb2.InteractionReceived) -> None:
+        invocation = self._owned(connection, frame.invocation_id)
+        if not frame.interaction_id or frame.interaction_id != invocation.undelivered:
+            raise FrameRejection(
+                RR.REJECT_REASON_NO_INTERACTION_PENDING, invocation.invocation_id, "no answer awaits confirmation"
+            )
+        self._delivered(invocation)
+
+    def _delivered(self, invocation: Invocation) -> None:
+        """The provider has the answer (it confirmed it, or sent a later frame of the invocation):
+        record it delivered (docs/security.md "No answer after settlement")."""
+        if invocation.undelivered:
+            interaction_id, invocation.undelivered = invocation.undelivered, ""
+            self._spawn(invocation, self._report_delivery(interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED))
+
+    async def _report_delivery(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_UNSPECIFIED,
+    ) -> None:
+        recorded = await self._host.report_delivery(interaction_id, delivery, lost_reason)
+        if recorded is None:  # fenced by a newer epoch, which records it lost (host_restarted)
+            log.warning("delivery_report_dropped", extra={"interaction_id": interaction_id})
+
     def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
         invocation = self._owned(connection, frame.invocation_id)
+        self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             raise FrameRejection(
                 RR.REJECT_REASON_INTERACTION_ALREADY_PENDING, invocation.invocation_id, "a form is already pending"
@@ -651,8 +696,9 @@ class Broker:
         interaction_id = interaction.interaction_id
         self._counters["interactions_opened"] += 1
         if invocation.state is not InvocationState.OPENING:
-            # Settled while the open was in flight: never leave the form orphaned.
-            await self._host.close(interaction_id, invocation.late_form_close)
+            # Settled while the open was in flight: never leave the form orphaned. The terminal
+            # event waits for this task (see _settle), so it follows the durable close.
+            await self._close_form(interaction_id, invocation.late_form_close)
             return
         invocation.state = InvocationState.AWAITING
         invocation.interaction_id = interaction_id
@@ -678,6 +724,7 @@ class Broker:
 
     def _result(self, connection: Connection, frame: broker_pb2.InvocationResult) -> None:
         invocation = self._owned(connection, frame.invocation_id)
+        self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             self._fail(
                 invocation,
@@ -709,6 +756,7 @@ class Broker:
 
     def _failure(self, connection: Connection, frame: broker_pb2.InvocationFailure) -> None:
         invocation = self._owned(connection, frame.invocation_id)
+        self._delivered(invocation)
         code = frame.code if frame.code != FC.FAILURE_CODE_UNSPECIFIED else FC.FAILURE_CODE_PROVIDER_ERROR
         self._fail(
             invocation,
@@ -760,6 +808,7 @@ class Broker:
                     )
                 )
             )
+            invocation.undelivered = interaction_id
             self._send(
                 connection,
                 broker_pb2.ConnectResponse(
@@ -1134,7 +1183,6 @@ class Broker:
             invocation.late_form_close = form_close
         self._disarm(invocation)
         invocation.terminal = event
-        invocation.log.append(event, terminal=True)
         self._retain(invocation)
         invocation.ended_at = time.time()
         self._recent.appendleft(invocation)
@@ -1147,9 +1195,29 @@ class Broker:
             self._settled[invocation.invocation_id] = registration.connection.connection_id
             while len(self._settled) > SETTLED_MEMORY:
                 self._settled.popitem(last=False)
+        # The settle barrier (docs/security.md "No answer after settlement"): the terminal event is
+        # emitted only after the form's close is durable (or its winning answer is recorded lost),
+        # an in-flight open has been closed, and delivery reports are in Redis.
+        barrier = set(invocation.tasks)
         if previous is InvocationState.AWAITING and invocation.interaction_id:
             self._by_interaction.pop(invocation.interaction_id, None)
-            self._spawn(invocation, self._close_form(invocation.interaction_id, invocation.late_form_close))
+            barrier.add(
+                self._spawn(invocation, self._close_form(invocation.interaction_id, invocation.late_form_close))
+            )
+        if invocation.undelivered:
+            interaction_id, invocation.undelivered = invocation.undelivered, ""
+            barrier.add(
+                self._spawn(
+                    invocation,
+                    self._report_delivery(
+                        interaction_id, interaction_pb2.DELIVERY_STATE_LOST, invocation.late_form_close
+                    ),
+                )
+            )
+        if barrier:
+            self._spawn(invocation, self._finish(invocation, barrier))
+        else:
+            self._log_terminal(invocation)
         if cancel_reason is not None and registration is not None and not registration.connection.outbox.closed:
             self._send(
                 registration.connection,
@@ -1163,11 +1231,33 @@ class Broker:
         )
         return True
 
-    async def _close_form(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+    @staticmethod
+    def _log_terminal(invocation: Invocation) -> None:
+        """Log the terminal event (callers see the invocation settled from now on)."""
+        assert invocation.terminal is not None
+        invocation.log.append(invocation.terminal, terminal=True)
+
+    async def _finish(self, invocation: Invocation, barrier: set[asyncio.Task[Any]]) -> None:
+        """Emit the terminal event once every settle-path write in ``barrier`` is done."""
         try:
-            await self._host.close(interaction_id, reason)
-        except HostUnavailable:
-            log.warning("form_close_deferred", extra={"interaction_id": interaction_id})
+            await asyncio.gather(*barrier, return_exceptions=True)
+        finally:
+            self._log_terminal(invocation)
+
+    async def _close_form(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        """Close the form durably; when an answer committed first (it won the race) and was never
+        delivered, record it lost with ``reason`` before returning."""
+        closed = await self._host.close_durably(interaction_id, reason)
+        if closed is None:  # fenced by a newer epoch: the form can only end host_restarted
+            log.warning("form_close_fenced", extra={"interaction_id": interaction_id})
+            return
+        after = closed.interaction
+        if (
+            not closed.changed
+            and after.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+            and after.delivery == interaction_pb2.DELIVERY_STATE_PENDING
+        ):
+            await self._report_delivery(interaction_id, interaction_pb2.DELIVERY_STATE_LOST, reason)
 
     def _arm(self, invocation: Invocation) -> None:
         """(Re)start the execution timer: ``execution_timeout``, cut to what is left of
@@ -1207,13 +1297,14 @@ class Broker:
             message = "the provider execution timer fired (no progress within the execution timeout)"
         self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, message)
 
-    def _spawn(self, invocation: Invocation | None, coro: Any) -> None:
+    def _spawn(self, invocation: Invocation | None, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if invocation is not None:
             invocation.tasks.add(task)
             task.add_done_callback(invocation.tasks.discard)
+        return task
 
     @staticmethod
     async def _wait(tasks: set[asyncio.Task[Any]], timeout: float) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.broker.broker import Broker, Connection, Invocation, InvocationState
 from services.broker.errors import InvalidRequest, OpenRefused
 from tests.helpers.waiting import eventually
@@ -34,6 +34,9 @@ class RecordingHost:
         self.closed: list[tuple[str, int]] = []
         self.refuse: OpenRefused | None = None
         self.gate: asyncio.Event | None = None
+        self.close_gate: asyncio.Event | None = None
+        self.answered_first = False
+        self.deliveries: list[tuple[str, int, int]] = []
 
     async def open(
         self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
@@ -50,9 +53,25 @@ class RecordingHost:
             state=interaction_pb2.INTERACTION_STATE_PENDING,
         )
 
-    async def close(self, interaction_id: str, reason: int) -> object:
+    async def close_durably(self, interaction_id: str, reason: int) -> interaction_service_pb2.InteractionClosed:
+        if self.close_gate is not None:
+            await self.close_gate.wait()
         self.closed.append((interaction_id, reason))
-        return None
+        if self.answered_first:  # an answer committed before the close reached the service
+            return interaction_service_pb2.InteractionClosed(
+                interaction_id=interaction_id,
+                changed=False,
+                interaction=interaction_pb2.Interaction(
+                    interaction_id=interaction_id,
+                    state=interaction_pb2.INTERACTION_STATE_ANSWERED,
+                    delivery=interaction_pb2.DELIVERY_STATE_PENDING,
+                ),
+            )
+        return interaction_service_pb2.InteractionClosed(interaction_id=interaction_id, changed=True)
+
+    async def report_delivery(self, interaction_id: str, delivery: int, lost_reason: int = 0) -> object:
+        self.deliveries.append((interaction_id, delivery, lost_reason))
+        return interaction_service_pb2.DeliveryRecorded(interaction_id=interaction_id, changed=True)
 
 
 def _form() -> form_pb2.Form:
