@@ -332,3 +332,42 @@ async def test_a_second_maka_up_on_the_same_redis_and_host_id_makes_the_first_ex
                     await asyncio.wait_for(asyncio.to_thread(process.wait), 60)
                 except TimeoutError:
                     os.killpg(process.pid, signal.SIGKILL)
+
+
+async def _maka(*argv: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "surfaces.cli.main",
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    return int(process.returncode or 0), out.decode(), err.decode()
+
+
+async def test_maka_answer_against_a_frozen_interaction_service_exits_outcome_unknown_and_a_repeat_decides(
+    settling: Settling,
+) -> None:
+    async with ToolCall(settling.broker, "counter:ask", {"tag": "frozen"}, session="frozen") as call:
+        interaction_id = await call.awaiting()
+        pid = settling.running.stack.supervisor.pid("interaction")
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # frozen: connections stay open, nothing answers
+        try:
+            code, _, err = await _maka("answer", interaction_id, "decline", "--interaction", settling.interaction)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert code == 3, err
+        assert err.startswith("OUTCOME_UNKNOWN: "), err
+        submission = err.split("--submission-id ", 1)[1].split()[0]
+        # Repeating with the same submission id returns the one outcome (committed now or back then).
+        code, out, err = await _maka(
+            "answer", interaction_id, "decline", "--interaction", settling.interaction, "--submission-id", submission
+        )
+        assert code == 0, err
+        assert out.strip() == f"{interaction_id}: answered (decline)"
+        end = await call.terminal(timeout=60)
+        assert end.WhichOneof("event") == "result", call.kinds()
+    assert settling.legs("frozen") == ["first", "retry"]
