@@ -110,6 +110,11 @@ class InteractionHost(Protocol):
         no longer happen because a newer Host epoch fenced this one (or the broker stops)."""
         ...
 
+    async def close_invocation_durably(self, invocation_id: str, reason: interaction_pb2.CloseReason.ValueType) -> Any:
+        """Close whatever form is pending for the invocation and fence it against a late open; like
+        :meth:`close_durably`."""
+        ...
+
     async def report_delivery(
         self,
         interaction_id: str,
@@ -692,6 +697,11 @@ class Broker:
         except HostUnavailable as error:
             if invocation.state is InvocationState.OPENING:
                 self._fail(invocation, FC.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
+            # The open's outcome is unknown (its reply may have been lost with the link): close
+            # whatever form it made and fence the invocation against it before the terminal event
+            # (this task is part of the settle barrier).
+            closed = await self._host.close_invocation_durably(invocation.invocation_id, invocation.late_form_close)
+            await self._after_close(closed, invocation.late_form_close)
             return
         interaction_id = interaction.interaction_id
         self._counters["interactions_opened"] += 1
@@ -1247,11 +1257,15 @@ class Broker:
     async def _close_form(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
         """Close the form durably; when an answer committed first (it won the race) and was never
         delivered, record it lost with ``reason`` before returning."""
-        closed = await self._host.close_durably(interaction_id, reason)
+        await self._after_close(await self._host.close_durably(interaction_id, reason), reason)
+
+    async def _after_close(self, closed: Any, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        """When the close found an answer that won the race and was never delivered, record it lost."""
         if closed is None:  # fenced by a newer epoch: the form can only end host_restarted
-            log.warning("form_close_fenced", extra={"interaction_id": interaction_id})
+            log.warning("form_close_fenced")
             return
         after = closed.interaction
+        interaction_id = after.interaction_id
         if (
             not closed.changed
             and after.state == interaction_pb2.INTERACTION_STATE_ANSWERED

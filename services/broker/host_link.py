@@ -42,6 +42,8 @@ log = logging.getLogger("maka.broker.host_link")
 
 SettledCallback = Callable[[interaction_pb2.Interaction], None]
 T = TypeVar("T")
+_INVOCATION_KEY = "invocation/"
+"""Prefix of the reply key of a close by invocation id (interaction ids start with ``ix_``)."""
 
 
 class HostLink:
@@ -234,6 +236,26 @@ class HostLink:
                 )
             except (HostUnavailable, TimeoutError):
                 log.info("form_close_retrying", extra={"interaction_id": interaction_id})
+
+    async def close_invocation_durably(
+        self, invocation_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> interaction_service_pb2.InteractionClosed | None:
+        """Close whatever form is pending for ``invocation_id`` and fence the invocation so no later
+        open for it commits (``CloseInteraction.invocation_id``): for an open whose outcome is unknown.
+        Retried like :meth:`close_durably`; ``None`` once stale or stopping."""
+        while True:
+            if not await self._wait_usable():
+                return None
+            try:
+                return await self._request(
+                    self._closes,
+                    _INVOCATION_KEY + invocation_id,
+                    interaction_service_pb2.HostLinkRequest(
+                        close=interaction_service_pb2.CloseInteraction(invocation_id=invocation_id, reason=reason)
+                    ),
+                )
+            except (HostUnavailable, TimeoutError):
+                log.info("invocation_fence_retrying", extra={"invocation_id": invocation_id})
 
     async def report_delivery(
         self,
@@ -438,7 +460,10 @@ class HostLink:
                 name = interaction_pb2.ErrorReason.Name(rejected.reason).removeprefix("ERROR_REASON_")
                 open_future.set_exception(OpenRefused(name, rejected.message))
         elif kind == "closed":
-            waiting = self._closes.get(response.closed.interaction_id)
+            key = response.closed.interaction_id
+            if response.closed.invocation_id:
+                key = _INVOCATION_KEY + response.closed.invocation_id
+            waiting = self._closes.get(key)
             while waiting:
                 close_future = waiting.popleft()
                 if not close_future.done():

@@ -434,6 +434,30 @@ class InteractionAuthority:
         changed, after = await self._close(record, reason, Mode.CLOSE, caller_epoch=epoch)
         return changed, after
 
+    async def close_invocation(
+        self, epoch: int, invocation_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> tuple[bool, interaction_pb2.Interaction | None]:
+        """The broker closes whatever form is pending for ``invocation_id`` and fences the invocation
+        so no later open for it commits (an open whose reply was lost): returns ``(changed, record
+        after)`` like :meth:`close` (record None when no form was pending). Raises InvalidRequest
+        (bad reason or id) and StaleEpoch."""
+        if reason not in _BROKER_CLOSE_REASONS:
+            raise errors.InvalidRequest(
+                "close reason must be a closure reason other than answered",
+                [Violation("/reason", FormErrorReason.SCHEMA_INVALID_VALUE, "invalid close reason")],
+            )
+        violations: list[Violation] = []
+        _check_id("invocation_id", invocation_id, violations)
+        if violations:
+            raise errors.InvalidRequest("invocation_id is required", violations)
+        code, value = await self.store.fence_invocation(epoch, invocation_id)
+        if code == "STALE_EPOCH":
+            raise errors.StaleEpoch(epoch, int(value))
+        log.info("invocation_fenced", extra={"invocation_id": invocation_id, "host_epoch": epoch})
+        if not value:
+            return False, None
+        return await self.close(epoch, value, reason)
+
     async def heartbeat(self, epoch: int) -> tuple[int, int]:
         """Renew every lease of ``epoch``: returns ``(renewed, lease deadline ms)``. Raises StaleEpoch."""
         deadline = self._now_ms() + int(self.settings.lease_seconds * 1000)

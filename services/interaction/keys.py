@@ -9,7 +9,8 @@ Cluster slot. Layout:
   and once answered ``delivery`` (``pending`` | ``delivered`` | ``lost``) and ``delivery_reason``.
 - ``maka:{H}:leases:{epoch}`` — ZSET, pending id → lease deadline (ms since the Unix epoch).
 - ``maka:{H}:pending`` — ZSET, every pending id of the Host → bounded-wait deadline (ms).
-- ``maka:{H}:inv:{invocation_id}`` — STRING, the pending id of an invocation (one at a time).
+- ``maka:{H}:inv:{invocation_id}`` — STRING, the pending id of an invocation (one at a time), or the fence
+  ``!settled`` once the broker closed the invocation by id (``fence_invocation.lua``: no later open).
 - ``maka:{H}:session:{sid}:pending`` — ZSET, the session's pending ids → creation time (ms).
 - ``maka:{H}:session:{sid}:events`` — STREAM of projection changes (fields ``kind``, ``pb``).
 - ``maka:{H}:events`` — STREAM of every session's projection changes (for callers that see all sessions).

@@ -193,6 +193,14 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         frame = request.WhichOneof("frame")
         if frame == "open":
             return await self._open(epoch, request.open)
+        if frame == "close" and request.close.invocation_id and not request.close.interaction_id:
+            fence = request.close
+            changed, after = await self.authority.close_invocation(epoch, fence.invocation_id, fence.reason)
+            closed = pb.InteractionClosed(invocation_id=fence.invocation_id, changed=changed)
+            if after is not None:
+                closed.interaction_id = after.interaction_id
+                closed.interaction.CopyFrom(after)
+            return pb.HostLinkResponse(closed=closed)
         if frame == "close":
             changed, after = await self.authority.close(epoch, request.close.interaction_id, request.close.reason)
             closed = pb.InteractionClosed(interaction_id=request.close.interaction_id, changed=changed)

@@ -158,6 +158,7 @@ class InteractionStore:
         self._restart_batch = client.register_script(_load("restart_batch.lua"))
         self._read_records = client.register_script(_load("read_records.lua"))
         self._deliver = client.register_script(_load("deliver.lua"))
+        self._fence_invocation = client.register_script(_load("fence_invocation.lua"))
 
     @_store_call
     async def ping(self) -> bool:
@@ -383,6 +384,15 @@ class InteractionStore:
         if code == "STALE_EPOCH":
             return SettleResult(code, reason=_s(result[1]))
         return SettleResult(code)
+
+    @_store_call
+    async def fence_invocation(self, epoch: int, invocation_id: str) -> tuple[str, str]:
+        """Run ``fence_invocation.lua``: no later open for ``invocation_id`` commits. Returns
+        ``("OK", pending id or "")`` or ``("STALE_EPOCH", current)``."""
+        result = await self._fence_invocation(
+            keys=[self.keys.epoch(), self.keys.invocation(invocation_id)], args=[epoch, self.retention_ms]
+        )
+        return _s(result[0]), _s(result[1])
 
     @_store_call
     async def undelivered_ids(self, limit: int) -> list[str]:

@@ -304,3 +304,28 @@ async def test_a_stale_broker_cannot_record_a_pending_delivery(authority: Intera
     await authority.fence_epoch()  # fenced, older deliveries not yet recorded lost
     with pytest.raises(errors.StaleEpoch):
         await authority.record_delivery(old, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+
+
+async def test_fencing_an_invocation_closes_its_pending_form_and_refuses_any_later_open(
+    authority: InteractionAuthority,
+) -> None:
+    epoch, _ = await authority.begin_epoch()
+    opened = await authority.open(epoch, binding("s-a", "inv-lost-reply"), make_form())
+    changed, after = await authority.close_invocation(epoch, "inv-lost-reply", ix.CLOSE_REASON_INVOCATION_SETTLED)
+    assert changed
+    assert after is not None
+    assert after.interaction_id == opened.interaction_id
+    assert after.close_reason == ix.CLOSE_REASON_INVOCATION_SETTLED
+    # An open of the same invocation that arrives late (its reply would be lost) cannot commit.
+    with pytest.raises(errors.AlreadyPending):
+        await authority.open(epoch, binding("s-a", "inv-lost-reply"), make_form())
+    assert await authority.list_pending(ANONYMOUS) == []
+
+
+async def test_fencing_an_invocation_before_its_open_arrives_refuses_the_open(authority: InteractionAuthority) -> None:
+    epoch, _ = await authority.begin_epoch()
+    changed, after = await authority.close_invocation(epoch, "inv-early", ix.CLOSE_REASON_STOPPED)
+    assert not changed
+    assert after is None
+    with pytest.raises(errors.AlreadyPending):
+        await authority.open(epoch, binding("s-a", "inv-early"), make_form())
