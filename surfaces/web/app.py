@@ -49,6 +49,7 @@ from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interaction_client import (
     Answered,
     Closed,
+    DeliveryRecorded,
     Disconnected,
     InteractionClient,
     InteractionError,
@@ -264,7 +265,7 @@ class WebSurface:
                         id=event.resume_token or None,
                         retry=SSE_RETRY_MS,
                     )
-                elif isinstance(event, Opened | Answered | Closed):
+                elif isinstance(event, Opened | Answered | Closed | DeliveryRecorded):
                     if not self.visible(event.interaction.session_id):
                         continue
                     name = (
@@ -272,6 +273,8 @@ class WebSurface:
                         if isinstance(event, Opened)
                         else "answered"
                         if isinstance(event, Answered)
+                        else "delivery"
+                        if isinstance(event, DeliveryRecorded)
                         else "closed"
                     )
                     yield ServerSentEvent(
