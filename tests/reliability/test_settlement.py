@@ -259,6 +259,15 @@ async def test_an_answer_dropped_by_a_provider_crash_after_commit_is_recorded_lo
     assert record.delivery == interaction_pb2.DELIVERY_STATE_LOST
     assert record.delivery_lost_reason == CR.CLOSE_REASON_PROVIDER_LOST
     assert settling.legs("dropped") == ["first"]  # nothing reached the server, nothing is replayed
+    code, out, err = await _maka("pending", "--id", interaction_id, "--interaction", settling.interaction)
+    assert code == 0, err
+    assert out.strip() == (
+        f"{interaction_id}: answered (accept); lost - your answer was recorded but never reached the Tool:"
+        " the provider disconnected first (nothing was retried)"
+    )
+    code, out, err = await _maka("pending", "--id", control_id, "--interaction", settling.interaction, "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["delivery"] == "delivered"
     after = await scrape(settling.metrics_port)
     for outcome in ("delivered", "lost"):
         name = "maka_answer_deliveries_total"
