@@ -683,7 +683,7 @@ async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close
     host.close_gate = asyncio.Event()
     stopping = asyncio.create_task(broker.stop("s1"))
     await eventually(lambda: invocation.is_terminal, what="stopped inside the broker")
-    assert not invocation.events.closed  # the caller has not been told yet
+    assert not invocation.log.closed  # the caller has not been told yet
     host.close_gate.set()
     assert await stopping == 1
     assert (await _all_events(invocation))[-1].HasField("stopped")

@@ -266,17 +266,24 @@ class CloseInteraction(_message.Message):
 
     INTERACTION_ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     reason: _interaction_pb2.CloseReason.ValueType
+    invocation_id: _builtins.str
+    """Instead of interaction_id (which is then empty): close the pending form of this invocation, if
+    any, and fence the invocation so that no later open for it commits - for an open whose reply
+    was lost with the link, so the broker does not know the form's id.
+    """
     def __init__(
         self,
         *,
         interaction_id: _builtins.str = ...,
         reason: _interaction_pb2.CloseReason.ValueType = ...,
+        invocation_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["interaction_id", b"interaction_id", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["interaction_id", b"interaction_id", "invocation_id", b"invocation_id", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -289,9 +296,13 @@ class InteractionClosed(_message.Message):
     INTERACTION_ID_FIELD_NUMBER: _builtins.int
     CHANGED_FIELD_NUMBER: _builtins.int
     INTERACTION_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
+    """The closed form's id (empty when closing by invocation_id found no form)."""
     changed: _builtins.bool
     """False when the form was already settled; `interaction` then shows the winning outcome."""
+    invocation_id: _builtins.str
+    """Echoed when the request closed by invocation_id."""
     @_builtins.property
     def interaction(self) -> _interaction_pb2.Interaction: ...
     def __init__(
@@ -300,10 +311,11 @@ class InteractionClosed(_message.Message):
         interaction_id: _builtins.str = ...,
         changed: _builtins.bool = ...,
         interaction: _interaction_pb2.Interaction | None = ...,
+        invocation_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["interaction", b"interaction"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "interaction", b"interaction", "interaction_id", b"interaction_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "interaction", b"interaction", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
