@@ -25,7 +25,7 @@ and connection, and only while that invocation still awaits it:
 
 - answered → provider: ``InteractionResult(answer, correlation id echoed)``; caller:
   ``interaction_settled(action)``; a fresh execution timer.
-- timed_out / lease_expired → caller: failure INTERACTION_TIMED_OUT; provider:
+- timed_out / lease_expired / round_expired → caller: failure INTERACTION_TIMED_OUT; provider:
   ``InteractionResult(close_reason)`` then ``cancel``. host_restarted / superseded / other →
   the same with INTERACTION_CLOSED. stopped (closed by someone else) → caller: ``stopped``.
 - Closes the broker makes itself — Stop and no caller reattached within the grace (``stopped``),
@@ -102,7 +102,11 @@ class InteractionHost(Protocol):
     """What the broker needs from the Interaction service (implemented by ``HostLink``)."""
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction: ...
 
     async def close_durably(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> Any:
@@ -667,11 +671,18 @@ class Broker:
         )
         invocation.state = InvocationState.OPENING
         invocation.correlation_id = frame.correlation_id
-        self._spawn(invocation, self._open(invocation, binding, form))
+        round_info = frame.round if frame.HasField("round") else None
+        self._spawn(invocation, self._open(invocation, binding, form, round_info))
 
-    async def _open(self, invocation: Invocation, binding: interaction_pb2.Binding, form: form_pb2.Form) -> None:
+    async def _open(
+        self,
+        invocation: Invocation,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        round_info: interaction_pb2.Round | None = None,
+    ) -> None:
         try:
-            interaction = await self._host.open(binding, form, self._form_wait)
+            interaction = await self._host.open(binding, form, self._form_wait, round_info)
         except OpenRefused as refused:
             if invocation.state is not InvocationState.OPENING:
                 return
@@ -863,10 +874,13 @@ class Broker:
             return
         code = (
             FC.FAILURE_CODE_INTERACTION_TIMED_OUT
-            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED)
+            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED, CR.CLOSE_REASON_ROUND_EXPIRED)
             else FC.FAILURE_CODE_INTERACTION_CLOSED
         )
-        self._fail(invocation, code, f"the form closed: {CR.Name(reason).removeprefix('CLOSE_REASON_').lower()}")
+        why = CR.Name(reason).removeprefix("CLOSE_REASON_").lower()
+        if reason == CR.CLOSE_REASON_ROUND_EXPIRED:
+            why += " (the server's requestState for this round expired before every form was answered)"
+        self._fail(invocation, code, f"the form closed: {why}")
 
     def host_stale(self) -> None:
         """The HostLink resume was refused as stale: fail every form-bound invocation closed."""

@@ -146,9 +146,15 @@ class HostLink:
     # --- requests -------------------------------------------------------------------------------
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction:
         """Publish ``form`` for ``binding`` (``OpenInteraction``) and return the pending Interaction.
+
+        ``round_info`` (the form's MRTR round position and deadline) is passed on as given.
 
         Raises:
             OpenRefused: the service answered ``OpenRejected`` (reason name e.g. ``INVALID_FORM``).
@@ -164,12 +170,11 @@ class HostLink:
             wait.FromNanoseconds(int(wait_seconds * 1e9))
         future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
         self._opens[ref] = future
+        request = interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding, form=form, wait=wait)
+        if round_info is not None:
+            request.round.CopyFrom(round_info)
         try:
-            await self._send(
-                interaction_service_pb2.HostLinkRequest(
-                    open=interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding, form=form, wait=wait)
-                )
-            )
+            await self._send(interaction_service_pb2.HostLinkRequest(open=request))
             async with asyncio.timeout(self._request_timeout):
                 return await future
         except TimeoutError:

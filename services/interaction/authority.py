@@ -57,6 +57,14 @@ _BROKER_CLOSE_REASONS = frozenset(
 )
 
 
+def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2.CloseReason.ValueType:
+    """``round_expired`` when the wait that ended was the round's deadline, else ``timed_out``."""
+    rounded = interaction.HasField("round") and interaction.round.HasField("deadline")
+    if rounded and interaction.round.deadline.ToMilliseconds() <= interaction.expires_at.ToMilliseconds():
+        return _ST.CLOSE_REASON_ROUND_EXPIRED
+    return _ST.CLOSE_REASON_TIMED_OUT
+
+
 def mint_interaction_id() -> str:
     """A fresh canonical Interaction id: ``ix_`` + 128 random bits, URL-safe. Never chosen by a provider."""
     return "ix_" + secrets.token_urlsafe(16)
@@ -353,8 +361,13 @@ class InteractionAuthority:
         binding: interaction_pb2.Binding,
         form: form_pb2.Form,
         wait_seconds: float | None = None,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction:
         """Publish ``form`` for the exact ``binding`` in Host ``epoch``; returns the canonical record.
+
+        ``round_info`` (the form's MRTR round: position, size, deadline) is stored on the record, and the
+        bounded wait never runs past ``round_info.deadline``: a form whose round can no longer finish in
+        time closes ``round_expired`` at that deadline (issue 16 finding 2; docs/acceptance.md).
 
         Raises InvalidRequest (missing/oversized binding ids), InvalidForm (form contract or caps,
         via ``check_form``), StaleEpoch (``epoch`` is not current), AlreadyPending (the invocation
@@ -381,6 +394,15 @@ class InteractionAuthority:
         wait = self.settings.form_wait_seconds if not wait_seconds or wait_seconds <= 0 else wait_seconds
         wait = min(wait, self.settings.form_wait_max_seconds)
         now = self._now_ms()
+        wait_deadline = now + int(wait * 1000)
+        if round_info is not None:
+            if not 1 <= round_info.position <= max(round_info.size, 1) or round_info.size > 1000:
+                raise errors.InvalidRequest(
+                    "the round position is malformed",
+                    [Violation("/round", FormErrorReason.SCHEMA_INVALID_VALUE, "position must be 1..size")],
+                )
+            if round_info.HasField("deadline"):
+                wait_deadline = max(now, min(wait_deadline, round_info.deadline.ToMilliseconds()))
         for _attempt in range(3):
             interaction = interaction_pb2.Interaction(
                 interaction_id=mint_interaction_id(),
@@ -390,11 +412,13 @@ class InteractionAuthority:
                 form=canonical,
             )
             interaction.created_at.FromMilliseconds(now)
-            interaction.expires_at.FromMilliseconds(now + int(wait * 1000))
+            interaction.expires_at.FromMilliseconds(wait_deadline)
+            if round_info is not None:
+                interaction.round.CopyFrom(round_info)
             code, detail = await self.store.open(
                 interaction,
                 lease_deadline_ms=now + int(self.settings.lease_seconds * 1000),
-                wait_deadline_ms=now + int(wait * 1000),
+                wait_deadline_ms=wait_deadline,
                 created_ms=now,
             )
             if code == "OK":
@@ -809,7 +833,7 @@ class InteractionAuthority:
         for interaction_id in await self.store.due_waits(now, _REAP_BATCH):
             record = await self.store.get(interaction_id)
             if record is not None and record.state == "pending":
-                changed, _ = await self._close(record, _ST.CLOSE_REASON_TIMED_OUT, Mode.TIMEOUT)
+                changed, _ = await self._close(record, _timeout_reason(record.interaction), Mode.TIMEOUT)
                 closed += int(changed)
         for interaction_id in await self.store.due_leases(epoch, now, _REAP_BATCH):
             record = await self.store.get(interaction_id)

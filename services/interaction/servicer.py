@@ -226,7 +226,8 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     async def _open(self, epoch: int, request: pb.OpenInteraction) -> pb.HostLinkResponse:
         wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
         try:
-            interaction = await self.authority.open(epoch, request.binding, request.form, wait)
+            round_info = request.round if request.HasField("round") else None
+            interaction = await self.authority.open(epoch, request.binding, request.form, wait, round_info)
         except ServiceError as error:
             return pb.HostLinkResponse(
                 open_rejected=pb.OpenRejected(

@@ -45,7 +45,7 @@ from services.core.form import Answer, Form
 from services.core.form.convert import answer_from_proto, form_to_proto
 from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
-from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round
 from services.mcp_provider.status import StatusReporter, server_status
 
 log = logging.getLogger("maka.mcp_provider.provider")
@@ -58,8 +58,17 @@ _CLOSE_CODES: dict[int, CallErrorCode] = {
     CR.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
     CR.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
     CR.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
+    CR.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
 }
 """A form closed without an answer → why the call aborts (everything else: ``INTERACTION_CLOSED``)."""
+
+
+def round_to_proto(slot: RoundSlot) -> interaction_pb2.Round:
+    """A :class:`RoundSlot` as ``maka.interaction.v1.Round`` (deadline to the millisecond)."""
+    message = interaction_pb2.Round(position=slot.position, size=slot.size)
+    if slot.deadline is not None:
+        message.deadline.FromMilliseconds(int(slot.deadline * 1000))
+    return message
 
 
 def provider_id(server: str) -> str:
@@ -336,13 +345,13 @@ class ServerLink:
             correlation_id = f"{invocation_id}/{stream.counter}"
             future: asyncio.Future[broker_pb2.InteractionResult] = asyncio.get_running_loop().create_future()
             stream.forms[(invocation_id, correlation_id)] = future
-            stream.send(
-                broker_pb2.ConnectRequest(
-                    interaction_request=broker_pb2.InteractionRequest(
-                        invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
-                    )
-                )
+            request = broker_pb2.InteractionRequest(
+                invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
             )
+            slot = current_round()
+            if slot is not None:
+                request.round.CopyFrom(round_to_proto(slot))
+            stream.send(broker_pb2.ConnectRequest(interaction_request=request))
             try:
                 result = await future
             finally:

@@ -87,6 +87,7 @@ class CloseReason(StrEnum):
     LEASE_EXPIRED = "lease_expired"
     TIMED_OUT = "timed_out"
     SUPERSEDED = "superseded"
+    ROUND_EXPIRED = "round_expired"
 
 
 class Delivery(StrEnum):
@@ -127,6 +128,7 @@ CLOSE_REASON_TEXT: dict[CloseReason, str] = {
     CloseReason.LEASE_EXPIRED: "the Host stopped renewing it",
     CloseReason.TIMED_OUT: "it timed out",
     CloseReason.SUPERSEDED: "it was replaced",
+    CloseReason.ROUND_EXPIRED: "the server's time for this round of questions ran out",
 }
 """Plain-language text for each close reason, for surfaces to show when a form disappears."""
 
@@ -232,6 +234,17 @@ class InteractionView:
     """Answered only: whether the answer reached the provider (``lost``: the call ended first)."""
     delivery_lost_reason: CloseReason = CloseReason.UNSPECIFIED
     """With ``delivery`` ``lost``: how the call ended (stopped, provider_lost, host_restarted, ...)."""
+    round_position: int = 0
+    """1-based place of this form in its MRTR round (0: not part of a round)."""
+    round_size: int = 0
+    """How many forms the round has (0: not part of a round)."""
+    round_deadline: datetime | None = None
+    """The round's one deadline (its ``requestState`` expires then); ``None`` when none is known."""
+
+    @property
+    def round_text(self) -> str:
+        """``"form 1 of 2"`` for a form of a round with more than one form, else ``""``."""
+        return f"form {self.round_position} of {self.round_size}" if self.round_size > 1 else ""
 
     @property
     def pending(self) -> bool:
@@ -265,6 +278,13 @@ class InteractionView:
             "settled_at": _iso(self.settled_at),
             "delivery": self.delivery.value if self.delivery is not Delivery.UNSPECIFIED else None,
             "delivery_lost_reason": self.delivery_lost_reason.value if self.delivery is Delivery.LOST else None,
+            "round": {
+                "position": self.round_position,
+                "size": self.round_size,
+                "deadline": _iso(self.round_deadline),
+            }
+            if self.round_size
+            else None,
         }
 
     @classmethod
@@ -289,6 +309,9 @@ class InteractionView:
             proto=message,
             delivery=delivery_of(message.delivery),
             delivery_lost_reason=close_reason_of(message.delivery_lost_reason),
+            round_position=message.round.position,
+            round_size=message.round.size,
+            round_deadline=_time(message.round.deadline, message.round.HasField("deadline")),
         )
 
 

@@ -16,6 +16,7 @@ Interaction view shape::
      "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
      "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
      "delivery": "" | "pending" | "delivered" | "lost", "delivery_lost_text": str (with "lost"),
+     "round": {"position": int, "size": int, "deadline": ISO-8601 UTC | null} | null,
      "requester": {"provider_id", "provider_display_name", "claimed_server", "claimed_tool"},
      "message": str,
      "fields": [{"name", "kind": "string" | "email" | "uri" | "date" | "date-time" | "number" | "integer" |
@@ -80,6 +81,9 @@ def interaction_view(ix: InteractionView) -> JsonObject:
         "settled_at": iso(ix.settled_at),
         "delivery": ix.delivery.value if ix.delivery is not Delivery.UNSPECIFIED else "",
         "delivery_lost_text": CLOSE_REASON_TEXT[ix.delivery_lost_reason] if ix.delivery is Delivery.LOST else "",
+        "round": {"position": ix.round_position, "size": ix.round_size, "deadline": iso(ix.round_deadline)}
+        if ix.round_size
+        else None,
         "requester": {
             "provider_id": plain_text(requester.provider_id, keep_newlines=False),
             "provider_display_name": plain_text(requester.provider_display_name, keep_newlines=False),

@@ -7,15 +7,18 @@ field, defaults prefilled, inline validation, then accept / decline / cancel; th
 warning as the other surfaces). End of input sends nothing (exit 3, ``NOT_ANSWERED``).
 
 ``accept`` reads the form first (``GetInteraction``) to type the JSON values (integers for integer fields,
-lists for multi-selects), then calls ``Answer``; the Interaction service validates and commits exactly one
-canonical answer. Prints the outcome (id, state, action, close reason; never the values). Exit codes:
-0 committed; 2 usage (bad ``--values`` JSON, values with decline/cancel); 3 the answer was refused, with the
-stable ``ErrorReason`` first on stderr (``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER``
-followed by one ``path: problem`` line per violation, ``STORE_UNAVAILABLE``, ``UNAVAILABLE``,
-``UNAUTHENTICATED``, ``PERMISSION_DENIED``, ``NO_STACK``), or its outcome is unknown: ``OUTCOME_UNKNOWN``
-when the Interaction service did not answer within the deadline (gRPC ``DEADLINE_EXCEEDED``, e.g. a frozen
-service) - the answer may or may not have committed; the message names the submission id (minted here when
-``--submission-id`` is not given) to repeat the command with, which returns the first outcome.
+lists for multi-selects), then calls ``Answer``. Like a pre-filled form, a field with a default that
+``--values`` does not mention is sent with its default; ``"name": null`` clears it (left out, never
+refilled); a required field without a default (a required boolean included) must be given. The
+Interaction service validates and commits exactly one canonical answer. Prints the outcome (id, state,
+action, close reason; never the values). Exit codes: 0 committed; 2 usage (bad ``--values`` JSON, values
+with decline/cancel); 3 the answer was refused, with the stable ``ErrorReason`` first on stderr
+(``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER`` followed by one ``path: problem`` line
+per violation, ``STORE_UNAVAILABLE``, ``UNAVAILABLE``, ``UNAUTHENTICATED``, ``PERMISSION_DENIED``,
+``NO_STACK``), or its outcome is unknown: ``OUTCOME_UNKNOWN`` when the Interaction service did not answer
+within the deadline (gRPC ``DEADLINE_EXCEEDED``, e.g. a frozen service) - the answer may or may not have
+committed; the message names the submission id (minted here when ``--submission-id`` is not given) to
+repeat the command with, which returns the first outcome.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> 
         action = Action(args.action)
         if action is Action.ACCEPT:
             view = await client.get(args.interaction_id, session_id=args.session)
-            values = values_from_json(view.form, raw_values)
+            values = values_from_json(view.form, raw_values, untouched_defaults=True)
         return await client.answer(
             args.interaction_id,
             Answer(action=action, values=values),

@@ -27,6 +27,7 @@ from surfaces.common.form_input import (
     field_options,
     format_time_left,
     plain_text,
+    round_summary,
     value_to_json,
 )
 from surfaces.common.interaction_client import (
@@ -105,6 +106,9 @@ def _human(views: list[InteractionView]) -> str:
             f"  provider {plain_text(requester.provider_display_name or requester.provider_id)};"
             f" claimed server {plain_text(requester.claimed_server)}, Tool {plain_text(requester.claimed_tool)}"
         )
+        summary = round_summary(view.round_position, view.round_size, view.round_deadline, now)
+        if summary:
+            lines.append(f"  {summary}")
         lines.append("  " + plain_text(view.form.message).replace("\n", "\n  "))
         for f in view.form.fields:
             label = plain_text(f.label, keep_newlines=False)

@@ -41,7 +41,11 @@ class RecordingHost:
         self.unavailable = False
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction:
         if self.gate is not None:
             await self.gate.wait()

@@ -44,6 +44,7 @@ import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, L
 import type { OpenInteraction as _maka_interaction_v1_OpenInteraction, OpenInteraction__Output as _maka_interaction_v1_OpenInteraction__Output } from './maka/interaction/v1/OpenInteraction';
 import type { OpenRejected as _maka_interaction_v1_OpenRejected, OpenRejected__Output as _maka_interaction_v1_OpenRejected__Output } from './maka/interaction/v1/OpenRejected';
 import type { ReportDelivery as _maka_interaction_v1_ReportDelivery, ReportDelivery__Output as _maka_interaction_v1_ReportDelivery__Output } from './maka/interaction/v1/ReportDelivery';
+import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 import type { Snapshot as _maka_interaction_v1_Snapshot, Snapshot__Output as _maka_interaction_v1_Snapshot__Output } from './maka/interaction/v1/Snapshot';
 import type { SubmitAnswer as _maka_interaction_v1_SubmitAnswer, SubmitAnswer__Output as _maka_interaction_v1_SubmitAnswer__Output } from './maka/interaction/v1/SubmitAnswer';
 import type { Subscribe as _maka_interaction_v1_Subscribe, Subscribe__Output as _maka_interaction_v1_Subscribe__Output } from './maka/interaction/v1/Subscribe';
@@ -115,6 +116,7 @@ export interface ProtoGrpcType {
         OpenInteraction: MessageTypeDefinition<_maka_interaction_v1_OpenInteraction, _maka_interaction_v1_OpenInteraction__Output>
         OpenRejected: MessageTypeDefinition<_maka_interaction_v1_OpenRejected, _maka_interaction_v1_OpenRejected__Output>
         ReportDelivery: MessageTypeDefinition<_maka_interaction_v1_ReportDelivery, _maka_interaction_v1_ReportDelivery__Output>
+        Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
         Snapshot: MessageTypeDefinition<_maka_interaction_v1_Snapshot, _maka_interaction_v1_Snapshot__Output>
         SubmitAnswer: MessageTypeDefinition<_maka_interaction_v1_SubmitAnswer, _maka_interaction_v1_SubmitAnswer__Output>
         Subscribe: MessageTypeDefinition<_maka_interaction_v1_Subscribe, _maka_interaction_v1_Subscribe__Output>

@@ -67,6 +67,10 @@ class _CloseReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CloseReas
     """The bounded wait for an answer ran out."""
     CLOSE_REASON_SUPERSEDED: _CloseReason.ValueType  # 8
     """The binding was replaced."""
+    CLOSE_REASON_ROUND_EXPIRED: _CloseReason.ValueType  # 20
+    """The form's MRTR round could no longer finish before the server's requestState expires
+    (Round.deadline passed): the input would have been rejected, so it is not collected.
+    """
 
 class CloseReason(_CloseReason, metaclass=_CloseReasonEnumTypeWrapper):
     """CloseReason says why an Interaction stopped being pending (DESIGN.md §3)."""
@@ -87,6 +91,10 @@ CLOSE_REASON_TIMED_OUT: CloseReason.ValueType  # 7
 """The bounded wait for an answer ran out."""
 CLOSE_REASON_SUPERSEDED: CloseReason.ValueType  # 8
 """The binding was replaced."""
+CLOSE_REASON_ROUND_EXPIRED: CloseReason.ValueType  # 20
+"""The form's MRTR round could no longer finish before the server's requestState expires
+(Round.deadline passed): the input would have been rejected, so it is not collected.
+"""
 Global___CloseReason: _TypeAlias = CloseReason  # noqa: Y015
 
 class _ErrorReason:
@@ -270,6 +278,7 @@ class Interaction(_message.Message):
     DELIVERY_FIELD_NUMBER: _builtins.int
     DELIVERY_LOST_REASON_FIELD_NUMBER: _builtins.int
     DELIVERY_RECORDED_AT_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     """Minted by this service (opaque, URL-safe)."""
     host_epoch: _builtins.int
@@ -301,6 +310,10 @@ class Interaction(_message.Message):
     def delivery_recorded_at(self) -> _timestamp_pb2.Timestamp:
         """When delivery became DELIVERED or LOST."""
 
+    @_builtins.property
+    def round(self) -> Global___Round:
+        """Where this form sits in its MRTR round (unset for a form outside a round)."""
+
     def __init__(
         self,
         *,
@@ -317,14 +330,52 @@ class Interaction(_message.Message):
         delivery: Global___DeliveryState.ValueType = ...,
         delivery_lost_reason: Global___CloseReason.ValueType = ...,
         delivery_recorded_at: _timestamp_pb2.Timestamp | None = ...,
+        round: Global___Round | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "settled_at", b"settled_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "round", b"round", "settled_at", b"settled_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "round", b"round", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Interaction: _TypeAlias = Interaction  # noqa: Y015
+
+@_typing.final
+class Round(_message.Message):
+    """Round is one form's place in its MRTR round (MCP 2026-07-28 SEP-2322): a round's forms are asked
+    one after another and answered together in one retry, which the server accepts only until the
+    requestState it sent with the round expires.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POSITION_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    DEADLINE_FIELD_NUMBER: _builtins.int
+    position: _builtins.int
+    """1-based position of this form in the round ("form 1 of 2")."""
+    size: _builtins.int
+    """How many forms the round has."""
+    @_builtins.property
+    def deadline(self) -> _timestamp_pb2.Timestamp:
+        """The round's one deadline: when its requestState was received plus the server's configured
+        requestStateTtl. Unset when the server sent no requestState. The form's expires_at is never later.
+        """
+
+    def __init__(
+        self,
+        *,
+        position: _builtins.int = ...,
+        size: _builtins.int = ...,
+        deadline: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "position", b"position", "size", b"size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Round: _TypeAlias = Round  # noqa: Y015
 
 @_typing.final
 class InteractionEvent(_message.Message):

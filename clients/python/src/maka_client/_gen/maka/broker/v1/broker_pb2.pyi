@@ -509,21 +509,27 @@ class InteractionRequest(_message.Message):
     INVOCATION_ID_FIELD_NUMBER: _builtins.int
     CORRELATION_ID_FIELD_NUMBER: _builtins.int
     FORM_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     invocation_id: _builtins.str
     correlation_id: _builtins.str
     """Provider-local correlation id; echoed in InteractionResult, never the canonical id."""
     @_builtins.property
     def form(self) -> _form_pb2.Form: ...
+    @_builtins.property
+    def round(self) -> _interaction_pb2.Round:
+        """The form's place in its MRTR round (position, size, deadline), passed to the Interaction service."""
+
     def __init__(
         self,
         *,
         invocation_id: _builtins.str = ...,
         correlation_id: _builtins.str = ...,
         form: _form_pb2.Form | None = ...,
+        round: _interaction_pb2.Round | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["form", b"form"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["form", b"form", "round", b"round"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "form", b"form", "invocation_id", b"invocation_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "form", b"form", "invocation_id", b"invocation_id", "round", b"round"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

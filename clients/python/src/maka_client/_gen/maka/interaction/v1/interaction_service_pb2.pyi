@@ -180,6 +180,7 @@ class OpenInteraction(_message.Message):
     BINDING_FIELD_NUMBER: _builtins.int
     FORM_FIELD_NUMBER: _builtins.int
     WAIT_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     request_ref: _builtins.str
     """Broker-chosen id to match the reply; not stored."""
     @_builtins.property
@@ -190,6 +191,10 @@ class OpenInteraction(_message.Message):
     def wait(self) -> _duration_pb2.Duration:
         """The bounded wait; zero means the service default. Capped by the service maximum."""
 
+    @_builtins.property
+    def round(self) -> _interaction_pb2.Round:
+        """The form's place in its MRTR round; the wait never runs past round.deadline."""
+
     def __init__(
         self,
         *,
@@ -197,10 +202,11 @@ class OpenInteraction(_message.Message):
         binding: _interaction_pb2.Binding | None = ...,
         form: _form_pb2.Form | None = ...,
         wait: _duration_pb2.Duration | None = ...,
+        round: _interaction_pb2.Round | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "wait", b"wait"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "round", b"round", "wait", b"wait"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "request_ref", b"request_ref", "wait", b"wait"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "request_ref", b"request_ref", "round", b"round", "wait", b"wait"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
