@@ -55,6 +55,8 @@ if [ "$MODE" = test ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
   command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+  # nginx: the TLS-terminating reverse proxy and gRPC proxy of the proxy and topology tests.
+  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
   if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}"
   fi
