@@ -114,6 +114,7 @@ class RunningServer:
         await self.set_serving(False)
         await self.app.stop()
         await self.server.stop(self._grace)
+        tracing.shutdown()
 
 
 async def start_server(
@@ -127,7 +128,11 @@ async def start_server(
     Raises ``RuntimeError`` when the address cannot be bound.
     """
     if settings.otel_exporter:
-        tracing.configure(app.service_names[0] if app.service_names else "maka", settings.otel_exporter)
+        tracing.configure(
+            app.service_names[0] if app.service_names else "maka",
+            settings.otel_exporter,
+            endpoint=settings.otel_endpoint,
+        )
     tokens = TokenTable.from_file(settings.auth_tokens_file)
     method_roles: Mapping[str, frozenset[Role]] = getattr(app, "method_roles", {})
     chain = [ServerInterceptor(tokens, method_roles), *interceptors]
