@@ -327,12 +327,35 @@ class Broker:
         self._counters: Counter[str] = Counter()
         self._liveness: asyncio.Task[None] | None = None
         self._shutting_down = False
+        self._draining = False
+        self._idle = asyncio.Event()
+        """Set whenever no invocation is live (what :meth:`drain` waits for)."""
+        self._idle.set()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the provider liveness sweep."""
         self._liveness = asyncio.create_task(self._sweep_liveness(), name="maka-broker-liveness")
+
+    async def drain(self, timeout: float) -> int:
+        """Stop accepting calls and give the live ones up to ``timeout`` s to finish.
+
+        From now on every new ``CallTool`` fails ``HOST_UNAVAILABLE`` ("draining"); calls in flight,
+        their forms and their provider legs go on untouched. Returns how many invocations are still
+        live when the wait ends (:meth:`shutdown` then settles them by the usual rules). A rolling
+        update calls this between NOT_SERVING and :meth:`shutdown` (docs/design.md §8).
+        """
+        self._draining = True
+        live = len(self._invocations)
+        if live and timeout > 0:
+            log.info("broker_draining", extra={"live_invocations": live, "drain_seconds": timeout})
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._idle.wait()
+        left = len(self._invocations)
+        log.info("broker_drained", extra={"finished": live - left, "live_invocations": left})
+        return left
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Graceful stop: live invocations settle ``lost``, pending forms close ``stopped``,
@@ -946,6 +969,7 @@ class Broker:
         self._invocations[invocation.invocation_id] = invocation
         if request.call_id:
             self._by_call_id[key] = invocation
+        self._idle.clear()
         invocation.emit(
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(
@@ -1008,6 +1032,8 @@ class Broker:
                 raise InvalidRequest("a live invocation already has this tool_use_id in the session")
         if self._shutting_down:
             raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
+        if self._draining:
+            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly")
         registration = self._tools.get(request.tool_name)
         if registration is None or not registration.live:
             reported = self.servers.find(server)
@@ -1211,6 +1237,8 @@ class Broker:
         invocation.ended_at = time.time()
         self._recent.appendleft(invocation)
         self._invocations.pop(invocation.invocation_id, None)
+        if not self._invocations:
+            self._idle.set()
         self._counters[f"invocations.{state.value}"] += 1
         metrics.TOOL_CALLS.labels(state.value).inc()
         registration = invocation.registration

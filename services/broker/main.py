@@ -4,8 +4,9 @@
 On start the broker begins a new Host epoch over HostLink (in the background; forms fail
 HOST_UNAVAILABLE until the link is up). When a newer broker of the same Host id fences its epoch,
 the broker goes NOT_SERVING, shuts down and exits ``SUPERSEDED_EXIT_CODE`` (75). On shutdown
-(NOT_SERVING first): live invocations settle ``lost``, pending forms close ``stopped``, provider
-streams end, then the link closes.
+(NOT_SERVING first): new calls are refused and the live ones get ``drain_seconds`` to finish; then
+what is still live settles ``lost``, pending forms close ``stopped``, provider streams end, and the
+link closes.
 """
 
 from __future__ import annotations
@@ -109,7 +110,9 @@ class BrokerApp:
         await self.broker.start()
 
     async def stop(self) -> None:
-        """Settle live invocations lost, close pending forms stopped, end streams, close the link."""
+        """Drain (``drain_seconds``), then settle live invocations lost, close pending forms stopped,
+        end streams, close the link."""
+        await self.broker.drain(self.settings.drain_seconds)
         await self.broker.shutdown(timeout=self.settings.grace_seconds)
         await self.host_link.stop()
 

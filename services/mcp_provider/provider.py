@@ -543,6 +543,15 @@ class McpProvider:
             self.manager.remove(name)
         self.reporter.poke()
 
+    async def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until no call is in flight on any link (the broker, draining too,
+        sends no new ones); True when every call finished. In-flight calls are left untouched."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for link in self.links.values():
+            await link.wait_idle(max(0.0, deadline - loop.time()))
+        return all(link.live_calls == 0 for link in self.links.values())
+
     async def close(self) -> None:
         """Stop the status report and the links (in-flight calls send nothing more), then the MCP
         connections and the channel."""

@@ -352,6 +352,20 @@ class Supervisor:
         if self.on_change is not None:
             await self.on_change()
 
+    async def restart_together(self, names: Sequence[str]) -> None:
+        """SIGTERM every child in ``names`` at once (as Kubernetes stops the containers of one pod),
+        wait for all to exit (each bounded by ``stop_grace``), then launch them again in the given
+        order, each ready before the next."""
+        children = [self._children[name] for name in names]
+        await asyncio.gather(*(self._terminate(child) for child in children))
+        for child in children:
+            self._emit(StackEvent("stopped", child.spec.name, code=child.process.returncode if child.process else None))
+        for child in children:
+            await self._launch(child)
+            await self._await_ready(child)
+        if self.on_change is not None:
+            await self.on_change()
+
     def kill(self, name: str) -> None:
         """SIGKILL child ``name`` and its process group, as a crash would (fault tests).
 
@@ -785,6 +799,11 @@ class Stack:
     async def restart(self, name: str) -> None:
         """Gracefully restart child ``name`` on the same port and wait until it is ready."""
         await self.supervisor.restart(name)
+
+    async def restart_host(self) -> None:
+        """A rolling restart of the Host: SIGTERM broker and provider together (one pod's containers),
+        let them drain (``MAKA_DRAIN_SECONDS``), then start them again and wait until both are ready."""
+        await self.supervisor.restart_together((self.BROKER, self.PROVIDER))
 
     def subscribe(self) -> asyncio.Queue[StackEvent]:
         """A queue of every later :class:`StackEvent` (exits, restarts, readiness)."""
