@@ -55,12 +55,11 @@ if [ "$MODE" = test ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
   command -v npm >/dev/null 2>&1 || need_apt+=(npm)
-  # nginx: the TLS-terminating reverse proxy and gRPC proxy of the proxy and topology tests.
-  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
   if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}"
   fi
-  # nginx: the real h2c gRPC proxy the client tests start in front of the broker (tests/clients). Its
+  # nginx: the real h2c gRPC proxy of the client tests (tests/clients) and the TLS-terminating proxy of
+  # the web-replica and topology tests. Its
   # package must not start its own service (port 80): policy-rc.d refuses that during the install.
   if [ ! -x /usr/sbin/nginx ]; then
     made_policy=
