@@ -59,7 +59,7 @@ if [ "$MODE" = test ]; then
     apt_install "${need_apt[@]}"
   fi
   # nginx: the real h2c gRPC proxy of the client tests (tests/clients) and the TLS-terminating proxy of
-  # the web-replica and topology tests. Its
+  # the web-replica tests. Its
   # package must not start its own service (port 80): policy-rc.d refuses that during the install.
   if [ ! -x /usr/sbin/nginx ]; then
     made_policy=
