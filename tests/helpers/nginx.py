@@ -1,32 +1,37 @@
-"""A real ``nginx`` for tests: private prefix directory, foreground process, loopback ports only.
+"""A real ``nginx`` for tests: private prefix directory, foreground process, one loopback port.
 
-The caller passes the body of the ``http {}`` block (servers, upstreams); this module adds the
-process-level lines (foreground, pid and temp paths inside the prefix, errors to a file) so several
-nginx instances run side by side without touching the machine's own configuration.
+:class:`Nginx` takes the body of the ``http {}`` block (servers, upstreams) and adds the process-level
+lines (pid, temp paths and logs inside the prefix), so several instances run side by side without the
+machine's own configuration. :func:`grpc_proxy` is the h2c gRPC proxy of the client tests (what an
+ingress does to a long ``CallTool``: ``grpc_read_timeout`` 20 s by default, tighter than nginx's 60 s);
+the web-replica tests pass a TLS-terminating reverse proxy. :meth:`Nginx.restart` stops it fast (every
+proxied connection is cut) and starts it again on the same port. Every wait is bounded.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
+import signal
 import socket
-import subprocess
-import time
 from pathlib import Path
 
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+START_TIMEOUT = 15.0
+
 _MAIN = """\
-daemon off;
-master_process on;
 worker_processes 1;
 pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
+error_log {prefix}/error.log info;
 events {{ worker_connections 1024; }}
 http {{
-    access_log off;
-    client_body_temp_path {prefix}/tmp/body;
-    proxy_temp_path {prefix}/tmp/proxy;
-    fastcgi_temp_path {prefix}/tmp/fastcgi;
-    uwsgi_temp_path {prefix}/tmp/uwsgi;
-    scgi_temp_path {prefix}/tmp/scgi;
+    access_log {prefix}/access.log;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
 {body}
 }}
 """
@@ -41,55 +46,91 @@ def free_port() -> int:
 
 
 class Nginx:
-    """One nginx master (+1 worker) in ``directory`` serving ``http_body`` on ``ports``."""
+    """One nginx master (``daemon off``) in ``directory`` serving ``http_body``, which listens on ``port``."""
 
-    def __init__(self, directory: Path, http_body: str, ports: list[int]) -> None:
+    def __init__(self, directory: Path, http_body: str, port: int) -> None:
         self.directory = directory
         self.http_body = http_body
-        self.ports = ports
-        self.process: subprocess.Popen[bytes] | None = None
+        self.port = port
+        self.process: asyncio.subprocess.Process | None = None
+        self.starts = 0
 
     @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _config(self) -> Path:
+        d = self.directory
+        d.mkdir(parents=True, exist_ok=True)
+        d.chmod(0o777)  # workers may run as nobody
+        config = d / "nginx.conf"
+        config.write_text(_MAIN.format(prefix=d, body=self.http_body))
+        return config
+
+    async def start(self) -> None:
+        """Start nginx and wait (bounded) until its port accepts connections."""
+        config = self._config()
+        self.process = await asyncio.create_subprocess_exec(
+            NGINX,
+            "-p",
+            str(self.directory),
+            "-c",
+            str(config),
+            "-e",
+            str(self.directory / "error.log"),
+            "-g",
+            "daemon off;",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        self.starts += 1
+        async with asyncio.timeout(START_TIMEOUT):
+            while True:
+                if self.process.returncode is not None:
+                    raise RuntimeError(f"nginx exited {self.process.returncode}: {self.error_log()}")
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                except OSError:
+                    await asyncio.sleep(0.05)  # polling a port that is coming up, bounded above
+                    continue
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+                return
+
+    async def stop(self) -> None:
+        """Fast shutdown (SIGTERM): every proxied stream is cut at once."""
+        process, self.process = self.process, None
+        if process is None or process.returncode is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(10):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
     def error_log(self) -> str:
-        """What nginx wrote to its error log so far (for failure messages)."""
         path = self.directory / "error.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def start(self, timeout: float = 10.0) -> None:
-        """Write the configuration, start nginx and wait (bounded) until every port accepts."""
-        binary = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-        if binary is None:
-            raise RuntimeError("nginx is not installed: run `make setup-node` (apt-get install nginx-light)")
-        (self.directory / "tmp").mkdir(parents=True, exist_ok=True)
-        config = self.directory / "nginx.conf"
-        config.write_text(_MAIN.format(prefix=self.directory, body=self.http_body))
-        self.process = subprocess.Popen(
-            [binary, "-p", str(self.directory), "-c", str(config), "-e", str(self.directory / "error.log")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + timeout
-        pending = list(self.ports)
-        while pending and time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"nginx exited with {self.process.returncode}: {self.error_log}")
-            try:
-                with socket.create_connection(("127.0.0.1", pending[0]), timeout=0.5):
-                    pending.pop(0)
-            except OSError:
-                time.sleep(0.02)
-        if pending:
-            self.stop()
-            raise TimeoutError(f"nginx did not listen on {pending}: {self.error_log}")
 
-    def stop(self) -> None:
-        """Stop nginx (fast shutdown) and wait for it to exit."""
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-        self.process = None
+def grpc_proxy(directory: Path, upstream: str, *, read_timeout: str = "20s") -> Nginx:
+    """An h2c gRPC proxy on a free loopback port: ``grpc_pass`` to ``upstream`` with ``grpc_read_timeout``."""
+    port = free_port()
+    body = f"""
+    server {{
+        listen 127.0.0.1:{port} http2;
+        location / {{
+            grpc_pass grpc://{upstream};
+            grpc_read_timeout {read_timeout};
+            grpc_send_timeout {read_timeout};
+        }}
+    }}
+"""
+    return Nginx(directory, body, port)

@@ -132,7 +132,7 @@ async def test_replicas_with_different_secrets_refuse_each_others_token_and_keep
         assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
-def tls_proxy(tmp_path: Path, certs: CertFiles, upstreams: list[str], port: int) -> tuple[Nginx, str]:
+async def tls_proxy(tmp_path: Path, certs: CertFiles, upstreams: list[str], port: int) -> tuple[Nginx, str]:
     servers = "\n".join(f"        server {url.removeprefix('http://')};" for url in upstreams)
     body = f"""
     upstream maka_web {{
@@ -153,8 +153,8 @@ def tls_proxy(tmp_path: Path, certs: CertFiles, upstreams: list[str], port: int)
         }}
     }}
 """
-    nginx = Nginx(tmp_path / "nginx", body, [port])
-    nginx.start()
+    nginx = Nginx(tmp_path / "nginx", body, port)
+    await nginx.start()
     return nginx, f"https://127.0.0.1:{port}"
 
 
@@ -172,8 +172,8 @@ async def test_an_answer_through_a_tls_terminating_proxy_to_two_replicas_is_acce
     settings_extra = {key: value.format(port=port) for key, value in trust.items()}
     async with AsyncExitStack() as exit_stack:
         replicas = await start_replicas(stack, exit_stack, [shared, shared], **settings_extra)
-        nginx, public = tls_proxy(tmp_path, certs, replicas.urls, port)
-        exit_stack.callback(nginx.stop)
+        nginx, public = await tls_proxy(tmp_path, certs, replicas.urls, port)
+        exit_stack.push_async_callback(nginx.stop)
         ix = await stack.link.open(text_form("which region?"), session_id="s1")
         async with httpx.AsyncClient(base_url=public, timeout=10, verify=trusting(certs)) as browser:
             login_response = await browser.post("/login", data={"token": TOKEN}, headers={"Origin": public})
@@ -198,8 +198,8 @@ async def test_without_proxy_trust_an_https_origin_is_refused_as_cross_origin(st
     shared = secret_file(tmp_path, "web-secret")
     async with AsyncExitStack() as exit_stack:
         replicas = await start_replicas(stack, exit_stack, [shared])
-        nginx, public = tls_proxy(tmp_path, certs, replicas.urls, free_port())
-        exit_stack.callback(nginx.stop)
+        nginx, public = await tls_proxy(tmp_path, certs, replicas.urls, free_port())
+        exit_stack.push_async_callback(nginx.stop)
         ix = await stack.link.open(text_form("which region?"), session_id="s1")
         async with httpx.AsyncClient(base_url=public, timeout=10, verify=trusting(certs)) as browser:
             response = await browser.post("/login", data={"token": TOKEN}, headers={"Origin": public})
