@@ -18,8 +18,11 @@ qualifies them ``SERVER:TOOL``). Rules:
 - ``CancelInvocation`` stops the call: the in-flight MCP request is cancelled and nothing more is
   sent for it (no failure frame either: the broker already settled it).
 - Heartbeats go out every ``Registered.heartbeat_interval`` (default ``heartbeat_seconds``).
-- If the stream fails, the link reconnects with exponential backoff; calls in flight on the old
-  stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
+- If the stream fails, the link reconnects with exponential backoff, reset by every successful
+  registration (so a broker restart is followed by a prompt re-registration); calls in flight on the
+  old stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
+- An answered ``InteractionResult`` is confirmed with ``InteractionReceived`` before the retry, so the
+  broker records the answer delivered (docs/security.md "No answer after settlement").
 - OAuth sign-in (docs/security.md "OAuth"): while the server waits for a sign-in and is not connected,
   the link registers with no Tools and publishes ``SignInStatus`` (REQUIRED + authorization URL), so
   the broker fails calls at once with ``AUTH_REQUIRED`` and surfaces can show the prompt. A
@@ -267,7 +270,6 @@ class ServerLink:
             stream = _Stream(
                 snapshot.generation, heartbeat_seconds=self._heartbeat, sign_in_only=not snapshot.connected
             )
-            opened = asyncio.get_running_loop().time()
             self._stream = stream
             try:
                 await self._serve(stream, snapshot)
@@ -279,9 +281,9 @@ class ServerLink:
                 )
             finally:
                 await self._end(stream)
-            # A stream that stayed registered for a while resets the backoff; one ended right away
-            # (e.g. two providers replacing each other's registration) keeps backing off.
-            if stream.registered.is_set() and asyncio.get_running_loop().time() - opened >= self._max:
+            # A successful registration resets the backoff, so the provider registers again promptly
+            # after every broker restart; only attempts that never registered back off further.
+            if stream.registered.is_set():
                 delay = self._initial
             if self._closing.is_set():
                 break
@@ -414,6 +416,17 @@ class ServerLink:
             finally:
                 stream.forms.pop((invocation_id, correlation_id), None)
             if result.close_reason == CR.CLOSE_REASON_ANSWERED and result.HasField("answer"):
+                # Confirm receipt before the retry: the broker records the answer delivered
+                # (docs/security.md "No answer after settlement").
+                stream.send(
+                    broker_pb2.ConnectRequest(
+                        interaction_received=broker_pb2.InteractionReceived(
+                            invocation_id=invocation_id,
+                            correlation_id=correlation_id,
+                            interaction_id=result.interaction_id,
+                        )
+                    )
+                )
                 return answer_from_proto(result.answer)
             code = _CLOSE_CODES.get(result.close_reason, CallErrorCode.INTERACTION_CLOSED)
             raise InteractionAborted(code, f"the form closed: {CR.Name(result.close_reason)}")
@@ -588,6 +601,15 @@ class McpProvider:
         if self.manager.connections.get(name) is connection:  # not a server re-added while draining
             self.manager.remove(name)
         self.reporter.poke()
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until no call is in flight on any link (the broker, draining too,
+        sends no new ones); True when every call finished. In-flight calls are left untouched."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for link in self.links.values():
+            await link.wait_idle(max(0.0, deadline - loop.time()))
+        return all(link.live_calls == 0 for link in self.links.values())
 
     async def close(self) -> None:
         """Stop the status report and the links (in-flight calls send nothing more), then the MCP

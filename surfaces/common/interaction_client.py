@@ -90,6 +90,25 @@ class CloseReason(StrEnum):
     ROUND_EXPIRED = "round_expired"
 
 
+class Delivery(StrEnum):
+    """``maka.interaction.v1.DeliveryState`` without prefix, lower case: did a committed answer reach the
+    provider (docs/security.md "No answer after settlement")? ``unspecified`` unless answered."""
+
+    UNSPECIFIED = "unspecified"
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    LOST = "lost"
+
+
+def delivery_of(value: int) -> Delivery:
+    """``maka.interaction.v1.DeliveryState`` enum number → :class:`Delivery`."""
+    try:
+        name = interaction_pb2.DeliveryState.Name(value)  # type: ignore[arg-type]
+    except ValueError:
+        return Delivery.UNSPECIFIED
+    return Delivery(name.removeprefix("DELIVERY_STATE_").lower())
+
+
 class InteractionState(StrEnum):
     """``maka.interaction.v1.InteractionState`` without prefix, lower case."""
 
@@ -112,6 +131,9 @@ CLOSE_REASON_TEXT: dict[CloseReason, str] = {
     CloseReason.ROUND_EXPIRED: "the server's time for this round of questions ran out",
 }
 """Plain-language text for each close reason, for surfaces to show when a form disappears."""
+
+LOST_TEXT = "your answer was recorded but never reached the Tool: {reason} first (nothing was retried)"
+"""What surfaces say when a committed answer's delivery is ``lost`` (``{reason}``: a CLOSE_REASON_TEXT)."""
 
 
 class InteractionError(Exception):
@@ -208,6 +230,10 @@ class InteractionView:
     """When the bounded wait ends (``None``: no limit known)."""
     settled_at: datetime | None
     proto: interaction_pb2.Interaction = field(repr=False, compare=False)
+    delivery: Delivery = Delivery.UNSPECIFIED
+    """Answered only: whether the answer reached the provider (``lost``: the call ended first)."""
+    delivery_lost_reason: CloseReason = CloseReason.UNSPECIFIED
+    """With ``delivery`` ``lost``: how the call ended (stopped, provider_lost, host_restarted, ...)."""
     round_position: int = 0
     """1-based place of this form in its MRTR round (0: not part of a round)."""
     round_size: int = 0
@@ -250,6 +276,8 @@ class InteractionView:
             "created_at": _iso(self.created_at),
             "expires_at": _iso(self.expires_at),
             "settled_at": _iso(self.settled_at),
+            "delivery": self.delivery.value if self.delivery is not Delivery.UNSPECIFIED else None,
+            "delivery_lost_reason": self.delivery_lost_reason.value if self.delivery is Delivery.LOST else None,
             "round": {
                 "position": self.round_position,
                 "size": self.round_size,
@@ -279,6 +307,8 @@ class InteractionView:
             expires_at=_time(message.expires_at, message.HasField("expires_at")),
             settled_at=_time(message.settled_at, message.HasField("settled_at")),
             proto=message,
+            delivery=delivery_of(message.delivery),
+            delivery_lost_reason=close_reason_of(message.delivery_lost_reason),
             round_position=message.round.position,
             round_size=message.round.size,
             round_deadline=_time(message.round.deadline, message.round.HasField("deadline")),
@@ -319,6 +349,14 @@ class Closed:
 
 
 @dataclass(frozen=True)
+class DeliveryRecorded:
+    """A committed answer's delivery became ``delivered`` or ``lost`` (``interaction.delivery``)."""
+
+    interaction: InteractionView
+    resume_token: str
+
+
+@dataclass(frozen=True)
 class Disconnected:
     """The stream dropped; the client reconnects after ``retry_in`` seconds and resumes."""
 
@@ -327,7 +365,7 @@ class Disconnected:
     attempt: int
 
 
-AttachEvent: TypeAlias = Snapshot | Opened | Answered | Closed | Disconnected
+AttachEvent: TypeAlias = Snapshot | Opened | Answered | Closed | DeliveryRecorded | Disconnected
 """What :meth:`InteractionClient.attach` yields."""
 
 
@@ -375,6 +413,8 @@ def decode_event(response: interaction_service_pb2.AttachResponse) -> AttachEven
             return Answered(view, token)
         if event.kind == interaction_pb2.EVENT_KIND_CLOSED:
             return Closed(view, view.close_reason, token)
+        if event.kind == interaction_pb2.EVENT_KIND_DELIVERY:
+            return DeliveryRecorded(view, token)
         return None
     return None
 

@@ -92,10 +92,13 @@ from surfaces.common.form_input import (
 )
 from surfaces.common.interaction_client import (
     CLOSE_REASON_TEXT,
+    LOST_TEXT,
     Answered,
     AttachEvent,
     Closed,
     CloseReason,
+    Delivery,
+    DeliveryRecorded,
     Disconnected,
     InteractionError,
     InteractionView,
@@ -532,6 +535,11 @@ class MakaTui(App[None]):
             await self._remove(event.interaction.interaction_id, CloseReason.ANSWERED)
         elif isinstance(event, Closed):
             await self._remove(event.interaction.interaction_id, event.reason)
+        elif isinstance(event, DeliveryRecorded) and event.interaction.delivery is Delivery.LOST:
+            view = event.interaction
+            message = plain_text(view.form.message, keep_newlines=False)[:60]
+            reason = CLOSE_REASON_TEXT[view.delivery_lost_reason]
+            self._notice(f"Form “{message}”: {LOST_TEXT.format(reason=reason)}.")
         self._status(self._connected_text())
 
     @work(group="explain")

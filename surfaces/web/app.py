@@ -39,6 +39,7 @@ import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import grpc
 import grpc.aio
@@ -55,6 +56,7 @@ from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interaction_client import (
     Answered,
     Closed,
+    DeliveryRecorded,
     Disconnected,
     InteractionClient,
     InteractionError,
@@ -88,6 +90,17 @@ _HTTP_STATUS: dict[grpc.StatusCode, int] = {
 }
 
 
+def _allowed_hosts(loopback: bool, public_origin: str) -> list[str]:
+    """Loopback names (plus the public origin's host) on a loopback bind; any host otherwise."""
+    if not loopback:
+        return ["*"]
+    hosts = list(LOOPBACK_HOSTS)
+    public_host = urlsplit(public_origin).hostname if public_origin else None
+    if public_host:
+        hosts.append(public_host)
+    return hosts
+
+
 def _error_body(error: InteractionError) -> dict[str, Any]:
     detail = error.detail
     violations = []
@@ -107,7 +120,11 @@ class WebSurface:
         self.settings = settings
         self.backend = backend
         self.sign_ins = sign_ins
-        self.guard = Guard(settings.surface_token.get_secret_value())
+        self.guard = Guard(
+            settings.surface_token.get_secret_value(),
+            secret=settings.shared_secret(),
+            public_origin=settings.web_public_origin,
+        )
         self.sessions: list[str] = list(settings.sessions)
 
     def visible(self, session_id: str) -> bool:
@@ -299,7 +316,7 @@ class WebSurface:
                         id=event.resume_token or None,
                         retry=SSE_RETRY_MS,
                     )
-                elif isinstance(event, Opened | Answered | Closed):
+                elif isinstance(event, Opened | Answered | Closed | DeliveryRecorded):
                     if not self.visible(event.interaction.session_id):
                         continue
                     name = (
@@ -307,6 +324,8 @@ class WebSurface:
                         if isinstance(event, Opened)
                         else "answered"
                         if isinstance(event, Answered)
+                        else "delivery"
+                        if isinstance(event, DeliveryRecorded)
                         else "closed"
                     )
                     yield ServerSentEvent(
@@ -371,7 +390,7 @@ def create_app(settings: WebSettings, backend: InteractionClient, sign_ins: Sign
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS) if loopback else ["*"]),
+        Middleware(TrustedHostMiddleware, allowed_hosts=_allowed_hosts(loopback, settings.web_public_origin)),
         Middleware(GuardMiddleware, guard=surface.guard),
     ]
     app = Starlette(routes=routes, middleware=middleware)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -32,6 +33,42 @@ class WebSettings(BaseSettings):
     """Session ids whose forms are shown (comma-separated or a JSON list); empty = every visible session."""
     log_level: str = "INFO"
     """Python logging level."""
+    web_secret_file: Path | None = None
+    """File holding the shared secret (at least 32 bytes) from which every replica derives the same
+    CSRF token, so N replicas serve one page without sticky sessions (a Kubernetes Secret). Unset = a
+    random secret per process, which is right for one replica only."""
+    web_public_origin: str = ""
+    """The origin browsers use, e.g. ``https://maka.example.com`` behind a TLS-terminating ingress.
+    When set, unsafe requests must carry exactly this ``Origin`` (and its host is an allowed Host)."""
+    web_forwarded_allow_ips: str = ""
+    """Comma-separated proxy addresses (or ``*``) whose ``X-Forwarded-Proto``/``X-Forwarded-For`` are
+    trusted, so the page sees the browser's scheme and sets ``Secure`` cookies. Empty = no proxy headers."""
+
+    @field_validator("web_public_origin")
+    @classmethod
+    def _check_origin(cls, value: str) -> str:
+        text = value.strip().rstrip("/")
+        if not text:
+            return ""
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
+            raise ValueError(f"MAKA_WEB_PUBLIC_ORIGIN must be scheme://host[:port], got {value!r}")
+        return f"{parts.scheme}://{parts.netloc.lower()}"
+
+    def shared_secret(self) -> bytes | None:
+        """The bytes of ``web_secret_file`` (surrounding whitespace removed), or None when unset.
+
+        Raises ``ValueError`` when the file cannot be read or holds fewer than 32 bytes.
+        """
+        if self.web_secret_file is None:
+            return None
+        try:
+            secret = self.web_secret_file.read_bytes().strip()
+        except OSError as error:
+            raise ValueError(f"MAKA_WEB_SECRET_FILE {self.web_secret_file}: {error.strerror}") from None
+        if len(secret) < 32:
+            raise ValueError(f"MAKA_WEB_SECRET_FILE {self.web_secret_file}: needs at least 32 bytes")
+        return secret
 
     @field_validator("sessions", mode="before")
     @classmethod

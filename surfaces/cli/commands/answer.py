@@ -14,7 +14,11 @@ Interaction service validates and commits exactly one canonical answer. Prints t
 action, close reason; never the values). Exit codes: 0 committed; 2 usage (bad ``--values`` JSON, values
 with decline/cancel); 3 the answer was refused, with the stable ``ErrorReason`` first on stderr
 (``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER`` followed by one ``path: problem`` line
-per violation, ``UNAVAILABLE``, ``NO_STACK``).
+per violation, ``STORE_UNAVAILABLE``, ``UNAVAILABLE``, ``UNAUTHENTICATED``, ``PERMISSION_DENIED``,
+``NO_STACK``), or its outcome is unknown: ``OUTCOME_UNKNOWN`` when the Interaction service did not answer
+within the deadline (gRPC ``DEADLINE_EXCEEDED``, e.g. a frozen service) - the answer may or may not have
+committed; the message names the submission id (minted here when ``--submission-id`` is not given) to
+repeat the command with, which returns the first outcome.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import argparse
 import asyncio
 import json
 import sys
+import uuid
+
+import grpc
 
 from services.core.form import Action, Answer, FormValue
 from surfaces.cli.commands.pending import fail
@@ -33,6 +40,8 @@ from surfaces.common.target import add_target_arguments, interaction_target
 
 NAME = "answer"
 HELP = "answer a pending form: accept --values JSON | decline | cancel"
+OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
+"""The stable code for a deadline exceeded after the answer may have been sent."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         target = interaction_target(args)
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
+    if not args.submission_id:
+        args.submission_id = f"sub_cli_{uuid.uuid4().hex}"
     try:
         if args.action is None:
             view = asyncio.run(_walk(args, target))
@@ -123,6 +134,12 @@ def run(args: argparse.Namespace) -> int:
     except FieldInputError as error:
         return usage("INVALID_VALUES", str(error))
     except InteractionError as error:
+        if error.detail.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return fail(
+                OUTCOME_UNKNOWN,
+                "the Interaction service did not answer in time; the answer may or may not have committed."
+                f" Repeat with --submission-id {args.submission_id} to learn its outcome",
+            )
         code = fail(error.reason, error.detail.message)
         for path, description in error.detail.violations:
             print(f"  {path}: {description}", file=sys.stderr)

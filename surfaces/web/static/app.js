@@ -682,6 +682,17 @@ function connect() {
       else settle(view, null);
     });
   }
+  // A committed answer that never reached the Tool (the call ended first) - docs/security.md.
+  source.addEventListener("delivery", (event) => {
+    const data = JSON.parse(event.data);
+    const view = data.interaction;
+    if (view.delivery !== "lost") return;
+    notice(
+      "closed",
+      toolLabel(view),
+      `Your answer was recorded but never reached the Tool: ${view.delivery_lost_text || "the call ended"} first (nothing was retried).`,
+    );
+  });
   source.addEventListener("disconnected", () => setConnection("connecting", "Host unreachable — retrying…"));
   source.addEventListener("failure", (event) => {
     const data = JSON.parse(event.data);

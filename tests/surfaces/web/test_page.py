@@ -207,6 +207,23 @@ def test_the_services_field_violations_are_shown_inline(page: Page, stack_thread
     assert stack_thread.get(ix.interaction_id).answer.values["contact"].string_value == "a.b@example.com"
 
 
+def test_an_answer_recorded_lost_shows_a_notice_that_it_never_reached_the_tool(
+    page: Page, stack_thread: StackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("answered, then lost", claimed_tool="migrate"), session_id)
+    open_page(page, stack_thread.web([session_id]))
+    card = card_of(page, ix.interaction_id)
+    expect(card).to_be_visible(timeout=TIMEOUT_MS)
+    card.get_by_role("button", name="Decline").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    stack_thread.deliver(ix.interaction_id, interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)
+    notice = page.locator(".notice.closed").first
+    expect(notice.locator(".notice-title")).to_have_text("migrate", timeout=TIMEOUT_MS)
+    expect(notice.locator(".notice-text")).to_have_text(
+        "Your answer was recorded but never reached the Tool: the Tool call was stopped first (nothing was retried)."
+    )
+
+
 def test_a_form_closed_elsewhere_disappears_with_its_reason(
     page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
 ) -> None:

@@ -23,6 +23,7 @@ import type { ConnectResponse as _maka_broker_v1_ConnectResponse, ConnectRespons
 import type { FrameRejected as _maka_broker_v1_FrameRejected, FrameRejected__Output as _maka_broker_v1_FrameRejected__Output } from './maka/broker/v1/FrameRejected';
 import type { GetStatusRequest as _maka_broker_v1_GetStatusRequest, GetStatusRequest__Output as _maka_broker_v1_GetStatusRequest__Output } from './maka/broker/v1/GetStatusRequest';
 import type { GetStatusResponse as _maka_broker_v1_GetStatusResponse, GetStatusResponse__Output as _maka_broker_v1_GetStatusResponse__Output } from './maka/broker/v1/GetStatusResponse';
+import type { InteractionReceived as _maka_broker_v1_InteractionReceived, InteractionReceived__Output as _maka_broker_v1_InteractionReceived__Output } from './maka/broker/v1/InteractionReceived';
 import type { InteractionRequest as _maka_broker_v1_InteractionRequest, InteractionRequest__Output as _maka_broker_v1_InteractionRequest__Output } from './maka/broker/v1/InteractionRequest';
 import type { InteractionResult as _maka_broker_v1_InteractionResult, InteractionResult__Output as _maka_broker_v1_InteractionResult__Output } from './maka/broker/v1/InteractionResult';
 import type { InteractionSettledEvent as _maka_broker_v1_InteractionSettledEvent, InteractionSettledEvent__Output as _maka_broker_v1_InteractionSettledEvent__Output } from './maka/broker/v1/InteractionSettledEvent';
@@ -107,6 +108,7 @@ export interface ProtoGrpcType {
         FrameRejected: MessageTypeDefinition<_maka_broker_v1_FrameRejected, _maka_broker_v1_FrameRejected__Output>
         GetStatusRequest: MessageTypeDefinition<_maka_broker_v1_GetStatusRequest, _maka_broker_v1_GetStatusRequest__Output>
         GetStatusResponse: MessageTypeDefinition<_maka_broker_v1_GetStatusResponse, _maka_broker_v1_GetStatusResponse__Output>
+        InteractionReceived: MessageTypeDefinition<_maka_broker_v1_InteractionReceived, _maka_broker_v1_InteractionReceived__Output>
         InteractionRequest: MessageTypeDefinition<_maka_broker_v1_InteractionRequest, _maka_broker_v1_InteractionRequest__Output>
         InteractionResult: MessageTypeDefinition<_maka_broker_v1_InteractionResult, _maka_broker_v1_InteractionResult__Output>
         InteractionSettledEvent: MessageTypeDefinition<_maka_broker_v1_InteractionSettledEvent, _maka_broker_v1_InteractionSettledEvent__Output>
@@ -166,6 +168,7 @@ export interface ProtoGrpcType {
       v1: {
         Binding: MessageTypeDefinition<_maka_interaction_v1_Binding, _maka_interaction_v1_Binding__Output>
         CloseReason: EnumTypeDefinition
+        DeliveryState: EnumTypeDefinition
         ErrorReason: EnumTypeDefinition
         EventKind: EnumTypeDefinition
         Interaction: MessageTypeDefinition<_maka_interaction_v1_Interaction, _maka_interaction_v1_Interaction__Output>
