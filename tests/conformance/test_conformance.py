@@ -142,6 +142,10 @@ def test_every_client_scenario_of_the_harness_passes_through_the_whole_stack(sui
         steps = [line for line in lines if "step" in line]
         assert [line["step"] for line in steps] == STEPS[scenario], _explain_suite(run, scenario)
         assert all(line["ok"] for line in steps), _explain_suite(run, scenario)
+        if scenario.startswith("json-schema-"):  # the schemas also went through `maka tools --json` unchanged
+            [printed] = [line["listed_by_cli"] for line in lines if "listed_by_cli" in line]
+            assert set(printed) >= set(lines[0]["tools"]), _explain_suite(run, scenario)
+            assert not any("listing_problems" in line for line in lines), _explain_suite(run, scenario)
 
 
 REFUSED_BEFORE_SIGN_IN = {"auth/resource-mismatch", "auth/metadata-issuer-mismatch"}

@@ -8,7 +8,8 @@
    service, broker, MCP provider);
 3. attaches :class:`tests.conformance.client.auto_answer.AutoAnswerer` (accepts every form);
 4. waits until the provider connected to the harness server (era negotiated, Tools listed) and
-   registered the scenario's Tools with the broker (``ListTools``), then
+   registered the scenario's Tools with the broker (``ListTools``); for the JSON Schema scenarios it
+   also lists them with ``maka tools --json`` (the CLI as a process) and requires the same schemas, then
    makes each :class:`tests.conformance.client.scenarios.Step` as a broker ``CallTool`` and checks its
    final event; every step prints one JSON line to ``out``;
 5. stops everything.
@@ -24,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -44,6 +46,9 @@ from tests.conformance.client.sign_in import AutoSignIn
 from tests.conformance.client.stack import InProcessStack
 
 log = logging.getLogger("maka.tests.conformance.client.runner")
+
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository root (``maka tools --json`` runs from it as ``python -m surfaces.cli.main``)."""
 
 CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
 """Scenario data the harness passes (JSON), e.g. the arguments of ``http-custom-headers``."""
@@ -201,6 +206,7 @@ class ScenarioRun:
         session_id: str,
         *,
         tools: Sequence[broker_pb2.Tool] = (),
+        cli_tools: Mapping[str, Mapping[str, Any]] | None = None,
         context: Mapping[str, Any] | None = None,
     ) -> None:
         self._broker = broker
@@ -208,13 +214,19 @@ class ScenarioRun:
         self._out = out
         self._session_id = session_id
         self._tools = {tool.qualified_name: tool for tool in tools}
+        self._cli_tools = cli_tools or {}
         self._context = context or {}
         self.ok = True
 
     def arguments(self, step: Step) -> dict[str, Any]:
-        """The arguments of ``step``: literal, from the harness context, or an echoed input schema."""
+        """The arguments of ``step``: literal, from the harness context, or an echoed input schema (as
+        ``maka tools --json`` printed it when the scenario listed through the CLI, else ``ListTools``)."""
         if step.echo_schema_of:
-            listed = self._tools.get(f"{SERVER_NAME}:{step.echo_schema_of}")
+            name = f"{SERVER_NAME}:{step.echo_schema_of}"
+            printed = self._cli_tools.get(name)
+            if printed is not None:
+                return {"schema": printed.get("inputSchema", {})}
+            listed = self._tools.get(name)
             return {"schema": json.loads(listed.input_schema_json or "{}") if listed is not None else {}}
         if step.arguments_from_context:
             for call in self._context.get("toolCalls", []):
@@ -320,6 +332,47 @@ def schema_problems(scenario: Scenario, tools: Sequence[broker_pb2.Tool], listed
     return problems
 
 
+async def cli_tools_listing(broker_target: str, *, timeout: float = 30.0) -> dict[str, dict[str, Any]]:
+    """``maka tools --json --broker TARGET`` run as a process: qualified Tool name -> its printed object.
+
+    Raises ``RuntimeError`` when the command fails or prints something other than a JSON array.
+    """
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "surfaces.cli.main", "tools", "--json", "--broker", broker_target,
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(timeout):
+            stdout, stderr = await process.communicate()
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    if process.returncode != 0:
+        raise RuntimeError(f"maka tools --json exited {process.returncode}: {stderr.decode()[-500:]}")
+    printed = json.loads(stdout)
+    if not isinstance(printed, list):
+        raise RuntimeError("maka tools --json did not print a JSON array")
+    return {str(tool["name"]): tool for tool in printed if isinstance(tool, dict) and "name" in tool}
+
+
+def cli_schema_problems(tools: Sequence[broker_pb2.Tool], printed: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Why ``maka tools --json`` (``printed``) differs from the broker's ``ListTools`` (``tools``): every
+    Tool must be printed with its input schema and its output schema (when it has one) unchanged."""
+    problems: list[str] = []
+    for tool in tools:
+        entry = printed.get(tool.qualified_name)
+        if entry is None:
+            problems.append(f"maka tools --json does not list {tool.qualified_name}")
+            continue
+        if entry.get("inputSchema") != json.loads(tool.input_schema_json or "{}"):
+            problems.append(f"maka tools --json changed the input schema of {tool.qualified_name}")
+        output = json.loads(tool.output_schema_json) if tool.output_schema_json else None
+        if entry.get("outputSchema") != output:
+            problems.append(f"maka tools --json changed the output schema of {tool.qualified_name}")
+    return problems
+
+
 async def run_scenario(
     scenario: Scenario, server_url: str, version: str, *, out: TextIO, connect_timeout: float = 30.0
 ) -> bool:
@@ -361,8 +414,13 @@ async def run_scenario(
             if sign_in.completed or sign_in.failures:
                 print(json.dumps({"sign_ins": sign_in.completed, "sign_in_failures": sign_in.failures}), file=out,
                       flush=True)  # fmt: skip
-            run = ScenarioRun(broker, holds, out, session_id, tools=tools, context=context)
             problems = schema_problems(scenario, tools, stack.listed_schemas(SERVER_NAME))
+            printed: dict[str, dict[str, Any]] = {}
+            if scenario.preserve_schema_refs:
+                printed = await cli_tools_listing(stack.broker_target)
+                problems += cli_schema_problems(tools, printed)
+                print(json.dumps({"listed_by_cli": sorted(printed)}), file=out, flush=True)
+            run = ScenarioRun(broker, holds, out, session_id, tools=tools, cli_tools=printed, context=context)
             if problems:
                 run.ok = False
                 print(json.dumps({"listing_problems": problems}), file=out, flush=True)
