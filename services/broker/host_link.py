@@ -56,8 +56,8 @@ class HostLink:
             outcome of a close that found the form already settled).
         on_stale: called once when a resume is refused as ``STALE_EPOCH``.
         watched: returns the interaction ids the broker still waits on (sent on resume).
-        host_id: the Runtime Host id, for logs (the Interaction service's own ``host_id`` decides
-            its Redis keys).
+        host_id: the Runtime Host this broker serves, sent in every ``Hello`` (an Interaction tier
+            serving several Hosts picks that Host's keys; the broker token must name it).
         request_timeout: seconds to wait for the reply to one open/close.
     """
 
@@ -263,10 +263,10 @@ class HostLink:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(self._channel)
         queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] = asyncio.Queue(self._queue_size)
         if self.epoch is None:
-            hello = interaction_service_pb2.Hello(begin_new_epoch=True)
+            hello = interaction_service_pb2.Hello(begin_new_epoch=True, host_id=self._host_id)
         else:
             hello = interaction_service_pb2.Hello(
-                resume_epoch=self.epoch, watched_interaction_ids=sorted(set(self._watched()))
+                resume_epoch=self.epoch, watched_interaction_ids=sorted(set(self._watched())), host_id=self._host_id
             )
 
         async def requests() -> AsyncIterator[interaction_service_pb2.HostLinkRequest]:

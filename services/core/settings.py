@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -39,6 +40,11 @@ class GrpcServerSettings(BaseSettings):
     """JSON tokens file (see :mod:`services.core.auth`); unset = no authentication (loopback default)."""
     otel_exporter: str = ""
     """OpenTelemetry span exporter: ``console`` or empty (tracing off)."""
+    max_connection_age_seconds: float = Field(default=0.0, ge=0)
+    """Close each client connection after about this long (GOAWAY), so long-lived streams move to new
+    replicas after a scale-out; clients resume transparently. 0 = never."""
+    max_connection_age_grace_seconds: float = Field(default=30.0, ge=0)
+    """How long streams of a connection past its age may still run before they are cancelled."""
 
 
 class ClientTlsSettings(BaseSettings):

@@ -30,6 +30,7 @@ from services.core.form import FormError, FormErrorReason, Violation, check_form
 from services.core.limits import DEFAULT_LIMITS, Limits
 from services.core.status import ServiceError
 from services.interaction import errors
+from services.interaction.fanout import FanOut
 from services.interaction.keys import ALL_SESSIONS
 from services.interaction.settings import Settings
 from services.interaction.store import InteractionStore, Mode, Record, SettleResult
@@ -100,6 +101,14 @@ class AttachStart:
     positions: dict[str, str]
 
 
+def _event_entry(fields: dict[bytes, bytes]) -> interaction_pb2.InteractionEvent:
+    return interaction_pb2.InteractionEvent.FromString(fields[b"pb"])
+
+
+def _settled_entry(fields: dict[bytes, bytes]) -> tuple[int, interaction_pb2.Interaction]:
+    return int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])
+
+
 def _stream_id(value: str) -> tuple[int, int]:
     ms, _, seq = value.partition("-")
     return int(ms), int(seq or 0)
@@ -119,7 +128,8 @@ def _check_id(name: str, value: str, violations: list[Violation]) -> None:
 
 
 class InteractionAuthority:
-    """Pending forms of one Host in Redis: open, close, heartbeat, answer, list, get, attach, reap.
+    """Pending forms of one Host (``store.keys.host_id``) in Redis: open, close, heartbeat, answer, list, get,
+    attach, reap.
 
     ``clock`` returns seconds since the Unix epoch (tests may pass their own). Every method raises
     :class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE) when Redis is down.
@@ -132,8 +142,11 @@ class InteractionAuthority:
         *,
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
+        fanout: FanOut | None = None,
     ) -> None:
         self.store = store
+        self.fanout = fanout if fanout is not None else FanOut(store.client, lanes=1, queue_size=512)
+        """The replica's shared follower of event Streams (one per process; started by the app)."""
         self.settings = settings
         self.limits = limits
         self._clock = clock
@@ -629,22 +642,23 @@ class InteractionAuthority:
         return ResumeToken(positions=dict(positions), issued_ms=self._now_ms()).encode()
 
     async def follow_events(
-        self, positions: dict[str, str], *, block_ms: int = 1000
+        self, positions: dict[str, str]
     ) -> AsyncIterator[tuple[interaction_pb2.InteractionEvent, str]]:
-        """Yield ``(event, resume token)`` for every change after ``positions``, forever.
+        """Yield ``(event, resume token)`` for every change after ``positions``, through the replica's
+        fan-out (docs/design.md, "Fan-out"). Redis outages are waited out from the last position.
 
-        Survives Redis outages: it waits and retries from the last position, losing nothing.
+        Raises :class:`~services.interaction.fanout.SubscriberOverflow` when the consumer fell too far
+        behind: the caller ends its stream and the client resumes from its last token, losing nothing.
         """
-        positions = dict(positions)
-        while True:
-            try:
-                entries = await self.store.read_events(positions, block_ms=block_ms)
-            except errors.StoreUnavailable:
-                await asyncio.sleep(self.settings.reaper_interval_seconds)
-                continue
-            for sid, entry_id, event in entries:
-                positions[sid] = entry_id
-                yield event, self.token(positions)
+        scopes = {self.store.keys.events(sid): sid for sid in positions}
+        current = dict(positions)
+        subscription = self.fanout.subscribe({key: positions[sid] for key, sid in scopes.items()}, _event_entry)
+        try:
+            async for key, entry_id, event in subscription:
+                current[scopes[key]] = entry_id
+                yield event, self.token(current)
+        finally:
+            subscription.close()
 
     # --- HostLink settled feed (broker) ---------------------------------------------------------
 
@@ -661,25 +675,20 @@ class InteractionAuthority:
                 out.append(record.interaction)
         return out
 
-    async def follow_settled(
-        self, epoch: int, after: str, *, block_ms: int = 1000
-    ) -> AsyncIterator[interaction_pb2.Interaction]:
+    async def follow_settled(self, epoch: int, after: str) -> AsyncIterator[interaction_pb2.Interaction]:
         """Yield every Interaction of ``epoch`` settled after Stream position ``after``, forever.
 
-        Settlements by any replica (answers, closes, the reaper) arrive here; Redis outages are
-        waited out from the last position.
+        Settlements by any replica (answers, closes, the reaper) arrive here through the replica's
+        fan-out; Redis outages are waited out from the last position. Raises
+        :class:`~services.interaction.fanout.SubscriberOverflow` like :meth:`follow_events`.
         """
-        position = after
-        while True:
-            try:
-                entries = await self.store.read_settled(position, block_ms=block_ms)
-            except errors.StoreUnavailable:
-                await asyncio.sleep(self.settings.reaper_interval_seconds)
-                continue
-            for entry_id, record_epoch, interaction in entries:
-                position = entry_id
+        subscription = self.fanout.subscribe({self.store.keys.settled(): after}, _settled_entry)
+        try:
+            async for _key, _entry_id, (record_epoch, interaction) in subscription:
                 if record_epoch == epoch:
                     yield interaction
+        finally:
+            subscription.close()
 
     # --- Reaper -------------------------------------------------------------------------------------
 
