@@ -217,7 +217,7 @@ class InteractionStore:
             target["target_nodes"] = self.client.get_node_from_key(keys[0])
         for _attempt in range(3):
             pipe = self.client.pipeline(transaction=False)
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             pipe.execute_command("WAIT", self.fence.replicas, self.fence.timeout_ms, **target)
             result, acked = await pipe.execute(raise_on_error=False)
             if isinstance(result, redis.exceptions.NoScriptError):
