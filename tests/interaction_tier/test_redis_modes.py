@@ -22,6 +22,7 @@ import grpc
 import grpc.aio
 import pytest
 
+from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2 as ix
 from maka.interaction.v1 import interaction_service_pb2 as pb
 from maka.interaction.v1 import interaction_service_pb2_grpc
@@ -29,6 +30,7 @@ from services.core.status import error_from_rpc
 from services.interaction.keys import Keys
 from services.interaction.settings import RedisMode, Settings
 from tests.helpers.redis_server import RedisClusterServers, RedisSentinelServers
+from tests.helpers.stack import answer, call_tool, result_text, running_stack, wait_for_pending
 from tests.services.interaction.harness import (
     ADMIN_SURFACE_TOKEN,
     BROKER_TOKEN,
@@ -168,3 +170,21 @@ async def test_a_form_round_over_redis_sentinel_survives_a_sentinel_failover_mid
         await _form_round_with_failover(service, sentinel.failover)
     finally:
         await service.running.stop()
+
+
+DEPLOY_VALUES = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
+
+
+@pytest.mark.parametrize("mode", ["cluster", "sentinel"])
+async def test_the_acceptance_form_round_passes_on_the_whole_stack_over_each_redis_mode(
+    mode: str, cluster: RedisClusterServers, sentinel: RedisSentinelServers, tmp_path: Path
+) -> None:
+    url = cluster.url if mode == "cluster" else sentinel.url
+    async with running_stack(tmp_path, redis_url=url, redis_mode=mode, echo=False) as running:
+        call = asyncio.create_task(
+            call_tool(running.endpoints.broker, "examples:deploy", {"artifact": f"build-{mode}"}, session=mode)
+        )
+        form = await wait_for_pending(running.endpoints.interaction, mode)
+        settled = await answer(running.endpoints.interaction, form, form_pb2.ACTION_ACCEPT, DEPLOY_VALUES)
+        assert settled.state == ix.INTERACTION_STATE_ANSWERED
+        assert result_text(await call) == f"Deployed build-{mode} to staging."
