@@ -498,3 +498,31 @@ def write_tokens(path: Path, hosts: Sequence[str]) -> dict[str, str]:
     document, by_host = tokens_document(hosts)
     path.write_text(json.dumps(document))
     return by_host
+
+
+async def run_team_scale(
+    redis_url: str, work: Path, *, hosts: int, sessions_per_host: int, links_per_host: int, pool_size: int = 16
+) -> FanoutResult:
+    """Start one replica serving ``hosts`` Hosts over ``redis_url`` (keys ``maka:{hNN}:...``, apart from
+    any other Host's), run :func:`run_fanout` against it, stop it."""
+    ids = host_ids(hosts)
+    tokens = write_tokens(work / "fanout-tokens.json", ids)
+    followers = 2
+    env = replica_env(redis_url, ids, work / "fanout-tokens.json", pool_size=pool_size, followers=followers)
+    process = InteractionProcess(work / "fanout", env)
+    port = await process.start()
+    try:
+        assert process.process is not None
+        return await run_fanout(
+            f"127.0.0.1:{port}",
+            redis_url,
+            tokens,
+            ids,
+            sessions_per_host=sessions_per_host,
+            links_per_host=links_per_host,
+            pool_size=pool_size,
+            followers=followers,
+            pid=process.process.pid,
+        )
+    finally:
+        process.stop()
