@@ -42,6 +42,10 @@ log = logging.getLogger("maka.broker.host_link")
 SettledCallback = Callable[[interaction_pb2.Interaction], None]
 
 
+class LinkDropped(HostUnavailable):
+    """The link dropped with a request in flight; an open is re-sent (as a replay) once it resumes."""
+
+
 class HostLink:
     """Client of ``InteractionService.HostLink`` with reconnect, resume and lease heartbeat.
 
@@ -150,18 +154,44 @@ class HostLink:
             # Ride out a short reconnect rather than failing the invocation at once.
             with contextlib.suppress(TimeoutError):
                 await self.wait_connected(self._request_timeout)
-        ref = secrets.token_hex(8)
         wait = duration_pb2.Duration()
         if wait_seconds > 0:
             wait.FromNanoseconds(int(wait_seconds * 1e9))
+        replay = False
+        while True:
+            try:
+                return await self._open_once(binding, form, wait, replay=replay)
+            except LinkDropped:
+                # The replica went away with our open in flight (docs/design.md, "gRPC for a replicated
+                # tier"): resume on another one and re-send it as a replay, which returns the form if the
+                # first attempt had been stored.
+                if self.stale:
+                    raise HostUnavailable("the HostLink to the Interaction service dropped") from None
+                try:
+                    await self.wait_connected(self._request_timeout)
+                except TimeoutError:
+                    raise HostUnavailable("the HostLink to the Interaction service dropped") from None
+                replay = True
+
+    async def _open_once(
+        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait: duration_pb2.Duration, *, replay: bool
+    ) -> interaction_pb2.Interaction:
+        ref = secrets.token_hex(8)
         future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
         self._opens[ref] = future
         try:
-            await self._send(
-                interaction_service_pb2.HostLinkRequest(
-                    open=interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding, form=form, wait=wait)
+            try:
+                await self._send(
+                    interaction_service_pb2.HostLinkRequest(
+                        open=interaction_service_pb2.OpenInteraction(
+                            request_ref=ref, binding=binding, form=form, wait=wait, replay=replay
+                        )
+                    )
                 )
-            )
+            except HostUnavailable as error:
+                if self.connected or self.stale or isinstance(error, LinkDropped):
+                    raise
+                raise LinkDropped("the HostLink to the Interaction service is reconnecting") from None
             async with asyncio.timeout(self._request_timeout):
                 return await future
         except TimeoutError:
@@ -247,7 +277,7 @@ class HostLink:
             log.info("host_link_disconnected", extra={"host_epoch": self.epoch})
         self._connected.clear()
         self._queue = None
-        self._fail_inflight(HostUnavailable("the HostLink to the Interaction service dropped"))
+        self._fail_inflight(LinkDropped("the HostLink to the Interaction service dropped"))
 
     def _fail_inflight(self, error: HostUnavailable) -> None:
         for future in list(self._opens.values()):

@@ -282,8 +282,13 @@ class InteractionAuthority:
         binding: interaction_pb2.Binding,
         form: form_pb2.Form,
         wait_seconds: float | None = None,
+        *,
+        replay: bool = False,
     ) -> interaction_pb2.Interaction:
         """Publish ``form`` for the exact ``binding`` in Host ``epoch``; returns the canonical record.
+
+        ``replay``: the broker re-sends an open whose reply was lost with its link; when the invocation's
+        pending form has exactly ``binding``, that form is returned instead of AlreadyPending.
 
         Raises InvalidRequest (missing/oversized binding ids), InvalidForm (form contract or caps,
         via ``check_form``), StaleEpoch (``epoch`` is not current), AlreadyPending (the invocation
@@ -340,6 +345,10 @@ class InteractionAuthority:
             if code == "STALE_EPOCH":
                 raise errors.StaleEpoch(epoch, int(detail))
             if code == "ALREADY_PENDING":
+                if replay and detail:  # the broker re-sends an open its dropped link lost the reply of
+                    existing = await self.store.get(detail)
+                    if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
+                        return existing.interaction
                 raise errors.AlreadyPending(binding.invocation_id)
         raise RuntimeError("could not mint a unique interaction id")  # pragma: no cover - 128 random bits
 

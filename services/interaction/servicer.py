@@ -224,7 +224,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     ) -> pb.HostLinkResponse:
         wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
         try:
-            interaction = await authority.open(epoch, request.binding, request.form, wait)
+            interaction = await authority.open(epoch, request.binding, request.form, wait, replay=request.replay)
         except ServiceError as error:
             return pb.HostLinkResponse(
                 open_rejected=pb.OpenRejected(

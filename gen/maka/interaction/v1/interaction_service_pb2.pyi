@@ -178,8 +178,13 @@ class OpenInteraction(_message.Message):
     BINDING_FIELD_NUMBER: _builtins.int
     FORM_FIELD_NUMBER: _builtins.int
     WAIT_FIELD_NUMBER: _builtins.int
+    REPLAY_FIELD_NUMBER: _builtins.int
     request_ref: _builtins.str
     """Broker-chosen id to match the reply; not stored."""
+    replay: _builtins.bool
+    """Set when the broker re-sends an open whose reply its dropped link lost: if the invocation's pending
+    form has exactly this binding, that form is returned as `opened` instead of ALREADY_PENDING.
+    """
     @_builtins.property
     def binding(self) -> _interaction_pb2.Binding: ...
     @_builtins.property
@@ -195,10 +200,11 @@ class OpenInteraction(_message.Message):
         binding: _interaction_pb2.Binding | None = ...,
         form: _form_pb2.Form | None = ...,
         wait: _duration_pb2.Duration | None = ...,
+        replay: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "wait", b"wait"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "request_ref", b"request_ref", "wait", b"wait"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "replay", b"replay", "request_ref", b"request_ref", "wait", b"wait"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
