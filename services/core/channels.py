@@ -31,8 +31,8 @@ SERVICE_CONFIG = json.dumps(
                     for method in ("Answer", "ListPending", "GetInteraction")
                 ],
                 "retryPolicy": {
-                    "maxAttempts": 5,
-                    "initialBackoff": "0.1s",
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.2s",
                     "maxBackoff": "1s",
                     "backoffMultiplier": 2,
                     "retryableStatusCodes": ["UNAVAILABLE"],

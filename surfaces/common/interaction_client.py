@@ -483,7 +483,9 @@ class InteractionClient:
             if not first_connection:
                 self.reconnects += 1
             first_connection = False
-            call = self._stub.Attach(metadata=self._metadata)
+            # wait_for_ready: a (re)connecting stream waits for a replica instead of failing fast while
+            # round_robin's subchannels are in backoff (docs/design.md, "gRPC for a replicated tier").
+            call = self._stub.Attach(metadata=self._metadata, wait_for_ready=True)
             error: ErrorDetail | None = None
             try:
                 await call.write(
