@@ -49,6 +49,9 @@ log = logging.getLogger("maka.surfaces.interaction_client")
 TOKEN_ENV = "MAKA_SURFACE_TOKEN"
 """Environment variable holding the surface's bearer token (optional)."""
 
+READY_TIMEOUT = 2.0
+"""Seconds an Attach (re)connect waits for a ready replica before it reports Disconnected and backs off."""
+
 _FATAL_CODES = frozenset(
     {
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -483,10 +486,20 @@ class InteractionClient:
             if not first_connection:
                 self.reconnects += 1
             first_connection = False
-            # wait_for_ready: a (re)connecting stream waits for a replica instead of failing fast while
-            # round_robin's subchannels are in backoff (docs/design.md, "gRPC for a replicated tier").
-            call = self._stub.Attach(metadata=self._metadata, wait_for_ready=True)
             error: ErrorDetail | None = None
+            try:
+                # Wait (bounded) for a ready replica instead of failing fast while round_robin's subchannels
+                # are in backoff (docs/design.md, "gRPC for a replicated tier"); none ready → reconnect.
+                await asyncio.wait_for(self._channel.channel_ready(), READY_TIMEOUT)
+            except TimeoutError:
+                error = ErrorDetail(grpc.StatusCode.UNAVAILABLE, "", "no Interaction replica is ready", "", {}, ())
+            if error is not None:
+                attempt += 1
+                delay = self._backoff.delay(attempt)
+                yield Disconnected(error=error, retry_in=delay, attempt=attempt)
+                await asyncio.sleep(delay)
+                continue
+            call = self._stub.Attach(metadata=self._metadata)
             try:
                 await call.write(
                     interaction_service_pb2.AttachRequest(
