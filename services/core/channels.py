@@ -31,9 +31,9 @@ SERVICE_CONFIG = json.dumps(
                     for method in ("Answer", "ListPending", "GetInteraction")
                 ],
                 "retryPolicy": {
-                    "maxAttempts": 3,
+                    "maxAttempts": 5,
                     "initialBackoff": "0.2s",
-                    "maxBackoff": "1s",
+                    "maxBackoff": "2s",
                     "backoffMultiplier": 2,
                     "retryableStatusCodes": ["UNAVAILABLE"],
                 },
