@@ -1,6 +1,6 @@
 """``maka tui``: the Textual forms surface (see :mod:`surfaces.tui.app`).
 
-``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT]`` attaches to the given sessions
+``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT] [--host-id ID]`` attaches to the given sessions
 (default: every session the surface token may see). Exit codes: 0 quit, 3 no stack found (``NO_STACK``).
 On every reconnect the address is looked up again (``endpoints.json`` is re-read unless ``--interaction``
 was given), so the TUI follows a stack restarted on other ports (see :mod:`surfaces.tui.backend`). Pending
@@ -10,11 +10,12 @@ OAuth sign-ins (broker ``ListSignIns``) are shown above the forms with their ful
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 
 from surfaces.cli.commands.pending import fail
-from surfaces.cli.endpoints import read_endpoints
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "tui"
 HELP = "answer pending forms in a terminal UI"
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
+    from surfaces.cli.endpoints import read_endpoints
     from surfaces.common.server_status import fetch_status, server_json
     from surfaces.common.sign_in import SignInClient, SignInView
     from surfaces.tui.app import MakaTui
@@ -56,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
         return [server_json(server) for server in status.servers]
 
     app = MakaTui(
-        lambda: FollowingBackend(lambda: interaction_target(args)),
+        lambda: FollowingBackend(
+            lambda: interaction_target(args),
+            connect=functools.partial(InteractionClient.connect, host_id=host_id(args)),
+        ),
         session_ids=list(args.session),
         sign_ins=sign_ins,
         server_status=server_status,
