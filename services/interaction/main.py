@@ -18,7 +18,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
-from services.core import logs
+from services.core import logs, runner
 from services.core.auth import Role
 from services.core.serving import GrpcApp, serve
 from services.interaction import errors
@@ -142,4 +142,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    runner.run(main())
