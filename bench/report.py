@@ -182,6 +182,23 @@ def markdown(results: Mapping[str, Any]) -> str:
             f"{_ms(s['answer_to_result_ms'], 'p50')} | {a['errors']}/{s['errors']} |"
         )
     lines += _cpu_lines(results["sweep"])
+    team = results.get("team_scale")
+    if team:
+        lines += [
+            "",
+            f"## Team scale: {team['subscribers']} Attach streams over {team['hosts']} Hosts + {team['links']} "
+            "HostLinks on one Interaction replica",
+            "",
+            f"- Snapshots {team['snapshots']}/{team['subscribers']}, live deliveries {team['deliveries']}, "
+            f"settlements at the brokers {team['settlements_received']}/{team['settlements_expected']}",
+            f"- Delivery (form created -> subscriber): p50 {team['delivery_ms'].get('p50', 0):.1f} / "
+            f"p99 {team['delivery_ms'].get('p99', 0):.1f} ms",
+            f"- Redis connections of the replica (CLIENT LIST, max): {team['max_redis_connections']} "
+            f"(pool setting {team['pool_size']}, {team['followers']} followers); health NOT_SERVING samples: "
+            f"{team['health_not_serving']}/{team['health_samples']}",
+            f"- Attach streams resumed after a transport-level end: {team['subscriber_reconnects']}; "
+            f"replica RSS {team['rss_kib']} KiB",
+        ]
     scale = results.get("scale")
     if scale:
         before = scale["rss_kib_before"]

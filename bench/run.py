@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from bench import profiling, report
 from bench.callers import AnchorCaller, Caller, StackCaller
 from bench.cpu import BENCH_PROCESS, CpuMeter
+from bench.fanout import run_team_scale
 from bench.measure import SweepPoint, concurrent, sequential
 from bench.scale import ScaleResult, run_scale
 from bench.servers import example_server
@@ -65,6 +66,9 @@ class Params:
     profile_calls: int
     log_level: str
     quick: bool
+    fanout_hosts: int = 50
+    fanout_sessions: int = 40
+    fanout_links: int = 4
 
     def sweep_calls_for(self, concurrency: int) -> int:
         """Calls at one sweep level: ``sweep_calls``, at least 5 rounds of ``concurrency``."""
@@ -85,13 +89,16 @@ def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
     parser.add_argument("--profile", action="store_true", help="profile the services during a deploy load")
     parser.add_argument("--profile-calls", type=int, default=600, help="deploy calls (10 in flight) profiled")
     parser.add_argument("--log-level", default="WARNING", help="MAKA_LOG_LEVEL of the stack's services")
+    parser.add_argument("--fanout-hosts", type=int, default=50, help="Hosts of the team-scale phase (one replica)")
+    parser.add_argument("--fanout-sessions", type=int, default=40, help="Attach streams per Host (one session each)")
+    parser.add_argument("--fanout-links", type=int, default=4, help="HostLinks per Host")
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--stem", default="latest", help="results file name stem (latest -> latest.json ...)")
     args = parser.parse_args(argv)
     concurrency = tuple(int(part) for part in str(args.concurrency).split(",") if part.strip())
     if args.quick:
-        params = Params(8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True)
+        params = Params(8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True, 3, 5, 2)
     else:
         params = Params(
             args.calls,
@@ -106,6 +113,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
             args.profile_calls,
             args.log_level,
             False,
+            args.fanout_hosts,
+            args.fanout_sessions,
+            args.fanout_links,
         )
     if min(params.concurrency, default=0) < 1 or params.calls < 1 or params.pending < 1 or params.sessions < 1:
         parser.error("calls, pending, sessions and every concurrency level must be >= 1")
@@ -312,6 +322,18 @@ async def main_async(params: Params, out_dir: Path, stem: str) -> int:
                     probes=params.probes,
                 )
                 results["scale"] = scale.to_json()
+                _progress(
+                    f"team scale: {params.fanout_hosts * params.fanout_sessions} Attach streams over "
+                    f"{params.fanout_hosts} Hosts + {params.fanout_hosts * params.fanout_links} HostLinks, one replica"
+                )
+                fanout = await run_team_scale(
+                    endpoints.redis_url,
+                    work,
+                    hosts=params.fanout_hosts,
+                    sessions_per_host=params.fanout_sessions,
+                    links_per_host=params.fanout_links,
+                )
+                results["team_scale"] = fanout.to_json()
     except Exception as error:
         log.exception("bench_failed")
         _progress(f"FAILED: {type(error).__name__}: {error} (logs in {work})")

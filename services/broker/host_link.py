@@ -46,6 +46,10 @@ _INVOCATION_KEY = "invocation/"
 """Prefix of the reply key of a close by invocation id (interaction ids start with ``ix_``)."""
 
 
+class LinkDropped(HostUnavailable):
+    """The link dropped with a request in flight; an open is re-sent (as a replay) once it resumes."""
+
+
 class HostLink:
     """Client of ``InteractionService.HostLink`` with reconnect, resume and lease heartbeat.
 
@@ -60,8 +64,8 @@ class HostLink:
             outcome of a close that found the form already settled).
         on_stale: called once when a resume is refused as ``STALE_EPOCH``.
         watched: returns the interaction ids the broker still waits on (sent on resume).
-        host_id: the Runtime Host id, for logs (the Interaction service's own ``host_id`` decides
-            its Redis keys).
+        host_id: the Runtime Host this broker serves, sent in every ``Hello`` (an Interaction tier
+            serving several Hosts picks that Host's keys; the broker token must name it).
         request_timeout: seconds to wait for the reply to one open/close.
     """
 
@@ -164,17 +168,49 @@ class HostLink:
             # Ride out a short reconnect rather than failing the invocation at once.
             with contextlib.suppress(TimeoutError):
                 await self.wait_connected(self._request_timeout)
-        ref = secrets.token_hex(8)
         wait = duration_pb2.Duration()
         if wait_seconds > 0:
             wait.FromNanoseconds(int(wait_seconds * 1e9))
+        replay = False
+        while True:
+            try:
+                return await self._open_once(binding, form, wait, round_info, replay=replay)
+            except LinkDropped:
+                # The replica went away with our open in flight (docs/design.md, "gRPC for a replicated
+                # tier"): resume on another one and re-send it as a replay, which returns the form if the
+                # first attempt had been stored.
+                if self.stale:
+                    raise HostUnavailable("the HostLink to the Interaction service dropped") from None
+                try:
+                    await self.wait_connected(self._request_timeout)
+                except TimeoutError:
+                    raise HostUnavailable("the HostLink to the Interaction service dropped") from None
+                replay = True
+
+    async def _open_once(
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait: duration_pb2.Duration,
+        round_info: interaction_pb2.Round | None,
+        *,
+        replay: bool,
+    ) -> interaction_pb2.Interaction:
+        ref = secrets.token_hex(8)
         future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
         self._opens[ref] = future
-        request = interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding, form=form, wait=wait)
+        request = interaction_service_pb2.OpenInteraction(
+            request_ref=ref, binding=binding, form=form, wait=wait, replay=replay
+        )
         if round_info is not None:
             request.round.CopyFrom(round_info)
         try:
-            await self._send(interaction_service_pb2.HostLinkRequest(open=request))
+            try:
+                await self._send(interaction_service_pb2.HostLinkRequest(open=request))
+            except HostUnavailable as error:
+                if self.connected or self.stale or isinstance(error, LinkDropped):
+                    raise
+                raise LinkDropped("the HostLink to the Interaction service is reconnecting") from None
             async with asyncio.timeout(self._request_timeout):
                 return await future
         except TimeoutError:
@@ -367,7 +403,7 @@ class HostLink:
             log.info("host_link_disconnected", extra={"host_epoch": self.epoch})
         self._connected.clear()
         self._queue = None
-        self._fail_inflight(HostUnavailable("the HostLink to the Interaction service dropped"))
+        self._fail_inflight(LinkDropped("the HostLink to the Interaction service dropped"))
 
     def _fail_inflight(self, error: HostUnavailable) -> None:
         for future in list(self._opens.values()):
@@ -384,10 +420,10 @@ class HostLink:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(self._channel)
         queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] = asyncio.Queue(self._queue_size)
         if self.epoch is None:
-            hello = interaction_service_pb2.Hello(begin_new_epoch=True)
+            hello = interaction_service_pb2.Hello(begin_new_epoch=True, host_id=self._host_id)
         else:
             hello = interaction_service_pb2.Hello(
-                resume_epoch=self.epoch, watched_interaction_ids=sorted(set(self._watched()))
+                resume_epoch=self.epoch, watched_interaction_ids=sorted(set(self._watched())), host_id=self._host_id
             )
 
         async def requests() -> AsyncIterator[interaction_service_pb2.HostLinkRequest]:

@@ -13,7 +13,8 @@ class Settings(GrpcServerSettings):
     interaction_target: str = "127.0.0.1:50051"
     """``host:port`` of the Interaction service (its ``HostLink`` stream)."""
     host_id: str = "local"
-    """The Runtime Host this broker is (logs only; the Interaction service's ``host_id`` picks the Redis keys)."""
+    """The Runtime Host this broker is; sent in HostLink's hello (the Interaction tier must serve it and the
+    broker token must name it)."""
     execution_timeout_seconds: float = 120.0
     """Provider execution budget of one leg; suspended while a nested form is pending (RFC criterion 10);
     each progress notification re-arms it."""

@@ -7,9 +7,11 @@ tokens configured (the zero-configuration loopback default of ``make run``), eve
 Configuration: ``MAKA_AUTH_TOKENS_FILE`` names a JSON file::
 
     {"tokens": [{"name": "tui", "token": "s3cret", "roles": ["surface"], "sessions": ["s1", "s2"]},
-                {"name": "broker", "token": "...", "roles": ["broker"]}]}
+                {"name": "broker", "token": "...", "roles": ["broker"], "hosts": ["team-a"]}]}
 
-(``sessions`` defaults to ``["*"]``.) Tokens are compared in constant time and never logged.
+(``sessions`` and ``hosts`` default to ``["*"]``; ``hosts`` names the Runtime Hosts a broker may serve
+or a surface may read on an Interaction tier that serves several.) Tokens are compared in constant time
+and never logged.
 Callers send ``authorization: Bearer <token>``. Errors (raised as gRPC status by
 :class:`AuthInterceptor`): no or unknown token → ``UNAUTHENTICATED`` (reason ``UNAUTHENTICATED``);
 a method whose roles the principal lacks → ``PERMISSION_DENIED`` (reason ``PERMISSION_DENIED``).
@@ -51,6 +53,7 @@ class Principal:
     name: str
     roles: frozenset[Role]
     sessions: frozenset[str] = field(default_factory=lambda: frozenset({"*"}))
+    hosts: frozenset[str] = field(default_factory=lambda: frozenset({"*"}))
 
     def has_role(self, role: Role) -> bool:
         """True when the principal holds ``role`` (or is admin)."""
@@ -59,6 +62,10 @@ class Principal:
     def may_see(self, session_id: str) -> bool:
         """True when the principal may see and answer forms of ``session_id``."""
         return "*" in self.sessions or session_id in self.sessions
+
+    def may_serve_host(self, host_id: str) -> bool:
+        """True when the principal may act for (broker) or read (surface) the Runtime Host ``host_id``."""
+        return "*" in self.hosts or host_id in self.hosts
 
     def visible(self, session_ids: Iterable[str]) -> list[str]:
         """The subset of ``session_ids`` this principal may see, in order."""
@@ -147,6 +154,7 @@ def _entry_principal(raw: dict[str, object], index: int) -> Principal:
     name = raw.get("name", f"token-{index}")
     roles = raw.get("roles")
     sessions = raw.get("sessions", ["*"])
+    hosts = raw.get("hosts", ["*"])
     if not isinstance(name, str):
         raise TokenFileError(f"tokens[{index}]: 'name' must be a string")
     if not isinstance(roles, list) or not roles or not all(isinstance(r, str) for r in roles):
@@ -157,7 +165,9 @@ def _entry_principal(raw: dict[str, object], index: int) -> Principal:
         raise TokenFileError(f"tokens[{index}]: unknown role; use {[r.value for r in Role]}") from None
     if not isinstance(sessions, list) or not all(isinstance(s, str) for s in sessions):
         raise TokenFileError(f"tokens[{index}]: 'sessions' must be a list of strings")
-    return Principal(name=name, roles=parsed, sessions=frozenset(sessions))
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h for h in hosts):
+        raise TokenFileError(f"tokens[{index}]: 'hosts' must be a non-empty list of host ids")
+    return Principal(name=name, roles=parsed, sessions=frozenset(sessions), hosts=frozenset(hosts))
 
 
 OPEN_SERVICES: frozenset[str] = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"})

@@ -54,6 +54,9 @@ class GrpcApp(Protocol):
     An app may also define ``fatal: asyncio.Event`` and ``exit_code: int``: when ``fatal`` is set, the
     app can no longer serve (e.g. a superseded broker): :func:`serve` shuts it down like a signal and
     exits the process with ``exit_code`` so a supervisor or orchestrator sees why.
+    Instead of ``bind_health`` an app may define ``bind_readiness(set_ready)``: called with
+    :meth:`RunningServer.set_ready`, which flips only the app's named services (readiness, e.g.
+    NOT_SERVING while its store is down) and leaves the overall ``""`` status (liveness) alone.
     An app may also define ``method_roles: Mapping[str, frozenset[Role]]`` (full method name such as
     ``/maka.broker.v1.CapabilityBrokerService/CallTool`` → roles admitted); methods not listed admit
     any authenticated caller. See :mod:`services.core.auth`.
@@ -109,6 +112,12 @@ class RunningServer:
         for name in ("", *self.app.service_names):
             await self.health.set(name, status)
 
+    async def set_ready(self, serving: bool) -> None:
+        """Mark only the app's named services SERVING or NOT_SERVING (readiness); ``""`` stays as it is."""
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in self.app.service_names:
+            await self.health.set(name, status)
+
     async def stop(self) -> None:
         """NOT_SERVING → ``app.stop()`` → ``server.stop(grace)``."""
         await self.set_serving(False)
@@ -139,6 +148,11 @@ async def start_server(
     # so_reuseport is on by default in gRPC: a second stack would silently share our port and
     # steal half the connections (and begin a new Host epoch). Refuse to bind instead.
     options = [*channel_options(settings), ("grpc.so_reuseport", 0)]
+    if settings.max_connection_age_seconds > 0:  # rebalance long-lived streams (docs/design.md)
+        options += [
+            ("grpc.max_connection_age_ms", int(settings.max_connection_age_seconds * 1000)),
+            ("grpc.max_connection_age_grace_ms", int(settings.max_connection_age_grace_seconds * 1000)),
+        ]
     server = grpc.aio.server(options=options, interceptors=chain)
     app.register(server)
     health = HealthServicer()
@@ -162,6 +176,9 @@ async def start_server(
     bind_health = getattr(app, "bind_health", None)
     if bind_health is not None:
         bind_health(running.set_serving)
+    bind_readiness = getattr(app, "bind_readiness", None)
+    if bind_readiness is not None:
+        bind_readiness(running.set_ready)
     await app.start()
     await running.set_serving(True)
     if settings.metrics_listen:

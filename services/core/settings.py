@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -52,6 +53,11 @@ class GrpcServerSettings(LoopSettings):
     otel_endpoint: str = ""
     """OTLP/gRPC collector address for ``otel_exporter=otlp``, e.g. ``http://otel-collector:4317``
     (``http://`` = plaintext); empty = ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``localhost:4317``."""
+    max_connection_age_seconds: float = Field(default=0.0, ge=0)
+    """Close each client connection after about this long (GOAWAY), so long-lived streams move to new
+    replicas after a scale-out; clients resume transparently. 0 = never."""
+    max_connection_age_grace_seconds: float = Field(default=30.0, ge=0)
+    """How long streams of a connection past its age may still run before they are cancelled."""
 
 
 class ClientTlsSettings(BaseSettings):

@@ -114,7 +114,19 @@ def to_status(error: ServiceError) -> grpc.Status:
         packed.Pack(bad)
         details.append(packed)
     message = status_pb2.Status(code=error.code.value[0], message=error.message, details=details)
-    return rpc_status.to_status(message)
+    status = rpc_status.to_status(message)
+    if error.code == grpc.StatusCode.UNAVAILABLE:
+        # A service's own UNAVAILABLE (its store is down) already spent its time: tell the clients' retry
+        # policy not to retry it (gRPC server pushback); a replica that went away is still retried.
+        return _Status(status.code, status.details, (*status.trailing_metadata, ("grpc-retry-pushback-ms", "-1")))
+    return status
+
+
+class _Status(grpc.Status):
+    def __init__(self, code: grpc.StatusCode, details: str, trailing_metadata: tuple[tuple[str, str | bytes], ...]):
+        self.code = code
+        self.details = details
+        self.trailing_metadata = trailing_metadata
 
 
 async def abort(context: grpc.aio.ServicerContext[object, object], error: ServiceError) -> NoReturn:

@@ -30,6 +30,7 @@ from services.core.form import FormError, FormErrorReason, Violation, check_form
 from services.core.limits import DEFAULT_LIMITS, Limits
 from services.core.status import ServiceError
 from services.interaction import errors
+from services.interaction.fanout import FanOut
 from services.interaction.keys import ALL_SESSIONS
 from services.interaction.settings import Settings
 from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, SettleResult
@@ -108,6 +109,14 @@ class AttachStart:
     positions: dict[str, str]
 
 
+def _event_entry(fields: dict[bytes, bytes]) -> interaction_pb2.InteractionEvent:
+    return interaction_pb2.InteractionEvent.FromString(fields[b"pb"])
+
+
+def _settled_entry(fields: dict[bytes, bytes]) -> tuple[int, interaction_pb2.Interaction]:
+    return int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])
+
+
 def _stream_id(value: str) -> tuple[int, int]:
     ms, _, seq = value.partition("-")
     return int(ms), int(seq or 0)
@@ -127,7 +136,8 @@ def _check_id(name: str, value: str, violations: list[Violation]) -> None:
 
 
 class InteractionAuthority:
-    """Pending forms of one Host in Redis: open, close, heartbeat, answer, list, get, attach, reap.
+    """Pending forms of one Host (``store.keys.host_id``) in Redis: open, close, heartbeat, answer, list, get,
+    attach, reap.
 
     ``clock`` returns seconds since the Unix epoch (tests may pass their own). Every method raises
     :class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE) when Redis is down.
@@ -140,8 +150,11 @@ class InteractionAuthority:
         *,
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
+        fanout: FanOut | None = None,
     ) -> None:
         self.store = store
+        self.fanout = fanout if fanout is not None else FanOut(store.client, lanes=1, queue_size=512)
+        """The replica's shared follower of event Streams (one per process; started by the app)."""
         self.settings = settings
         self.limits = limits
         self._clock = clock
@@ -362,12 +375,17 @@ class InteractionAuthority:
         form: form_pb2.Form,
         wait_seconds: float | None = None,
         round_info: interaction_pb2.Round | None = None,
+        *,
+        replay: bool = False,
     ) -> interaction_pb2.Interaction:
         """Publish ``form`` for the exact ``binding`` in Host ``epoch``; returns the canonical record.
 
         ``round_info`` (the form's MRTR round: position, size, deadline) is stored on the record, and the
         bounded wait never runs past ``round_info.deadline``: a form whose round can no longer finish in
-        time closes ``round_expired`` at that deadline (issue 16 finding 2; docs/acceptance.md).
+        time closes ``round_expired`` at that deadline (docs/acceptance.md).
+
+        ``replay``: the broker re-sends an open whose reply was lost with its link; when the invocation's
+        pending form has exactly ``binding``, that form is returned instead of AlreadyPending.
 
         Raises InvalidRequest (missing/oversized binding ids), InvalidForm (form contract or caps,
         via ``check_form``), StaleEpoch (``epoch`` is not current), AlreadyPending (the invocation
@@ -435,6 +453,10 @@ class InteractionAuthority:
             if code == "STALE_EPOCH":
                 raise errors.StaleEpoch(epoch, int(detail))
             if code == "ALREADY_PENDING":
+                if replay and detail:  # the broker re-sends an open its dropped link lost the reply of
+                    existing = await self.store.get(detail)
+                    if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
+                        return existing.interaction
                 raise errors.AlreadyPending(binding.invocation_id)
         raise RuntimeError("could not mint a unique interaction id")  # pragma: no cover - 128 random bits
 
@@ -762,22 +784,23 @@ class InteractionAuthority:
         return ResumeToken(positions=dict(positions), issued_ms=self._now_ms()).encode()
 
     async def follow_events(
-        self, positions: dict[str, str], *, block_ms: int = 1000
+        self, positions: dict[str, str]
     ) -> AsyncIterator[tuple[interaction_pb2.InteractionEvent, str]]:
-        """Yield ``(event, resume token)`` for every change after ``positions``, forever.
+        """Yield ``(event, resume token)`` for every change after ``positions``, through the replica's
+        fan-out (docs/design.md, "Fan-out"). Redis outages are waited out from the last position.
 
-        Survives Redis outages: it waits and retries from the last position, losing nothing.
+        Raises :class:`~services.interaction.fanout.SubscriberOverflow` when the consumer fell too far
+        behind: the caller ends its stream and the client resumes from its last token, losing nothing.
         """
-        positions = dict(positions)
-        while True:
-            try:
-                entries = await self.store.read_events(positions, block_ms=block_ms)
-            except errors.StoreUnavailable:
-                await asyncio.sleep(self.settings.reaper_interval_seconds)
-                continue
-            for sid, entry_id, event in entries:
-                positions[sid] = entry_id
-                yield event, self.token(positions)
+        scopes = {self.store.keys.events(sid): sid for sid in positions}
+        current = dict(positions)
+        subscription = self.fanout.subscribe({key: positions[sid] for key, sid in scopes.items()}, _event_entry)
+        try:
+            async for key, entry_id, event in subscription:
+                current[scopes[key]] = entry_id
+                yield event, self.token(current)
+        finally:
+            subscription.close()
 
     # --- HostLink settled feed (broker) ---------------------------------------------------------
 
@@ -794,25 +817,20 @@ class InteractionAuthority:
                 out.append(record.interaction)
         return out
 
-    async def follow_settled(
-        self, epoch: int, after: str, *, block_ms: int = 1000
-    ) -> AsyncIterator[interaction_pb2.Interaction]:
+    async def follow_settled(self, epoch: int, after: str) -> AsyncIterator[interaction_pb2.Interaction]:
         """Yield every Interaction of ``epoch`` settled after Stream position ``after``, forever.
 
-        Settlements by any replica (answers, closes, the reaper) arrive here; Redis outages are
-        waited out from the last position.
+        Settlements by any replica (answers, closes, the reaper) arrive here through the replica's
+        fan-out; Redis outages are waited out from the last position. Raises
+        :class:`~services.interaction.fanout.SubscriberOverflow` like :meth:`follow_events`.
         """
-        position = after
-        while True:
-            try:
-                entries = await self.store.read_settled(position, block_ms=block_ms)
-            except errors.StoreUnavailable:
-                await asyncio.sleep(self.settings.reaper_interval_seconds)
-                continue
-            for entry_id, record_epoch, interaction in entries:
-                position = entry_id
+        subscription = self.fanout.subscribe({self.store.keys.settled(): after}, _settled_entry)
+        try:
+            async for _key, _entry_id, (record_epoch, interaction) in subscription:
                 if record_epoch == epoch:
                     yield interaction
+        finally:
+            subscription.close()
 
     # --- Reaper -------------------------------------------------------------------------------------
 

@@ -67,6 +67,16 @@ class SessionForbidden(status.PermissionDenied):
         super().__init__("PERMISSION_DENIED", f"the caller may not see session {session_id!r}", domain=DOMAIN)
 
 
+class HostForbidden(status.PermissionDenied):
+    """PERMISSION_DENIED: a Host the caller's token does not name, or one this tier does not serve.
+
+    One message for both, naming no Host, so it reveals nothing about which Hosts exist.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("PERMISSION_DENIED", "the caller may not use this Host", domain=DOMAIN)
+
+
 class InteractionClosed(status.FailedPrecondition):
     """FAILED_PRECONDITION / CLOSED: the Interaction closed without an answer; metadata ``close_reason``."""
 

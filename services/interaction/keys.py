@@ -16,6 +16,7 @@ Cluster slot. Layout:
 - ``maka:{H}:events`` — STREAM of every session's projection changes (for callers that see all sessions).
 - ``maka:{H}:settled`` — STREAM of settlements of the whole Host (fields ``id``, ``epoch``, ``pb``).
 - ``maka:{H}:undelivered`` — ZSET, answered ids whose delivery is still pending → answer time (ms).
+- ``maka:{T}:wake:{replica}:{lane}`` — STREAM, wakes one fan-out lane of one replica (see :func:`wake_key`).
 """
 
 from __future__ import annotations
@@ -79,3 +80,16 @@ class Keys:
     def undelivered(self) -> str:
         """Answered ids whose delivery to the provider is not yet recorded (``deliver.lua``)."""
         return f"{self._prefix}:undelivered"
+
+
+def hash_tag(key: str) -> str:
+    """The hash tag of ``key`` (the text between its first ``{`` and the next ``}``; the key itself without one)."""
+    start = key.find("{")
+    end = key.find("}", start + 1)
+    return key[start + 1 : end] if start >= 0 and end > start + 1 else key
+
+
+def wake_key(tag: str, replica_id: str, lane: int) -> str:
+    """A fan-out lane's wake-up Stream in the slot of ``tag`` (docs/design.md, "Fan-out"): one ``XADD`` ends its
+    blocking ``XREAD`` so newly subscribed Streams are read at once. Short-lived (``PEXPIRE``), read by no one else."""
+    return f"maka:{{{tag}}}:wake:{replica_id}:{lane}"

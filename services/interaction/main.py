@@ -1,8 +1,11 @@
 """Entry point of the Interaction service: ``python -m services.interaction.main``.
 
 ``settings = Settings()`` → ``app = await build(settings)`` → ``await serve(app, settings)``.
-:class:`InteractionApp` owns the Redis client, the reaper (leases and bounded waits) and the
-readiness probe (NOT_SERVING while Redis is unreachable, SERVING again once it answers).
+:class:`InteractionApp` owns the Redis client, the fan-out, the Hosts it serves, the reaper (leases and
+bounded waits) and the readiness probe: the named service ``maka.interaction.v1.InteractionService``
+is NOT_SERVING while Redis is unreachable and SERVING again once it answers; the overall health
+(service ``""``, liveness) stays SERVING as long as the process runs, so a Redis outage never makes a
+liveness probe restart a healthy pod (docs/design.md, "Health").
 """
 
 from __future__ import annotations
@@ -13,9 +16,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 import grpc.aio
-import redis.asyncio
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core import logs, runner
@@ -23,9 +23,13 @@ from services.core.auth import Role
 from services.core.serving import GrpcApp, serve
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
+from services.interaction.fanout import FanOut
 from services.interaction.keys import Keys
+from services.interaction.redis_client import Client, redis_client
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
+from services.interaction.store import Fence, InteractionStore
+from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.main")
 
@@ -46,11 +50,12 @@ class InteractionApp:
     }
     """Who may call what (the auth interceptor enforces it; admin may call everything)."""
 
-    def __init__(self, settings: Settings, client: redis.asyncio.Redis, authority: InteractionAuthority) -> None:
+    def __init__(self, settings: Settings, client: Client, tier: InteractionTier, fanout: FanOut) -> None:
         self.settings = settings
         self.client = client
-        self.authority = authority
-        self.servicer = InteractionServicer(authority)
+        self.tier = tier
+        self.fanout = fanout
+        self.servicer = InteractionServicer(tier)
         self._set_serving: Callable[[bool], Awaitable[None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self.store_ok = True
@@ -60,14 +65,20 @@ class InteractionApp:
         """Add the InteractionService servicer."""
         interaction_service_pb2_grpc.add_InteractionServiceServicer_to_server(self.servicer, server)
 
-    def bind_health(self, set_serving: Callable[[bool], Awaitable[None]]) -> None:
-        """Receive the readiness switch (called by ``start_server`` before ``start``)."""
-        self._set_serving = set_serving
+    @property
+    def authority(self) -> InteractionAuthority:
+        """The first Host's authority (the only one in a single-Host tier)."""
+        return next(iter(self.tier.authorities.values()))
+
+    def bind_readiness(self, set_ready: Callable[[bool], Awaitable[None]]) -> None:
+        """Receive the readiness switch of the named service (called by ``start_server`` before ``start``)."""
+        self._set_serving = set_ready
 
     async def start(self) -> None:
-        """Close forms of older epochs left behind, then run the reaper/probe loop."""
+        """Start the fan-out, close forms of older epochs left behind, then run the reaper/probe loop."""
+        self.fanout.start()
         with contextlib.suppress(errors.StoreUnavailable):
-            await self.authority.close_older_epochs()
+            await self.tier.close_older_epochs()
         self._task = asyncio.create_task(self._loop(), name="interaction-reaper")
 
     async def stop(self) -> None:
@@ -78,14 +89,15 @@ class InteractionApp:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self.authority.aclose()
+        await self.tier.aclose()
+        await self.fanout.aclose()
         await self.client.aclose()
 
     async def tick(self) -> None:
         """One reaper pass plus the readiness probe (flips health on a Redis outage or recovery)."""
         try:
             await self.authority.store.ping()
-            closed = await self.authority.reap_once()
+            closed = await self.tier.reap_once()
             if closed:
                 log.info("reaped", extra={"closed": closed})
             ok = True
@@ -106,31 +118,39 @@ class InteractionApp:
                 log.exception("reaper_failed")
 
 
-def redis_client(settings: Settings) -> redis.asyncio.Redis:
-    """The process's Redis client: binary values, short retries, a read timeout (outages surface as
-    STORE_UNAVAILABLE instead of hanging until the caller's deadline)."""
-    return redis.asyncio.Redis.from_url(
-        settings.redis_url,
-        decode_responses=False,
-        retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
-        socket_connect_timeout=2.0,
-        socket_timeout=settings.redis_timeout_seconds,
-        health_check_interval=30,
-    )
-
-
 async def build(settings: Settings) -> GrpcApp:
-    """Wire Redis → store → authority → servicer into an :class:`InteractionApp` (nothing started yet)."""
-    from services.interaction.store import InteractionStore
+    """Wire Redis → fan-out → one store and authority per Host → tier → servicer into an
+    :class:`InteractionApp` (nothing started yet).
 
+    Connections: ``redis_followers`` for the fan-out plus at most ``redis_pool_size - redis_followers``
+    commands in flight (one limiter shared by every Host), so never more than ``redis_pool_size``.
+    """
     client = redis_client(settings)
-    store = InteractionStore(
+    limiter = asyncio.Semaphore(settings.redis_pool_size - settings.redis_followers)
+    fanout = FanOut(
         client,
-        Keys(settings.host_id),
-        retention_ms=int(settings.retention_seconds * 1000),
-        events_maxlen=settings.events_maxlen,
+        lanes=settings.redis_followers,
+        queue_size=settings.subscriber_queue_size,
+        limiter=limiter,
+        retry_seconds=settings.reaper_interval_seconds,
     )
-    return InteractionApp(settings, client, InteractionAuthority(store, settings))
+    fence = Fence(replicas=settings.wait_replicas, timeout_ms=settings.redis_wait_timeout_ms)
+    authorities = {
+        host: InteractionAuthority(
+            InteractionStore(
+                client,
+                Keys(host),
+                retention_ms=int(settings.retention_seconds * 1000),
+                events_maxlen=settings.events_maxlen,
+                limiter=limiter,
+                fence=fence,
+            ),
+            settings,
+            fanout=fanout,
+        )
+        for host in settings.hosts
+    }
+    return InteractionApp(settings, client, InteractionTier(authorities), fanout)
 
 
 async def main() -> None:

@@ -19,10 +19,12 @@ import grpc.aio
 from google.protobuf import timestamp_pb2
 
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
-from services.core.auth import current_principal
+from services.core.auth import Principal, current_principal
 from services.core.status import ServiceError, abort
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
+from services.interaction.fanout import SubscriberOverflow
+from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.servicer")
 
@@ -45,9 +47,8 @@ OPEN_CONCURRENCY = 64
 class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceServicer):
     """The gRPC face of the Interaction authority (see the proto for frames and errors)."""
 
-    def __init__(self, authority: InteractionAuthority, *, follow_block_ms: int = 1000) -> None:
-        self.authority = authority
-        self._block_ms = follow_block_ms
+    def __init__(self, tier: InteractionTier) -> None:
+        self.tier = tier
         self._streams: set[asyncio.Queue[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -98,7 +99,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         if first.WhichOneof("frame") != "hello":
             await abort(context, errors.InvalidRequest("the first HostLink frame must be hello"))
         hello = first.hello
-        epoch, closed, position, already = await self._call(context, lambda: self._hello(hello))
+        principal = current_principal()
+        authority = await self._call(context, lambda: self._resolve(principal, hello.host_id))
+        epoch, closed, position, already = await self._call(context, lambda: self._hello(authority, hello))
         yield pb.HostLinkResponse(epoch=pb.EpochBegun(host_epoch=epoch, closed_count=closed))
         reported: set[str] = set()
         for interaction in already:
@@ -114,7 +117,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 if before is not None:  # the same invocation's earlier open decides first, as when serial
                     await asyncio.wait([before])
                 try:
-                    reply = await self._open(epoch, request)
+                    reply = await self._open(authority, epoch, request)
                 except Exception:  # a bug must not leave the broker waiting: refuse this open only
                     log.exception("open_failed")
                     reply = pb.HostLinkResponse(
@@ -140,7 +143,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                         opens.add(task)
                         task.add_done_callback(functools.partial(forget, invocation_id))
                     else:  # close/delivery/heartbeat in order: later frames (opens included) start after them
-                        await queue.put(await self._link_frame(epoch, request))
+                        await queue.put(await self._link_frame(authority, epoch, request))
             except ServiceError as error:
                 await queue.put(error)
                 return
@@ -149,11 +152,14 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             await queue.put(_END)
 
         async def follow() -> None:
-            async for interaction in self.authority.follow_settled(epoch, position, block_ms=self._block_ms):
-                if interaction.interaction_id in reported:
-                    reported.discard(interaction.interaction_id)
-                    continue
-                await queue.put(pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction)))
+            try:
+                async for interaction in authority.follow_settled(epoch, position):
+                    if interaction.interaction_id in reported:
+                        reported.discard(interaction.interaction_id)
+                        continue
+                    await queue.put(pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction)))
+            except SubscriberOverflow:  # the broker resumes (resume_epoch + watched ids): nothing is lost
+                await queue.put(_END)
 
         tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
         self._track(queue)
@@ -173,43 +179,50 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                     await task
             self._untrack(queue)
 
-    async def _hello(self, hello: pb.Hello) -> tuple[int, int, str, list[interaction_pb2.Interaction]]:
-        position = await self.authority.settled_position()
+    async def _resolve(self, principal: Principal, host_id: str) -> InteractionAuthority:
+        return self.tier.resolve(principal, host_id)
+
+    async def _hello(
+        self, authority: InteractionAuthority, hello: pb.Hello
+    ) -> tuple[int, int, str, list[interaction_pb2.Interaction]]:
+        position = await authority.settled_position()
         mode = hello.WhichOneof("mode")
         if mode == "begin_new_epoch" and hello.begin_new_epoch:
             # Reply as soon as the epoch is fenced; the older forms close right after (see EpochBegun).
-            epoch, closed = await self.authority.fence_epoch()
-            await self.authority.close_older_of(list(hello.watched_interaction_ids))
-            self.authority.close_older_epochs_soon()
+            epoch, closed = await authority.fence_epoch()
+            await authority.close_older_of(list(hello.watched_interaction_ids))
+            authority.close_older_epochs_soon()
         elif mode == "resume_epoch":
-            await self.authority.resume_epoch(hello.resume_epoch)
+            await authority.resume_epoch(hello.resume_epoch)
             epoch, closed = hello.resume_epoch, 0
         else:
             raise errors.InvalidRequest("hello needs begin_new_epoch=true or resume_epoch")
-        already = await self.authority.settled_of(list(hello.watched_interaction_ids))
+        already = await authority.settled_of(list(hello.watched_interaction_ids))
         return epoch, closed, position, already
 
-    async def _link_frame(self, epoch: int, request: pb.HostLinkRequest) -> pb.HostLinkResponse:
+    async def _link_frame(
+        self, authority: InteractionAuthority, epoch: int, request: pb.HostLinkRequest
+    ) -> pb.HostLinkResponse:
         frame = request.WhichOneof("frame")
         if frame == "open":
-            return await self._open(epoch, request.open)
+            return await self._open(authority, epoch, request.open)
         if frame == "close" and request.close.invocation_id and not request.close.interaction_id:
             fence = request.close
-            changed, after = await self.authority.close_invocation(epoch, fence.invocation_id, fence.reason)
+            changed, after = await authority.close_invocation(epoch, fence.invocation_id, fence.reason)
             closed = pb.InteractionClosed(invocation_id=fence.invocation_id, changed=changed)
             if after is not None:
                 closed.interaction_id = after.interaction_id
                 closed.interaction.CopyFrom(after)
             return pb.HostLinkResponse(closed=closed)
         if frame == "close":
-            changed, after = await self.authority.close(epoch, request.close.interaction_id, request.close.reason)
+            changed, after = await authority.close(epoch, request.close.interaction_id, request.close.reason)
             closed = pb.InteractionClosed(interaction_id=request.close.interaction_id, changed=changed)
             if after is not None:
                 closed.interaction.CopyFrom(after)
             return pb.HostLinkResponse(closed=closed)
         if frame == "delivery":
             report = request.delivery
-            changed, after = await self.authority.record_delivery(
+            changed, after = await authority.record_delivery(
                 epoch, report.interaction_id, report.delivery, report.lost_reason
             )
             recorded = pb.DeliveryRecorded(interaction_id=report.interaction_id, changed=changed)
@@ -217,17 +230,21 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 recorded.interaction.CopyFrom(after)
             return pb.HostLinkResponse(delivery_recorded=recorded)
         if frame == "heartbeat":
-            renewed, deadline_ms = await self.authority.heartbeat(epoch)
+            renewed, deadline_ms = await authority.heartbeat(epoch)
             ack = pb.HeartbeatAck(renewed=renewed)
             ack.lease_deadline.FromMilliseconds(deadline_ms)
             return pb.HostLinkResponse(heartbeat_ack=ack)
         raise errors.InvalidRequest(f"unexpected HostLink frame {frame!r} after hello")
 
-    async def _open(self, epoch: int, request: pb.OpenInteraction) -> pb.HostLinkResponse:
+    async def _open(
+        self, authority: InteractionAuthority, epoch: int, request: pb.OpenInteraction
+    ) -> pb.HostLinkResponse:
         wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
         try:
             round_info = request.round if request.HasField("round") else None
-            interaction = await self.authority.open(epoch, request.binding, request.form, wait, round_info)
+            interaction = await authority.open(
+                epoch, request.binding, request.form, wait, round_info, replay=request.replay
+            )
         except ServiceError as error:
             return pb.HostLinkResponse(
                 open_rejected=pb.OpenRejected(
@@ -255,13 +272,14 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         if first.WhichOneof("frame") != "subscribe":
             await abort(context, errors.InvalidRequest("the first Attach frame must be subscribe"))
         subscribe = first.subscribe
+        authority = await self._call(context, lambda: self._resolve(principal, subscribe.host_id))
         start = await self._call(
             context,
-            lambda: self.authority.attach_start(principal, list(subscribe.session_ids), subscribe.resume_token),
+            lambda: authority.attach_start(principal, list(subscribe.session_ids), subscribe.resume_token),
         )
         if start.snapshot is not None:
             yield pb.AttachResponse(
-                snapshot=pb.Snapshot(pending=start.snapshot, resume_token=self.authority.token(start.positions))
+                snapshot=pb.Snapshot(pending=start.snapshot, resume_token=authority.token(start.positions))
             )
         queue: asyncio.Queue[pb.AttachResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
 
@@ -270,11 +288,14 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 if request.WhichOneof("frame") != "answer":
                     await queue.put(errors.InvalidRequest("only answer frames may follow subscribe"))
                     return
-                await queue.put(await self.authority.answer_outcome(principal, request.answer))
+                await queue.put(await authority.answer_outcome(principal, request.answer))
 
         async def follow() -> None:
-            async for event, token in self.authority.follow_events(start.positions, block_ms=self._block_ms):
-                await queue.put(pb.AttachResponse(event=pb.Event(event=event, resume_token=token)))
+            try:
+                async for event, token in authority.follow_events(start.positions):
+                    await queue.put(pb.AttachResponse(event=pb.Event(event=event, resume_token=token)))
+            except SubscriberOverflow:  # a resumable end: the surface resumes with its last token
+                await queue.put(_END)
 
         tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
         self._track(queue)
@@ -301,7 +322,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         principal = current_principal()
         interaction = await self._call(
             context,
-            lambda: self.authority.answer(
+            lambda: self.tier.resolve(principal, request.host_id).answer(
                 principal,
                 request.interaction_id,
                 request.answer,
@@ -314,7 +335,10 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     async def ListPending(self, request: pb.ListPendingRequest, context: _Ctx) -> pb.ListPendingResponse:
         """Pending Interactions of the named (or every visible) session."""
         principal = current_principal()
-        pending = await self._call(context, lambda: self.authority.list_pending(principal, list(request.session_ids)))
+        pending = await self._call(
+            context,
+            lambda: self.tier.resolve(principal, request.host_id).list_pending(principal, list(request.session_ids)),
+        )
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
         return pb.ListPendingResponse(pending=pending, as_of=as_of)
@@ -323,6 +347,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         """One Interaction visible to the caller, pending or settled."""
         principal = current_principal()
         interaction = await self._call(
-            context, lambda: self.authority.get(principal, request.interaction_id, request.session_id or None)
+            context,
+            lambda: self.tier.resolve(principal, request.host_id).get(
+                principal, request.interaction_id, request.session_id or None
+            ),
         )
         return pb.GetInteractionResponse(interaction=interaction)

@@ -2,18 +2,61 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
+
 from pydantic import Field, model_validator
 
 from services.core.settings import GrpcServerSettings
+
+_HOST_ID = r"^[A-Za-z0-9_.-]+$"
+
+
+class RedisMode(StrEnum):
+    """How ``redis_url`` is read (docs/design.md, "Redis deployment modes")."""
+
+    STANDALONE = "standalone"
+    """One server: ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS) or ``unix:///path``."""
+    SENTINEL = "sentinel"
+    """Sentinel addresses ``host:port,host:port,...`` plus ``redis_sentinel_service``."""
+    CLUSTER = "cluster"
+    """Cluster seed nodes ``host:port,host:port,...``."""
 
 
 class Settings(GrpcServerSettings):
     """How the Interaction service reaches Redis and times its forms."""
 
     redis_url: str = "redis://127.0.0.1:6379/0"
-    """Redis URL (``redis://``, ``rediss://`` or ``unix://``). Ship it with AOF on."""
-    host_id: str = Field(default="local", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Standalone: a Redis URL (``redis://``, ``rediss://`` or ``unix://``, ACL ``user:password@`` allowed);
+    sentinel: the sentinels, cluster: seed nodes, each as a comma-separated ``host:port`` list (an optional
+    ``redis://``/``rediss://`` prefix per item; ``rediss`` turns TLS on). Ship Redis with AOF on."""
+    redis_mode: RedisMode = RedisMode.STANDALONE
+    """``standalone``, ``sentinel`` or ``cluster`` (how ``redis_url`` is read)."""
+    redis_sentinel_service: str = "mymaster"
+    """Sentinel mode: the monitored master's service name."""
+    redis_username: str = ""
+    """ACL user name (overrides one in the URL; sentinel/cluster modes take it only from here)."""
+    redis_password_file: Path | None = None
+    """File holding the Redis password (e.g. a mounted Kubernetes Secret); overrides one in the URL. Sentinel
+    mode sends it to the sentinels too."""
+    redis_pool_size: int = Field(default=32, ge=4)
+    """Most Redis connections this replica opens (per node in cluster mode), whatever the number of streams:
+    ``redis_followers`` of them follow the event Streams, the rest run commands (callers queue for one)."""
+    redis_followers: int = Field(default=2, ge=1)
+    """Follower connections (each reads many Streams with one blocking ``XREAD``); below ``redis_pool_size``."""
+    subscriber_queue_size: int = Field(default=4096, ge=8)
+    """Events buffered per Attach/HostLink subscriber; a subscriber that falls this far behind gets a
+    resumable end of stream (it resumes with its token and loses nothing). Entries are shared, so a slot costs a
+    pointer; keep it below ``events_maxlen`` so a resumed token is still inside the Stream."""
+    redis_wait_replicas: int = Field(default=-1, ge=-1)
+    """Replicas that must acknowledge (``WAIT``) an epoch increment or a committed answer before it is
+    acknowledged; -1 = the mode's default (standalone 0, sentinel and cluster 1)."""
+    redis_wait_timeout_ms: int = Field(default=2000, gt=0)
+    """How long the ``WAIT`` fence may take; fewer acknowledgements by then fail the call UNAVAILABLE."""
+    host_id: str = Field(default="local", min_length=1, pattern=_HOST_ID)
     """The Runtime Host this service serves: the Redis hash tag ``maka:{host_id}:...``."""
+    host_ids: str = Field(default="", pattern=r"^[A-Za-z0-9_.,-]*$")
+    """Comma-separated Runtime Hosts this tier serves (each its own hash tag); empty = just ``host_id``."""
     lease_seconds: float = Field(default=30.0, gt=0)
     """Lease of a pending form; the broker's HostLink heartbeat renews it, the reaper closes it as ``lease_expired``."""
     form_wait_seconds: float = Field(default=300.0, gt=0)
@@ -28,6 +71,9 @@ class Settings(GrpcServerSettings):
     """Socket read timeout of each Redis command, in seconds (an unreachable Redis then fails fast as
     UNAVAILABLE / ``STORE_UNAVAILABLE`` instead of hanging); must exceed the 1 s ``XREAD`` block of the
     Attach and HostLink followers."""
+    max_connection_age_seconds: float = Field(default=1800.0, ge=0)
+    """Close each client connection after about this long (GOAWAY), so Attach and HostLink streams spread
+    over new replicas after a scale-out; clients resume transparently. 0 = never."""
     reaper_interval_seconds: float = Field(default=1.0, gt=0)
     """How often the reaper looks for expired leases and waits, and the Redis health probe runs."""
 
@@ -35,4 +81,19 @@ class Settings(GrpcServerSettings):
     def _wait_within_max(self) -> Settings:
         if self.form_wait_seconds > self.form_wait_max_seconds:
             raise ValueError("form_wait_seconds must not exceed form_wait_max_seconds")
+        if self.redis_followers >= self.redis_pool_size:
+            raise ValueError("redis_followers must be below redis_pool_size")
         return self
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Every Runtime Host served, in configured order."""
+        listed = [h.strip() for h in self.host_ids.split(",") if h.strip()]
+        return tuple(dict.fromkeys(listed)) if listed else (self.host_id,)
+
+    @property
+    def wait_replicas(self) -> int:
+        """The ``WAIT`` replica count in force (``redis_wait_replicas`` or the mode's default)."""
+        if self.redis_wait_replicas >= 0:
+            return self.redis_wait_replicas
+        return 0 if self.redis_mode is RedisMode.STANDALONE else 1

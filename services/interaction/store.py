@@ -1,6 +1,7 @@
 """Redis persistence of Interactions: one Lua script per transition (DESIGN.md §4).
 
-:class:`InteractionStore` is the only code that talks to Redis. It builds keys through
+:class:`InteractionStore` runs every command of one Host (the event Streams are followed by the
+replica-wide :mod:`services.interaction.fanout`). It builds keys through
 :mod:`services.interaction.keys`, runs the scripts in ``scripts/*.lua`` (``register_script``:
 EVALSHA, reloaded after a Redis restart), and turns connection failures into
 :class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE / STORE_UNAVAILABLE). It never
@@ -18,7 +19,9 @@ from importlib import resources
 from typing import Any, ParamSpec, TypeVar
 
 import redis.asyncio
+import redis.commands.core
 import redis.exceptions
+from redis.asyncio.cluster import RedisCluster
 
 from maka.interaction.v1 import interaction_pb2
 from services.interaction.errors import StoreUnavailable
@@ -27,6 +30,8 @@ from services.interaction.keys import ALL_SESSIONS, Keys
 P = ParamSpec("P")
 T = TypeVar("T")
 
+DEFAULT_COMMAND_SLOTS = 24
+"""Commands in flight of a store built without a shared limiter (below redis-py's pool of the settings)."""
 _REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError)
 
 
@@ -44,8 +49,12 @@ def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     """
 
     async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        limiter: asyncio.Semaphore | None = getattr(args[0], "limiter", None)
         try:
-            return await func(*args, **kwargs)
+            if limiter is None:
+                return await func(*args, **kwargs)
+            async with limiter:  # at most this many commands (connections) at once
+                return await func(*args, **kwargs)
         except _REDIS_DOWN as error:
             raise StoreUnavailable() from error
 
@@ -116,6 +125,20 @@ class SettleResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Fence:
+    """The durability fence after an epoch increment or a committed answer (docs/design.md, "Durable
+    fences"): ``WAIT replicas timeout_ms`` on the connection that wrote; 0 replicas = no fence."""
+
+    replicas: int = 0
+    timeout_ms: int = 2000
+
+
+class NotReplicated(StoreUnavailable):
+    """UNAVAILABLE / STORE_UNAVAILABLE: the write happened but fewer replicas than required acknowledged it
+    in time; retrying (the same submission id, or a fresh hello) is safe."""
+
+
+@dataclass(frozen=True, slots=True)
 class StreamInfo:
     """Where a session's event Stream stands (for resume-token checks)."""
 
@@ -146,11 +169,24 @@ class InteractionStore:
     :class:`StoreUnavailable` when Redis cannot be reached.
     """
 
-    def __init__(self, client: redis.asyncio.Redis, keys: Keys, *, retention_ms: int, events_maxlen: int) -> None:
+    def __init__(
+        self,
+        client: redis.asyncio.Redis | RedisCluster,
+        keys: Keys,
+        *,
+        retention_ms: int,
+        events_maxlen: int,
+        limiter: asyncio.Semaphore | None = None,
+        fence: Fence = Fence(),
+    ) -> None:
         self.client = client
         self.keys = keys
         self.retention_ms = retention_ms
         self.events_maxlen = events_maxlen
+        self.limiter = limiter if limiter is not None else asyncio.Semaphore(DEFAULT_COMMAND_SLOTS)
+        """Bounds the commands in flight (shared by every Host's store of one replica): with the fan-out's
+        follower connections, the replica never opens more than ``redis_pool_size`` connections."""
+        self.fence = fence
         self._open = client.register_script(_load("open.lua"))
         self._settle = client.register_script(_load("settle.lua"))
         self._heartbeat = client.register_script(_load("heartbeat.lua"))
@@ -175,8 +211,37 @@ class InteractionStore:
     async def begin_epoch(self) -> tuple[int, int]:
         """Increment the Host epoch (fences every older epoch). Returns ``(new epoch, pending)``:
         ``pending`` counts the forms pending at that instant, all of older epochs (``begin_epoch.lua``)."""
-        epoch, pending = await self._begin(keys=[self.keys.epoch(), self.keys.pending()])
+        epoch, pending = await self._fenced(self._begin, [self.keys.epoch(), self.keys.pending()], [])
         return int(epoch), int(pending)
+
+    async def _fenced(
+        self, script: redis.commands.core.AsyncScript, keys: list[str], args: list[Any], *, always: bool = True
+    ) -> Any:
+        """Run ``script``; with a fence, pipeline ``WAIT`` after it on the same connection (WAIT counts the
+        replicas that acknowledged that connection's writes) and raise :class:`NotReplicated` when too few
+        did. ``always=False`` fences only a result whose first element is ``OK`` (a committed answer)."""
+        if self.fence.replicas <= 0:
+            return await script(keys=keys, args=args)
+        target: dict[str, Any] = {}
+        if isinstance(self.client, RedisCluster):
+            await self.client.initialize()
+            target["target_nodes"] = self.client.get_node_from_key(keys[0])
+        for _attempt in range(3):
+            pipe = self.client.pipeline(transaction=False)
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            pipe.execute_command("WAIT", self.fence.replicas, self.fence.timeout_ms, **target)
+            result, acked = await pipe.execute(raise_on_error=False)
+            if isinstance(result, redis.exceptions.NoScriptError):
+                await self.client.script_load(script.script)  # a restarted or promoted Redis forgot it
+                continue
+            if isinstance(result, Exception):
+                raise result
+            if not always and _s(result[0]) != "OK":
+                return result
+            if isinstance(acked, Exception) or int(acked) < self.fence.replicas:
+                raise NotReplicated()
+            return result
+        raise StoreUnavailable()
 
     @_store_call
     async def open(
@@ -301,35 +366,37 @@ class InteractionStore:
         """
         kind = interaction_pb2.EVENT_KIND_ANSWERED if state == "answered" else interaction_pb2.EVENT_KIND_CLOSED
         event = interaction_pb2.InteractionEvent(kind=kind, interaction=new)
-        result = await self._settle(
-            keys=[
-                self.keys.epoch(),
-                self.keys.record(record.interaction.interaction_id),
-                self.keys.leases(record.epoch),
-                self.keys.pending(),
-                self.keys.invocation(record.invocation_id),
-                self.keys.session_pending(record.session_id),
-                self.keys.session_events(record.session_id),
-                self.keys.settled(),
-                self.keys.host_events(),
-                self.keys.undelivered(),
-            ],
-            args=[
-                mode.value,
-                record.interaction.interaction_id,
-                record.session_id,
-                record.epoch,
-                new.SerializeToString(),
-                event.SerializeToString(),
-                state,
-                reason,
-                submission_id,
-                now_ms,
-                self.retention_ms,
-                self.events_maxlen,
-                "" if caller_epoch is None else caller_epoch,
-            ],
-        )
+        keys = [
+            self.keys.epoch(),
+            self.keys.record(record.interaction.interaction_id),
+            self.keys.leases(record.epoch),
+            self.keys.pending(),
+            self.keys.invocation(record.invocation_id),
+            self.keys.session_pending(record.session_id),
+            self.keys.session_events(record.session_id),
+            self.keys.settled(),
+            self.keys.host_events(),
+            self.keys.undelivered(),
+        ]
+        args: list[Any] = [
+            mode.value,
+            record.interaction.interaction_id,
+            record.session_id,
+            record.epoch,
+            new.SerializeToString(),
+            event.SerializeToString(),
+            state,
+            reason,
+            submission_id,
+            now_ms,
+            self.retention_ms,
+            self.events_maxlen,
+            "" if caller_epoch is None else caller_epoch,
+        ]
+        if mode is Mode.ANSWER:  # a committed answer is fenced before it is acknowledged
+            result = await self._fenced(self._settle, keys, args, always=False)
+        else:
+            result = await self._settle(keys=keys, args=args)
         code = _s(result[0])
         if code in ("SAME", "ANSWERED"):
             return SettleResult(code, stored=interaction_pb2.Interaction.FromString(result[1]))
@@ -389,8 +456,12 @@ class InteractionStore:
     async def fence_invocation(self, epoch: int, invocation_id: str) -> tuple[str, str]:
         """Run ``fence_invocation.lua``: no later open for ``invocation_id`` commits. Returns
         ``("OK", pending id or "")`` or ``("STALE_EPOCH", current)``."""
-        result = await self._fence_invocation(
-            keys=[self.keys.epoch(), self.keys.invocation(invocation_id)], args=[epoch, self.retention_ms]
+        # Fenced like a committed answer: a failover must not forget that the invocation settled.
+        result = await self._fenced(
+            self._fence_invocation,
+            [self.keys.epoch(), self.keys.invocation(invocation_id)],
+            [epoch, self.retention_ms],
+            always=False,
         )
         return _s(result[0]), _s(result[1])
 
@@ -481,34 +552,7 @@ class InteractionStore:
         )
 
     @_store_call
-    async def read_events(
-        self, positions: dict[str, str], *, block_ms: int, count: int = 100
-    ) -> list[tuple[str, str, interaction_pb2.InteractionEvent]]:
-        """XREAD the sessions' Streams after ``positions``: ``(session, stream id, event)`` in order."""
-        streams = {self.keys.events(sid): pos for sid, pos in positions.items()}
-        by_key = {self.keys.events(sid): sid for sid in positions}
-        reply: Any = await self.client.xread(streams, count=count, block=block_ms)  # type: ignore[arg-type]
-        out: list[tuple[str, str, interaction_pb2.InteractionEvent]] = []
-        for key, entries in reply or []:
-            sid = by_key[_s(key)]
-            for entry_id, fields in entries:
-                out.append((sid, _s(entry_id), interaction_pb2.InteractionEvent.FromString(fields[b"pb"])))
-        return out
-
-    @_store_call
     async def settled_position(self) -> str:
         """The last id of the Host-wide settled Stream ("0-0" when empty)."""
         last = await self.client.xrevrange(self.keys.settled(), "+", "-", count=1)
         return _s(last[0][0]) if last else "0-0"
-
-    @_store_call
-    async def read_settled(
-        self, after: str, *, block_ms: int, count: int = 100
-    ) -> list[tuple[str, int, interaction_pb2.Interaction]]:
-        """XREAD the settled Stream after ``after``: ``(stream id, record epoch, Interaction)``."""
-        reply: Any = await self.client.xread({self.keys.settled(): after}, count=count, block=block_ms)
-        out: list[tuple[str, int, interaction_pb2.Interaction]] = []
-        for _key, entries in reply or []:
-            for entry_id, fields in entries:
-                out.append((_s(entry_id), int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])))
-        return out

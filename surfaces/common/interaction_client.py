@@ -49,6 +49,9 @@ log = logging.getLogger("maka.surfaces.interaction_client")
 TOKEN_ENV = "MAKA_SURFACE_TOKEN"
 """Environment variable holding the surface's bearer token (optional)."""
 
+READY_TIMEOUT = 2.0
+"""Seconds an Attach (re)connect waits for a ready replica before it reports Disconnected and backs off."""
+
 _FATAL_CODES = frozenset(
     {
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -434,7 +437,10 @@ class InteractionClient:
         backoff: Backoff | None = None,
         timeout: float = 10.0,
         owns_channel: bool = False,
+        host_id: str = "",
     ) -> None:
+        self.host_id = host_id
+        """The Runtime Host addressed on a tier serving several (empty: the tier's only Host)."""
         self._channel = channel
         self._stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         self._metadata: tuple[tuple[str, str], ...] = bearer_metadata(token)
@@ -445,13 +451,15 @@ class InteractionClient:
         """How many times :meth:`attach` re-opened its stream (for status displays and tests)."""
 
     @classmethod
-    def connect(cls, target: str, *, token: str | None = None, backoff: Backoff | None = None) -> InteractionClient:
+    def connect(
+        cls, target: str, *, token: str | None = None, backoff: Backoff | None = None, host_id: str = ""
+    ) -> InteractionClient:
         """Open a channel to ``target`` (``host:port``) with :func:`services.core.channels.open_channel`
         (keepalive, TLS from ``MAKA_TLS_*`` when configured, bearer token on every call); call inside the
         running loop. ``token`` defaults to :func:`surface_token_from_env`.
         """
         channel = open_channel(target, token=token if token is not None else surface_token_from_env())
-        return cls(channel, backoff=backoff, owns_channel=True)
+        return cls(channel, backoff=backoff, owns_channel=True, host_id=host_id)
 
     async def close(self) -> None:
         """Close the channel when this client opened it."""
@@ -487,6 +495,7 @@ class InteractionClient:
             session_id=session_id,
             submission_id=submission_id or new_submission_id(),
             answer=convert.answer_to_proto(answer),
+            host_id=self.host_id,
         )
         try:
             response = await self._stub.Answer(request, metadata=self._metadata, timeout=self._timeout)
@@ -499,7 +508,7 @@ class InteractionClient:
 
         Raises :class:`InteractionError` (``UNAVAILABLE``, ``PERMISSION_DENIED``, ...).
         """
-        request = interaction_service_pb2.ListPendingRequest(session_ids=list(session_ids))
+        request = interaction_service_pb2.ListPendingRequest(session_ids=list(session_ids), host_id=self.host_id)
         try:
             response = await self._stub.ListPending(
                 request, metadata=self._metadata, timeout=self._timeout, wait_for_ready=False
@@ -510,7 +519,9 @@ class InteractionClient:
 
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
         """One Interaction, pending or settled (within retention). Raises :class:`InteractionError` (``NOT_FOUND``)."""
-        request = interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id, session_id=session_id)
+        request = interaction_service_pb2.GetInteractionRequest(
+            interaction_id=interaction_id, session_id=session_id, host_id=self.host_id
+        )
         try:
             response = await self._stub.GetInteraction(request, metadata=self._metadata, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
@@ -538,12 +549,26 @@ class InteractionClient:
             if not first_connection:
                 self.reconnects += 1
             first_connection = False
-            call = self._stub.Attach(metadata=self._metadata)
             error: ErrorDetail | None = None
+            try:
+                # Wait (bounded) for a ready replica instead of failing fast while round_robin's subchannels
+                # are in backoff (docs/design.md, "gRPC for a replicated tier"); none ready → reconnect.
+                await asyncio.wait_for(self._channel.channel_ready(), READY_TIMEOUT)
+            except TimeoutError:
+                error = ErrorDetail(grpc.StatusCode.UNAVAILABLE, "", "no Interaction replica is ready", "", {}, ())
+            if error is not None:
+                attempt += 1
+                delay = self._backoff.delay(attempt)
+                yield Disconnected(error=error, retry_in=delay, attempt=attempt)
+                await asyncio.sleep(delay)
+                continue
+            call = self._stub.Attach(metadata=self._metadata)
             try:
                 await call.write(
                     interaction_service_pb2.AttachRequest(
-                        subscribe=interaction_service_pb2.Subscribe(session_ids=list(session_ids), resume_token=token)
+                        subscribe=interaction_service_pb2.Subscribe(
+                            session_ids=list(session_ids), resume_token=token, host_id=self.host_id
+                        )
                     )
                 )
                 while True:

@@ -669,6 +669,7 @@ class Stack:
         *,
         ports: Ports | None = None,
         redis_url: str | None = None,
+        redis_mode: str = "standalone",
         host_id: str = "local",
         web: bool = True,
         log_level: str = "INFO",
@@ -689,6 +690,8 @@ class Stack:
         self.web_enabled = web
         self.log_level = log_level
         self.redis_url = redis_url or ""
+        self.redis_mode = redis_mode if redis_url else "standalone"
+        """How the Interaction service reads ``redis_url`` (``MAKA_REDIS_MODE``); the private Redis is standalone."""
         self._embedded_redis = not redis_url
         self._extra_env = {k: v for k, v in (extra_env or {}).items() if k != METRICS_ENV}
         self.metrics = dict(metrics) if metrics is not None else None
@@ -871,7 +874,7 @@ class Stack:
             self.INTERACTION,
             "services.interaction.main",
             self.ports.interaction,
-            lambda: {"MAKA_REDIS_URL": self.redis_url},
+            lambda: {"MAKA_REDIS_URL": self.redis_url, "MAKA_REDIS_MODE": self.redis_mode},
         )
 
     def _broker_spec(self) -> ChildSpec:

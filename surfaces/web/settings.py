@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -18,6 +18,9 @@ class WebSettings(BaseSettings):
 
     interaction_target: str = "127.0.0.1:50051"
     """``host:port`` of the Interaction service (``maka web`` reads it from ``endpoints.json`` when unset)."""
+    host_id: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,128}$")
+    """The Host whose forms this page shows, on an Interaction tier serving several; empty = the tier's only
+    Host, or the only one the surface token names."""
     broker_target: str = ""
     """``host:port`` of the Capability broker, for the server status and the activity list (``GetStatus``);
     empty hides both (``maka web`` reads it from ``endpoints.json`` when unset)."""

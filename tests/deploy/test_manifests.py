@@ -205,8 +205,12 @@ def test_grpc_services_use_native_grpc_probes_and_a_pre_stop_pause() -> None:
         modules.add(module)
         port = container["ports"][0]["containerPort"]
         assert container["ports"][0]["name"] == "grpc"
-        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        for probe in ("startupProbe", "livenessProbe"):  # liveness: the overall "" status (the process)
             assert container[probe]["grpc"] == {"port": port}, (workload["metadata"]["name"], probe)
+        readiness = {"port": port}
+        if module == "services.interaction.main":  # readiness: the named service (Redis reachable)
+            readiness["service"] = "maka.interaction.v1.InteractionService"
+        assert container["readinessProbe"]["grpc"] == readiness, workload["metadata"]["name"]
         pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
         assert pod["terminationGracePeriodSeconds"] > pre_stop
     assert modules == GRPC_MODULES

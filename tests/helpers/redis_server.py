@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 
 class RedisServer:
@@ -66,3 +67,230 @@ class RedisServer:
         self.process.wait(timeout=10)
         self.process = None
         self.socket.unlink(missing_ok=True)
+
+
+def _free_port(low: int = 20000, high: int = 45000) -> int:
+    """A loopback port that is free now, and whose cluster-bus port (+10000) is free too."""
+    import random
+    import socket
+
+    for _ in range(200):
+        port = random.randint(low, high)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free loopback port")
+
+
+def _wait(check: object, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            if check():  # type: ignore[operator]
+                return
+        except Exception as error:  # a node still starting refuses connections
+            last = error
+        time.sleep(0.05)
+    raise TimeoutError(f"{what} (last error: {last!r})")
+
+
+class _Node:
+    """One TCP ``redis-server`` process (a cluster node, a master, a replica or a sentinel)."""
+
+    def __init__(self, directory: Path, args: list[str], port: int) -> None:
+        self.directory, self.args, self.port = directory, args, port
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        log = (self.directory / "redis.log").open("ab")
+        self.process = subprocess.Popen(self.args, cwd=self.directory, stdout=log, stderr=log)
+        import redis
+
+        _wait(lambda: redis.Redis(port=self.port, socket_timeout=1).ping(), f"redis on port {self.port} starts")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+class RedisClusterServers:
+    """A real Redis Cluster: ``masters`` masters with one replica each (``redis-server --cluster-enabled yes``
+    plus ``redis-cli --cluster create --cluster-replicas 1``) on ephemeral loopback ports."""
+
+    def __init__(self, directory: Path, masters: int = 3) -> None:
+        self.directory = directory
+        self.ports = [_free_port() for _ in range(masters * 2)]
+        binary = shutil.which("redis-server") or "redis-server"
+        self.nodes = [
+            _Node(
+                directory / str(port),
+                [binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                 "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000", "--save", "",
+                 "--appendonly", "no"],
+                port,
+            )
+            for port in self.ports
+        ]  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        """The seed-node list for ``MAKA_REDIS_URL`` in cluster mode."""
+        return ",".join(f"127.0.0.1:{p}" for p in self.ports[:3])
+
+    def start(self) -> None:
+        import redis
+
+        for node in self.nodes:
+            node.start()
+        subprocess.run(
+            [shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
+             *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", "1", "--cluster-yes"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
+        )  # fmt: skip
+
+        def ready() -> bool:
+            for port in self.ports:
+                info = redis.Redis(port=port, socket_timeout=1, decode_responses=True).execute_command(  # type: ignore[no-untyped-call]
+                    "CLUSTER", "INFO"
+                )
+                state = info.get("cluster_state") if isinstance(info, dict) else None
+                if state != "ok" and "cluster_state:ok" not in str(info):
+                    return False
+            return True
+
+        _wait(ready, "the cluster converges", timeout=60)
+
+        def replicated() -> bool:
+            roles = [
+                redis.Redis(port=p, socket_timeout=1, decode_responses=True).info("replication") for p in self.ports
+            ]
+            replicas = [r for r in roles if r["role"] == "slave"]
+            return len(replicas) == len(self.ports) // 2 and all(r["master_link_status"] == "up" for r in replicas)
+
+        _wait(replicated, "every replica finished its initial sync", timeout=60)
+
+    def replica_of_slot(self, key: str) -> int:
+        """The port of a replica of the master that serves ``key``'s slot."""
+        import redis
+
+        client = redis.Redis(port=self.ports[0], socket_timeout=2, decode_responses=True)
+        slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))  # type: ignore[no-untyped-call]
+        for port in self.ports:
+            node = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
+            if node.info("replication")["role"] != "slave":
+                continue
+            master_port = int(node.info("replication")["master_port"])
+            for entry in client.execute_command("CLUSTER", "SLOTS"):  # type: ignore[no-untyped-call]
+                start, end, master = int(entry[0]), int(entry[1]), entry[2]
+                if start <= slot <= end and int(master[1]) == master_port:
+                    return port
+        raise RuntimeError(f"no replica serves the slot of {key}")
+
+    def failover(self, replica_port: int) -> None:
+        """``CLUSTER FAILOVER`` on ``replica_port`` and wait until it is a master."""
+        import redis
+
+        node = redis.Redis(port=replica_port, socket_timeout=5, decode_responses=True)
+        node.execute_command("CLUSTER", "FAILOVER")  # type: ignore[no-untyped-call]
+        _wait(lambda: node.info("replication")["role"] == "master", "the replica takes over", timeout=30)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+class RedisSentinelServers:
+    """A real Sentinel setup: a master, one replica and three sentinels (``redis-server conf --sentinel``)."""
+
+    SERVICE = "mymaster"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        binary = shutil.which("redis-server") or "redis-server"
+        self.master_port, self.replica_port = _free_port(), _free_port()
+        common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.master = _Node(directory / "master", [binary, "--port", str(self.master_port), *common], self.master_port)
+        self.replica = _Node(
+            directory / "replica",
+            [binary, "--port", str(self.replica_port), *common, "--replicaof", "127.0.0.1", str(self.master_port)],
+            self.replica_port,
+        )
+        self.sentinel_ports = [_free_port() for _ in range(3)]
+        self.sentinels: list[_Node] = []
+        for port in self.sentinel_ports:
+            home = directory / f"sentinel-{port}"
+            home.mkdir(parents=True, exist_ok=True)
+            conf = home / "sentinel.conf"
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\n"
+                f"sentinel monitor {self.SERVICE} 127.0.0.1 {self.master_port} 2\n"
+                f"sentinel down-after-milliseconds {self.SERVICE} 2000\n"
+                f"sentinel failover-timeout {self.SERVICE} 10000\n"
+            )
+            self.sentinels.append(_Node(home, [binary, str(conf), "--sentinel"], port))
+
+    @property
+    def url(self) -> str:
+        """The sentinel list for ``MAKA_REDIS_URL`` in sentinel mode."""
+        return ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
+
+    def master_address(self) -> int:
+        """The master port the sentinels report now."""
+        import redis
+
+        host_port = redis.Redis(port=self.sentinel_ports[0], socket_timeout=2).execute_command(  # type: ignore[no-untyped-call]
+            "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.SERVICE
+        )
+        return int(host_port[1])
+
+    def start(self) -> None:
+        import redis
+
+        self.master.start()
+        self.replica.start()
+        _wait(
+            lambda: (
+                redis.Redis(port=self.master_port, decode_responses=True).info("replication")["connected_slaves"] >= 1
+            ),
+            "the replica connects",
+        )
+        _wait(
+            lambda: (
+                redis.Redis(port=self.replica_port, decode_responses=True).info("replication")["master_link_status"]
+                == "up"
+            ),
+            "the replica finished its initial sync",
+        )
+        for sentinel in self.sentinels:
+            sentinel.start()
+
+        def known() -> bool:
+            for port in self.sentinel_ports:
+                client = redis.Redis(port=port, socket_timeout=1, decode_responses=True)
+                fields: dict[str, Any] = client.sentinel_master(self.SERVICE)  # type: ignore[assignment]
+                if int(fields["num-other-sentinels"]) < 2 or int(fields["num-slaves"]) < 1:
+                    return False
+            return True
+
+        _wait(known, "the sentinels discover each other and the replica", timeout=60)
+
+    def failover(self) -> None:
+        """``SENTINEL FAILOVER`` and wait until the replica is the reported, writable master."""
+        import redis
+
+        before = self.master_address()
+        redis.Redis(port=self.sentinel_ports[0], socket_timeout=5).execute_command("SENTINEL", "FAILOVER", self.SERVICE)  # type: ignore[no-untyped-call]
+        _wait(lambda: self.master_address() != before, "the sentinels promote the replica", timeout=60)
+        new = redis.Redis(port=self.master_address(), decode_responses=True)
+        _wait(lambda: new.info("replication")["role"] == "master", "the new master is writable", timeout=30)
+
+    def stop(self) -> None:
+        for node in [*self.sentinels, self.replica, self.master]:
+            node.stop()

@@ -75,13 +75,15 @@ async def running_stack(
     config: Path = EXAMPLES_CONFIG,
     web: bool = False,
     redis_url: str | None = None,
+    redis_mode: str = "standalone",
     echo: bool = True,
     extra_env: dict[str, str] | None = None,
     stop_grace: float = 10.0,
 ) -> AsyncIterator[RunningStack]:
     """Start the stack on ephemeral loopback ports with state in ``tmp_path/state``; stop it on exit.
 
-    ``redis_url=None`` runs a private embedded ``redis-server`` (AOF) in the state dir.
+    ``redis_url=None`` runs a private embedded ``redis-server`` (AOF) in the state dir; ``redis_mode`` says
+    how the Interaction service reads ``redis_url`` (``maka up --redis-mode``).
     Raises ``TimeoutError`` when start or stop exceed their bounds, ``StackError`` when a child fails.
     """
     lines: dict[str, list[str]] = defaultdict(list)
@@ -97,6 +99,7 @@ async def running_stack(
         ports=Ports.ephemeral(),
         web=web,
         redis_url=redis_url,
+        redis_mode=redis_mode,
         sink=sink,
         ready_timeout=60,
         extra_env=extra_env,

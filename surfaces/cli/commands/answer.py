@@ -36,7 +36,7 @@ from surfaces.cli.commands.pending import fail
 from surfaces.cli.walk import WalkAborted, walk
 from surfaces.common.form_input import FieldInputError, plain_text, values_from_json
 from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "answer"
 HELP = "answer a pending form: accept --values JSON | decline | cancel"
@@ -69,7 +69,7 @@ def usage(code: str, message: str) -> int:
 
 
 async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
-    async with InteractionClient.connect(target) as client:
+    async with InteractionClient.connect(target, host_id=host_id(args)) as client:
         view = await client.get(args.interaction_id, session_id=args.session)
         if not view.pending:
             raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
@@ -81,7 +81,7 @@ async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
 
 
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
-    async with InteractionClient.connect(target) as client:
+    async with InteractionClient.connect(target, host_id=host_id(args)) as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
         if action is Action.ACCEPT:

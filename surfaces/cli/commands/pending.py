@@ -39,7 +39,7 @@ from surfaces.common.interaction_client import (
     InteractionState,
     InteractionView,
 )
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "pending"
 HELP = "list pending forms (id, session, message, requester, fields, expiry)"
@@ -133,8 +133,8 @@ def _settled_line(view: InteractionView) -> str:
     return f"{view.interaction_id}: closed ({CLOSE_REASON_TEXT[view.close_reason]})"
 
 
-async def _list(target: str, sessions: list[str], interaction_id: str | None) -> list[InteractionView]:
-    async with InteractionClient.connect(target) as client:
+async def _list(target: str, host: str, sessions: list[str], interaction_id: str | None) -> list[InteractionView]:
+    async with InteractionClient.connect(target, host_id=host) as client:
         if interaction_id is not None:
             session = sessions[0] if len(sessions) == 1 else ""
             return [await client.get(interaction_id, session_id=session)]
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
     try:
-        views = asyncio.run(_list(target, list(args.session), args.id))
+        views = asyncio.run(_list(target, host_id(args), list(args.session), args.id))
     except InteractionError as error:
         return fail(error.reason, error.detail.message)
     if args.json:

@@ -1,6 +1,6 @@
 """``maka tui``: the Textual forms surface (see :mod:`surfaces.tui.app`).
 
-``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT]`` attaches to the given sessions
+``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT] [--host-id ID]`` attaches to the given sessions
 (default: every session the surface token may see). Exit codes: 0 quit, 3 no stack found (``NO_STACK``).
 On every reconnect the address is looked up again (``endpoints.json`` is re-read unless ``--interaction``
 was given), so the TUI follows a stack restarted on other ports (see :mod:`surfaces.tui.backend`).
@@ -9,9 +9,11 @@ was given), so the TUI follows a stack restarted on other ports (see :mod:`surfa
 from __future__ import annotations
 
 import argparse
+import functools
 
 from surfaces.cli.commands.pending import fail
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "tui"
 HELP = "answer pending forms in a terminal UI"
@@ -42,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
         return [server_json(server) for server in status.servers]
 
     app = MakaTui(
-        lambda: FollowingBackend(lambda: interaction_target(args)),
+        lambda: FollowingBackend(
+            lambda: interaction_target(args),
+            connect=functools.partial(InteractionClient.connect, host_id=host_id(args)),
+        ),
         session_ids=list(args.session),
         server_status=server_status,
     )

@@ -1,7 +1,8 @@
 """``maka up``: run the whole stack in the foreground (DESIGN.md §7; ``make run``).
 
 ``maka up --config mcp.json [--state-dir DIR] [--ports ephemeral|name=port,...] [--redis-url URL]
-[--host-id H] [--no-web] [--log-level L] [--metrics [ephemeral|name=port,...]]``
+[--redis-mode standalone|sentinel|cluster] [--host-id H] [--no-web] [--log-level L]
+[--metrics [ephemeral|name=port,...]]``
 
 One stack per state dir: ``maka up`` holds an exclusive lock on ``DIR/maka.lock`` for its whole life;
 a second one on the same dir exits 3 with ``STACK_RUNNING: a stack already runs in DIR (pid N); ...``
@@ -80,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("MAKA_REDIS_URL") or None,
         help="use this Redis instead of a private redis-server (default: $MAKA_REDIS_URL)",
     )
+    parser.add_argument(
+        "--redis-mode",
+        choices=("standalone", "sentinel", "cluster"),
+        default=os.environ.get("MAKA_REDIS_MODE") or "standalone",
+        help="how --redis-url is read: a URL (standalone), or comma-separated host:port sentinels / cluster seed"
+        " nodes (default: $MAKA_REDIS_MODE or standalone; sentinel/cluster need --redis-url)",
+    )
     parser.add_argument("--host-id", default=os.environ.get("MAKA_HOST_ID", "local"), help="Host id (default local)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web surface")
     parser.add_argument("--log-level", default=os.environ.get("MAKA_LOG_LEVEL", "INFO"), help="children's log level")
@@ -125,6 +133,7 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         args.state_dir,
         ports=ports,
         redis_url=args.redis_url,
+        redis_mode=args.redis_mode,
         host_id=args.host_id,
         web=not args.no_web,
         log_level=args.log_level,
@@ -204,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
         metrics = parse_metrics_ports(args.metrics) if args.metrics is not None else None
     except ValueError as error:
         print(f"USAGE: {error}", file=sys.stderr)
+        return 2
+    if args.redis_mode != "standalone" and not args.redis_url:
+        print(f"USAGE: --redis-mode {args.redis_mode} needs --redis-url (the sentinels or seed nodes)", file=sys.stderr)
         return 2
     lock = StateDirLock(args.state_dir.resolve())
     try:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
+from redis.asyncio.cluster import RedisCluster
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
@@ -16,7 +17,7 @@ from services.core.status import ServiceError
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.keys import Keys
-from services.interaction.main import redis_client
+from services.interaction.redis_client import redis_client
 from services.interaction.settings import Settings
 from services.interaction.store import InteractionStore
 from tests.helpers.waiting import eventually
@@ -29,7 +30,7 @@ SURFACE_A = Principal(name="a", roles=frozenset({Role.SURFACE}), sessions=frozen
 @pytest.fixture
 async def authority(redis_url: str) -> AsyncIterator[InteractionAuthority]:
     settings = Settings(redis_url=redis_url, events_maxlen=1)
-    client: redis.asyncio.Redis = redis_client(settings)
+    client = redis_client(settings)
     store = InteractionStore(client, Keys("test"), retention_ms=60_000, events_maxlen=settings.events_maxlen)
     yield InteractionAuthority(store, settings)
     await client.aclose()
@@ -76,7 +77,7 @@ async def test_a_token_for_other_sessions_yields_a_fresh_snapshot(authority: Int
 
 async def test_an_answer_over_the_byte_cap_is_refused_before_anything_is_read(redis_url: str) -> None:
     settings = Settings(redis_url=redis_url)
-    client: redis.asyncio.Redis = redis_client(settings)
+    client = redis_client(settings)
     store = InteractionStore(client, Keys("test"), retention_ms=60_000, events_maxlen=100)
     authority = InteractionAuthority(store, settings, limits=Limits(max_answer_bytes=64))
     epoch, _ = await authority.begin_epoch()
@@ -110,7 +111,7 @@ async def test_wait_requests_are_capped_by_the_service_maximum(authority: Intera
 async def roomy(redis_url: str) -> AsyncIterator[InteractionAuthority]:
     """An authority whose event Streams keep every entry (no trimming within a test)."""
     settings = Settings(redis_url=redis_url)
-    client: redis.asyncio.Redis = redis_client(settings)
+    client = redis_client(settings)
     store = InteractionStore(client, Keys("test"), retention_ms=60_000, events_maxlen=100_000)
     yield InteractionAuthority(store, settings)
     await client.aclose()
@@ -129,7 +130,7 @@ async def open_many(authority: InteractionAuthority, epoch: int, count: int, ses
     return dict(await asyncio.gather(*(one(n) for n in range(count))))
 
 
-async def stream_entries(client: redis.asyncio.Redis, key: str) -> list[dict[bytes, bytes]]:
+async def stream_entries(client: redis.asyncio.Redis | RedisCluster, key: str) -> list[dict[bytes, bytes]]:
     entries: list[tuple[bytes, dict[bytes, bytes]]] = await client.xrange(key)  # type: ignore[assignment]
     return [fields for _id, fields in entries]
 
@@ -192,7 +193,7 @@ async def test_two_replicas_closing_the_same_older_forms_close_each_exactly_once
     roomy: InteractionAuthority, redis_url: str
 ) -> None:
     settings = Settings(redis_url=redis_url)
-    other_client: redis.asyncio.Redis = redis_client(settings)
+    other_client = redis_client(settings)
     other = InteractionAuthority(
         InteractionStore(other_client, Keys("test"), retention_ms=60_000, events_maxlen=100_000), settings
     )

@@ -187,13 +187,16 @@ async def test_redis_killed_and_restarted_with_aof_keeps_the_committed_answer_an
             health = health_pb2_grpc.HealthStub(sch)
             name = "maka.interaction.v1.InteractionService"
 
-            async def status() -> int:
-                reply = await health.Check(health_pb2.HealthCheckRequest(service=name))  # type: ignore[attr-defined]
+            async def status(service_name: str = name) -> int:
+                reply = await health.Check(  # type: ignore[attr-defined]
+                    health_pb2.HealthCheckRequest(service=service_name)
+                )
                 return int(reply.status)
 
             server.stop(kill=True)
             await eventually(lambda: not service.app.store_ok, what="store probe fails", timeout=10)
-            assert await status() == health_pb2.HealthCheckResponse.NOT_SERVING
+            assert await status() == health_pb2.HealthCheckResponse.NOT_SERVING  # readiness
+            assert await status("") == health_pb2.HealthCheckResponse.SERVING  # liveness: the process is fine
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
             detail = error_from_rpc(caught.value)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-import redis.asyncio
 
 from maka.interaction.v1 import interaction_pb2
 from services.core.auth import ANONYMOUS
 from services.interaction.authority import InteractionAuthority
 from services.interaction.keys import Keys
-from services.interaction.main import redis_client
+from services.interaction.redis_client import redis_client
 from services.interaction.settings import Settings
 from services.interaction.store import InteractionStore, Record
 from tests.services.interaction.harness import accept, binding, make_form
@@ -23,7 +22,7 @@ KEYS = Keys("test")
 @pytest.fixture
 async def authority(redis_url: str) -> AsyncIterator[InteractionAuthority]:
     settings = Settings(redis_url=redis_url)
-    client: redis.asyncio.Redis = redis_client(settings)
+    client = redis_client(settings)
     store = InteractionStore(client, KEYS, retention_ms=60_000, events_maxlen=10_000)
     yield InteractionAuthority(store, settings)
     await client.aclose()

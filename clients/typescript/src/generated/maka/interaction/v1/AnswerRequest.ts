@@ -7,6 +7,7 @@ export interface AnswerRequest {
   'session_id'?: (string);
   'submission_id'?: (string);
   'answer'?: (_maka_form_v1_Answer | null);
+  'host_id'?: (string);
 }
 
 export interface AnswerRequest__Output {
@@ -14,4 +15,5 @@ export interface AnswerRequest__Output {
   'session_id': (string);
   'submission_id': (string);
   'answer': (_maka_form_v1_Answer__Output | null);
+  'host_id': (string);
 }

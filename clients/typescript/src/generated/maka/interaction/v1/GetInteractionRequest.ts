@@ -4,9 +4,11 @@
 export interface GetInteractionRequest {
   'interaction_id'?: (string);
   'session_id'?: (string);
+  'host_id'?: (string);
 }
 
 export interface GetInteractionRequest__Output {
   'interaction_id': (string);
   'session_id': (string);
+  'host_id': (string);
 }

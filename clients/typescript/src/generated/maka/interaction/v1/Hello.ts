@@ -6,6 +6,7 @@ export interface Hello {
   'begin_new_epoch'?: (boolean);
   'resume_epoch'?: (number | string | Long);
   'watched_interaction_ids'?: (string)[];
+  'host_id'?: (string);
   'mode'?: "begin_new_epoch"|"resume_epoch";
 }
 
@@ -13,5 +14,6 @@ export interface Hello__Output {
   'begin_new_epoch'?: (boolean);
   'resume_epoch'?: (string);
   'watched_interaction_ids': (string)[];
+  'host_id': (string);
   'mode'?: "begin_new_epoch"|"resume_epoch";
 }

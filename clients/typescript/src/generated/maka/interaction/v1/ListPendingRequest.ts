@@ -3,8 +3,10 @@
 
 export interface ListPendingRequest {
   'session_ids'?: (string)[];
+  'host_id'?: (string);
 }
 
 export interface ListPendingRequest__Output {
   'session_ids': (string)[];
+  'host_id': (string);
 }

@@ -10,6 +10,7 @@ export interface OpenInteraction {
   'binding'?: (_maka_interaction_v1_Binding | null);
   'form'?: (_maka_form_v1_Form | null);
   'wait'?: (_google_protobuf_Duration | null);
+  'replay'?: (boolean);
   'round'?: (_maka_interaction_v1_Round | null);
 }
 
@@ -18,5 +19,6 @@ export interface OpenInteraction__Output {
   'binding': (_maka_interaction_v1_Binding__Output | null);
   'form': (_maka_form_v1_Form__Output | null);
   'wait': (_google_protobuf_Duration__Output | null);
+  'replay': (boolean);
   'round': (_maka_interaction_v1_Round__Output | null);
 }

@@ -4,9 +4,11 @@
 export interface Subscribe {
   'session_ids'?: (string)[];
   'resume_token'?: (string);
+  'host_id'?: (string);
 }
 
 export interface Subscribe__Output {
   'session_ids': (string)[];
   'resume_token': (string);
+  'host_id': (string);
 }

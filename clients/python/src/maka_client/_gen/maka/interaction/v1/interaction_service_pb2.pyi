@@ -121,8 +121,13 @@ class Hello(_message.Message):
     BEGIN_NEW_EPOCH_FIELD_NUMBER: _builtins.int
     RESUME_EPOCH_FIELD_NUMBER: _builtins.int
     WATCHED_INTERACTION_IDS_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
     begin_new_epoch: _builtins.bool
     resume_epoch: _builtins.int
+    host_id: _builtins.str
+    """The Runtime Host this broker serves. Empty means the tier's only Host (INVALID_ARGUMENT when it
+    serves several). The broker's token must name it (PERMISSION_DENIED otherwise, revealing nothing).
+    """
     @_builtins.property
     def watched_interaction_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids the broker still waits on; any of them already settled is reported at once as `settled`."""
@@ -133,10 +138,11 @@ class Hello(_message.Message):
         begin_new_epoch: _builtins.bool = ...,
         resume_epoch: _builtins.int = ...,
         watched_interaction_ids: _abc.Iterable[_builtins.str] | None = ...,
+        host_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["begin_new_epoch", b"begin_new_epoch", "mode", b"mode", "resume_epoch", b"resume_epoch"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["begin_new_epoch", b"begin_new_epoch", "mode", b"mode", "resume_epoch", b"resume_epoch", "watched_interaction_ids", b"watched_interaction_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["begin_new_epoch", b"begin_new_epoch", "host_id", b"host_id", "mode", b"mode", "resume_epoch", b"resume_epoch", "watched_interaction_ids", b"watched_interaction_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_mode: _TypeAlias = _typing.Literal["begin_new_epoch", "resume_epoch"]  # noqa: Y015
     _WhichOneofArgType_mode: _TypeAlias = _typing.Literal["mode", b"mode"]  # noqa: Y015
@@ -181,8 +187,13 @@ class OpenInteraction(_message.Message):
     FORM_FIELD_NUMBER: _builtins.int
     WAIT_FIELD_NUMBER: _builtins.int
     ROUND_FIELD_NUMBER: _builtins.int
+    REPLAY_FIELD_NUMBER: _builtins.int
     request_ref: _builtins.str
     """Broker-chosen id to match the reply; not stored."""
+    replay: _builtins.bool
+    """Set when the broker re-sends an open whose reply its dropped link lost: if the invocation's pending
+    form has exactly this binding, that form is returned as `opened` instead of ALREADY_PENDING.
+    """
     @_builtins.property
     def binding(self) -> _interaction_pb2.Binding: ...
     @_builtins.property
@@ -203,10 +214,11 @@ class OpenInteraction(_message.Message):
         form: _form_pb2.Form | None = ...,
         wait: _duration_pb2.Duration | None = ...,
         round: _interaction_pb2.Round | None = ...,
+        replay: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "round", b"round", "wait", b"wait"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "request_ref", b"request_ref", "round", b"round", "wait", b"wait"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "replay", b"replay", "request_ref", b"request_ref", "round", b"round", "wait", b"wait"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -511,8 +523,11 @@ class Subscribe(_message.Message):
 
     SESSION_IDS_FIELD_NUMBER: _builtins.int
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
     """The last resume_token seen; empty for a fresh snapshot. A token too old yields a snapshot."""
+    host_id: _builtins.str
+    """The Runtime Host whose sessions to follow; empty means the only Host (see Hello.host_id)."""
     @_builtins.property
     def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
@@ -520,10 +535,11 @@ class Subscribe(_message.Message):
         *,
         session_ids: _abc.Iterable[_builtins.str] | None = ...,
         resume_token: _builtins.str = ...,
+        host_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["resume_token", b"resume_token", "session_ids", b"session_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "resume_token", b"resume_token", "session_ids", b"session_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -650,10 +666,13 @@ class AnswerRequest(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     SUBMISSION_ID_FIELD_NUMBER: _builtins.int
     ANSWER_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     session_id: _builtins.str
     """The session the caller believes the Interaction belongs to; a mismatch is NOT_FOUND."""
     submission_id: _builtins.str
+    host_id: _builtins.str
+    """The Runtime Host of the Interaction; empty means the only Host (see Hello.host_id)."""
     @_builtins.property
     def answer(self) -> _form_pb2.Answer: ...
     def __init__(
@@ -663,10 +682,11 @@ class AnswerRequest(_message.Message):
         session_id: _builtins.str = ...,
         submission_id: _builtins.str = ...,
         answer: _form_pb2.Answer | None = ...,
+        host_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "interaction_id", b"interaction_id", "session_id", b"session_id", "submission_id", b"submission_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "host_id", b"host_id", "interaction_id", b"interaction_id", "session_id", b"session_id", "submission_id", b"submission_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -697,6 +717,9 @@ class ListPendingRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SESSION_IDS_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    host_id: _builtins.str
+    """The Runtime Host; empty means the only Host (see Hello.host_id)."""
     @_builtins.property
     def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Empty means every session the caller may see."""
@@ -705,10 +728,11 @@ class ListPendingRequest(_message.Message):
         self,
         *,
         session_ids: _abc.Iterable[_builtins.str] | None = ...,
+        host_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_ids", b"session_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "session_ids", b"session_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -744,17 +768,21 @@ class GetInteractionRequest(_message.Message):
 
     INTERACTION_ID_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     session_id: _builtins.str
+    host_id: _builtins.str
+    """The Runtime Host; empty means the only Host (see Hello.host_id)."""
     def __init__(
         self,
         *,
         interaction_id: _builtins.str = ...,
         session_id: _builtins.str = ...,
+        host_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["interaction_id", b"interaction_id", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "interaction_id", b"interaction_id", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,190 @@
+"""The Interaction service over a real Redis Cluster and a real Sentinel setup, with a failover mid-form
+(docs/design.md, "Redis deployment modes" and "Durable fences").
+
+Each topology is started once per module by :mod:`tests.helpers.redis_server` (real ``redis-server``
+processes on ephemeral loopback ports); the service runs in-process over redis-py's own cluster /
+sentinel clients. A form round: a broker's HostLink begins the epoch (fenced with ``WAIT 1``), opens
+two forms, a surface sees them and answers the first (committed and fenced), then the master of the
+Host's slot fails over; the committed answer is still there, a second answer to it loses, the other
+form is answered on the new master, and the broker gets both settlements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+import grpc.aio
+import pytest
+
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2 as ix
+from maka.interaction.v1 import interaction_service_pb2 as pb
+from maka.interaction.v1 import interaction_service_pb2_grpc
+from services.core.status import error_from_rpc
+from services.interaction.keys import Keys
+from services.interaction.settings import RedisMode, Settings
+from tests.helpers.redis_server import RedisClusterServers, RedisSentinelServers
+from tests.helpers.stack import answer, call_tool, result_text, running_stack, wait_for_pending
+from tests.services.interaction.harness import (
+    ADMIN_SURFACE_TOKEN,
+    BROKER_TOKEN,
+    Link,
+    Service,
+    Surface,
+    accept,
+    channel,
+    start_service,
+    write_tokens,
+)
+
+T = TypeVar("T")
+pytestmark = [pytest.mark.e2e, pytest.mark.faults, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RedisClusterServers]:
+    with tempfile.TemporaryDirectory(prefix="maka-cluster-", dir="/tmp") as tmp:
+        servers = RedisClusterServers(Path(tmp))
+        try:
+            servers.start()
+            yield servers
+        finally:
+            servers.stop()
+
+
+@pytest.fixture(scope="module")
+def sentinel() -> Iterator[RedisSentinelServers]:
+    with tempfile.TemporaryDirectory(prefix="maka-sentinel-", dir="/tmp") as tmp:
+        servers = RedisSentinelServers(Path(tmp))
+        try:
+            servers.start()
+            yield servers
+        finally:
+            servers.stop()
+
+
+async def _retrying(call: Callable[[], Awaitable[T]], what: str, timeout: float = 60.0) -> T:
+    """Call like a surface: UNAVAILABLE (the failover window) is retried (an Answer keeps its submission id)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: still UNAVAILABLE after {timeout}s") from error
+        await asyncio.sleep(0.2)
+
+
+async def _answer(
+    stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub, request: pb.AnswerRequest
+) -> ix.Interaction:
+    async def once() -> ix.Interaction:
+        return (await stub.Answer(request, timeout=10)).interaction
+
+    return await _retrying(once, "the answer commits")
+
+
+async def _form_round_with_failover(service: Service, failover: object) -> None:
+    async with channel(service, BROKER_TOKEN) as bch, channel(service, ADMIN_SURFACE_TOKEN) as sch:
+        link = await Link.connect(bch)
+        assert link.epoch >= 1
+        surface = await Surface.attach(sch, ("s-a",))
+        await surface.next("snapshot")
+        first = await link.open("s-a", "inv-1")
+        second = await link.open("s-a", "inv-2")
+        seen = {e.interaction.interaction_id for e in await surface.events(2)}
+        assert seen == {first.interaction_id, second.interaction_id}
+        stub = interaction_service_pb2_grpc.InteractionServiceStub(sch)
+        committed = await _answer(
+            stub, pb.AnswerRequest(interaction_id=first.interaction_id, submission_id="sub-1", answer=accept("prod"))
+        )
+        assert committed.state == ix.INTERACTION_STATE_ANSWERED
+        assert (await link.next_settled()).interaction_id == first.interaction_id
+
+        failover()  # type: ignore[operator]
+
+        async def read_first() -> ix.Interaction:
+            got = await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=first.interaction_id), timeout=10)
+            return got.interaction
+
+        after = await _retrying(read_first, "the record is readable on the new master")
+        assert after.state == ix.INTERACTION_STATE_ANSWERED, "a committed answer survives the failover"
+        assert after.answer.values["target"].string_value == "prod"
+        with pytest.raises(grpc.aio.AioRpcError) as lost:
+            await _answer(
+                stub,
+                pb.AnswerRequest(interaction_id=first.interaction_id, submission_id="sub-2", answer=accept("dev")),
+            )
+        assert error_from_rpc(lost.value).reason == "ALREADY_SETTLED", "a second answer never wins"
+        other = await _answer(
+            stub, pb.AnswerRequest(interaction_id=second.interaction_id, submission_id="sub-3", answer=accept("qa"))
+        )
+        assert other.state == ix.INTERACTION_STATE_ANSWERED
+        assert (await link.next_settled()).interaction_id == second.interaction_id, "the broker hears it"
+        answered = [e for e in await surface.events(2) if e.kind == ix.EVENT_KIND_ANSWERED]
+        assert {e.interaction.interaction_id for e in answered} == {first.interaction_id, second.interaction_id}
+        await surface.close()
+        await link.close()
+
+
+async def test_a_form_round_over_redis_cluster_survives_a_cluster_failover_mid_form(
+    cluster: RedisClusterServers, tmp_path: Path
+) -> None:
+    settings = Settings(
+        redis_url=cluster.url,
+        redis_mode=RedisMode.CLUSTER,
+        reaper_interval_seconds=0.2,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
+    )
+    assert settings.wait_replicas == 1
+    service = await start_service(settings)
+    try:
+        replica = cluster.replica_of_slot(Keys(settings.host_id).epoch())
+        await _form_round_with_failover(service, lambda: cluster.failover(replica))
+    finally:
+        await service.running.stop()
+
+
+async def test_a_form_round_over_redis_sentinel_survives_a_sentinel_failover_mid_form(
+    sentinel: RedisSentinelServers, tmp_path: Path
+) -> None:
+    settings = Settings(
+        redis_url=sentinel.url,
+        redis_mode=RedisMode.SENTINEL,
+        redis_sentinel_service=sentinel.SERVICE,
+        reaper_interval_seconds=0.2,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
+    )
+    service = await start_service(settings)
+    try:
+        await _form_round_with_failover(service, sentinel.failover)
+    finally:
+        await service.running.stop()
+
+
+DEPLOY_VALUES = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
+
+
+@pytest.mark.parametrize("mode", ["cluster", "sentinel"])
+async def test_the_acceptance_form_round_passes_on_the_whole_stack_over_each_redis_mode(
+    mode: str, cluster: RedisClusterServers, sentinel: RedisSentinelServers, tmp_path: Path
+) -> None:
+    url = cluster.url if mode == "cluster" else sentinel.url
+    async with running_stack(tmp_path, redis_url=url, redis_mode=mode, echo=False) as running:
+        call = asyncio.create_task(
+            call_tool(running.endpoints.broker, "examples:deploy", {"artifact": f"build-{mode}"}, session=mode)
+        )
+        form = await wait_for_pending(running.endpoints.interaction, mode)
+        settled = await answer(running.endpoints.interaction, form, form_pb2.ACTION_ACCEPT, DEPLOY_VALUES)
+        assert settled.state == ix.INTERACTION_STATE_ANSWERED
+        assert result_text(await call) == f"Deployed build-{mode} to staging."
