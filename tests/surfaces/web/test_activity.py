@@ -116,6 +116,8 @@ def test_every_open_tab_follows_a_call_answered_from_the_cli_to_its_end(
         "call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "build-7"})
     )
     tabs, interaction_id = _open_tabs(page, process_stack, session)
+    for tab in tabs:  # each tab is one Attach stream of the web surface (ListSurfaces)
+        expect(tab.locator("#surface-count")).to_have_text("2 surfaces attached", timeout=TIMEOUT_MS)
     values = json.dumps({"environment": "staging", "confirm": True})
     answered = process_stack.maka("answer", interaction_id, "accept", "--values", values)
     _, answer_err = answered.communicate(timeout=60)
