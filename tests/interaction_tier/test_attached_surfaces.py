@@ -149,7 +149,8 @@ async def _redis_text(url: str) -> str:
     parts: list[str] = []
     try:
         async for key in client.scan_iter(count=500):
-            kind = (await client.type(key)).decode()
+            raw_kind = await client.type(key)
+            kind = raw_kind.decode() if isinstance(raw_kind, bytes) else str(raw_kind)
             value: Any
             if kind == "hash":
                 value = await client.hgetall(key)
