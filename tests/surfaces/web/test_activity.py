@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[3]
 class ProcessStack:
     """:func:`tests.helpers.stack.running_stack` (web on) driven from a background event loop."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, extra_env: dict[str, str] | None = None) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="activity-stack", daemon=True)
         self._thread.start()
-        self._cm: Any = running_stack(tmp_path, web=True, echo=False)
+        self._cm: Any = running_stack(tmp_path, web=True, echo=False, extra_env=extra_env)
         self.running: RunningStack = asyncio.run_coroutine_threadsafe(self._cm.__aenter__(), self._loop).result(150)
         self.state_dir = tmp_path / "state"
 
@@ -165,3 +165,22 @@ def test_every_open_tab_shows_a_stopped_call_as_stopped(page: Page, process_stac
         expect(followed).to_have_attribute("data-call", "stopped", timeout=TIMEOUT_MS)
         expect(followed.locator(".notice-text")).to_contain_text("the call was stopped.")
     call.communicate(timeout=60)
+
+
+def test_every_open_tab_shows_a_call_that_failed_when_its_form_timed_out_with_the_code(
+    page: Page, tmp_path: Path
+) -> None:
+    stack = ProcessStack(tmp_path, extra_env={"MAKA_FORM_WAIT_SECONDS": "10"})  # the form's bounded wait
+    try:
+        session = f"s-{uuid.uuid4().hex[:8]}"
+        call = stack.maka("call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "b-10"}))
+        tabs, interaction_id = _open_tabs(page, stack, session)
+        for tab in tabs:  # nobody answers: the Interaction service closes the form, the call fails
+            followed = tab.locator(f'.notice[data-interaction="{interaction_id}"]')
+            expect(followed).to_have_attribute("data-call", "failed", timeout=TIMEOUT_MS)
+            expect(followed).to_have_attribute("data-failure", "INTERACTION_TIMED_OUT")
+            expect(followed.locator(".notice-text")).to_contain_text("the Tool failed (INTERACTION_TIMED_OUT).")
+        _, err = call.communicate(timeout=60)
+        assert "INTERACTION_TIMED_OUT" in err
+    finally:
+        stack.stop()
