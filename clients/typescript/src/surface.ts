@@ -16,6 +16,8 @@ import type { Value } from "./generated/maka/form/v1/Value.js";
 import { type ClientOptions, channelOptions, credentials, loadInteraction, metadata, tlsFromEnv } from "./grpc.js";
 
 export const DEFAULT_INTERACTION_TARGET = "127.0.0.1:50051";
+/** Sent on Attach's subscribe so `maka status` can say what is attached (`Subscribe.surface_kind`). */
+export const SURFACE_KIND = "maka-client-ts";
 
 export interface FormField {
   name: string;
@@ -206,7 +208,7 @@ export class SurfaceClient {
       const call = this.stub.Attach(metadata(this.token));
       let code = "EOF";
       try {
-        call.write({ subscribe: { session_ids: sessionIds, resume_token: token } });
+        call.write({ subscribe: { session_ids: sessionIds, resume_token: token, surface_kind: SURFACE_KIND } });
         for await (const item of call) {
           attempt = 0;
           const event = decodeAttach(item as AttachResponse__Output);
