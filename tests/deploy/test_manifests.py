@@ -6,6 +6,10 @@ Settings classes read). Nothing here needs a Docker engine or a cluster.
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,6 +28,8 @@ from surfaces.web.settings import WebSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
+BASE = K8S / "base"
+OVERLAYS = sorted(p.parent for p in (K8S / "overlays").glob("*/kustomization.yaml"))
 K8S_VERSION = "1.33.0"
 """Native gRPC probes are GA since 1.27; the ``sleep`` preStop action validates from 1.30."""
 
@@ -38,27 +44,27 @@ SETTINGS_BY_MODULE: dict[str, set[str]] = {
 GRPC_MODULES = {"services.interaction.main", "services.broker.main", "services.mcp_provider.main"}
 
 
-def _k8s_documents() -> Iterator[tuple[Path, dict[str, Any]]]:
-    for path in sorted(K8S.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        for document in yaml.safe_load_all(path.read_text()):
-            if document:
-                yield path, document
+@functools.cache
+def _render(directory: Path) -> tuple[dict[str, Any], ...]:
+    """``kubectl kustomize DIR``: the documents a cluster would receive."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is missing: run `make setup-node`"
+    result = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return tuple(d for d in yaml.safe_load_all(result.stdout) if d)
+
+
+def _k8s_documents(directory: Path = BASE) -> Iterator[dict[str, Any]]:
+    yield from copy.deepcopy(_render(directory))
+
+
+def _every_rendering() -> list[tuple[str, dict[str, Any]]]:
+    return [(d.name, doc) for d in (BASE, *OVERLAYS) for doc in _k8s_documents(d)]
 
 
 def _compose() -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     return data
-
-
-def _containers(kind: str | None = None) -> Iterator[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
-    """(workload, pod spec, container) for every Deployment/StatefulSet container."""
-    for _path, document in _k8s_documents():
-        if document["kind"] in ("Deployment", "StatefulSet") and kind in (None, document["kind"]):
-            pod = document["spec"]["template"]["spec"]
-            for container in pod["containers"]:
-                yield document, pod, container
 
 
 def _module(container: dict[str, Any]) -> str:
@@ -163,89 +169,198 @@ def test_dockerfile_is_slim_non_root_and_installs_the_package() -> None:
 # --- Kubernetes --------------------------------------------------------------------------------
 
 
+def _containers(
+    directory: Path = BASE, kind: str | None = None
+) -> Iterator[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(workload, pod spec, container) for every Deployment/StatefulSet container."""
+    for document in _k8s_documents(directory):
+        if document["kind"] in ("Deployment", "StatefulSet") and kind in (None, document["kind"]):
+            pod = document["spec"]["template"]["spec"]
+            for container in pod["containers"]:
+                yield document, pod, container
+
+
+def _env(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {env["name"]: env for env in container.get("env", [])}
+
+
+def _one(directory: Path, kind: str, name: str) -> dict[str, Any]:
+    (document,) = [d for d in _k8s_documents(directory) if d["kind"] == kind and d["metadata"]["name"] == name]
+    return document
+
+
+def test_there_is_a_base_and_at_least_one_overlay() -> None:
+    assert (BASE / "kustomization.yaml").exists()
+    assert [p.name for p in OVERLAYS] == ["three-hosts"]
+
+
 @pytest.mark.parametrize(
-    ("path", "document"),
-    [pytest.param(p, d, id=f"{p.name}:{d['kind']}/{d['metadata']['name']}") for p, d in _k8s_documents()],
+    ("rendering", "document"),
+    [pytest.param(r, d, id=f"{r}:{d['kind']}/{d['metadata']['name']}") for r, d in _every_rendering()],
 )
-def test_k8s_manifest_is_valid_for_the_pinned_kubernetes_version(path: Path, document: dict[str, Any]) -> None:
+def test_every_rendered_k8s_document_is_valid_for_the_pinned_kubernetes_version(
+    rendering: str, document: dict[str, Any]
+) -> None:
     kubernetes_validate.validate(document, K8S_VERSION, strict=True)
 
 
 def test_k8s_validation_rejects_an_unknown_field() -> None:
-    _path, document = next((p, d) for p, d in _k8s_documents() if d["kind"] == "Deployment")
+    document = next(d for d in _k8s_documents() if d["kind"] == "Deployment")
     document["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpcc"] = {"port": 1}
 
     with pytest.raises(ValidationError):
         kubernetes_validate.validate(document, K8S_VERSION, strict=True)
 
 
-def test_kustomization_lists_every_manifest() -> None:
-    listed = yaml.safe_load((K8S / "kustomization.yaml").read_text())["resources"]
+def test_base_kustomization_lists_every_manifest() -> None:
+    listed = yaml.safe_load((BASE / "kustomization.yaml").read_text())["resources"]
 
-    assert sorted(listed) == sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert sorted(listed) == sorted(p.name for p in BASE.glob("*.yaml") if p.name != "kustomization.yaml")
 
 
-def test_every_k8s_container_is_non_root_read_only_and_without_privilege_escalation() -> None:
-    for workload, pod, container in _containers():
-        name = workload["metadata"]["name"]
+@pytest.mark.parametrize("directory", [BASE, *OVERLAYS], ids=lambda p: p.name)
+def test_every_k8s_container_is_non_root_read_only_and_without_privilege_escalation(directory: Path) -> None:
+    for workload, pod, container in _containers(directory):
+        name = f"{workload['metadata']['name']}/{container['name']}"
         assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["automountServiceAccountToken"] is False, name
         assert container["securityContext"]["readOnlyRootFilesystem"] is True, name
         assert container["securityContext"]["allowPrivilegeEscalation"] is False, name
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"], name
         assert container["resources"]["requests"].keys() == {"cpu", "memory"}, name
-        assert pod["terminationGracePeriodSeconds"] >= 20, name
+        assert "memory" in container["resources"]["limits"], name
 
 
-def test_grpc_services_use_native_grpc_probes_and_a_pre_stop_pause() -> None:
+def test_grpc_services_use_native_grpc_probes_with_liveness_apart_from_readiness() -> None:
     modules = set()
-    for workload, pod, container in _containers("Deployment"):
+    for workload, _pod, container in _containers():
         module = _module(container)
         if module not in GRPC_MODULES:
             continue
         modules.add(module)
         port = container["ports"][0]["containerPort"]
-        assert container["ports"][0]["name"] == "grpc"
-        for probe in ("startupProbe", "livenessProbe"):  # liveness: the overall "" status (the process)
-            assert container[probe]["grpc"] == {"port": port}, (workload["metadata"]["name"], probe)
-        readiness = {"port": port}
-        if module == "services.interaction.main":  # readiness: the named service (Redis reachable)
-            readiness["service"] = "maka.interaction.v1.InteractionService"
-        assert container["readinessProbe"]["grpc"] == readiness, workload["metadata"]["name"]
-        pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
-        assert pod["terminationGracePeriodSeconds"] > pre_stop
+        name = (workload["metadata"]["name"], container["name"])
+        for probe in ("startupProbe", "readinessProbe"):
+            assert container[probe]["grpc"] == {"port": port}, (name, probe)
+        # Liveness asks the process, not Redis: a Redis outage must not restart healthy pods.
+        assert container["livenessProbe"]["grpc"] == {"port": port, "service": "liveness"}, name
     assert modules == GRPC_MODULES
 
 
+def test_each_pods_shutdown_budget_fits_its_termination_grace() -> None:
+    for workload, pod, container in _containers():
+        env = _env(container)
+        pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+        drain = float(env.get("MAKA_DRAIN_SECONDS", {}).get("value", 0))
+        grace = float(env.get("MAKA_GRACE_SECONDS", {}).get("value", 0))
+        budget = pre_stop + drain + grace
+        name = (workload["metadata"]["name"], container["name"])
+        assert budget + 5 <= pod["terminationGracePeriodSeconds"], (name, budget, pod["terminationGracePeriodSeconds"])
+
+
 def test_k8s_services_name_grpc_ports_with_h2c_app_protocol() -> None:
-    services = [d for _p, d in _k8s_documents() if d["kind"] == "Service"]
+    services = [d for d in _k8s_documents() if d["kind"] == "Service"]
     grpc_ports = [port for s in services for port in s["spec"]["ports"] if port["name"] == "grpc"]
 
-    assert {s["metadata"]["name"] for s in services} >= {"interaction", "broker", "web", "redis"}
+    assert {s["metadata"]["name"] for s in services} == {"interaction", "maka-host", "web", "redis"}
     assert len(grpc_ports) == 2
     assert all(port["appProtocol"] == "kubernetes.io/h2c" for port in grpc_ports)
 
 
 def test_k8s_containers_use_only_environment_names_their_settings_read() -> None:
-    for workload, _pod, container in _containers("Deployment"):
+    for workload, _pod, container in _containers():
         module = _module(container)
-        unknown = {env["name"] for env in container["env"]} - SETTINGS_BY_MODULE[module]
-        assert not unknown, (workload["metadata"]["name"], unknown)
+        if not module:
+            continue
+        unknown = set(_env(container)) - SETTINGS_BY_MODULE[module]
+        assert not unknown, (workload["metadata"]["name"], container["name"], unknown)
 
 
-def test_k8s_redis_is_a_statefulset_with_a_pvc_and_aof() -> None:
-    (statefulset,) = [d for _p, d in _k8s_documents() if d["kind"] == "StatefulSet"]
+def test_a_host_is_one_statefulset_pod_with_its_broker_and_provider_on_localhost() -> None:
+    host = _one(BASE, "StatefulSet", "maka-host")
+    service = _one(BASE, "Service", "maka-host")
+    containers = {c["name"]: c for c in host["spec"]["template"]["spec"]["containers"]}
+
+    assert service["spec"]["clusterIP"] == "None"
+    assert host["spec"]["serviceName"] == "maka-host"
+    assert {_module(c) for c in containers.values()} == {"services.broker.main", "services.mcp_provider.main"}
+    broker_env, provider_env = _env(containers["broker"]), _env(containers["provider"])
+    assert broker_env["MAKA_HOST_ID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert provider_env["MAKA_BROKER_TARGET"]["value"] == "127.0.0.1:50052"
+    assert provider_env["MAKA_LISTEN"]["value"].startswith("127.0.0.1:")
+    for env in (broker_env, _env(next(c for _w, _p, c in _containers() if _module(c) == "surfaces.web.main"))):
+        assert env["MAKA_INTERACTION_TARGET"]["value"].startswith("dns:///"), "round_robin over every replica"
+
+
+def test_the_three_host_overlay_runs_three_hosts_and_the_broker_token_names_each() -> None:
+    (overlay,) = OVERLAYS
+    host = _one(overlay, "StatefulSet", "maka-host")
+    tokens = json.loads(_one(overlay, "Secret", "maka-tokens")["stringData"]["tokens.json"])
+
+    count = host["spec"]["replicas"]
+    assert count == 3
+    (broker,) = [t for t in tokens["tokens"] if t["roles"] == ["broker"]]
+    assert broker["hosts"] == [f"maka-host-{i}" for i in range(count)]
+    assert {c["image"] for _w, _p, c in _containers(overlay) if _module(c)} == {
+        "registry.example.com/maka-runtime:0.1.0"
+    }
+
+
+def test_the_interaction_tier_is_headless_autoscaled_and_disruption_budgeted() -> None:
+    service = _one(BASE, "Service", "interaction")
+    hpa = _one(BASE, "HorizontalPodAutoscaler", "interaction")
+    pdbs = {d["metadata"]["name"] for d in _k8s_documents() if d["kind"] == "PodDisruptionBudget"}
+
+    assert service["spec"]["clusterIP"] == "None"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "interaction"}
+    assert hpa["spec"]["minReplicas"] >= 2
+    assert pdbs == {"interaction", "maka-host", "web"}
+
+
+def test_k8s_redis_needs_auth_caps_memory_without_eviction_and_keeps_an_aof_on_a_pvc() -> None:
+    statefulset = _one(BASE, "StatefulSet", "redis")
     container = statefulset["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
 
     assert statefulset["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
-    assert container["args"][container["args"].index("--appendonly") + 1] == "yes"
+    assert args[args.index("--appendonly") + 1] == "yes"
+    assert args[args.index("--maxmemory-policy") + 1] == "noeviction"
+    assert "--maxmemory" in args
+    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"
+    assert _env(container)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "maka-redis"
     assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
 
 
-def test_k8s_mcp_config_and_tokens_come_from_a_configmap_and_a_secret() -> None:
-    kinds = {(d["kind"], d["metadata"]["name"]) for _p, d in _k8s_documents()}
-    assert {("ConfigMap", "maka-mcp-config"), ("Secret", "maka-tokens")} <= kinds
-    (configmap,) = [d for _p, d in _k8s_documents() if d["kind"] == "ConfigMap"]
-    assert yaml.safe_load(configmap["data"]["mcp.json"])["mcpServers"]["examples"]["args"] == [
-        "-m",
-        "examples.deploy_server",
-    ]
+def test_only_the_interaction_tier_reaches_redis_and_only_hosts_and_surfaces_reach_the_tier() -> None:
+    policies = {d["metadata"]["name"]: d for d in _k8s_documents() if d["kind"] == "NetworkPolicy"}
+
+    assert policies["default-deny-ingress"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    (redis_rule,) = policies["redis"]["spec"]["ingress"]
+    assert redis_rule["from"] == [{"podSelector": {"matchLabels": {"maka.dev/role": "interaction"}}}]
+    tier_sources = policies["interaction"]["spec"]["ingress"][0]["from"]
+    assert {s["podSelector"]["matchLabels"]["maka.dev/role"] for s in tier_sources} == {"host", "surface"}
+    roles = {
+        w["metadata"]["name"]: w["spec"]["template"]["metadata"]["labels"].get("maka.dev/role")
+        for w, _p, _c in _containers()
+    }
+    assert roles == {"interaction": "interaction", "maka-host": "host", "web": "surface", "redis": "redis"}
+
+
+def test_mcp_servers_tokens_and_the_web_secret_come_from_secrets() -> None:
+    secrets = {d["metadata"]["name"]: d for d in _k8s_documents() if d["kind"] == "Secret"}
+    assert set(secrets) == {"maka-mcp-servers", "maka-mcp-env", "maka-tokens", "maka-redis", "maka-web"}
+    assert not [d for d in _k8s_documents() if d["kind"] == "ConfigMap"], "no secret-bearing file in a ConfigMap"
+    servers = json.loads(secrets["maka-mcp-servers"]["stringData"]["mcp.json"])
+    assert servers["mcpServers"]["examples"]["args"] == ["-m", "examples.deploy_server"]
+    web = next(c for _w, _p, c in _containers() if _module(c) == "surfaces.web.main")
+    assert _env(web)["MAKA_WEB_SECRET_FILE"]["value"] == "/etc/maka/web/secret"
+    assert _env(web)["MAKA_WEB_PUBLIC_ORIGIN"]["value"].startswith("https://")
+
+
+def test_every_maka_pod_is_scraped_on_its_metrics_port() -> None:
+    for workload, _pod, container in _containers():
+        if _module(container) not in GRPC_MODULES:
+            continue
+        annotations = workload["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true", workload["metadata"]["name"]
+        assert "MAKA_METRICS_LISTEN" in _env(container), (workload["metadata"]["name"], container["name"])
