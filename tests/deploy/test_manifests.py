@@ -102,21 +102,45 @@ def test_compose_schema_check_rejects_a_broken_file(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
-def test_compose_runs_redis_with_aof_a_volume_and_a_health_check() -> None:
+IMAGES_NOT_OURS = {"redis", "proxy"}
+
+
+def _ours() -> dict[str, dict[str, Any]]:
+    return {name: s for name, s in _compose()["services"].items() if name not in IMAGES_NOT_OURS}
+
+
+def test_compose_runs_redis_with_auth_aof_a_memory_cap_a_volume_and_a_health_check() -> None:
     redis = _compose()["services"]["redis"]
+    command = " ".join(redis["command"])
 
     assert redis["image"].startswith("redis:7.0")
-    assert "--appendonly" in redis["command"]
-    assert redis["command"][redis["command"].index("--appendonly") + 1] == "yes"
+    assert "--appendonly yes" in command
+    assert "--maxmemory-policy noeviction" in command
+    assert '--requirepass "$$(cat /run/secrets/redis_password)"' in command  # $$: Compose's escape
+    assert redis["secrets"] == ["redis_password"]
     assert "redis-data:/data" in redis["volumes"]
-    assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    assert "redis-cli ping" in " ".join(redis["healthcheck"]["test"])
+
+
+def test_compose_describes_the_k8s_topology_hosts_share_a_namespace_tier_and_web_are_replicated() -> None:
+    services = _ours()
+    brokers = {n for n, s in services.items() if _module(s) == "services.broker.main"}
+    providers = {n: s for n, s in services.items() if _module(s) == "services.mcp_provider.main"}
+
+    assert brokers == {"host-0", "host-1", "host-2"}
+    assert {s["environment"]["MAKA_HOST_ID"] for n, s in services.items() if n in brokers} == brokers
+    assert {p["network_mode"] for p in providers.values()} == {f"service:{b}" for b in brokers}
+    assert all(p["environment"]["MAKA_BROKER_TARGET"] == "127.0.0.1:50052" for p in providers.values())
+    assert services["interaction"]["deploy"]["replicas"] == 2
+    assert services["web"]["deploy"]["replicas"] == 2
+    for name in (*brokers, "web"):
+        assert services[name]["environment"]["MAKA_INTERACTION_TARGET"] == "dns:///interaction:50051", name
 
 
 def test_compose_has_one_service_per_authority_built_from_the_one_dockerfile() -> None:
-    services = _compose()["services"]
-    built = {name: s for name, s in services.items() if name != "redis"}
+    built = _ours()
 
-    assert {(_module({"command": s["command"]})) for s in built.values()} == set(SETTINGS_BY_MODULE)
+    assert {_module(s) for s in built.values()} == set(SETTINGS_BY_MODULE)
     for service in built.values():
         assert service["build"]["dockerfile"] == "Dockerfile"
         assert service["read_only"] is True
@@ -124,17 +148,14 @@ def test_compose_has_one_service_per_authority_built_from_the_one_dockerfile() -
 
 
 def test_compose_services_use_only_environment_names_their_settings_read() -> None:
-    for name, service in _compose()["services"].items():
-        if name == "redis":
-            continue
-        module = _module({"command": service["command"]})
-        unknown = set(service["environment"]) - SETTINGS_BY_MODULE[module]
+    for name, service in _ours().items():
+        unknown = set(service["environment"]) - SETTINGS_BY_MODULE[_module(service)]
         assert not unknown, f"{name}: {unknown}"
 
 
 def test_compose_grpc_services_have_grpc_health_checks_on_their_listen_port() -> None:
-    for name, service in _compose()["services"].items():
-        if name == "redis" or _module({"command": service["command"]}) not in GRPC_MODULES:
+    for name, service in _ours().items():
+        if _module(service) not in GRPC_MODULES:
             continue
         port = service["environment"]["MAKA_LISTEN"].rsplit(":", 1)[1]
         assert service["healthcheck"]["test"] == [
