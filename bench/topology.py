@@ -3,7 +3,7 @@ variant in ``make test``): Hosts of broker + provider, a shared Interaction tier
 one Redis, and web replicas behind a TLS-terminating nginx.
 
 ```text
-caller ─▶ host-N broker ◀─ host-N provider (stdio example MCP server)      × hosts
+caller ─▶ host-N broker ◀─ host-N provider (stdio example MCP server)      (one per Host)
                │ HostLink (round_robin over every replica)
                ▼
          interaction-0 … interaction-R-1  ◀── web-0 … web-W-1 ◀── nginx (https, round robin)
