@@ -167,15 +167,19 @@ class Driver:
                 await self._answer_web(call, values)
             elif call.answered_by == "cli":
                 await self._answer_process(
-                    [sys.executable, "-m", "surfaces.cli.main", "answer", call.interaction_id, "accept"]
-                    + ["--values", json.dumps(values), "--session", call.session, "--host", call.host]
-                    + ["--interaction", self.topology.interaction_target]
+                    [
+                        *(sys.executable, "-m", "surfaces.cli.main", "answer", call.interaction_id, "accept"),
+                        *("--values", json.dumps(values), "--session", call.session, "--host", call.host),
+                        *("--interaction", self.topology.interaction_target),
+                    ]
                 )
             else:
                 await self._answer_process(
-                    [self.node, str(ROOT / "examples" / "polyglot" / "surface.mjs")]
-                    + ["--target", self.topology.interaction_addresses()[0], "--host", call.host]
-                    + ["answer", call.interaction_id, "accept", json.dumps(values), "--session", call.session]
+                    [
+                        *(self.node, str(ROOT / "examples" / "polyglot" / "surface.mjs")),
+                        *("--target", self.topology.interaction_addresses()[0], "--host", call.host),
+                        *("answer", call.interaction_id, "accept", json.dumps(values), "--session", call.session),
+                    ]
                 )
             self.surface_counts[call.answered_by] += 1
         except RuntimeError as error:
@@ -216,7 +220,9 @@ class Driver:
 async def _wait_tools(topology: Topology) -> None:
     async with asyncio.timeout(90):
         for host in topology.spec.host_ids():
-            while "examples:deploy" not in await _tools(topology.broker(host)):
+            while True:
+                if "examples:deploy" in await _tools(topology.broker(host)):
+                    break
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded above
 
 
