@@ -261,10 +261,14 @@ def test_grpc_services_use_native_grpc_probes_with_liveness_apart_from_readiness
         modules.add(module)
         port = container["ports"][0]["containerPort"]
         name = (workload["metadata"]["name"], container["name"])
-        for probe in ("startupProbe", "readinessProbe"):
-            assert container[probe]["grpc"] == {"port": port}, (name, probe)
-        # Liveness asks the process, not Redis: a Redis outage must not restart healthy pods.
-        assert container["livenessProbe"]["grpc"] == {"port": port, "service": "liveness"}, name
+        # Liveness asks the process (the overall status), never Redis: a Redis outage must not restart
+        # healthy pods. The Interaction service's readiness is its named service (Redis reachable).
+        assert container["startupProbe"]["grpc"] == {"port": port}, name
+        assert container["livenessProbe"]["grpc"] == {"port": port}, name
+        ready = {"port": port}
+        if module == "services.interaction.main":
+            ready["service"] = "maka.interaction.v1.InteractionService"
+        assert container["readinessProbe"]["grpc"] == ready, name
     assert modules == GRPC_MODULES
 
 
