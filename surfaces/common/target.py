@@ -1,4 +1,5 @@
-"""Finding the Interaction service from a surface command: ``--interaction HOST:PORT`` or ``endpoints.json``.
+"""Finding the Interaction service from a surface command: ``--interaction HOST:PORT`` or ``endpoints.json``,
+and the Host to read there: ``--host H`` (an Interaction tier may serve several Hosts, docs/design.md "Many Hosts").
 
 Used by ``maka pending``, ``maka answer`` and ``maka tui`` (DESIGN.md §7: every command finds the stack
 through ``--state-dir`` / ``MAKA_STATE_DIR``).
@@ -12,13 +13,20 @@ from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--state-dir`` and ``--interaction HOST:PORT`` (the latter wins when given)."""
+    """Add ``--state-dir``, ``--interaction HOST:PORT`` (wins over the state dir when given) and ``--host H``."""
     add_state_dir_argument(parser)
     parser.add_argument(
         "--interaction",
         metavar="HOST:PORT",
         default=None,
         help="address of the Interaction service (default: read from the state dir's endpoints.json)",
+    )
+    parser.add_argument(
+        "--host",
+        metavar="H",
+        default="",
+        dest="host_id",
+        help="the Runtime Host whose forms to read (default: the tier's only Host, or the one your token names)",
     )
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -20,6 +20,9 @@ class WebSettings(BaseSettings):
     broker_target: str = ""
     """``host:port`` of the Capability broker, for the server status and the activity list (``GetStatus``);
     empty hides both (``maka web`` reads it from ``endpoints.json`` when unset)."""
+    host_id: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
+    """The Runtime Host whose forms the page shows and answers (``host_id`` of every request). Empty = the
+    Interaction tier's only Host, or else the only one the surface token names (docs/design.md, "Many Hosts")."""
     web_listen: str = "127.0.0.1:8765"
     """``host:port`` the web page binds; loopback by default. Port 0 picks a free one (see ``web_port_file``)."""
     web_port_file: Path | None = None

@@ -135,6 +135,10 @@ def test_compose_describes_the_k8s_topology_hosts_share_a_namespace_tier_and_web
     assert services["web"]["deploy"]["replicas"] == 2
     for name in (*brokers, "web"):
         assert services[name]["environment"]["MAKA_INTERACTION_TARGET"] == "dns:///interaction:50051", name
+    assert sorted(services["interaction"]["environment"]["MAKA_HOST_IDS"].split(",")) == sorted(brokers)
+    assert services["web"]["environment"]["MAKA_HOST_ID"] in brokers
+    for broker, provider in ((s["network_mode"].removeprefix("service:"), s) for s in providers.values()):
+        assert provider["environment"]["MAKA_DRAIN_SECONDS"] == services[broker]["environment"]["MAKA_DRAIN_SECONDS"]
 
 
 def test_compose_has_one_service_per_authority_built_from_the_one_dockerfile() -> None:
@@ -272,8 +276,9 @@ def test_grpc_services_use_native_grpc_probes_with_liveness_apart_from_readiness
     assert modules == GRPC_MODULES
 
 
-def test_each_pods_shutdown_budget_fits_its_termination_grace() -> None:
-    for workload, pod, container in _containers():
+@pytest.mark.parametrize("directory", [BASE, *OVERLAYS], ids=lambda p: p.name)
+def test_each_pods_shutdown_budget_fits_its_termination_grace(directory: Path) -> None:
+    for workload, pod, container in _containers(directory):
         env = _env(container)
         pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
         drain = float(env.get("MAKA_DRAIN_SECONDS", {}).get("value", 0))
@@ -292,8 +297,9 @@ def test_k8s_services_name_grpc_ports_with_h2c_app_protocol() -> None:
     assert all(port["appProtocol"] == "kubernetes.io/h2c" for port in grpc_ports)
 
 
-def test_k8s_containers_use_only_environment_names_their_settings_read() -> None:
-    for workload, _pod, container in _containers():
+@pytest.mark.parametrize("directory", [BASE, *OVERLAYS], ids=lambda p: p.name)
+def test_k8s_containers_use_only_environment_names_their_settings_read(directory: Path) -> None:
+    for workload, _pod, container in _containers(directory):
         module = _module(container)
         if not module:
             continue
@@ -312,7 +318,15 @@ def test_a_host_is_one_statefulset_pod_with_its_broker_and_provider_on_localhost
     broker_env, provider_env = _env(containers["broker"]), _env(containers["provider"])
     assert broker_env["MAKA_HOST_ID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert provider_env["MAKA_BROKER_TARGET"]["value"] == "127.0.0.1:50052"
-    assert provider_env["MAKA_LISTEN"]["value"].startswith("127.0.0.1:")
+    # The provider's port serves only its health (the kubelet probes the pod IP, so it cannot be loopback);
+    # neither the Service nor the NetworkPolicy exposes it.
+    provider_port = int(provider_env["MAKA_LISTEN"]["value"].rsplit(":", 1)[1])
+    assert provider_port not in {p["port"] for p in service["spec"]["ports"]}
+    policy = _one(BASE, "NetworkPolicy", "maka-host")
+    assert provider_port not in {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    # Both get SIGTERM together: the provider keeps the MCP connections for as long as the broker drains.
+    assert provider_env["MAKA_DRAIN_SECONDS"] == broker_env["MAKA_DRAIN_SECONDS"]
+    assert float(broker_env["MAKA_DRAIN_SECONDS"]["value"]) > 0
     for env in (broker_env, _env(next(c for _w, _p, c in _containers() if _module(c) == "surfaces.web.main"))):
         assert env["MAKA_INTERACTION_TARGET"]["value"].startswith("dns:///"), "round_robin over every replica"
 
@@ -329,6 +343,26 @@ def test_the_three_host_overlay_runs_three_hosts_and_the_broker_token_names_each
     assert {c["image"] for _w, _p, c in _containers(overlay) if _module(c)} == {
         "registry.example.com/maka-runtime:0.1.0"
     }
+
+
+@pytest.mark.parametrize("directory", [BASE, *OVERLAYS], ids=lambda p: p.name)
+def test_the_interaction_tier_serves_exactly_the_statefulsets_host_ids_and_the_web_names_one(
+    directory: Path,
+) -> None:
+    host = _one(directory, "StatefulSet", "maka-host")
+    tier = next(c for _w, _p, c in _containers(directory) if _module(c) == "services.interaction.main")
+    tokens = json.loads(_one(directory, "Secret", "maka-tokens")["stringData"]["tokens.json"])["tokens"]
+
+    pods = [f"maka-host-{i}" for i in range(host["spec"].get("replicas", 1))]
+    assert _env(tier)["MAKA_HOST_IDS"]["value"].split(",") == pods
+    (broker,) = [t for t in tokens if t["roles"] == ["broker"]]
+    assert broker["hosts"] == pods
+    # The web surface names its Host, one the tier serves, and its token may read no other.
+    web = next(c for _w, _p, c in _containers(directory) if _module(c) == "surfaces.web.main")
+    (surface,) = [t for t in tokens if t["roles"] == ["surface"]]
+    assert _env(web)["MAKA_HOST_ID"]["value"] in pods
+    assert surface.get("hosts", ["*"]) in (["*"], [_env(web)["MAKA_HOST_ID"]["value"]])
+    assert len(pods) == 1 or surface["hosts"] == [_env(web)["MAKA_HOST_ID"]["value"]], "least privilege"
 
 
 def test_the_interaction_tier_is_headless_autoscaled_and_disruption_budgeted() -> None:

@@ -1,6 +1,6 @@
 """``maka answer``: answer one pending form (DESIGN.md §7; MCP ``ElicitResult`` actions).
 
-``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
+``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--host H] [--json]``
 
 ``maka answer ID`` without an action walks the form interactively (:mod:`surfaces.cli.walk`: field by
 field, defaults prefilled, inline validation, then accept / decline / cancel; the same sensitive-data
@@ -57,7 +57,7 @@ def usage(code: str, message: str) -> int:
 
 
 async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
-    async with InteractionClient.connect(target) as client:
+    async with InteractionClient.connect(target, host_id=args.host_id) as client:
         view = await client.get(args.interaction_id, session_id=args.session)
         if not view.pending:
             raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
@@ -69,7 +69,7 @@ async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
 
 
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
-    async with InteractionClient.connect(target) as client:
+    async with InteractionClient.connect(target, host_id=args.host_id) as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
         if action is Action.ACCEPT:
