@@ -40,16 +40,18 @@ from pathlib import Path
 import grpc.aio
 import httpx
 
-from bench.system import ROOT
+from bench.system import ROOT, machine, process_tree_usage
 from bench.topology import Topology, TopologySpec
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from surfaces.common.interaction_client import InteractionClient, InteractionView
+from surfaces.common.interaction_client import CloseReason, InteractionClient, InteractionView
 from surfaces.stack.supervisor import grpc_serving, list_tools
 
 RESULTS = ROOT / "bench" / "results"
 SURFACES = ("web", "cli", "polyglot")
 ENVIRONMENTS = ("staging", "production")
 FORM_TIMEOUT = 60.0
+ANSWER_ATTEMPTS = 4
+SURFACE_PROCESSES = 4
 CALL_TIMEOUT = 180.0
 
 
@@ -68,6 +70,8 @@ class Call:
     interaction_id: str = ""
     answered_by: str = ""
     environment: str = ""
+    invocation_id: str = ""
+    form_close_reason: CloseReason | None = None
 
     def __post_init__(self) -> None:
         self.artifact = f"{self.phase}-{self.host}-{self.index}"
@@ -109,6 +113,9 @@ class Driver:
         self.node = shutil.which("node") or str(ROOT / ".tools" / "bin" / "node22")
         self.surface_counts: dict[str, int] = dict.fromkeys(SURFACES, 0)
         self.answer_failures: list[str] = []
+        self.answer_retries = 0
+        self.processes = asyncio.Semaphore(SURFACE_PROCESSES)
+        """Bounds the CLI and Node.js answer processes running at once (in arrival order)."""
 
     async def call(self, call: Call) -> None:
         request = broker_pb2.CallToolRequest(
@@ -124,7 +131,9 @@ class Driver:
                 async with asyncio.timeout(CALL_TIMEOUT):
                     async for event in stub.CallTool(request):
                         kind = event.WhichOneof("event")
-                        if kind == "result":
+                        if kind == "accepted":
+                            call.invocation_id = event.accepted.invocation_id
+                        elif kind == "result":
                             payload = json.loads(event.result.call_tool_result_json)
                             call.text = "\n".join(b.get("text", "") for b in payload.get("content", []))
                             call.outcome = "completed"
@@ -134,6 +143,46 @@ class Driver:
                 call.outcome = f"rpc_{error.code().name.lower()}"
             except TimeoutError:
                 call.outcome = "timed_out"
+
+    async def reattach(self, call: Call) -> None:
+        """After a broker was killed: ``WatchCall`` the invocation on the restarted broker of its Host. An
+        invocation it does not know (NOT_FOUND) died with its broker: ``lost``, and it was not run again."""
+        if call.outcome == "completed" or not call.invocation_id:
+            return
+        request = broker_pb2.WatchCallRequest(invocation_id=call.invocation_id)
+        async with grpc.aio.insecure_channel(self.topology.broker(call.host)) as channel:
+            stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+            try:
+                async with asyncio.timeout(CALL_TIMEOUT):
+                    async for response in stub.WatchCall(request):
+                        kind = response.event.WhichOneof("event")
+                        if kind in ("result", "failure", "lost", "stopped"):
+                            call.outcome = "completed" if kind == "result" else kind
+            except grpc.aio.AioRpcError as error:
+                call.outcome = (
+                    "lost" if error.code() == grpc.StatusCode.NOT_FOUND else f"rpc_{error.code().name.lower()}"
+                )
+            except TimeoutError:
+                call.outcome = "timed_out"
+
+    async def wait_closed(self, host: str, calls: Sequence[Call]) -> None:
+        """Wait (bounded) until each call's form is closed, and record why it closed."""
+        async with (
+            asyncio.timeout(FORM_TIMEOUT),
+            InteractionClient.connect(self.topology.interaction_target, host_id=host) as client,
+        ):
+            for call in calls:
+                while True:
+                    view = await client.get(call.interaction_id, session_id=call.session)
+                    if not view.pending:
+                        call.form_close_reason = view.close_reason
+                        break
+                    await asyncio.sleep(0.05)  # polling a remote record, bounded above
+
+    async def pending_count(self, host: str, calls: Sequence[Call]) -> int:
+        """Forms now pending in the sessions of ``calls``: a replayed call would open a new one."""
+        async with InteractionClient.connect(self.topology.interaction_target, host_id=host) as client:
+            return len(await client.list_pending(sorted({c.session for c in calls})))
 
     async def wait_forms(self, calls: Sequence[Call]) -> None:
         """Poll ``ListPending`` of each Host until every call has its form (bounded)."""
@@ -162,28 +211,40 @@ class Driver:
         call.answered_by = _surface_for(call)
         call.environment = _environment_for(call)
         values = {"environment": call.environment, "confirm": True}
-        try:
-            if call.answered_by == "web":
-                await self._answer_web(call, values)
-            elif call.answered_by == "cli":
-                await self._answer_process(
-                    [
-                        *(sys.executable, "-m", "surfaces.cli.main", "answer", call.interaction_id, "accept"),
-                        *("--values", json.dumps(values), "--session", call.session, "--host", call.host),
-                        *("--interaction", self.topology.interaction_target),
-                    ]
-                )
-            else:
-                await self._answer_process(
-                    [
-                        *(self.node, str(ROOT / "examples" / "polyglot" / "surface.mjs")),
-                        *("--target", self.topology.interaction_addresses()[0], "--host", call.host),
-                        *("answer", call.interaction_id, "accept", json.dumps(values), "--session", call.session),
-                    ]
-                )
+        for attempt in range(ANSWER_ATTEMPTS):
+            try:
+                await self._answer_once(call, values)
+            except RuntimeError as error:
+                if attempt == ANSWER_ATTEMPTS - 1 or "UNAVAILABLE" not in str(error):
+                    self.answer_failures.append(f"{call.answered_by} {call.artifact}: {error}")
+                    return
+                self.answer_retries += 1
+                await asyncio.sleep(0.2 * (attempt + 1))  # retry backoff (same submission id), not synchronisation
+                continue
             self.surface_counts[call.answered_by] += 1
-        except RuntimeError as error:
-            self.answer_failures.append(f"{call.answered_by} {call.artifact}: {error}")
+            return
+
+    async def _answer_once(self, call: Call, values: dict[str, object]) -> None:
+        if call.answered_by == "web":
+            await self._answer_web(call, values)
+        elif call.answered_by == "cli":
+            await self._answer_process(
+                [
+                    *(sys.executable, "-m", "surfaces.cli.main", "answer", call.interaction_id, "accept"),
+                    *("--values", json.dumps(values), "--session", call.session, "--host", call.host),
+                    *("--submission-id", f"cli-{call.artifact}"),
+                    *("--interaction", self.topology.interaction_target),
+                ]
+            )
+        else:
+            await self._answer_process(
+                [
+                    *(self.node, str(ROOT / "examples" / "polyglot" / "surface.mjs")),
+                    *("--target", self.topology.interaction_target, "--host", call.host),
+                    *("answer", call.interaction_id, "accept", json.dumps(values), "--session", call.session),
+                    *("--submission-id", f"polyglot-{call.artifact}"),
+                ]
+            )
 
     async def _answer_web(self, call: Call, values: dict[str, object]) -> None:
         assert self.topology.certs is not None
@@ -209,6 +270,10 @@ class Driver:
                 await asyncio.sleep(0.2 * (attempt + 1))  # retry backoff for UNAVAILABLE, not synchronisation
 
     async def _answer_process(self, argv: list[str]) -> None:
+        async with self.processes:
+            await self._run_process(argv)
+
+    async def _run_process(self, argv: list[str]) -> None:
         process = await asyncio.create_subprocess_exec(
             *argv, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
@@ -253,6 +318,9 @@ async def _run_batch(
     elif fault == "rolling_restart":
         restart = asyncio.create_task(topology.restart_host(target))
         await _draining(topology, target)
+        # The draining Host's users answer first: its calls have the drain grace, the others all the time
+        # they need (on 2 cores each CLI/Node answer is a process start, about a second of CPU).
+        answerable = sorted(calls, key=lambda c: c.host != target)
     started = time.monotonic()
     await asyncio.gather(*(driver.answer(c) for c in answerable))
     await asyncio.gather(*tasks)
@@ -261,6 +329,14 @@ async def _run_batch(
         await asyncio.wait_for(restart, 180)
     if fault in ("kill_broker", "rolling_restart"):
         await _wait_tools(topology)
+    if fault == "kill_broker":
+        killed = [c for c in calls if c.host == target]
+        await asyncio.gather(*(driver.reattach(c) for c in killed))
+        await driver.wait_closed(target, killed)
+        detail["killed_host_form_close_reasons"] = sorted(
+            {c.form_close_reason.value for c in killed if c.form_close_reason}
+        )
+        detail["killed_host_forms_pending_after_restart"] = await driver.pending_count(target, killed)
     return calls, detail
 
 
@@ -279,7 +355,12 @@ def _fault_entry(name: str, target: str, calls: list[Call], *, expect_lost_host:
     unexpected = [c for c in lost if c.host != expect_lost_host]
     expected_lost = [c for c in calls if c.host == expect_lost_host]
     if expect_lost_host:
-        ok = not unexpected and all(c.outcome == "lost" for c in expected_lost) and not misdelivered
+        ok = (
+            not unexpected
+            and all(c.outcome == "lost" for c in expected_lost)
+            and all(c.form_close_reason not in (None, CloseReason.ANSWERED) for c in expected_lost)
+            and not misdelivered
+        )
     else:
         ok = not lost and not misdelivered
     detail: dict[str, object] = {"outcomes": sorted({c.outcome for c in calls})}
@@ -311,6 +392,7 @@ async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) ->
     await topology.start()
     try:
         await _wait_tools(topology)
+        startup_seconds = round(time.monotonic() - started, 1)
         driver = Driver(topology)
         hosts = spec.host_ids()
         faults: list[Fault] = []
@@ -323,9 +405,11 @@ async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) ->
         ]
         for name, target, lost_host in plan:
             calls = _phase(name, hosts, per_host)
+            phase_started = time.monotonic()
             calls, detail = await _run_batch(driver, calls, name, target, topology)
             entry = _fault_entry(name, target or "-", calls, expect_lost_host=lost_host)
             entry.detail.update(detail)
+            entry.detail["phase_seconds"] = round(time.monotonic() - phase_started, 1)
             faults.append(entry)
             all_calls.extend(calls)
         killed = [c for c in all_calls if c.phase == "kill_broker" and c.host == hosts[-1]]
@@ -340,8 +424,12 @@ async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) ->
             "lost_apart_from_the_killed_host": sum(c.outcome != "completed" for c in all_calls if c not in killed),
             "misdelivered": sum(c.outcome == "completed" and not c.delivered_right for c in all_calls),
             "answer_failures": driver.answer_failures,
+            "answer_retries": driver.answer_retries,
             "faults": [asdict(f) for f in faults],
+            "startup_seconds": startup_seconds,
             "wall_seconds": round(time.monotonic() - started, 1),
+            "resources": _resources(topology),
+            "machine": machine(),
             "topology": topology.describe(),
         }
         return report
@@ -350,29 +438,85 @@ async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) ->
             await topology.stop()
 
 
+def _role(name: str) -> str:
+    """``host-1-broker`` -> ``broker``, ``interaction-0`` -> ``interaction``, ``nginx`` -> ``nginx``."""
+    if name.startswith("host-"):
+        return name.rsplit("-", 1)[1]
+    return name.split("-", 1)[0]
+
+
+def _resources(topology: Topology) -> dict[str, dict[str, float]]:
+    """Per role, the largest peak RSS and CPU seconds of one process tree (a provider with its stdio MCP
+    servers), for sizing requests and limits. Restarted processes count from their restart."""
+    roles: dict[str, dict[str, float]] = {}
+    for name, pid in topology.supervisor.pids().items():
+        usage = process_tree_usage(pid)
+        if usage is None:
+            continue
+        role = roles.setdefault(_role(name), {"processes": 0, "peak_rss_mib": 0.0, "cpu_seconds": 0.0})
+        role["processes"] += 1
+        role["peak_rss_mib"] = max(role["peak_rss_mib"], usage["peak_rss_mib"])
+        role["cpu_seconds"] = max(role["cpu_seconds"], usage["cpu_seconds"])
+    return roles
+
+
+def _notes(fault: dict[str, object]) -> str:
+    detail = fault["detail"]
+    assert isinstance(detail, dict)
+    notes = [f"{detail.get('phase_seconds', '?')} s"]
+    if "killed_host_calls" in detail:
+        notes.append(
+            f"killed Host: {detail['killed_host_calls']} calls {'/'.join(detail['killed_host_outcomes'])},"
+            f" forms closed {'/'.join(detail.get('killed_host_form_close_reasons', []))}, "
+            f"{detail.get('killed_host_forms_pending_after_restart', '?')} pending after its restart"
+        )
+    return "; ".join(notes)
+
+
 def write_report(report: dict[str, object], out_dir: Path) -> None:
+    """``scale.json`` (everything) and ``scale.md`` (the tables)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scale.json").write_text(json.dumps(report, indent=2) + "\n")
+    surfaces = report["surfaces"]
+    machine_info = report["machine"]
+    assert isinstance(surfaces, dict)
+    assert isinstance(machine_info, dict)
     rows = [
         "# make scale — the Kubernetes topology as processes on one machine",
         "",
-        f"Hosts {report['hosts']}, Interaction replicas {report['interaction_replicas']}, web replicas "
-        f"{report['web_replicas']} behind TLS nginx; surfaces {report['surfaces']}.",
+        f"Hosts {report['hosts']} (broker + provider each), Interaction replicas {report['interaction_replicas']},"
+        f" Redis (AUTH, AOF, noeviction), web replicas {report['web_replicas']} behind TLS nginx. Answers by"
+        f" surface: {', '.join(f'{k} {v}' for k, v in surfaces['answers'].items())}"
+        f" ({report['answer_retries']} retried after UNAVAILABLE, {len(report['answer_failures'])} failed).",  # type: ignore[arg-type]
         "",
         f"Calls {report['calls']}: completed {report['completed']}, lost {report['lost']} "
         f"(apart from the killed Host's own calls: {report['lost_apart_from_the_killed_host']}), "
-        f"misdelivered {report['misdelivered']}; {report['wall_seconds']} s.",
+        f"misdelivered {report['misdelivered']}. Start {report['startup_seconds']} s, whole run"
+        f" {report['wall_seconds']} s on {machine_info.get('cpus')} CPUs ({machine_info.get('cpu')}),"
+        f" load average at start {machine_info.get('loadavg_at_start')}.",
         "",
-        "| phase / fault | target | calls | completed | lost | misdelivered | outcome |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| phase / fault | target | calls | completed | lost | misdelivered | outcome | notes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     faults = report["faults"]
     assert isinstance(faults, list)
     for fault in faults:
         rows.append(
             f"| {fault['name']} | {fault['target']} | {fault['calls']} | {fault['completed']} | {fault['lost']} "
-            f"| {fault['misdelivered']} | {fault['outcome']} |"
+            f"| {fault['misdelivered']} | {fault['outcome']} | {_notes(fault)} |"
         )
+    resources = report["resources"]
+    assert isinstance(resources, dict)
+    rows += [
+        "",
+        "Per process (tree) at the end of the run, the largest of each role: peak RSS and CPU seconds over the"
+        " whole run (the basis of the requests and limits in deploy/k8s).",
+        "",
+        "| role | processes | peak RSS MiB | CPU s |",
+        "| --- | --- | --- | --- |",
+    ]
+    for role, usage in sorted(resources.items()):
+        rows.append(f"| {role} | {usage['processes']} | {usage['peak_rss_mib']} | {usage['cpu_seconds']} |")
     (out_dir / "scale.md").write_text("\n".join(rows) + "\n")
 
 

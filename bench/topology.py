@@ -52,6 +52,11 @@ class TopologySpec:
     def host_ids(self) -> list[str]:
         return [f"host-{i}" for i in range(self.hosts)]
 
+    @property
+    def web_host(self) -> str:
+        """The Host whose forms the web replicas show (``MAKA_HOST_ID``), as one web Deployment does."""
+        return self.host_ids()[0]
+
 
 def _env(extra: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKA_")}
@@ -96,7 +101,8 @@ class Topology:
 
     @property
     def proxy_url(self) -> str:
-        return f"https://127.0.0.1:{self.ports['nginx']}"
+        """The public origin: nginx terminating TLS in front of the web replicas."""
+        return f"https://127.0.0.1:{self._port('nginx')}"
 
     def pid(self, name: str) -> int | None:
         return self.supervisor.pid(name)
@@ -167,10 +173,13 @@ class Topology:
         data.mkdir(parents=True, exist_ok=True)
         self.redis_socket = Path(f"/tmp/maka-scale-{secrets.token_hex(4)}.sock")
         socket_path = self.redis_socket
+        conf = data / "redis.conf"  # AUTH from a file, not argv (which any local user can read)
+        conf.write_text(f"requirepass {self._redis_password().read_text()}\n")
+        conf.chmod(0o600)
         argv = [
-            binary, "--port", "0", "--unixsocket", str(socket_path), "--unixsocketperm", "700",
+            binary, str(conf), "--port", "0", "--unixsocket", str(socket_path), "--unixsocketperm", "700",
             "--dir", str(data), "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-            "--maxmemory-policy", "noeviction", "--loglevel", "warning",
+            "--maxmemory", "512mb", "--maxmemory-policy", "noeviction", "--loglevel", "warning",
         ]  # fmt: skip
 
         async def ready() -> bool:
@@ -179,7 +188,15 @@ class Topology:
         return ChildSpec("redis", argv, env=_env({}), ready=ready)
 
     def _interaction(self, i: int) -> ChildSpec:
-        return self._grpc(f"interaction-{i}", "services.interaction.main", {"MAKA_REDIS_URL": self.redis_url})
+        return self._grpc(
+            f"interaction-{i}",
+            "services.interaction.main",
+            {
+                "MAKA_REDIS_URL": self.redis_url,
+                "MAKA_REDIS_PASSWORD_FILE": str(self._redis_password()),
+                "MAKA_HOST_IDS": ",".join(self.spec.host_ids()),
+            },
+        )
 
     def _broker(self, host_id: str) -> ChildSpec:
         return self._grpc(
@@ -203,6 +220,14 @@ class Topology:
             },
         )
 
+    def _redis_password(self) -> Path:
+        """Redis AUTH, as the Kubernetes Secret mounts it: a file only the Interaction tier reads."""
+        path = self.state_dir / "redis-password"
+        if not path.exists():
+            path.write_text(secrets.token_hex(24))
+            path.chmod(0o600)
+        return path
+
     def _web_secret(self) -> Path:
         path = self.state_dir / "web-secret"
         if not path.exists():
@@ -215,8 +240,10 @@ class Topology:
         env = _env(
             {
                 "MAKA_INTERACTION_TARGET": self.interaction_target,
+                "MAKA_HOST_ID": self.spec.web_host,
                 "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
                 "MAKA_WEB_SECRET_FILE": str(self._web_secret()),
+                "MAKA_WEB_PUBLIC_ORIGIN": self.proxy_url,
                 "MAKA_WEB_FORWARDED_ALLOW_IPS": "127.0.0.1",
                 "MAKA_LOG_LEVEL": self.spec.log_level,
             }
