@@ -231,7 +231,7 @@ class Driver:
             await self._answer_process(
                 [
                     *(sys.executable, "-m", "surfaces.cli.main", "answer", call.interaction_id, "accept"),
-                    *("--values", json.dumps(values), "--session", call.session, "--host", call.host),
+                    *("--values", json.dumps(values), "--session", call.session, "--host-id", call.host),
                     *("--submission-id", f"cli-{call.artifact}"),
                     *("--interaction", self.topology.interaction_target),
                 ]
@@ -240,7 +240,7 @@ class Driver:
             await self._answer_process(
                 [
                     *(self.node, str(ROOT / "examples" / "polyglot" / "surface.mjs")),
-                    *("--target", self.topology.interaction_target, "--host", call.host),
+                    *("--target", self.topology.interaction_target, "--host-id", call.host),
                     *("answer", call.interaction_id, "accept", json.dumps(values), "--session", call.session),
                     *("--submission-id", f"polyglot-{call.artifact}"),
                 ]

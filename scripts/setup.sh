@@ -60,7 +60,8 @@ if [ "$MODE" = test ]; then
   if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}"
   fi
-  # nginx: the real h2c gRPC proxy the client tests start in front of the broker (tests/clients). Its
+  # nginx: the real h2c gRPC proxy of the client tests (tests/clients) and the TLS-terminating proxy of
+  # the web-replica tests. Its
   # package must not start its own service (port 80): policy-rc.d refuses that during the install.
   if [ ! -x /usr/sbin/nginx ]; then
     made_policy=

@@ -2,9 +2,9 @@
 // A minimal Node.js surface of the Maka Interaction service: the polyglot proof that the gRPC
 // contracts in protos/ (through the TypeScript client) are enough to read and answer forms without any Python.
 //
-//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host H] list [--session S ...]
-//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host H] answer ID accept '{"name": value}' [--submission-id X]
-//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host H] answer ID decline|cancel
+//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] list [--session S ...]
+//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] answer ID accept '{"name": value}' [--submission-id X]
+//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] answer ID decline|cancel
 //
 // It uses the TypeScript client (@maka/client, clients/typescript: SurfaceClient). `list` prints
 // {"pending": [...]} as JSON; `answer` reads the Interaction's form to type each value by its field
@@ -15,7 +15,7 @@
 // violation on stderr. Exit codes: 0 ok, 2 usage, 3 the call failed.
 //
 // --target defaults to $MAKA_INTERACTION_TARGET or 127.0.0.1:50051; --token to $MAKA_SURFACE_TOKEN
-// (sent as `authorization: Bearer <token>`); --host (the Runtime Host, when the Interaction tier serves
+// (sent as `authorization: Bearer <token>`); --host-id (the Runtime Host, when the Interaction tier serves
 // several) to $MAKA_HOST_ID, else the tier's only Host or the one the token names.
 
 import { parseArgs } from "node:util";
@@ -23,8 +23,8 @@ import { parseArgs } from "node:util";
 import { MakaError, SurfaceClient } from "@maka/client";
 
 const USAGE =
-  "usage: surface.mjs [--target HOST:PORT] [--token T] [--host H] list [--session S ...]\n" +
-  "       surface.mjs [--target HOST:PORT] [--token T] [--host H] answer ID accept|decline|cancel ['{...values}'] [--session S] [--submission-id X]";
+  "usage: surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] list [--session S ...]\n" +
+  "       surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] answer ID accept|decline|cancel ['{...values}'] [--session S] [--submission-id X]";
 
 class UsageError extends Error {}
 
@@ -87,7 +87,7 @@ async function main(argv) {
       options: {
         target: { type: "string", default: process.env.MAKA_INTERACTION_TARGET || "127.0.0.1:50051" },
         token: { type: "string", default: process.env.MAKA_SURFACE_TOKEN || "" },
-        host: { type: "string", default: process.env.MAKA_HOST_ID || "" },
+        "host-id": { type: "string", default: process.env.MAKA_HOST_ID || "" },
         session: { type: "string", multiple: true, default: [] },
         "submission-id": { type: "string", default: "" },
         help: { type: "boolean", default: false },
@@ -103,7 +103,7 @@ async function main(argv) {
     process.stderr.write(`${USAGE}\n`);
     return options.help ? 0 : 2;
   }
-  const client = new SurfaceClient(options.target, { token: options.token || undefined, hostId: options.host });
+  const client = new SurfaceClient(options.target, { token: options.token || undefined, hostId: options["host-id"] });
   try {
     const result =
       command === "list"

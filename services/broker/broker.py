@@ -25,7 +25,7 @@ and connection, and only while that invocation still awaits it:
 
 - answered → provider: ``InteractionResult(answer, correlation id echoed)``; caller:
   ``interaction_settled(action)``; a fresh execution timer.
-- timed_out / lease_expired → caller: failure INTERACTION_TIMED_OUT; provider:
+- timed_out / lease_expired / round_expired → caller: failure INTERACTION_TIMED_OUT; provider:
   ``InteractionResult(close_reason)`` then ``cancel``. host_restarted / superseded / other →
   the same with INTERACTION_CLOSED. stopped (closed by someone else) → caller: ``stopped``.
 - Closes the broker makes itself — Stop and no caller reattached within the grace (``stopped``),
@@ -102,10 +102,31 @@ class InteractionHost(Protocol):
     """What the broker needs from the Interaction service (implemented by ``HostLink``)."""
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction: ...
 
-    async def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> object: ...
+    async def close_durably(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> Any:
+        """Close a form; return once the service answered (an ``InteractionClosed``), or None when that can
+        no longer happen because a newer Host epoch fenced this one (or the broker stops)."""
+        ...
+
+    async def close_invocation_durably(self, invocation_id: str, reason: interaction_pb2.CloseReason.ValueType) -> Any:
+        """Close whatever form is pending for the invocation and fence it against a late open; like
+        :meth:`close_durably`."""
+        ...
+
+    async def report_delivery(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = ...,
+    ) -> object:
+        """Record whether an answer reached its provider; retried like :meth:`close_durably`."""
+        ...
 
 
 class _Notifier:
@@ -205,7 +226,10 @@ class Invocation:
     correlation_id: str = ""
     interaction_id: str = ""
     late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
-    """How to close a form whose open completes after the invocation settled."""
+    """How to close a form whose open completes after the invocation settled (and why an undelivered
+    answer was lost)."""
+    undelivered: str = ""
+    """The answered form whose InteractionResult went to the provider, receipt not yet confirmed."""
     tasks: set[asyncio.Task[Any]] = field(default_factory=lambda: set[asyncio.Task[Any]]())
     interaction_expires_at: timestamp_pb2.Timestamp | None = None
     """When the pending form's bounded wait ends (for ``status`` events)."""
@@ -223,8 +247,10 @@ class Invocation:
         return self.state in TERMINAL
 
     def emit(self, event: broker_pb2.CallToolResponse) -> None:
-        """Log a lifecycle event for the caller (never dropped; progress may be)."""
-        self.log.append(event)
+        """Log a lifecycle event for the caller (never dropped; progress may be). Nothing is logged
+        once the invocation settled: its terminal event is the last one."""
+        if self.terminal is None:
+            self.log.append(event)
 
     def status(self) -> broker_pb2.CallStatus:
         """The keepalive ``status`` of this invocation now (phase, pending form and its expiry)."""
@@ -301,12 +327,35 @@ class Broker:
         self._counters: Counter[str] = Counter()
         self._liveness: asyncio.Task[None] | None = None
         self._shutting_down = False
+        self._draining = False
+        self._idle = asyncio.Event()
+        """Set whenever no invocation is live (what :meth:`drain` waits for)."""
+        self._idle.set()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the provider liveness sweep."""
         self._liveness = asyncio.create_task(self._sweep_liveness(), name="maka-broker-liveness")
+
+    async def drain(self, timeout: float) -> int:
+        """Stop accepting calls and give the live ones up to ``timeout`` s to finish.
+
+        From now on every new ``CallTool`` fails ``HOST_UNAVAILABLE`` ("draining"); calls in flight,
+        their forms and their provider legs go on untouched. Returns how many invocations are still
+        live when the wait ends (:meth:`shutdown` then settles them by the usual rules). A rolling
+        update calls this between NOT_SERVING and :meth:`shutdown` (docs/design.md §8).
+        """
+        self._draining = True
+        live = len(self._invocations)
+        if live and timeout > 0:
+            log.info("broker_draining", extra={"live_invocations": live, "drain_seconds": timeout})
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._idle.wait()
+        left = len(self._invocations)
+        log.info("broker_drained", extra={"finished": live - left, "live_invocations": left})
+        return left
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Graceful stop: live invocations settle ``lost``, pending forms close ``stopped``,
@@ -425,6 +474,8 @@ class Broker:
             self._progress(connection, request.progress)
         elif kind == "interaction_request":
             self._interaction_request(connection, request.interaction_request)
+        elif kind == "interaction_received":
+            self._interaction_received(connection, request.interaction_received)
         elif kind == "result":
             self._result(connection, request.result)
         elif kind == "failure":
@@ -579,8 +630,34 @@ class Broker:
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
 
+    def _interaction_received(self, connection: Connection, frame: broker_pb2.InteractionReceived) -> None:
+        invocation = self._owned(connection, frame.invocation_id)
+        if not frame.interaction_id or frame.interaction_id != invocation.undelivered:
+            raise FrameRejection(
+                RR.REJECT_REASON_NO_INTERACTION_PENDING, invocation.invocation_id, "no answer awaits confirmation"
+            )
+        self._delivered(invocation)
+
+    def _delivered(self, invocation: Invocation) -> None:
+        """The provider has the answer (it confirmed it, or sent a later frame of the invocation):
+        record it delivered (docs/security.md "No answer after settlement")."""
+        if invocation.undelivered:
+            interaction_id, invocation.undelivered = invocation.undelivered, ""
+            self._spawn(invocation, self._report_delivery(interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED))
+
+    async def _report_delivery(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_UNSPECIFIED,
+    ) -> None:
+        recorded = await self._host.report_delivery(interaction_id, delivery, lost_reason)
+        if recorded is None:  # fenced by a newer epoch, which records it lost (host_restarted)
+            log.warning("delivery_report_dropped", extra={"interaction_id": interaction_id})
+
     def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
         invocation = self._owned(connection, frame.invocation_id)
+        self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             raise FrameRejection(
                 RR.REJECT_REASON_INTERACTION_ALREADY_PENDING, invocation.invocation_id, "a form is already pending"
@@ -617,11 +694,18 @@ class Broker:
         )
         invocation.state = InvocationState.OPENING
         invocation.correlation_id = frame.correlation_id
-        self._spawn(invocation, self._open(invocation, binding, form))
+        round_info = frame.round if frame.HasField("round") else None
+        self._spawn(invocation, self._open(invocation, binding, form, round_info))
 
-    async def _open(self, invocation: Invocation, binding: interaction_pb2.Binding, form: form_pb2.Form) -> None:
+    async def _open(
+        self,
+        invocation: Invocation,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        round_info: interaction_pb2.Round | None = None,
+    ) -> None:
         try:
-            interaction = await self._host.open(binding, form, self._form_wait)
+            interaction = await self._host.open(binding, form, self._form_wait, round_info)
         except OpenRefused as refused:
             if invocation.state is not InvocationState.OPENING:
                 return
@@ -647,12 +731,18 @@ class Broker:
         except HostUnavailable as error:
             if invocation.state is InvocationState.OPENING:
                 self._fail(invocation, FC.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
+            # The open's outcome is unknown (its reply may have been lost with the link): close
+            # whatever form it made and fence the invocation against it before the terminal event
+            # (this task is part of the settle barrier).
+            closed = await self._host.close_invocation_durably(invocation.invocation_id, invocation.late_form_close)
+            await self._after_close(closed, invocation.late_form_close)
             return
         interaction_id = interaction.interaction_id
         self._counters["interactions_opened"] += 1
         if invocation.state is not InvocationState.OPENING:
-            # Settled while the open was in flight: never leave the form orphaned.
-            await self._host.close(interaction_id, invocation.late_form_close)
+            # Settled while the open was in flight: never leave the form orphaned. The terminal
+            # event waits for this task (see _settle), so it follows the durable close.
+            await self._close_form(interaction_id, invocation.late_form_close)
             return
         invocation.state = InvocationState.AWAITING
         invocation.interaction_id = interaction_id
@@ -678,6 +768,7 @@ class Broker:
 
     def _result(self, connection: Connection, frame: broker_pb2.InvocationResult) -> None:
         invocation = self._owned(connection, frame.invocation_id)
+        self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             self._fail(
                 invocation,
@@ -709,6 +800,7 @@ class Broker:
 
     def _failure(self, connection: Connection, frame: broker_pb2.InvocationFailure) -> None:
         invocation = self._owned(connection, frame.invocation_id)
+        self._delivered(invocation)
         code = frame.code if frame.code != FC.FAILURE_CODE_UNSPECIFIED else FC.FAILURE_CODE_PROVIDER_ERROR
         self._fail(
             invocation,
@@ -760,6 +852,7 @@ class Broker:
                     )
                 )
             )
+            invocation.undelivered = interaction_id
             self._send(
                 connection,
                 broker_pb2.ConnectResponse(
@@ -804,10 +897,13 @@ class Broker:
             return
         code = (
             FC.FAILURE_CODE_INTERACTION_TIMED_OUT
-            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED)
+            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED, CR.CLOSE_REASON_ROUND_EXPIRED)
             else FC.FAILURE_CODE_INTERACTION_CLOSED
         )
-        self._fail(invocation, code, f"the form closed: {CR.Name(reason).removeprefix('CLOSE_REASON_').lower()}")
+        why = CR.Name(reason).removeprefix("CLOSE_REASON_").lower()
+        if reason == CR.CLOSE_REASON_ROUND_EXPIRED:
+            why += " (the server's requestState for this round expired before every form was answered)"
+        self._fail(invocation, code, f"the form closed: {why}")
 
     def host_stale(self) -> None:
         """The HostLink resume was refused as stale: fail every form-bound invocation closed."""
@@ -873,6 +969,7 @@ class Broker:
         self._invocations[invocation.invocation_id] = invocation
         if request.call_id:
             self._by_call_id[key] = invocation
+        self._idle.clear()
         invocation.emit(
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(
@@ -935,6 +1032,8 @@ class Broker:
                 raise InvalidRequest("a live invocation already has this tool_use_id in the session")
         if self._shutting_down:
             raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
+        if self._draining:
+            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly")
         registration = self._tools.get(request.tool_name)
         if registration is None or not registration.live:
             reported = self.servers.find(server)
@@ -1134,11 +1233,12 @@ class Broker:
             invocation.late_form_close = form_close
         self._disarm(invocation)
         invocation.terminal = event
-        invocation.log.append(event, terminal=True)
         self._retain(invocation)
         invocation.ended_at = time.time()
         self._recent.appendleft(invocation)
         self._invocations.pop(invocation.invocation_id, None)
+        if not self._invocations:
+            self._idle.set()
         self._counters[f"invocations.{state.value}"] += 1
         metrics.TOOL_CALLS.labels(state.value).inc()
         registration = invocation.registration
@@ -1147,9 +1247,29 @@ class Broker:
             self._settled[invocation.invocation_id] = registration.connection.connection_id
             while len(self._settled) > SETTLED_MEMORY:
                 self._settled.popitem(last=False)
+        # The settle barrier (docs/security.md "No answer after settlement"): the terminal event is
+        # emitted only after the form's close is durable (or its winning answer is recorded lost),
+        # an in-flight open has been closed, and delivery reports are in Redis.
+        barrier = set(invocation.tasks)
         if previous is InvocationState.AWAITING and invocation.interaction_id:
             self._by_interaction.pop(invocation.interaction_id, None)
-            self._spawn(invocation, self._close_form(invocation.interaction_id, invocation.late_form_close))
+            barrier.add(
+                self._spawn(invocation, self._close_form(invocation.interaction_id, invocation.late_form_close))
+            )
+        if invocation.undelivered:
+            interaction_id, invocation.undelivered = invocation.undelivered, ""
+            barrier.add(
+                self._spawn(
+                    invocation,
+                    self._report_delivery(
+                        interaction_id, interaction_pb2.DELIVERY_STATE_LOST, invocation.late_form_close
+                    ),
+                )
+            )
+        if barrier:
+            self._spawn(invocation, self._finish(invocation, barrier))
+        else:
+            self._log_terminal(invocation)
         if cancel_reason is not None and registration is not None and not registration.connection.outbox.closed:
             self._send(
                 registration.connection,
@@ -1163,11 +1283,37 @@ class Broker:
         )
         return True
 
-    async def _close_form(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+    @staticmethod
+    def _log_terminal(invocation: Invocation) -> None:
+        """Log the terminal event (callers see the invocation settled from now on)."""
+        assert invocation.terminal is not None
+        invocation.log.append(invocation.terminal, terminal=True)
+
+    async def _finish(self, invocation: Invocation, barrier: set[asyncio.Task[Any]]) -> None:
+        """Emit the terminal event once every settle-path write in ``barrier`` is done."""
         try:
-            await self._host.close(interaction_id, reason)
-        except HostUnavailable:
-            log.warning("form_close_deferred", extra={"interaction_id": interaction_id})
+            await asyncio.gather(*barrier, return_exceptions=True)
+        finally:
+            self._log_terminal(invocation)
+
+    async def _close_form(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        """Close the form durably; when an answer committed first (it won the race) and was never
+        delivered, record it lost with ``reason`` before returning."""
+        await self._after_close(await self._host.close_durably(interaction_id, reason), reason)
+
+    async def _after_close(self, closed: Any, reason: interaction_pb2.CloseReason.ValueType) -> None:
+        """When the close found an answer that won the race and was never delivered, record it lost."""
+        if closed is None:  # fenced by a newer epoch: the form can only end host_restarted
+            log.warning("form_close_fenced")
+            return
+        after = closed.interaction
+        interaction_id = after.interaction_id
+        if (
+            not closed.changed
+            and after.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+            and after.delivery == interaction_pb2.DELIVERY_STATE_PENDING
+        ):
+            await self._report_delivery(interaction_id, interaction_pb2.DELIVERY_STATE_LOST, reason)
 
     def _arm(self, invocation: Invocation) -> None:
         """(Re)start the execution timer: ``execution_timeout``, cut to what is left of
@@ -1207,13 +1353,14 @@ class Broker:
             message = "the provider execution timer fired (no progress within the execution timeout)"
         self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, message)
 
-    def _spawn(self, invocation: Invocation | None, coro: Any) -> None:
+    def _spawn(self, invocation: Invocation | None, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if invocation is not None:
             invocation.tasks.add(task)
             task.add_done_callback(invocation.tasks.discard)
+        return task
 
     @staticmethod
     async def _wait(tasks: set[asyncio.Task[Any]], timeout: float) -> None:

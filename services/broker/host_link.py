@@ -26,6 +26,7 @@ import random
 import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -40,6 +41,9 @@ from services.core.status import error_from_rpc
 log = logging.getLogger("maka.broker.host_link")
 
 SettledCallback = Callable[[interaction_pb2.Interaction], None]
+T = TypeVar("T")
+_INVOCATION_KEY = "invocation/"
+"""Prefix of the reply key of a close by invocation id (interaction ids start with ``ix_``)."""
 
 
 class LinkDropped(HostUnavailable):
@@ -98,6 +102,9 @@ class HostLink:
         self._queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] | None = None
         self._opens: dict[str, asyncio.Future[interaction_pb2.Interaction]] = {}
         self._closes: dict[str, deque[asyncio.Future[interaction_service_pb2.InteractionClosed]]] = {}
+        self._deliveries: dict[str, deque[asyncio.Future[interaction_service_pb2.DeliveryRecorded]]] = {}
+        self._gone = asyncio.Event()
+        """Set once the link is stale or stopping: durable requests stop waiting for a reconnect."""
         self._deferred_closes: dict[str, interaction_pb2.CloseReason.ValueType] = {}
         self._connected = asyncio.Event()
         self._stopping = False
@@ -128,6 +135,7 @@ class HostLink:
     async def stop(self) -> None:
         """Stop reconnecting, end the stream and close the channel."""
         self._stopping = True
+        self._gone.set()
         if self._queue is not None:
             with contextlib.suppress(asyncio.QueueFull):
                 self._queue.put_nowait(None)
@@ -142,9 +150,15 @@ class HostLink:
     # --- requests -------------------------------------------------------------------------------
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction:
         """Publish ``form`` for ``binding`` (``OpenInteraction``) and return the pending Interaction.
+
+        ``round_info`` (the form's MRTR round position and deadline) is passed on as given.
 
         Raises:
             OpenRefused: the service answered ``OpenRejected`` (reason name e.g. ``INVALID_FORM``).
@@ -160,7 +174,7 @@ class HostLink:
         replay = False
         while True:
             try:
-                return await self._open_once(binding, form, wait, replay=replay)
+                return await self._open_once(binding, form, wait, round_info, replay=replay)
             except LinkDropped:
                 # The replica went away with our open in flight (docs/design.md, "gRPC for a replicated
                 # tier"): resume on another one and re-send it as a replay, which returns the form if the
@@ -174,20 +188,25 @@ class HostLink:
                 replay = True
 
     async def _open_once(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait: duration_pb2.Duration, *, replay: bool
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait: duration_pb2.Duration,
+        round_info: interaction_pb2.Round | None,
+        *,
+        replay: bool,
     ) -> interaction_pb2.Interaction:
         ref = secrets.token_hex(8)
         future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
         self._opens[ref] = future
+        request = interaction_service_pb2.OpenInteraction(
+            request_ref=ref, binding=binding, form=form, wait=wait, replay=replay
+        )
+        if round_info is not None:
+            request.round.CopyFrom(round_info)
         try:
             try:
-                await self._send(
-                    interaction_service_pb2.HostLinkRequest(
-                        open=interaction_service_pb2.OpenInteraction(
-                            request_ref=ref, binding=binding, form=form, wait=wait, replay=replay
-                        )
-                    )
-                )
+                await self._send(interaction_service_pb2.HostLinkRequest(open=request))
             except HostUnavailable as error:
                 if self.connected or self.stale or isinstance(error, LinkDropped):
                     raise
@@ -233,6 +252,112 @@ class HostLink:
                 if not waiting:
                     del self._closes[interaction_id]
 
+    async def close_durably(
+        self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> interaction_service_pb2.InteractionClosed | None:
+        """Close a pending form and return only once the Interaction service answered (the close, or
+        the outcome that won before it, is then in Redis): across link drops and reply timeouts the
+        close is sent again after the next hello. Returns ``None`` only when that can no longer happen:
+        the link is stale (a newer Host epoch fenced this one, so the form can only end
+        ``host_restarted`` and no answer can commit to it) or the broker is stopping.
+
+        This is the settle path's barrier (docs/security.md "No answer after settlement"): the broker
+        reports an invocation settled only after it returned.
+        """
+        while True:
+            if not await self._wait_usable():
+                return None
+            try:
+                return await self._request(
+                    self._closes,
+                    interaction_id,
+                    interaction_service_pb2.HostLinkRequest(
+                        close=interaction_service_pb2.CloseInteraction(interaction_id=interaction_id, reason=reason)
+                    ),
+                )
+            except (HostUnavailable, TimeoutError):
+                log.info("form_close_retrying", extra={"interaction_id": interaction_id})
+
+    async def close_invocation_durably(
+        self, invocation_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> interaction_service_pb2.InteractionClosed | None:
+        """Close whatever form is pending for ``invocation_id`` and fence the invocation so no later
+        open for it commits (``CloseInteraction.invocation_id``): for an open whose outcome is unknown.
+        Retried like :meth:`close_durably`; ``None`` once stale or stopping."""
+        while True:
+            if not await self._wait_usable():
+                return None
+            try:
+                return await self._request(
+                    self._closes,
+                    _INVOCATION_KEY + invocation_id,
+                    interaction_service_pb2.HostLinkRequest(
+                        close=interaction_service_pb2.CloseInteraction(invocation_id=invocation_id, reason=reason)
+                    ),
+                )
+            except (HostUnavailable, TimeoutError):
+                log.info("invocation_fence_retrying", extra={"invocation_id": invocation_id})
+
+    async def report_delivery(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
+    ) -> interaction_service_pb2.DeliveryRecorded | None:
+        """Record whether an answer reached its provider (``ReportDelivery``), retried like
+        :meth:`close_durably` until the service answered; ``None`` once stale or stopping (a newer
+        epoch then records every still-pending delivery of this one as lost, ``host_restarted``)."""
+        while True:
+            if not await self._wait_usable():
+                return None
+            try:
+                return await self._request(
+                    self._deliveries,
+                    interaction_id,
+                    interaction_service_pb2.HostLinkRequest(
+                        delivery=interaction_service_pb2.ReportDelivery(
+                            interaction_id=interaction_id, delivery=delivery, lost_reason=lost_reason
+                        )
+                    ),
+                )
+            except (HostUnavailable, TimeoutError):
+                log.info("delivery_report_retrying", extra={"interaction_id": interaction_id})
+
+    async def _wait_usable(self) -> bool:
+        """Wait until the link is up (True) or stale/stopping (False)."""
+        while not self.connected:
+            if self._gone.is_set():
+                return False
+            up = asyncio.ensure_future(self._connected.wait())
+            gone = asyncio.ensure_future(self._gone.wait())
+            try:
+                await asyncio.wait({up, gone}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                up.cancel()
+                gone.cancel()
+        return not self._gone.is_set()
+
+    async def _request(
+        self,
+        waiting: dict[str, deque[asyncio.Future[T]]],
+        interaction_id: str,
+        request: interaction_service_pb2.HostLinkRequest,
+    ) -> T:
+        """Send one ordered request and await its reply (matched by interaction id, in order)."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        waiting.setdefault(interaction_id, deque()).append(future)
+        try:
+            await self._send(request)
+            async with asyncio.timeout(self._request_timeout):
+                return await future
+        finally:
+            queue = waiting.get(interaction_id)
+            if queue is not None:
+                with contextlib.suppress(ValueError):
+                    queue.remove(future)
+                if not queue:
+                    del waiting[interaction_id]
+
     async def _send(self, request: interaction_service_pb2.HostLinkRequest) -> None:
         queue = self._queue
         if self.stale:
@@ -261,6 +386,7 @@ class HostLink:
                     log.error("host_link_stale", extra={"host_epoch": self.epoch})
                     self._down()
                     self.stale = True
+                    self._gone.set()
                     self._deferred_closes.clear()
                     self._fail_inflight(HostUnavailable("the Host epoch of this broker is stale"))
                     self._on_stale()
@@ -283,10 +409,11 @@ class HostLink:
         for future in list(self._opens.values()):
             if not future.done():
                 future.set_exception(error)
-        for waiting in list(self._closes.values()):
-            for close_future in waiting:
-                if not close_future.done():
-                    close_future.set_exception(error)
+        replies: list[asyncio.Future[Any]] = [f for w in self._closes.values() for f in w]
+        replies += [f for w in self._deliveries.values() for f in w]
+        for reply_future in replies:
+            if not reply_future.done():
+                reply_future.set_exception(error)
 
     async def _session(self) -> None:
         assert self._channel is not None
@@ -374,7 +501,10 @@ class HostLink:
                 name = interaction_pb2.ErrorReason.Name(rejected.reason).removeprefix("ERROR_REASON_")
                 open_future.set_exception(OpenRefused(name, rejected.message))
         elif kind == "closed":
-            waiting = self._closes.get(response.closed.interaction_id)
+            key = response.closed.interaction_id
+            if response.closed.invocation_id:
+                key = _INVOCATION_KEY + response.closed.invocation_id
+            waiting = self._closes.get(key)
             while waiting:
                 close_future = waiting.popleft()
                 if not close_future.done():
@@ -382,6 +512,13 @@ class HostLink:
                     break
             if not response.closed.changed and response.closed.HasField("interaction"):
                 self._settled(response.closed.interaction)
+        elif kind == "delivery_recorded":
+            delivered = self._deliveries.get(response.delivery_recorded.interaction_id)
+            while delivered:
+                delivery_future = delivered.popleft()
+                if not delivery_future.done():
+                    delivery_future.set_result(response.delivery_recorded)
+                    break
         elif kind == "settled":
             self._settled(response.settled.interaction)
         elif kind == "heartbeat_ack":

@@ -2,14 +2,18 @@
 
 ``settings = Settings()`` → ``app = await build(settings)`` → ``await serve(app, settings)``.
 On start the broker begins a new Host epoch over HostLink (in the background; forms fail
-HOST_UNAVAILABLE until the link is up). On shutdown (NOT_SERVING first): live invocations settle
-``lost``, pending forms close ``stopped``, provider streams end, then the link closes.
+HOST_UNAVAILABLE until the link is up). When a newer broker of the same Host id fences its epoch,
+the broker goes NOT_SERVING, shuts down and exits ``SUPERSEDED_EXIT_CODE`` (75). On shutdown
+(NOT_SERVING first): new calls are refused and the live ones get ``drain_seconds`` to finish; then
+what is still live settles ``lost``, pending forms close ``stopped``, provider streams end, and the
+link closes.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import grpc.aio
 
@@ -22,8 +26,14 @@ from services.core import logs, metrics
 from services.core.auth import Role
 from services.core.serving import serve
 
+SUPERSEDED_EXIT_CODE = 75
+"""Exit status of a broker whose Host epoch was fenced by a newer broker of the same Host id
+(EX_TEMPFAIL): it went NOT_SERVING first; ``maka up`` reports it and does not restart it (that would
+fence the newer one back)."""
+
 SERVICE_NAME = broker_pb2.DESCRIPTOR.services_by_name["CapabilityBrokerService"].full_name
 _METHOD = f"/{SERVICE_NAME}/"
+log = logging.getLogger("maka.broker.main")
 
 
 class BrokerApp:
@@ -49,7 +59,7 @@ class BrokerApp:
             heartbeat_seconds=settings.heartbeat_seconds,
             queue_size=settings.stream_queue_size,
             on_settled=lambda interaction: self.broker.interaction_settled(interaction),
-            on_stale=lambda: self.broker.host_stale(),
+            on_stale=self._superseded,
             watched=lambda: self.broker.awaiting_interaction_ids(),
             host_id=settings.host_id,
         )
@@ -65,7 +75,30 @@ class BrokerApp:
             reattach_grace_seconds=settings.reattach_grace_seconds,
         )
         self.servicer = BrokerServicer(self.broker)
+        self.fatal = asyncio.Event()
+        """Set when this broker was superseded: ``serve`` then shuts down and exits ``exit_code``."""
+        self.exit_code = SUPERSEDED_EXIT_CODE
+        self._set_serving: Callable[[bool], Awaitable[None]] | None = None
+        self._background: set[asyncio.Task[None]] = set()
         metrics.PENDING_FORMS.set_function(lambda: len(self.broker.awaiting_interaction_ids()))
+
+    def bind_health(self, set_serving: Callable[[bool], Awaitable[None]]) -> None:
+        """Keep the health setter so a superseded broker turns NOT_SERVING at once."""
+        self._set_serving = set_serving
+
+    def _superseded(self) -> None:
+        """A newer broker fenced this Host epoch (HostLink STALE_EPOCH): fail the form-bound calls,
+        go NOT_SERVING (out of rotation) and let ``serve`` exit ``SUPERSEDED_EXIT_CODE`` (DESIGN.md §8)."""
+        log.error(
+            "host_superseded",
+            extra={"host_id": self.settings.host_id, "host_epoch": self.host_link.epoch, "code": SUPERSEDED_EXIT_CODE},
+        )
+        self.broker.host_stale()
+        if self._set_serving is not None:
+            task: asyncio.Task[None] = asyncio.ensure_future(self._set_serving(False))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        self.fatal.set()
 
     def register(self, server: grpc.aio.Server) -> None:
         """Add the ``CapabilityBrokerService`` servicer."""
@@ -77,7 +110,9 @@ class BrokerApp:
         await self.broker.start()
 
     async def stop(self) -> None:
-        """Settle live invocations lost, close pending forms stopped, end streams, close the link."""
+        """Drain (``drain_seconds``), then settle live invocations lost, close pending forms stopped,
+        end streams, close the link."""
+        await self.broker.drain(self.settings.drain_seconds)
         await self.broker.shutdown(timeout=self.settings.grace_seconds)
         await self.host_link.stop()
 

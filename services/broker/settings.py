@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from services.core.settings import GrpcServerSettings
 
 
@@ -31,5 +33,9 @@ class Settings(GrpcServerSettings):
     """A ``CallTool``/``WatchCall`` stream silent this long gets a ``status`` event (below L7 proxy idle timeouts)."""
     reattach_grace_seconds: float = 30.0
     """How long a call with no caller attached keeps running before it is stopped as Stop is; 0 stops at once."""
+    drain_seconds: float = Field(default=0.0, ge=0)
+    """On SIGTERM, after turning NOT_SERVING: how long calls in flight (and their forms) may go on
+    finishing while new calls are refused ``HOST_UNAVAILABLE``; what is left then settles ``lost``.
+    0 = no drain (``maka up``). Keep preStop + drain + ``grace_seconds`` below the pod's termination grace."""
     interaction_token: str = ""
     """Bearer token presented to the Interaction service; empty sends none."""

@@ -35,6 +35,11 @@ INTERACTIONS_SETTLED = Counter(
     "maka_interactions_settled_total", "Interactions that stopped being pending, by close reason.", ["reason"],
     registry=REGISTRY,
 )  # fmt: skip
+ANSWER_DELIVERIES = Counter(
+    "maka_answer_deliveries_total",
+    "Committed answers whose delivery was recorded: delivered (the provider confirmed it) or lost (the"
+    " invocation ended first), by outcome.", ["outcome"], registry=REGISTRY,
+)  # fmt: skip
 FRAMES_REJECTED = Counter(
     "maka_frames_rejected_total", "Provider frames the broker refused (failing closed), by reason.", ["reason"],
     registry=REGISTRY,

@@ -50,7 +50,11 @@ class GrpcApp(Protocol):
     """A service: its full gRPC service names, how to add servicers, and its lifecycle hooks.
 
     An app may also define ``bind_health(set_serving)``: called with :meth:`RunningServer.set_serving`
-    before ``start()`` so the app can flip every status, or ``bind_readiness(set_ready)``: called with
+    before ``start()`` so the app can flip readiness (e.g. NOT_SERVING while its store is down).
+    An app may also define ``fatal: asyncio.Event`` and ``exit_code: int``: when ``fatal`` is set, the
+    app can no longer serve (e.g. a superseded broker): :func:`serve` shuts it down like a signal and
+    exits the process with ``exit_code`` so a supervisor or orchestrator sees why.
+    Instead of ``bind_health`` an app may define ``bind_readiness(set_ready)``: called with
     :meth:`RunningServer.set_ready`, which flips only the app's named services (readiness, e.g.
     NOT_SERVING while its store is down) and leaves the overall ``""`` status (liveness) alone.
     An app may also define ``method_roles: Mapping[str, frozenset[Role]]`` (full method name such as
@@ -119,6 +123,7 @@ class RunningServer:
         await self.set_serving(False)
         await self.app.stop()
         await self.server.stop(self._grace)
+        tracing.shutdown()
 
 
 async def start_server(
@@ -132,7 +137,11 @@ async def start_server(
     Raises ``RuntimeError`` when the address cannot be bound.
     """
     if settings.otel_exporter:
-        tracing.configure(app.service_names[0] if app.service_names else "maka", settings.otel_exporter)
+        tracing.configure(
+            app.service_names[0] if app.service_names else "maka",
+            settings.otel_exporter,
+            endpoint=settings.otel_endpoint,
+        )
     tokens = TokenTable.from_file(settings.auth_tokens_file)
     method_roles: Mapping[str, frozenset[Role]] = getattr(app, "method_roles", {})
     chain = [ServerInterceptor(tokens, method_roles), *interceptors]
@@ -192,12 +201,26 @@ async def serve(
     *,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> None:
-    """Serve ``app`` until SIGINT/SIGTERM, then shut down gracefully."""
+    """Serve ``app`` until SIGINT/SIGTERM (or its ``fatal`` event), then shut down gracefully.
+
+    Raises ``SystemExit(app.exit_code)`` after the shutdown when ``fatal`` ended it.
+    """
     running = await start_server(app, settings, interceptors=interceptors)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("shutting down", extra={"grace_seconds": settings.grace_seconds})
+    fatal: asyncio.Event | None = getattr(app, "fatal", None)
+    waiters = {asyncio.ensure_future(stop.wait())}
+    if fatal is not None:
+        waiters.add(asyncio.ensure_future(fatal.wait()))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    failed = fatal is not None and fatal.is_set() and not stop.is_set()
+    log.info("shutting down", extra={"grace_seconds": settings.grace_seconds, "fatal": failed})
     await running.stop()
+    if failed:
+        raise SystemExit(int(getattr(app, "exit_code", 1)))

@@ -39,7 +39,10 @@ class GrpcServerSettings(BaseSettings):
     auth_tokens_file: Path | None = None
     """JSON tokens file (see :mod:`services.core.auth`); unset = no authentication (loopback default)."""
     otel_exporter: str = ""
-    """OpenTelemetry span exporter: ``console`` or empty (tracing off)."""
+    """OpenTelemetry span exporter: ``console``, ``otlp`` (OTLP/gRPC, batched) or empty (tracing off)."""
+    otel_endpoint: str = ""
+    """OTLP/gRPC collector address for ``otel_exporter=otlp``, e.g. ``http://otel-collector:4317``
+    (``http://`` = plaintext); empty = ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``localhost:4317``."""
     max_connection_age_seconds: float = Field(default=0.0, ge=0)
     """Close each client connection after about this long (GOAWAY), so long-lived streams move to new
     replicas after a scale-out; clients resume transparently. 0 = never."""

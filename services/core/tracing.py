@@ -1,9 +1,10 @@
 """OpenTelemetry tracing of the data path, free of secrets.
 
-:func:`configure` installs a TracerProvider (exporter ``console``, or an in-memory exporter passed
-by tests) and instruments grpc.aio servers and clients, which record method names and status codes
-only — never message payloads. Our own spans go through :func:`span`, which accepts attributes only
-from :data:`ALLOWED_ATTRIBUTES` (ids, codes, counts): a form value or ``requestState`` cannot become a
+:func:`configure` installs a TracerProvider (exporter ``console``; ``otlp``, batched OTLP/gRPC to a
+collector such as the OpenTelemetry Collector; or an in-memory exporter passed by tests) and
+instruments grpc.aio servers and clients, which record method names and status codes only — never
+message payloads. Our own spans go through :func:`span`, which accepts attributes only from
+:data:`ALLOWED_ATTRIBUTES` (ids, codes, counts): a form value or ``requestState`` cannot become a
 span attribute, because any other key raises ``ValueError``.
 """
 
@@ -13,8 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
 
 ALLOWED_ATTRIBUTES: frozenset[str] = frozenset(
     {
@@ -36,31 +42,49 @@ ALLOWED_ATTRIBUTES: frozenset[str] = frozenset(
 )
 """The only attribute keys :func:`span` accepts."""
 
-_configured = False
+_provider: TracerProvider | None = None
 
 
-def configure(service: str, exporter: str | SpanExporter) -> None:
+def configure(service: str, exporter: str | SpanExporter, *, endpoint: str = "") -> None:
     """Install tracing for ``service`` once per process.
 
-    ``exporter`` is ``"console"``, ``""`` (off: nothing installed) or a ``SpanExporter`` instance.
+    ``exporter`` is ``"console"``, ``"otlp"`` (OTLP/gRPC to ``endpoint``, e.g.
+    ``http://otel-collector:4317``; empty = the exporter's own ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+    ``localhost:4317``), ``""`` (off: nothing installed) or a ``SpanExporter`` instance.
     Raises ``ValueError`` for an unknown exporter name.
     """
-    global _configured
-    if _configured or exporter == "":
+    global _provider
+    if _provider is not None or exporter == "":
         return
-    if isinstance(exporter, str):
-        if exporter != "console":
-            raise ValueError(f"unknown MAKA_OTEL_EXPORTER {exporter!r}: use 'console' or leave it empty")
-        exporter = ConsoleSpanExporter(service_name=service)
+    # Imported only when tracing is on: the OTLP exporter, the gRPC instrumentation and the resource
+    # detectors add about a second to every process start.
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.grpc import GrpcAioInstrumentorClient, GrpcAioInstrumentorServer
     from opentelemetry.sdk.resources import Resource
 
+    processor: SpanProcessor
+    if exporter == "otlp":
+        # Batched: an OTLP export is a network call, never on the request path.
+        otlp = OTLPSpanExporter(endpoint=endpoint or None, insecure=True if endpoint.startswith("http://") else None)
+        processor = BatchSpanProcessor(otlp)
+    elif isinstance(exporter, str):
+        if exporter != "console":
+            raise ValueError(f"unknown MAKA_OTEL_EXPORTER {exporter!r}: use 'console', 'otlp' or leave it empty")
+        processor = SimpleSpanProcessor(ConsoleSpanExporter(service_name=service))
+    else:
+        processor = SimpleSpanProcessor(exporter)
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
     GrpcAioInstrumentorServer().instrument()  # type: ignore[no-untyped-call]
     GrpcAioInstrumentorClient().instrument()  # type: ignore[no-untyped-call]
-    _configured = True
+    _provider = provider
+
+
+def shutdown() -> None:
+    """Flush and stop the installed exporter (spans still batched are sent); no-op when tracing is off."""
+    if _provider is not None:
+        _provider.shutdown()
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from services.interaction import errors
 from services.interaction.fanout import FanOut
 from services.interaction.keys import ALL_SESSIONS
 from services.interaction.settings import Settings
-from services.interaction.store import InteractionStore, Mode, Record, SettleResult
+from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, SettleResult
 
 log = logging.getLogger("maka.interaction.authority")
 
@@ -56,6 +56,14 @@ _BROKER_CLOSE_REASONS = frozenset(
         _ST.CLOSE_REASON_HOST_RESTARTED,
     }
 )
+
+
+def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2.CloseReason.ValueType:
+    """``round_expired`` when the wait that ended was the round's deadline, else ``timed_out``."""
+    rounded = interaction.HasField("round") and interaction.round.HasField("deadline")
+    if rounded and interaction.round.deadline.ToMilliseconds() <= interaction.expires_at.ToMilliseconds():
+        return _ST.CLOSE_REASON_ROUND_EXPIRED
+    return _ST.CLOSE_REASON_TIMED_OUT
 
 
 def mint_interaction_id() -> str:
@@ -199,6 +207,7 @@ class InteractionAuthority:
             if await self.store.current_epoch() == current:
                 if closed:
                     log.info("older_epochs_closed", extra={"host_epoch": current, "closed_count": closed})
+                await self.lose_older_deliveries()
                 return closed
 
     async def close_older_of(self, interaction_ids: Sequence[str]) -> int:
@@ -268,6 +277,89 @@ class InteractionAuthority:
             )
         return len(closed)
 
+    # --- Delivery of committed answers (docs/security.md "No answer after settlement") ------------
+
+    async def record_delivery(
+        self,
+        epoch: int,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = _ST.CLOSE_REASON_UNSPECIFIED,
+    ) -> tuple[bool, interaction_pb2.Interaction | None]:
+        """The broker of ``epoch`` records whether an answer reached its provider: returns
+        ``(changed, record after)``; ``changed`` is False when the delivery was already recorded, the
+        Interaction is not answered, or it is unknown (record None).
+
+        Raises InvalidRequest for a delivery other than DELIVERED / LOST (or LOST without a closure
+        reason) and StaleEpoch when ``epoch`` is not current.
+        """
+        if delivery not in (_ST.DELIVERY_STATE_DELIVERED, _ST.DELIVERY_STATE_LOST) or (
+            delivery == _ST.DELIVERY_STATE_LOST and lost_reason not in _BROKER_CLOSE_REASONS
+        ):
+            raise errors.InvalidRequest(
+                "delivery must be DELIVERED, or LOST with a closure reason other than answered",
+                [Violation("/delivery", FormErrorReason.SCHEMA_INVALID_VALUE, "invalid delivery report")],
+            )
+        record = await self.store.get(interaction_id) if interaction_id else None
+        if record is None:
+            return False, None
+        return await self._deliver(record, delivery, lost_reason, DeliveryMode.BROKER, caller_epoch=epoch)
+
+    async def _deliver(
+        self,
+        record: Record,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType,
+        mode: DeliveryMode,
+        *,
+        caller_epoch: int | None = None,
+    ) -> tuple[bool, interaction_pb2.Interaction | None]:
+        new = interaction_pb2.Interaction()
+        new.CopyFrom(record.interaction)
+        new.delivery = delivery
+        if delivery == _ST.DELIVERY_STATE_LOST:
+            new.delivery_lost_reason = lost_reason
+        new.delivery_recorded_at.FromMilliseconds(self._now_ms())
+        outcome = "delivered" if delivery == _ST.DELIVERY_STATE_DELIVERED else "lost"
+        reason = errors.close_reason_name(lost_reason) if delivery == _ST.DELIVERY_STATE_LOST else ""
+        result = await self.store.deliver(
+            mode, record, new, outcome=outcome, lost_reason=reason, caller_epoch=caller_epoch
+        )
+        if result.code == "OK":
+            metrics.ANSWER_DELIVERIES.labels(outcome).inc()
+            log.info(
+                "delivery_recorded",
+                extra={
+                    "interaction_id": new.interaction_id,
+                    "delivery": outcome,
+                    "close_reason": reason,
+                    "host_epoch": record.epoch,
+                },
+            )
+            return True, new
+        if result.code == "STALE_EPOCH":
+            raise errors.StaleEpoch(caller_epoch or 0, int(result.reason))
+        return False, result.stored
+
+    async def lose_older_deliveries(self) -> int:
+        """Record every answer of an older Host epoch whose delivery is still pending as lost
+        (``host_restarted``): its broker is gone, so nothing can deliver it any more and it is never
+        replayed (RFC criterion 9). Returns how many this call recorded."""
+        current = await self.store.current_epoch()
+        ids = await self.store.undelivered_ids(RESTART_BATCH)
+        lost = 0
+        for interaction_id, record in zip(ids, await self.store.get_many(ids), strict=True):
+            if record is None:
+                await self.store.forget_undelivered(interaction_id)  # expired after retention
+                continue
+            if record.epoch >= current or record.state != "answered":
+                continue
+            changed, _ = await self._deliver(
+                record, _ST.DELIVERY_STATE_LOST, _ST.CLOSE_REASON_HOST_RESTARTED, DeliveryMode.RESTART
+            )
+            lost += int(changed)
+        return lost
+
     async def resume_epoch(self, epoch: int) -> None:
         """Re-attach a broker of ``epoch``. Raises StaleEpoch (FAILED_PRECONDITION) unless it is current."""
         current = await self.store.current_epoch()
@@ -282,10 +374,15 @@ class InteractionAuthority:
         binding: interaction_pb2.Binding,
         form: form_pb2.Form,
         wait_seconds: float | None = None,
+        round_info: interaction_pb2.Round | None = None,
         *,
         replay: bool = False,
     ) -> interaction_pb2.Interaction:
         """Publish ``form`` for the exact ``binding`` in Host ``epoch``; returns the canonical record.
+
+        ``round_info`` (the form's MRTR round: position, size, deadline) is stored on the record, and the
+        bounded wait never runs past ``round_info.deadline``: a form whose round can no longer finish in
+        time closes ``round_expired`` at that deadline (docs/acceptance.md).
 
         ``replay``: the broker re-sends an open whose reply was lost with its link; when the invocation's
         pending form has exactly ``binding``, that form is returned instead of AlreadyPending.
@@ -315,6 +412,15 @@ class InteractionAuthority:
         wait = self.settings.form_wait_seconds if not wait_seconds or wait_seconds <= 0 else wait_seconds
         wait = min(wait, self.settings.form_wait_max_seconds)
         now = self._now_ms()
+        wait_deadline = now + int(wait * 1000)
+        if round_info is not None:
+            if not 1 <= round_info.position <= max(round_info.size, 1) or round_info.size > 1000:
+                raise errors.InvalidRequest(
+                    "the round position is malformed",
+                    [Violation("/round", FormErrorReason.SCHEMA_INVALID_VALUE, "position must be 1..size")],
+                )
+            if round_info.HasField("deadline"):
+                wait_deadline = max(now, min(wait_deadline, round_info.deadline.ToMilliseconds()))
         for _attempt in range(3):
             interaction = interaction_pb2.Interaction(
                 interaction_id=mint_interaction_id(),
@@ -324,11 +430,13 @@ class InteractionAuthority:
                 form=canonical,
             )
             interaction.created_at.FromMilliseconds(now)
-            interaction.expires_at.FromMilliseconds(now + int(wait * 1000))
+            interaction.expires_at.FromMilliseconds(wait_deadline)
+            if round_info is not None:
+                interaction.round.CopyFrom(round_info)
             code, detail = await self.store.open(
                 interaction,
                 lease_deadline_ms=now + int(self.settings.lease_seconds * 1000),
-                wait_deadline_ms=now + int(wait * 1000),
+                wait_deadline_ms=wait_deadline,
                 created_ms=now,
             )
             if code == "OK":
@@ -371,6 +479,30 @@ class InteractionAuthority:
             return False, None
         changed, after = await self._close(record, reason, Mode.CLOSE, caller_epoch=epoch)
         return changed, after
+
+    async def close_invocation(
+        self, epoch: int, invocation_id: str, reason: interaction_pb2.CloseReason.ValueType
+    ) -> tuple[bool, interaction_pb2.Interaction | None]:
+        """The broker closes whatever form is pending for ``invocation_id`` and fences the invocation
+        so no later open for it commits (an open whose reply was lost): returns ``(changed, record
+        after)`` like :meth:`close` (record None when no form was pending). Raises InvalidRequest
+        (bad reason or id) and StaleEpoch."""
+        if reason not in _BROKER_CLOSE_REASONS:
+            raise errors.InvalidRequest(
+                "close reason must be a closure reason other than answered",
+                [Violation("/reason", FormErrorReason.SCHEMA_INVALID_VALUE, "invalid close reason")],
+            )
+        violations: list[Violation] = []
+        _check_id("invocation_id", invocation_id, violations)
+        if violations:
+            raise errors.InvalidRequest("invocation_id is required", violations)
+        code, value = await self.store.fence_invocation(epoch, invocation_id)
+        if code == "STALE_EPOCH":
+            raise errors.StaleEpoch(epoch, int(value))
+        log.info("invocation_fenced", extra={"invocation_id": invocation_id, "host_epoch": epoch})
+        if not value:
+            return False, None
+        return await self.close(epoch, value, reason)
 
     async def heartbeat(self, epoch: int) -> tuple[int, int]:
         """Renew every lease of ``epoch``: returns ``(renewed, lease deadline ms)``. Raises StaleEpoch."""
@@ -478,6 +610,7 @@ class InteractionAuthority:
         new.state = _ST.INTERACTION_STATE_ANSWERED
         new.answer.CopyFrom(convert.answer_to_proto(normalized))
         new.close_reason = _ST.CLOSE_REASON_ANSWERED
+        new.delivery = _ST.DELIVERY_STATE_PENDING
         new.settled_at.FromMilliseconds(self._now_ms())
         result = await self.store.settle(
             Mode.ANSWER,
@@ -713,10 +846,12 @@ class InteractionAuthority:
         epoch = await self.store.current_epoch()
         if not self._closers and await self.store.older_pending(epoch) > 0:
             closed += await self.close_older_epochs()
+        elif not self._closers:
+            await self.lose_older_deliveries()
         for interaction_id in await self.store.due_waits(now, _REAP_BATCH):
             record = await self.store.get(interaction_id)
             if record is not None and record.state == "pending":
-                changed, _ = await self._close(record, _ST.CLOSE_REASON_TIMED_OUT, Mode.TIMEOUT)
+                changed, _ = await self._close(record, _timeout_reason(record.interaction), Mode.TIMEOUT)
                 closed += int(changed)
         for interaction_id in await self.store.due_leases(epoch, now, _REAP_BATCH):
             record = await self.store.get(interaction_id)

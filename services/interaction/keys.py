@@ -5,14 +5,17 @@ Cluster slot. Layout:
 
 - ``maka:{H}:epoch`` — STRING, the Host epoch counter (INCR per broker start; fencing token).
 - ``maka:{H}:ix:{id}`` — HASH, one Interaction: ``pb`` (``maka.interaction.v1.Interaction`` bytes),
-  ``state``, ``session``, ``epoch``, ``invocation``, ``reason``, ``submission``, ``wait_deadline``.
+  ``state``, ``session``, ``epoch``, ``invocation``, ``reason``, ``submission``, ``wait_deadline``,
+  and once answered ``delivery`` (``pending`` | ``delivered`` | ``lost``) and ``delivery_reason``.
 - ``maka:{H}:leases:{epoch}`` — ZSET, pending id → lease deadline (ms since the Unix epoch).
 - ``maka:{H}:pending`` — ZSET, every pending id of the Host → bounded-wait deadline (ms).
-- ``maka:{H}:inv:{invocation_id}`` — STRING, the pending id of an invocation (one at a time).
+- ``maka:{H}:inv:{invocation_id}`` — STRING, the pending id of an invocation (one at a time), or the fence
+  ``!settled`` once the broker closed the invocation by id (``fence_invocation.lua``: no later open).
 - ``maka:{H}:session:{sid}:pending`` — ZSET, the session's pending ids → creation time (ms).
 - ``maka:{H}:session:{sid}:events`` — STREAM of projection changes (fields ``kind``, ``pb``).
 - ``maka:{H}:events`` — STREAM of every session's projection changes (for callers that see all sessions).
 - ``maka:{H}:settled`` — STREAM of settlements of the whole Host (fields ``id``, ``epoch``, ``pb``).
+- ``maka:{H}:undelivered`` — ZSET, answered ids whose delivery is still pending → answer time (ms).
 - ``maka:{T}:wake:{replica}:{lane}`` — STREAM, wakes one fan-out lane of one replica (see :func:`wake_key`).
 """
 
@@ -73,6 +76,10 @@ class Keys:
     def settled(self) -> str:
         """The Host-wide settled Stream read by HostLink handlers."""
         return f"{self._prefix}:settled"
+
+    def undelivered(self) -> str:
+        """Answered ids whose delivery to the provider is not yet recorded (``deliver.lua``)."""
+        return f"{self._prefix}:undelivered"
 
 
 def hash_tag(key: str) -> str:

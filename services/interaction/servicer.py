@@ -83,7 +83,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     async def HostLink(
         self, request_iterator: AsyncIterator[pb.HostLinkRequest], context: _Ctx
     ) -> AsyncIterator[pb.HostLinkResponse]:
-        """The broker's link: hello → epoch, then open/close/heartbeat, settled pushed.
+        """The broker's link: hello → epoch, then open/close/delivery/heartbeat, settled pushed.
 
         ``hello{begin_new_epoch}`` is answered as soon as the new epoch is fenced: ``closed_count`` is
         the number of older-epoch forms pending at the fence, each of which ends ``host_restarted``
@@ -142,7 +142,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                         last_open[invocation_id] = task
                         opens.add(task)
                         task.add_done_callback(functools.partial(forget, invocation_id))
-                    else:  # close/heartbeat in order: later frames (opens included) start after them
+                    else:  # close/delivery/heartbeat in order: later frames (opens included) start after them
                         await queue.put(await self._link_frame(authority, epoch, request))
             except ServiceError as error:
                 await queue.put(error)
@@ -206,12 +206,29 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         frame = request.WhichOneof("frame")
         if frame == "open":
             return await self._open(authority, epoch, request.open)
+        if frame == "close" and request.close.invocation_id and not request.close.interaction_id:
+            fence = request.close
+            changed, after = await authority.close_invocation(epoch, fence.invocation_id, fence.reason)
+            closed = pb.InteractionClosed(invocation_id=fence.invocation_id, changed=changed)
+            if after is not None:
+                closed.interaction_id = after.interaction_id
+                closed.interaction.CopyFrom(after)
+            return pb.HostLinkResponse(closed=closed)
         if frame == "close":
             changed, after = await authority.close(epoch, request.close.interaction_id, request.close.reason)
             closed = pb.InteractionClosed(interaction_id=request.close.interaction_id, changed=changed)
             if after is not None:
                 closed.interaction.CopyFrom(after)
             return pb.HostLinkResponse(closed=closed)
+        if frame == "delivery":
+            report = request.delivery
+            changed, after = await authority.record_delivery(
+                epoch, report.interaction_id, report.delivery, report.lost_reason
+            )
+            recorded = pb.DeliveryRecorded(interaction_id=report.interaction_id, changed=changed)
+            if after is not None:
+                recorded.interaction.CopyFrom(after)
+            return pb.HostLinkResponse(delivery_recorded=recorded)
         if frame == "heartbeat":
             renewed, deadline_ms = await authority.heartbeat(epoch)
             ack = pb.HeartbeatAck(renewed=renewed)
@@ -224,7 +241,10 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     ) -> pb.HostLinkResponse:
         wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
         try:
-            interaction = await authority.open(epoch, request.binding, request.form, wait, replay=request.replay)
+            round_info = request.round if request.HasField("round") else None
+            interaction = await authority.open(
+                epoch, request.binding, request.form, wait, round_info, replay=request.replay
+            )
         except ServiceError as error:
             return pb.HostLinkResponse(
                 open_rejected=pb.OpenRejected(

@@ -90,6 +90,15 @@ class Mode(StrEnum):
     """A new Host epoch began: only for records of older epochs."""
 
 
+class DeliveryMode(StrEnum):
+    """Which delivery report ``deliver.lua`` records (and which precondition it checks)."""
+
+    BROKER = "broker"
+    """The broker of the current epoch reports delivered or lost."""
+    RESTART = "restart"
+    """A new Host epoch began: an older epoch's undelivered answer is lost (``host_restarted``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
     """A stored Interaction plus the state fields the scripts compare."""
@@ -184,6 +193,8 @@ class InteractionStore:
         self._begin = client.register_script(_load("begin_epoch.lua"))
         self._restart_batch = client.register_script(_load("restart_batch.lua"))
         self._read_records = client.register_script(_load("read_records.lua"))
+        self._deliver = client.register_script(_load("deliver.lua"))
+        self._fence_invocation = client.register_script(_load("fence_invocation.lua"))
 
     @_store_call
     async def ping(self) -> bool:
@@ -365,6 +376,7 @@ class InteractionStore:
             self.keys.session_events(record.session_id),
             self.keys.settled(),
             self.keys.host_events(),
+            self.keys.undelivered(),
         ]
         args: list[Any] = [
             mode.value,
@@ -393,6 +405,75 @@ class InteractionStore:
         if code in ("EXPIRED", "STALE_EPOCH"):
             return SettleResult(code, reason=_s(result[1]))
         return SettleResult(code)
+
+    @_store_call
+    async def deliver(
+        self,
+        mode: DeliveryMode,
+        record: Record,
+        new: interaction_pb2.Interaction,
+        *,
+        outcome: str,
+        lost_reason: str,
+        caller_epoch: int | None = None,
+    ) -> SettleResult:
+        """Run ``deliver.lua``: record ``new``'s delivery (``outcome`` ``delivered`` | ``lost``) only if
+        ``record`` is answered with delivery still pending and ``mode``'s precondition holds.
+
+        Codes: OK | DONE (already recorded; ``reason`` = the stored delivery, ``stored``) |
+        NOT_ANSWERED (``reason`` = state, ``stored``) | NOT_FOUND | STALE_EPOCH (``reason`` = current) | NOT_DUE.
+        """
+        event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_DELIVERY, interaction=new)
+        result = await self._deliver(
+            keys=[
+                self.keys.epoch(),
+                self.keys.record(record.interaction.interaction_id),
+                self.keys.undelivered(),
+                self.keys.session_events(record.session_id),
+                self.keys.host_events(),
+            ],
+            args=[
+                mode.value,
+                record.interaction.interaction_id,
+                record.epoch,
+                outcome,
+                new.SerializeToString(),
+                event.SerializeToString(),
+                lost_reason,
+                "" if caller_epoch is None else caller_epoch,
+                self.retention_ms,
+                self.events_maxlen,
+            ],
+        )
+        code = _s(result[0])
+        if code in ("DONE", "NOT_ANSWERED"):
+            return SettleResult(code, reason=_s(result[1]), stored=interaction_pb2.Interaction.FromString(result[2]))
+        if code == "STALE_EPOCH":
+            return SettleResult(code, reason=_s(result[1]))
+        return SettleResult(code)
+
+    @_store_call
+    async def fence_invocation(self, epoch: int, invocation_id: str) -> tuple[str, str]:
+        """Run ``fence_invocation.lua``: no later open for ``invocation_id`` commits. Returns
+        ``("OK", pending id or "")`` or ``("STALE_EPOCH", current)``."""
+        # Fenced like a committed answer: a failover must not forget that the invocation settled.
+        result = await self._fenced(
+            self._fence_invocation,
+            [self.keys.epoch(), self.keys.invocation(invocation_id)],
+            [epoch, self.retention_ms],
+            always=False,
+        )
+        return _s(result[0]), _s(result[1])
+
+    @_store_call
+    async def undelivered_ids(self, limit: int) -> list[str]:
+        """Answered ids whose delivery is not yet recorded, oldest answer first."""
+        return [_s(v) for v in await self.client.zrange(self.keys.undelivered(), 0, limit - 1)]
+
+    @_store_call
+    async def forget_undelivered(self, interaction_id: str) -> None:
+        """Drop an id from the undelivered set (its record expired after retention)."""
+        await self.client.zrem(self.keys.undelivered(), interaction_id)
 
     @_store_call
     async def heartbeat(self, epoch: int, deadline_ms: int) -> tuple[str, int]:

@@ -16,6 +16,12 @@ also have ``disabled`` (true: configured, shown by ``maka status``, never connec
 them) and ``era`` (``auto``: ``server/discover`` then fall back to ``initialize``; ``modern``:
 2026-07-28 only; ``legacy``: ``initialize`` only).
 
+``requestStateTtl`` (seconds, above 0 and at most 86400, default 600: what the official server SDKs
+give a ``requestState``) is how long after it *receives* a round's ``requestState`` the Host still
+collects that round's forms; every form of the round shows that one deadline, and a round that can no
+longer finish in time is closed instead of collecting input the server would reject
+(docs/acceptance.md, issue 16 finding 2).
+
 ``${VAR}`` and ``${VAR:-default}`` are expanded from the environment in ``env`` values, ``headers``
 values, ``url`` and ``args``; an unset ``${VAR}`` without a default is a problem.
 
@@ -102,6 +108,8 @@ class ServerConfig:
     disabled: bool = False
     timeout_seconds: float | None = None
     """``timeout``: read timeout of one ``tools/call`` leg (None: the provider's ``call_timeout_seconds``)."""
+    request_state_ttl_seconds: float = 600.0
+    """``requestStateTtl``: the round deadline is this long after the round's ``requestState`` arrived."""
 
     @property
     def transport_name(self) -> str:
@@ -137,7 +145,9 @@ class Config:
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_COMMON_KEYS = {"era", "type", "transportType", "disabled", "timeout"}
+_COMMON_KEYS = {"era", "type", "transportType", "disabled", "timeout", "requestStateTtl"}
+DEFAULT_REQUEST_STATE_TTL_SECONDS = 600.0
+MAX_REQUEST_STATE_TTL_SECONDS = 86_400.0
 _STDIO_KEYS = _COMMON_KEYS | {"command", "args", "env", "cwd"}
 _HTTP_KEYS = _COMMON_KEYS | {"url", "headers"}
 _HTTP_TYPES = {"http": False, "streamable-http": False, "streamableHttp": False, "streamable_http": False, "sse": True}
@@ -224,9 +234,20 @@ class _Reader:
             transport = self.http(entry, path, kind, type_key)
         else:
             self.problem(path, "needs command (stdio) or url (Streamable HTTP, SSE)")
+        ttl = self.ttl(entry.get("requestStateTtl", DEFAULT_REQUEST_STATE_TTL_SECONDS), f"{path}.requestStateTtl")
         if transport is None or len(self.problems) > before:
             return None
-        return ServerConfig(name, transport, era, disabled, timeout)
+        return ServerConfig(name, transport, era, disabled, timeout, ttl)
+
+    def ttl(self, value: object, path: str) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 < value <= MAX_REQUEST_STATE_TTL_SECONDS
+        ):
+            self.problem(path, "must be a number of seconds above 0 and at most 86400")
+            return DEFAULT_REQUEST_STATE_TTL_SECONDS
+        return float(value)
 
     def timeout(self, value: object, path: str) -> float | None:
         if value is None:

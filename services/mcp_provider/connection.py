@@ -18,6 +18,15 @@ built over, overriding only the public ``send_raw_request`` and ``run``):
    :func:`normalize_result` fills in ``"complete"`` for results of modern requests that lack it,
    before the SDK sees them. Nothing else is changed.
 2. **Per-call capabilities** — see :mod:`services.mcp_provider.capabilities`.
+3. **Local closure and timeout versus server errors.** The SDK reports its own "connection closed"
+   and "request timed out" as ``MCPError`` with codes ``-32000`` / ``-32001``, which are also
+   server-defined codes a server may send for anything (JSON-RPC 2.0 §5.1: ``-32000..-32099`` are
+   reserved for implementation-defined server errors; the receiver must not assume a meaning). The SDK
+   itself tells its closure apart by identity: it raises the closure error only after setting its
+   dispatcher's closed flag (or from a failed transport write), and the timeout from its own
+   ``TimeoutError``. :meth:`MakaDispatcher.send_raw_request` turns exactly those into
+   :class:`TransportClosed` / :class:`LocalTimeout`; every ``MCPError`` that came from the server stays
+   an ``MCPError`` (a server error whose message reaches the caller).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import anyio
 import httpx2
 from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
@@ -43,9 +53,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost, ToolsListChanged, listen
 from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import (
+    CONNECTION_CLOSED,
     PROTOCOL_VERSION_META_KEY,
+    REQUEST_TIMEOUT,
     Implementation,
     ServerNotification,
     Tool,
@@ -116,6 +129,21 @@ def reject_unknown_input_requests(method: str, raw: Mapping[str, Any]) -> None:
             raise McpToolCallError(code, "an elicitation has an unknown mode")
 
 
+class TransportClosed(MCPError):
+    """The MCP transport closed under a request (the SDK's own ``CONNECTION_CLOSED``, not a server's -32000).
+
+    Still an ``MCPError`` with the SDK's code and message, so SDK code that catches ``MCPError`` (the
+    ``subscriptions/listen`` driver, the era probe) behaves as before.
+    """
+
+
+class LocalTimeout(MCPError):
+    """The request's read timeout ran out here (the SDK's own ``REQUEST_TIMEOUT``, not a server's -32001)."""
+
+
+_TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
 class MakaDispatcher(JSONRPCDispatcher[Any]):
     """The SDK's JSON-RPC dispatcher plus the two documented workarounds and a ``closed`` event."""
 
@@ -134,10 +162,30 @@ class MakaDispatcher(JSONRPCDispatcher[Any]):
     ) -> dict[str, Any]:
         """Send with this call's capabilities stamped; normalize an absent modern ``resultType``."""
         params = capabilities.apply_call_capabilities(method, params)
-        raw = await super().send_raw_request(method, params, opts, _related_request_id=_related_request_id)
+        try:
+            raw = await super().send_raw_request(method, params, opts, _related_request_id=_related_request_id)
+        except MCPError as error:
+            local = self._local_failure(error)
+            if local is not None:
+                raise local from None
+            raise
         raw = normalize_result(params, raw)
         reject_unknown_input_requests(method, raw)
         return raw
+
+    def _local_failure(self, error: MCPError) -> MCPError | None:
+        """:class:`TransportClosed` / :class:`LocalTimeout` when the SDK raised ``error`` itself (workaround 3).
+
+        The SDK sets ``_closed`` before it fans its closure outcome out to waiters, and raises its
+        write-failure closure and its timeout from inside the handler of the original exception, so
+        ``__context__`` names it; a peer's error response has neither.
+        """
+        context = error.__context__
+        if error.code == CONNECTION_CLOSED and (self._closed or isinstance(context, _TRANSPORT_ERRORS)):
+            return TransportClosed(error.code, error.message, error.data)
+        if error.code == REQUEST_TIMEOUT and isinstance(context, TimeoutError):
+            return LocalTimeout(error.code, error.message, error.data)
+        return None
 
     async def run(self, *args: Any, **kwargs: Any) -> None:
         """Run the SDK receive loop; set :attr:`closed` when it ends for any reason."""
@@ -629,6 +677,7 @@ async def _http_transport(server: HttpServer, http: HttpTrace | None = None) -> 
 
 __all__ = [
     "ConnectionSnapshot",
+    "LocalTimeout",
     "MakaDispatcher",
     "McpConnection",
     "ServerHealth",
@@ -636,5 +685,6 @@ __all__ = [
     "ServerState",
     "ToolBinding",
     "ToolInfo",
+    "TransportClosed",
     "normalize_result",
 ]

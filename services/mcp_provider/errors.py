@@ -29,6 +29,13 @@ class CallErrorCode(StrEnum):
     """The MCP connection closed or failed during or between rounds; the outcome is unknown."""
     SERVER_ERROR = "server_error"
     """The MCP server answered with a JSON-RPC error or an invalid result."""
+    INVALID_RESULT = "invalid_result"
+    """The result's ``resultType`` is neither ``complete`` (or absent) nor a valid ``input_required`` (one with
+    ``inputRequests`` or ``requestState``): MCP 2026-07-28 ``basic/index`` §ResultType says an unrecognised value
+    MUST be treated as invalid. Nothing is returned and no retry is sent."""
+    ROUND_EXPIRED = "round_expired"
+    """The round's deadline (``requestState`` received + ``requestStateTtl``) passed before every form of the
+    round was answered: the retry would be rejected, so the remaining input is not collected and nothing is sent."""
     REQUEST_STATE_REJECTED = "request_state_rejected"
     """``-32602 Invalid or expired requestState``."""
     MISSING_CLIENT_CAPABILITY = "missing_client_capability"
@@ -59,6 +66,8 @@ FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
     CallErrorCode.BINDING_CHANGED: broker_pb2.FAILURE_CODE_BINDING_CHANGED,
     CallErrorCode.CONNECTION_LOST: broker_pb2.FAILURE_CODE_CONNECTION_LOST,
     CallErrorCode.SERVER_ERROR: broker_pb2.FAILURE_CODE_SERVER_ERROR,
+    CallErrorCode.INVALID_RESULT: broker_pb2.FAILURE_CODE_SERVER_ERROR,
+    CallErrorCode.ROUND_EXPIRED: broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT,
     CallErrorCode.REQUEST_STATE_REJECTED: broker_pb2.FAILURE_CODE_REQUEST_STATE_REJECTED,
     CallErrorCode.MISSING_CLIENT_CAPABILITY: broker_pb2.FAILURE_CODE_MISSING_CLIENT_CAPABILITY,
     CallErrorCode.INVALID_FORM: broker_pb2.FAILURE_CODE_INVALID_FORM,

@@ -142,10 +142,12 @@ class ProviderApp:
         await self.provider.add_server(self._connection(server))
 
     async def stop(self) -> None:
-        """Stop the links (in-flight calls send nothing more), the MCP connections and the channel."""
+        """Let calls in flight finish (``drain_seconds``), then stop the links (what is still in
+        flight sends nothing more), the MCP connections and the channel."""
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self.provider is not None:
+            await self.provider.drain(self.settings.drain_seconds)
             await self.provider.close()
         else:
             await self.manager.close()

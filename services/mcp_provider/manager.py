@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -49,10 +51,8 @@ from jsonschema.validators import validator_for
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    CONNECTION_CLOSED,
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    REQUEST_TIMEOUT,
     CallToolResult,
     CreateMessageRequest,
     ElicitRequest,
@@ -72,8 +72,8 @@ from services.core.form import validate_answer as core_validate_answer
 from services.core.form.convert import answer_to_elicit_result
 from services.core.limits import DEFAULT_LIMITS, Limits
 from services.mcp_provider import capabilities
-from services.mcp_provider.connection import McpConnection, ToolBinding
-from services.mcp_provider.errors import CallErrorCode, McpToolCallError, server_error_text
+from services.mcp_provider.connection import LocalTimeout, McpConnection, ToolBinding, TransportClosed
+from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 
 log = logging.getLogger("maka.mcp_provider.manager")
 
@@ -96,11 +96,34 @@ def _schema_is_valid(schema_json: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class RoundSlot:
+    """Where the form being asked sits in its MRTR round (read with :func:`current_round`).
+
+    ``position`` is 1-based, ``size`` the round's form count; ``deadline`` (Unix seconds) is the round's
+    one deadline — when its ``requestState`` was received plus the server's ``requestStateTtl`` — or
+    ``None`` when the server sent no ``requestState`` (nothing expires).
+    """
+
+    position: int
+    size: int
+    deadline: float | None
+
+
+_CURRENT_ROUND: contextvars.ContextVar[RoundSlot | None] = contextvars.ContextVar("maka_round", default=None)
+
+
+def current_round() -> RoundSlot | None:
+    """The :class:`RoundSlot` of the form a :data:`FormHandler` is asked for (``None`` outside a handler)."""
+    return _CURRENT_ROUND.get()
+
+
 FormHandler = Callable[[Form], Awaitable[Answer]]
 """Asks the Host for one form and returns the user's answer (accept/decline/cancel).
 
 Raises :class:`~services.mcp_provider.errors.InteractionAborted` when the form closed without an
 answer (stop, timeout, provider loss, host restart): the call then fails and no retry is sent.
+During the call :func:`current_round` gives the form's position in its round and the round's deadline.
 """
 
 ProgressHandler = ProgressFnT
@@ -116,6 +139,51 @@ class CallOutcome:
     result: dict[str, Any]
     retries: int
     forms: int
+
+
+async def _in_round(slot: RoundSlot, handler: Awaitable[Answer]) -> Answer:
+    token = _CURRENT_ROUND.set(slot)
+    try:
+        return await handler
+    finally:
+        _CURRENT_ROUND.reset(token)
+
+
+def _require_complete(result_type: object) -> None:
+    """Fail a result the SDK parsed as complete whose ``resultType`` is not ``"complete"``.
+
+    MCP 2026-07-28 ``basic/index`` §ResultType: an absent ``resultType`` is ``"complete"`` (the dispatcher
+    fills it in), an unrecognised value MUST be treated as invalid. The SDK's ``CallToolResult`` accepts any
+    string, so ``"task"``, ``"foo"`` and an ``input_required`` with neither ``inputRequests`` nor
+    ``requestState`` (which fails ``InputRequiredResult``) would otherwise pass as a successful result.
+    """
+    if result_type == "complete":
+        return
+    shown = server_message(result_type)[:40] if isinstance(result_type, str) else type(result_type).__name__
+    detail = (
+        "input_required with neither inputRequests nor requestState"
+        if result_type == "input_required"
+        else f"unrecognised resultType {shown!r}"
+    )
+    raise McpToolCallError(CallErrorCode.INVALID_RESULT, f"the server sent an invalid result: {detail}")
+
+
+MAX_SERVER_MESSAGE_CHARS = 300
+"""How much of a server's JSON-RPC error message travels in the call's failure."""
+
+
+def server_message(message: object, *, secret: str | None = None) -> str:
+    """A server's error ``message`` made safe to show: control characters removed, whitespace runs folded,
+    at most :data:`MAX_SERVER_MESSAGE_CHARS` characters (``…`` marks a cut), and ``secret`` (the
+    ``requestState`` this leg sent, never shown: DESIGN.md §6) replaced by ``[requestState]``."""
+    if not isinstance(message, str):
+        return ""
+    text = message.replace(secret, "[requestState]") if secret else message
+    text = "".join(" " if ch.isspace() else ch for ch in text if ch.isprintable() or ch.isspace())
+    text = " ".join(text.split())
+    if len(text) > MAX_SERVER_MESSAGE_CHARS:
+        text = text[: MAX_SERVER_MESSAGE_CHARS - 1] + "…"
+    return text
 
 
 class _LegTimer:
@@ -270,8 +338,10 @@ class McpClientManager:
                     stop=stop,
                 )
             if isinstance(result, CallToolResult):
+                _require_complete(result.result_type)
                 log.info("mcp_call_complete", extra={"server": server, "tool": tool, "retries": retries})
                 return CallOutcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), retries, forms)
+            received_at = time.time()
             if retries >= self.max_rounds:
                 raise McpToolCallError(
                     CallErrorCode.ROUNDS_EXHAUSTED,
@@ -288,11 +358,26 @@ class McpClientManager:
                 pacing = self.pacing_initial
                 assert form_handler is not None
                 responses = {}
-                for key, (form, schema) in requests.items():
+                ttl = connection.config.request_state_ttl_seconds
+                deadline = received_at + ttl if next_state is not None else None
+                for position, (key, (form, schema)) in enumerate(requests.items(), start=1):
                     self._fence(connection, binding, stop, link_alive)
-                    answer = await self._abortable(form_handler(form), stop)
+                    if deadline is not None and time.time() >= deadline:
+                        raise McpToolCallError(
+                            CallErrorCode.ROUND_EXPIRED,
+                            f"the round's requestState expired ({ttl:g} s requestStateTtl) before form "
+                            f"{position} of {len(requests)} could be asked; no retry sent",
+                        )
+                    slot = RoundSlot(position, len(requests), deadline)
+                    answer = await self._abortable(_in_round(slot, form_handler(form)), stop)
                     forms += 1
                     responses[key] = self._elicit_result(form, schema, answer)
+                if deadline is not None and time.time() >= deadline:
+                    raise McpToolCallError(
+                        CallErrorCode.ROUND_EXPIRED,
+                        f"the round's requestState expired ({ttl:g} s requestStateTtl) before its "
+                        f"{len(requests)} form(s) were answered; no retry sent",
+                    )
             request_state = next_state
             retries += 1
             metrics.MRTR_ROUNDS.labels("form" if responses else "state_only").inc()
@@ -362,9 +447,11 @@ class McpClientManager:
         """Send one non-MRTR request (bounded by ``call_timeout_seconds``); fail an ``InputRequiredResult``."""
         try:
             async with asyncio.timeout(self.call_timeout_seconds):
-                result = await self._guarded(connection, request, stop or asyncio.Event(), sent_state=False)
+                result = await self._guarded(connection, request, stop or asyncio.Event(), sent_state=None)
         except TimeoutError:
             raise McpToolCallError(CallErrorCode.SERVER_ERROR, f"{method} timed out; outcome unknown") from None
+        if not isinstance(result, InputRequiredResult):
+            _require_complete(getattr(result, "result_type", "complete"))
         if isinstance(result, InputRequiredResult):
             del result  # may hold requestState: never kept, logged or echoed
             log.info("mcp_input_required_refused", extra={"server": connection.name, "method": method})
@@ -405,22 +492,33 @@ class McpClientManager:
                     )
             return result
 
-        try:
-            return await self._guarded(connection, send(), stop, sent_state=request_state is not None)
-        except McpToolCallError as error:
-            if request_state and error.mcp_error_code is not None and error.message.startswith("MCP error "):
-                text = server_error_text(error.mcp_error_code, error.message.partition(": ")[2], redact=request_state)
-                raise McpToolCallError(error.code, text, mcp_error_code=error.mcp_error_code) from None
-            raise
+        return await self._guarded(connection, send(), stop, sent_state=request_state)
 
     async def _guarded(
-        self, connection: McpConnection, request: Coroutine[Any, Any, T], stop: asyncio.Event, *, sent_state: bool
+        self,
+        connection: McpConnection,
+        request: Coroutine[Any, Any, T],
+        stop: asyncio.Event,
+        *,
+        sent_state: str | None,
     ) -> T:
-        """Await one MCP request (abortable by ``stop``), mapping every failure to a stable ``McpToolCallError``."""
+        """Await one MCP request (abortable by ``stop``), mapping every failure to a stable ``McpToolCallError``.
+
+        Only a real transport closure (:class:`TransportClosed`, as the SDK reports it) or a transport
+        exception marks the connection broken; every JSON-RPC error the server sent, whatever its code,
+        is that call's ``SERVER_ERROR`` (or a more specific code) and leaves the connection and every
+        other call on it alone.
+        """
         try:
             return await self._abortable(request, stop)
         except McpToolCallError:
             raise
+        except TransportClosed:
+            connection.mark_broken()
+            lost = "the MCP connection closed; outcome unknown"
+            raise McpToolCallError(CallErrorCode.CONNECTION_LOST, lost) from None
+        except LocalTimeout:
+            raise McpToolCallError(CallErrorCode.SERVER_ERROR, "the MCP request timed out; outcome unknown") from None
         except MCPError as error:
             raise self._from_mcp_error(connection, error, sent_state=sent_state) from None
         except ValidationError:
@@ -434,17 +532,13 @@ class McpClientManager:
             ) from None
 
     @staticmethod
-    def _from_mcp_error(connection: McpConnection, error: MCPError, *, sent_state: bool) -> McpToolCallError:
+    def _from_mcp_error(connection: McpConnection, error: MCPError, *, sent_state: str | None) -> McpToolCallError:
+        """A JSON-RPC error the server sent → the call's stable error, carrying the server's own message.
+
+        Server-defined codes (-32000..-32099, JSON-RPC 2.0 §5.1) have no meaning a client may assume:
+        they are ``SERVER_ERROR`` like any other code without a specific rule here.
+        """
         code = error.code
-        if code == CONNECTION_CLOSED:
-            connection.mark_broken()
-            return McpToolCallError(
-                CallErrorCode.CONNECTION_LOST, "the MCP connection closed; outcome unknown", mcp_error_code=code
-            )
-        if code == REQUEST_TIMEOUT:
-            return McpToolCallError(
-                CallErrorCode.SERVER_ERROR, "the MCP request timed out; outcome unknown", mcp_error_code=code
-            )
         if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
             return McpToolCallError(
                 CallErrorCode.MISSING_CLIENT_CAPABILITY,
@@ -454,7 +548,7 @@ class McpClientManager:
         data = error.data if isinstance(error.data, dict) else {}
         if (
             code == INVALID_PARAMS
-            and sent_state
+            and sent_state is not None
             and (data.get("reason") == "invalid_request_state" or "requeststate" in error.message.lower())
         ):
             return McpToolCallError(
@@ -462,7 +556,9 @@ class McpClientManager:
                 "the server rejected or expired its requestState",
                 mcp_error_code=code,
             )
-        return McpToolCallError(CallErrorCode.SERVER_ERROR, server_error_text(code, error.message), mcp_error_code=code)
+        text = server_message(error.message, secret=sent_state)
+        message = f"MCP error {code}: {text}" if text else f"MCP error {code}"
+        return McpToolCallError(CallErrorCode.SERVER_ERROR, message, mcp_error_code=code)
 
     # --- checks -------------------------------------------------------------------------------
 

@@ -18,8 +18,11 @@ qualifies them ``SERVER:TOOL``). Rules:
 - ``CancelInvocation`` stops the call: the in-flight MCP request is cancelled and nothing more is
   sent for it (no failure frame either: the broker already settled it).
 - Heartbeats go out every ``Registered.heartbeat_interval`` (default ``heartbeat_seconds``).
-- If the stream fails, the link reconnects with exponential backoff; calls in flight on the old
-  stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
+- If the stream fails, the link reconnects with exponential backoff, reset by every successful
+  registration (so a broker restart is followed by a prompt re-registration); calls in flight on the
+  old stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
+- An answered ``InteractionResult`` is confirmed with ``InteractionReceived`` before the retry, so the
+  broker records the answer delivered (docs/security.md "No answer after settlement").
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from services.core.form import Answer, Form
 from services.core.form.convert import answer_from_proto, form_to_proto
 from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
-from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round
 from services.mcp_provider.status import StatusReporter, server_status
 
 log = logging.getLogger("maka.mcp_provider.provider")
@@ -55,8 +58,17 @@ _CLOSE_CODES: dict[int, CallErrorCode] = {
     CR.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
     CR.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
     CR.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
+    CR.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
 }
 """A form closed without an answer → why the call aborts (everything else: ``INTERACTION_CLOSED``)."""
+
+
+def round_to_proto(slot: RoundSlot) -> interaction_pb2.Round:
+    """A :class:`RoundSlot` as ``maka.interaction.v1.Round`` (deadline to the millisecond)."""
+    message = interaction_pb2.Round(position=slot.position, size=slot.size)
+    if slot.deadline is not None:
+        message.deadline.FromMilliseconds(int(slot.deadline * 1000))
+    return message
 
 
 def provider_id(server: str) -> str:
@@ -217,7 +229,6 @@ class ServerLink:
                     await self._changed.wait()
                 continue
             stream = _Stream(snapshot.generation, heartbeat_seconds=self._heartbeat)
-            opened = asyncio.get_running_loop().time()
             self._stream = stream
             try:
                 await self._serve(stream, snapshot)
@@ -229,9 +240,9 @@ class ServerLink:
                 )
             finally:
                 await self._end(stream)
-            # A stream that stayed registered for a while resets the backoff; one ended right away
-            # (e.g. two providers replacing each other's registration) keeps backing off.
-            if stream.registered.is_set() and asyncio.get_running_loop().time() - opened >= self._max:
+            # A successful registration resets the backoff, so the provider registers again promptly
+            # after every broker restart; only attempts that never registered back off further.
+            if stream.registered.is_set():
                 delay = self._initial
             if self._closing.is_set():
                 break
@@ -334,18 +345,29 @@ class ServerLink:
             correlation_id = f"{invocation_id}/{stream.counter}"
             future: asyncio.Future[broker_pb2.InteractionResult] = asyncio.get_running_loop().create_future()
             stream.forms[(invocation_id, correlation_id)] = future
-            stream.send(
-                broker_pb2.ConnectRequest(
-                    interaction_request=broker_pb2.InteractionRequest(
-                        invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
-                    )
-                )
+            request = broker_pb2.InteractionRequest(
+                invocation_id=invocation_id, correlation_id=correlation_id, form=form_to_proto(form)
             )
+            slot = current_round()
+            if slot is not None:
+                request.round.CopyFrom(round_to_proto(slot))
+            stream.send(broker_pb2.ConnectRequest(interaction_request=request))
             try:
                 result = await future
             finally:
                 stream.forms.pop((invocation_id, correlation_id), None)
             if result.close_reason == CR.CLOSE_REASON_ANSWERED and result.HasField("answer"):
+                # Confirm receipt before the retry: the broker records the answer delivered
+                # (docs/security.md "No answer after settlement").
+                stream.send(
+                    broker_pb2.ConnectRequest(
+                        interaction_received=broker_pb2.InteractionReceived(
+                            invocation_id=invocation_id,
+                            correlation_id=correlation_id,
+                            interaction_id=result.interaction_id,
+                        )
+                    )
+                )
                 return answer_from_proto(result.answer)
             code = _CLOSE_CODES.get(result.close_reason, CallErrorCode.INTERACTION_CLOSED)
             raise InteractionAborted(code, f"the form closed: {CR.Name(result.close_reason)}")
@@ -520,6 +542,15 @@ class McpProvider:
         if self.manager.connections.get(name) is connection:  # not a server re-added while draining
             self.manager.remove(name)
         self.reporter.poke()
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until no call is in flight on any link (the broker, draining too,
+        sends no new ones); True when every call finished. In-flight calls are left untouched."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for link in self.links.values():
+            await link.wait_idle(max(0.0, deadline - loop.time()))
+        return all(link.live_calls == 0 for link in self.links.values())
 
     async def close(self) -> None:
         """Stop the status report and the links (in-flight calls send nothing more), then the MCP

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
+
 from services.core.settings import GrpcServerSettings
 
 
@@ -34,3 +36,6 @@ class Settings(GrpcServerSettings):
     """Interval of ``ProviderHeartbeat`` frames on each broker ``Connect`` stream."""
     reload_drain_seconds: float = 60.0
     """On a config reload, how long a removed server's calls in flight may run before it closes."""
+    drain_seconds: float = Field(default=0.0, ge=0)
+    """On SIGTERM: how long calls in flight may go on finishing before the broker streams and MCP
+    connections close (set it with the broker's ``drain_seconds`` in a Host pod). 0 = no drain."""

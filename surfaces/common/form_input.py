@@ -11,7 +11,7 @@ every text-like widget and calls:
   errors from :func:`parse_field` and :func:`services.core.form.validate_answer` (RFC: "invalid input
   is shown inline and blocks Submit").
 - :func:`field_kind`, :func:`field_hints`, :func:`format_hint`, :func:`constraint_texts`, :func:`filter_options`,
-  :func:`plain_text`, :func:`format_time_left` — display helpers.
+  :func:`plain_text`, :func:`format_time_left`, :func:`round_summary` — display helpers.
 
 Messages never quote the value the user typed (it may be a secret).
 """
@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TypeAlias
 
 from services.core.form import (
@@ -197,7 +197,8 @@ def default_value(field: Field) -> FormValue | None:
 
 def initial_raw(field: Field) -> RawInput:
     """What the field's widget starts with: its default in raw form (text for text-like kinds, ``bool | None``
-    for boolean, option value or ``None`` for single select, a tuple for multi select)."""
+    for boolean, option value or ``None`` for single select, a tuple for multi select — ``None`` while a
+    multi select without a default is untouched, so an optional one is left out unless the user picks)."""
     if isinstance(field, StringField):
         return field.default or ""
     if isinstance(field, NumberField):
@@ -208,7 +209,7 @@ def initial_raw(field: Field) -> RawInput:
         return field.default
     if isinstance(field, SingleSelectField):
         return field.default
-    return tuple(field.default or ())
+    return None if field.default is None else tuple(field.default)
 
 
 def initial_raws(form: Form) -> list[RawInput]:
@@ -345,25 +346,31 @@ def _describe(reason: str, description: str) -> str:
 def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInput]) -> FormCheck:
     """Parse every field's raw input (by field index) and validate the resulting ``accept`` answer.
 
-    Fields left empty are omitted from the answer; an empty required field is reported as ``"required"``
-    (even when it has a default, which ``validate_answer`` would otherwise fill in); every other rule is
-    :func:`services.core.form.validate_answer`'s (RFC: core owns validation).
+    One rule for every surface (issue 16 findings 3 and 8; the authority applies the same one):
+
+    - a field left empty (text cleared, no option chosen, an untouched boolean or multi select without a
+      default) is omitted — never refilled with its default — and an empty *required* field is reported as
+      ``"required"``; so a required boolean without a default needs an explicit Yes or No;
+    - a required multi select is answered with the picks, ``[]`` included (``minItems`` decides);
+    - every other rule is :func:`services.core.form.validate_answer`'s (RFC: core owns validation).
+
     Returns a :class:`FormCheck`; never raises for bad input.
     """
     values: dict[str, FormValue] = {}
     errors: dict[int, str] = {}
     for index, f in enumerate(form.fields):
         raw = raws.get(index) if isinstance(raws, Mapping) else (raws[index] if index < len(raws) else None)
+        if raw is None and f.required and isinstance(f, MultiSelectField):
+            raw = ()  # nothing picked is an answer for a required multi select: [] (minItems decides)
         try:
             value = parse_field(f, raw)
         except FieldInputError as error:
             errors[index] = str(error)
             continue
-        if value is None or value == ():
+        if value is None:
             if f.required:
-                errors[index] = "required"  # checked here: validate_answer would fill a default in
-            if value is None:
-                continue
+                errors[index] = "required"
+            continue
         values[f.name] = value
     answer = Answer(action=Action.ACCEPT, values=values)
     form_errors: list[str] = []
@@ -436,6 +443,24 @@ def format_time_left(expires_at: datetime | None, now: datetime) -> str:
     return f"{secs}s left"
 
 
+def round_summary(position: int, size: int, deadline: datetime | None, now: datetime) -> str:
+    """One line about a form's MRTR round, e.g. ``"form 1 of 2 · the round ends 14:05:09 UTC (4m 05s left)"``.
+
+    The round's forms are answered together in one retry that the server accepts only until its
+    ``requestState`` expires (``deadline``), so every form of the round shows the same deadline. Empty when
+    the form is not part of a round (``size`` 0); the position is left out for a one-form round.
+    """
+    if size <= 0:
+        return ""
+    parts: list[str] = []
+    if size > 1:
+        parts.append(f"form {position} of {size}")
+    if deadline is not None:
+        ends = deadline.astimezone(UTC).strftime("%H:%M:%S UTC")
+        parts.append(f"the round ends {ends} ({format_time_left(deadline, now)})")
+    return " · ".join(parts)
+
+
 def value_to_json(value: FormValue) -> object:
     """A typed value as JSON-ready data (multi-select tuple → list)."""
     return list(value) if isinstance(value, tuple) else value
@@ -457,19 +482,28 @@ def field_to_json(field: Field) -> dict[str, object]:
     }
 
 
-def values_from_json(form: Form, data: object) -> dict[str, FormValue]:
-    """Values given as a JSON object (``maka answer ID accept --values JSON``) → typed values by field.
+def values_from_json(form: Form, data: object, *, untouched_defaults: bool = False) -> dict[str, FormValue]:
+    """Values given as a JSON object (``maka answer ID accept --values JSON``, the web page's answer) → typed
+    values by field.
 
-    Numbers for integer fields must be integral; lists become tuples. Unknown keys are kept as given so
-    ``validate_answer`` reports them. Raises :class:`FieldInputError` when ``data`` is not an object or a
-    value has a JSON type no field kind accepts.
+    Numbers for integer fields must be integral; lists become tuples; ``null`` means "cleared" and the key is
+    left out. With ``untouched_defaults`` (``maka answer``: a key the user did not mention is a field left
+    untouched, like a pre-filled widget) every field absent from ``data`` that has a default gets it; a field
+    given as ``null`` stays cleared. Unknown keys are kept as given so ``validate_answer`` reports them. Raises
+    :class:`FieldInputError` when ``data`` is not an object or a value has a JSON type no field kind accepts.
     """
     if not isinstance(data, dict):
         raise FieldInputError("values must be a JSON object")
     by_name = {f.name: f for f in form.fields}
     out: dict[str, FormValue] = {}
+    if untouched_defaults:
+        for untouched in form.fields:
+            if untouched.name not in data and untouched.default is not None:
+                out[untouched.name] = untouched.default
     for key, value in data.items():
         f = by_name.get(key)
+        if value is None:
+            continue
         if isinstance(value, bool | str):
             out[key] = value
         elif isinstance(value, int | float):

@@ -90,6 +90,26 @@ class CloseReason(StrEnum):
     LEASE_EXPIRED = "lease_expired"
     TIMED_OUT = "timed_out"
     SUPERSEDED = "superseded"
+    ROUND_EXPIRED = "round_expired"
+
+
+class Delivery(StrEnum):
+    """``maka.interaction.v1.DeliveryState`` without prefix, lower case: did a committed answer reach the
+    provider (docs/security.md "No answer after settlement")? ``unspecified`` unless answered."""
+
+    UNSPECIFIED = "unspecified"
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    LOST = "lost"
+
+
+def delivery_of(value: int) -> Delivery:
+    """``maka.interaction.v1.DeliveryState`` enum number → :class:`Delivery`."""
+    try:
+        name = interaction_pb2.DeliveryState.Name(value)  # type: ignore[arg-type]
+    except ValueError:
+        return Delivery.UNSPECIFIED
+    return Delivery(name.removeprefix("DELIVERY_STATE_").lower())
 
 
 class InteractionState(StrEnum):
@@ -111,8 +131,12 @@ CLOSE_REASON_TEXT: dict[CloseReason, str] = {
     CloseReason.LEASE_EXPIRED: "the Host stopped renewing it",
     CloseReason.TIMED_OUT: "it timed out",
     CloseReason.SUPERSEDED: "it was replaced",
+    CloseReason.ROUND_EXPIRED: "the server's time for this round of questions ran out",
 }
 """Plain-language text for each close reason, for surfaces to show when a form disappears."""
+
+LOST_TEXT = "your answer was recorded but never reached the Tool: {reason} first (nothing was retried)"
+"""What surfaces say when a committed answer's delivery is ``lost`` (``{reason}``: a CLOSE_REASON_TEXT)."""
 
 
 class InteractionError(Exception):
@@ -209,6 +233,21 @@ class InteractionView:
     """When the bounded wait ends (``None``: no limit known)."""
     settled_at: datetime | None
     proto: interaction_pb2.Interaction = field(repr=False, compare=False)
+    delivery: Delivery = Delivery.UNSPECIFIED
+    """Answered only: whether the answer reached the provider (``lost``: the call ended first)."""
+    delivery_lost_reason: CloseReason = CloseReason.UNSPECIFIED
+    """With ``delivery`` ``lost``: how the call ended (stopped, provider_lost, host_restarted, ...)."""
+    round_position: int = 0
+    """1-based place of this form in its MRTR round (0: not part of a round)."""
+    round_size: int = 0
+    """How many forms the round has (0: not part of a round)."""
+    round_deadline: datetime | None = None
+    """The round's one deadline (its ``requestState`` expires then); ``None`` when none is known."""
+
+    @property
+    def round_text(self) -> str:
+        """``"form 1 of 2"`` for a form of a round with more than one form, else ``""``."""
+        return f"form {self.round_position} of {self.round_size}" if self.round_size > 1 else ""
 
     @property
     def pending(self) -> bool:
@@ -240,6 +279,15 @@ class InteractionView:
             "created_at": _iso(self.created_at),
             "expires_at": _iso(self.expires_at),
             "settled_at": _iso(self.settled_at),
+            "delivery": self.delivery.value if self.delivery is not Delivery.UNSPECIFIED else None,
+            "delivery_lost_reason": self.delivery_lost_reason.value if self.delivery is Delivery.LOST else None,
+            "round": {
+                "position": self.round_position,
+                "size": self.round_size,
+                "deadline": _iso(self.round_deadline),
+            }
+            if self.round_size
+            else None,
         }
 
     @classmethod
@@ -262,6 +310,11 @@ class InteractionView:
             expires_at=_time(message.expires_at, message.HasField("expires_at")),
             settled_at=_time(message.settled_at, message.HasField("settled_at")),
             proto=message,
+            delivery=delivery_of(message.delivery),
+            delivery_lost_reason=close_reason_of(message.delivery_lost_reason),
+            round_position=message.round.position,
+            round_size=message.round.size,
+            round_deadline=_time(message.round.deadline, message.round.HasField("deadline")),
         )
 
 
@@ -299,6 +352,14 @@ class Closed:
 
 
 @dataclass(frozen=True)
+class DeliveryRecorded:
+    """A committed answer's delivery became ``delivered`` or ``lost`` (``interaction.delivery``)."""
+
+    interaction: InteractionView
+    resume_token: str
+
+
+@dataclass(frozen=True)
 class Disconnected:
     """The stream dropped; the client reconnects after ``retry_in`` seconds and resumes."""
 
@@ -307,7 +368,7 @@ class Disconnected:
     attempt: int
 
 
-AttachEvent: TypeAlias = Snapshot | Opened | Answered | Closed | Disconnected
+AttachEvent: TypeAlias = Snapshot | Opened | Answered | Closed | DeliveryRecorded | Disconnected
 """What :meth:`InteractionClient.attach` yields."""
 
 
@@ -355,6 +416,8 @@ def decode_event(response: interaction_service_pb2.AttachResponse) -> AttachEven
             return Answered(view, token)
         if event.kind == interaction_pb2.EVENT_KIND_CLOSED:
             return Closed(view, view.close_reason, token)
+        if event.kind == interaction_pb2.EVENT_KIND_DELIVERY:
+            return DeliveryRecorded(view, token)
         return None
     return None
 

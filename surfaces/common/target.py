@@ -1,19 +1,21 @@
-"""Finding the Interaction service from a surface command: ``--interaction HOST:PORT`` or ``endpoints.json``,
-and the Host to read there: ``--host H`` (an Interaction tier may serve several Hosts, docs/design.md "Many Hosts").
+"""Finding the Interaction service from a surface command: ``--interaction HOST:PORT`` or ``endpoints.json``.
 
-Used by ``maka pending``, ``maka answer`` and ``maka tui`` (DESIGN.md §7: every command finds the stack
-through ``--state-dir`` / ``MAKA_STATE_DIR``).
+Used by ``maka pending``, ``maka answer``, ``maka tui`` and ``maka web`` (docs/design.md: every command finds
+the stack through ``--state-dir`` / ``MAKA_STATE_DIR``). ``--host-id`` names the Host whose forms a command
+addresses when the Interaction tier serves several (docs/design.md, "Many Hosts").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 
 from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--state-dir``, ``--interaction HOST:PORT`` (wins over the state dir when given) and ``--host H``."""
+    """Add ``--state-dir`` and ``--interaction HOST:PORT`` (the latter wins when given)."""
     add_state_dir_argument(parser)
     parser.add_argument(
         "--interaction",
@@ -22,11 +24,11 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         help="address of the Interaction service (default: read from the state dir's endpoints.json)",
     )
     parser.add_argument(
-        "--host",
-        metavar="H",
-        default="",
-        dest="host_id",
-        help="the Runtime Host whose forms to read (default: the tier's only Host, or the one your token names)",
+        "--host-id",
+        metavar="ID",
+        default=None,
+        help="the Host whose forms to address on a tier serving several (default: $MAKA_HOST_ID, else the "
+        "stack's Host from endpoints.json, else the tier's only Host or the only one the token names)",
     )
 
 
@@ -40,3 +42,17 @@ def interaction_target(args: argparse.Namespace) -> str:
     if not endpoints.interaction:
         raise ValueError(f"{args.state_dir}/endpoints.json names no Interaction service")
     return endpoints.interaction
+
+
+def host_id(args: argparse.Namespace) -> str:
+    """The Host id to send: ``--host-id``, ``$MAKA_HOST_ID``, the state dir's Host (when no ``--interaction``
+    was given and ``endpoints.json`` is readable), or empty (the tier's only Host / the token's only Host)."""
+    explicit: str | None = getattr(args, "host_id", None)
+    if explicit:
+        return explicit
+    if os.environ.get("MAKA_HOST_ID"):
+        return os.environ["MAKA_HOST_ID"]
+    if not args.interaction:
+        with contextlib.suppress(FileNotFoundError, ValueError, TypeError, OSError):
+            return read_endpoints(args.state_dir).host_id
+    return ""

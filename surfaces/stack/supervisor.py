@@ -42,6 +42,7 @@ import httpx
 import redis.asyncio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.broker.main import SUPERSEDED_EXIT_CODE
 from services.core import healthcheck
 from services.core.channels import open_channel
 from services.mcp_provider.config import ConfigError, ServerConfig, load_config
@@ -50,6 +51,8 @@ from surfaces.common.server_status import fetch_status
 
 log = logging.getLogger("maka.stack.supervisor")
 
+SUPERSEDED = "HOST_SUPERSEDED"
+"""The stable code ``maka up`` prints (and the ``gave_up`` detail starts with) for a superseded broker."""
 EventKind = Literal["started", "ready", "exited", "restarting", "gave_up", "stopped"]
 MAX_LINE_BYTES = 1024 * 1024
 """Longest forwarded output line; a longer one is dropped (the next lines still flow)."""
@@ -89,6 +92,9 @@ class ChildSpec:
     """Restart after an unexpected exit (only once the stack is up)."""
     prepare: Callable[[ChildSpec, int], Awaitable[None]] | None = None
     cwd: Path | None = None
+    final_exits: Mapping[int, str] = field(default_factory=lambda: dict[int, str]())
+    """Exit codes that mean "do not restart": the child is given up at once (event ``gave_up``) with
+    this text as its ``detail`` (e.g. a superseded broker, which a restart would make fence back)."""
 
 
 @dataclass
@@ -304,6 +310,9 @@ class Supervisor:
         if child.expected_exit or self._stopping:
             return
         self._emit(StackEvent("exited", child.spec.name, code=code))
+        if code in child.spec.final_exits:
+            self._emit(StackEvent("gave_up", child.spec.name, code=code, detail=child.spec.final_exits[code]))
+            return
         if not child.spec.restart or not child.was_ready:  # a child that never came up fails start()
             return
         task = asyncio.create_task(self._restart_after_crash(child))
@@ -340,6 +349,20 @@ class Supervisor:
         self._emit(StackEvent("stopped", name))
         await self._launch(child)
         await self._await_ready(child)
+        if self.on_change is not None:
+            await self.on_change()
+
+    async def restart_together(self, names: Sequence[str]) -> None:
+        """SIGTERM every child in ``names`` at once (as Kubernetes stops the containers of one pod),
+        wait for all to exit (each bounded by ``stop_grace``), then launch them again in the given
+        order, each ready before the next."""
+        children = [self._children[name] for name in names]
+        await asyncio.gather(*(self._terminate(child) for child in children))
+        for child in children:
+            self._emit(StackEvent("stopped", child.spec.name, code=child.process.returncode if child.process else None))
+        for child in children:
+            await self._launch(child)
+            await self._await_ready(child)
         if self.on_change is not None:
             await self.on_change()
 
@@ -656,6 +679,9 @@ class Stack:
         tools_timeout: float = 30.0,
         extra_env: Mapping[str, str] | None = None,
         metrics: Mapping[str, int] | None = None,
+        max_restarts: int = 5,
+        restart_window: float = 60.0,
+        restart_backoff: float = 0.2,
     ) -> None:
         self.config_path = config_path.resolve()
         self.state_dir = state_dir.resolve()
@@ -676,7 +702,14 @@ class Stack:
         self.tools_timeout = tools_timeout
         """Seconds ``start()`` waits for every configured MCP server's Tools to be registered."""
         self._socket_dir: Path | None = None
-        self.supervisor = Supervisor(sink=sink, ready_timeout=ready_timeout, stop_grace=stop_grace)
+        self.supervisor = Supervisor(
+            sink=sink,
+            ready_timeout=ready_timeout,
+            stop_grace=stop_grace,
+            max_restarts=max_restarts,
+            restart_window=restart_window,
+            restart_backoff=restart_backoff,
+        )
         self.supervisor.on_change = self._write_endpoints
         self.bound: dict[str, int] = {}
         """The port each child bound (by child name), known once it is ready."""
@@ -770,6 +803,11 @@ class Stack:
         """Gracefully restart child ``name`` on the same port and wait until it is ready."""
         await self.supervisor.restart(name)
 
+    async def restart_host(self) -> None:
+        """A rolling restart of the Host: SIGTERM broker and provider together (one pod's containers),
+        let them drain (``MAKA_DRAIN_SECONDS``), then start them again and wait until both are ready."""
+        await self.supervisor.restart_together((self.BROKER, self.PROVIDER))
+
     def subscribe(self) -> asyncio.Queue[StackEvent]:
         """A queue of every later :class:`StackEvent` (exits, restarts, readiness)."""
         return self.supervisor.subscribe()
@@ -840,12 +878,18 @@ class Stack:
         )
 
     def _broker_spec(self) -> ChildSpec:
-        return self._grpc_spec(
+        spec = self._grpc_spec(
             self.BROKER,
             "services.broker.main",
             self.ports.broker,
             lambda: {"MAKA_INTERACTION_TARGET": self.address(self.INTERACTION)},
         )
+        spec.final_exits = {
+            SUPERSEDED_EXIT_CODE: f"{SUPERSEDED}: the broker exited {SUPERSEDED_EXIT_CODE}: another broker began a"
+            f" newer epoch of Host {self.host_id!r} on the same Redis (a second `maka up` or pod with this host"
+            " id); it is not restarted, which would fence that one back"
+        }
+        return spec
 
     def _provider_spec(self) -> ChildSpec:
         return self._grpc_spec(

@@ -20,7 +20,8 @@ select.
 
 Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#servers`` (the MCP
 servers' status, when a ``server_status`` source is given), ``#provenance``,
-``#warning``, ``#message``, ``#time-left``, ``#label-<index>`` (field label, ``▶`` while focused),
+``#warning``, ``#message``, ``#time-left``, ``#round`` (``form 1 of 2 · the round ends …``),
+``#label-<index>`` (field label, ``▶`` while focused),
 ``#field-<index>`` (the input widget of field ``index``), ``#filter-<index>`` (option filter of long
 select lists), ``#error-<index>``, ``#form-error``, ``#submit``, ``#decline``, ``#dismiss``.
 
@@ -86,13 +87,17 @@ from surfaces.common.form_input import (
     format_time_left,
     initial_raws,
     plain_text,
+    round_summary,
 )
 from surfaces.common.interaction_client import (
     CLOSE_REASON_TEXT,
+    LOST_TEXT,
     Answered,
     AttachEvent,
     Closed,
     CloseReason,
+    Delivery,
+    DeliveryRecorded,
     Disconnected,
     InteractionError,
     InteractionView,
@@ -266,6 +271,12 @@ class FormPanel(Vertical):
         yield Static(WARNING_TEXT, id="warning", markup=False)
         yield Static(plain_text(form.message), id="message", markup=False)
         yield Static(format_time_left(self.view.expires_at, self._now), id="time-left", markup=False)
+        view = self.view
+        yield Static(
+            round_summary(view.round_position, view.round_size, view.round_deadline, self._now),
+            id="round",
+            markup=False,
+        )
         for index, f in enumerate(form.fields):
             yield from self._field_row(index, f)
         yield Static("", id="form-error", markup=False)
@@ -495,6 +506,11 @@ class MakaTui(App[None]):
             await self._remove(event.interaction.interaction_id, CloseReason.ANSWERED)
         elif isinstance(event, Closed):
             await self._remove(event.interaction.interaction_id, event.reason)
+        elif isinstance(event, DeliveryRecorded) and event.interaction.delivery is Delivery.LOST:
+            view = event.interaction
+            message = plain_text(view.form.message, keep_newlines=False)[:60]
+            reason = CLOSE_REASON_TEXT[view.delivery_lost_reason]
+            self._notice(f"Form “{message}”: {LOST_TEXT.format(reason=reason)}.")
         self._status(self._connected_text())
 
     @work(group="explain")
@@ -620,9 +636,13 @@ class MakaTui(App[None]):
     def _tick(self) -> None:
         now = self._now()
         if self.selected_id is not None and self.selected_id in self.pending:
+            view = self.pending[self.selected_id]
             for widget in self.query("#time-left"):
                 if isinstance(widget, Static):
-                    widget.update(format_time_left(self.pending[self.selected_id].expires_at, now))
+                    widget.update(format_time_left(view.expires_at, now))
+            for widget in self.query("#round"):
+                if isinstance(widget, Static):
+                    widget.update(round_summary(view.round_position, view.round_size, view.round_deadline, now))
         self._refresh_items()
 
     # --- editing ------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import grpc
 import grpc.aio
@@ -49,6 +50,7 @@ from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interaction_client import (
     Answered,
     Closed,
+    DeliveryRecorded,
     Disconnected,
     InteractionClient,
     InteractionError,
@@ -81,6 +83,17 @@ _HTTP_STATUS: dict[grpc.StatusCode, int] = {
 }
 
 
+def _allowed_hosts(loopback: bool, public_origin: str) -> list[str]:
+    """Loopback names (plus the public origin's host) on a loopback bind; any host otherwise."""
+    if not loopback:
+        return ["*"]
+    hosts = list(LOOPBACK_HOSTS)
+    public_host = urlsplit(public_origin).hostname if public_origin else None
+    if public_host:
+        hosts.append(public_host)
+    return hosts
+
+
 def _error_body(error: InteractionError) -> dict[str, Any]:
     detail = error.detail
     violations = []
@@ -99,7 +112,11 @@ class WebSurface:
     def __init__(self, settings: WebSettings, backend: InteractionClient) -> None:
         self.settings = settings
         self.backend = backend
-        self.guard = Guard(settings.surface_token.get_secret_value())
+        self.guard = Guard(
+            settings.surface_token.get_secret_value(),
+            secret=settings.shared_secret(),
+            public_origin=settings.web_public_origin,
+        )
         self.sessions: list[str] = list(settings.sessions)
 
     def visible(self, session_id: str) -> bool:
@@ -264,7 +281,7 @@ class WebSurface:
                         id=event.resume_token or None,
                         retry=SSE_RETRY_MS,
                     )
-                elif isinstance(event, Opened | Answered | Closed):
+                elif isinstance(event, Opened | Answered | Closed | DeliveryRecorded):
                     if not self.visible(event.interaction.session_id):
                         continue
                     name = (
@@ -272,6 +289,8 @@ class WebSurface:
                         if isinstance(event, Opened)
                         else "answered"
                         if isinstance(event, Answered)
+                        else "delivery"
+                        if isinstance(event, DeliveryRecorded)
                         else "closed"
                     )
                     yield ServerSentEvent(
@@ -323,7 +342,7 @@ def create_app(settings: WebSettings, backend: InteractionClient) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS) if loopback else ["*"]),
+        Middleware(TrustedHostMiddleware, allowed_hosts=_allowed_hosts(loopback, settings.web_public_origin)),
         Middleware(GuardMiddleware, guard=surface.guard),
     ]
     app = Starlette(routes=routes, middleware=middleware)

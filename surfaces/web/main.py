@@ -120,7 +120,8 @@ async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
         lifespan="off",
         access_log=False,
         log_config=None,
-        proxy_headers=False,
+        proxy_headers=bool(settings.web_forwarded_allow_ips),
+        forwarded_allow_ips=settings.web_forwarded_allow_ips or None,
         server_header=False,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )

@@ -6,10 +6,13 @@
   ``/login`` step (HttpOnly, SameSite=Strict; its value is an HMAC of the token, never the token).
   Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``.
 - **CSRF**: every unsafe request authenticated by cookie or by nothing (no token configured) must
-  come from this origin (``Origin`` equal to the request's own origin, or, when the browser sends
-  none or ``null``, ``Sec-Fetch-Site: same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF``
-  (from ``GET /api/session``) and a JSON body. Bearer-authenticated requests are not ambient
-  credentials and skip the origin check.
+  come from this origin (``Origin`` equal to the configured public origin, else to the request's own
+  origin as the trusted proxy headers describe it, or, when the browser sends none or ``null``,
+  ``Sec-Fetch-Site: same-origin``); ``/api/`` POSTs must also carry ``X-Maka-CSRF`` (from
+  ``GET /api/session``) and a JSON body. Bearer-authenticated requests are not ambient credentials and
+  skip the origin check. The CSRF token is an HMAC of a shared secret (``MAKA_WEB_SECRET_FILE``), so
+  every replica of the surface accepts the token any replica handed out; without a secret it is random
+  per process.
 """
 
 from __future__ import annotations
@@ -52,11 +55,18 @@ def error_json(status: int, reason: str, message: str) -> JSONResponse:
 class Guard:
     """Decides who may use the surface. ``token`` empty means open (loopback default)."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, *, secret: bytes | None = None, public_origin: str = "") -> None:
         self.token = token
-        self.csrf_token = secrets.token_urlsafe(32)
+        self.public_origin = public_origin
         self._cookie_value = (
             hmac.new(token.encode(), b"maka-web-session-v1", hashlib.sha256).hexdigest() if token else ""
+        )
+        # One token per deployment (secret) and login (the cookie's HMAC): replicas agree without
+        # sharing state, and rotating the secret or the surface token invalidates every old one.
+        self.csrf_token = (
+            hmac.new(secret, b"maka-web-csrf-v1|" + self._cookie_value.encode(), hashlib.sha256).hexdigest()
+            if secret
+            else secrets.token_urlsafe(32)
         )
 
     @property
@@ -87,8 +97,8 @@ class Guard:
         """True when the browser says the request comes from this origin."""
         origin = request.headers.get("origin")
         if origin is not None and origin != "null":
-            own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-            return hmac.compare_digest(origin.encode(), own.encode())
+            own = self.public_origin or f"{request.url.scheme}://{request.headers.get('host', '')}"
+            return hmac.compare_digest(origin.lower().encode(), own.lower().encode())
         return request.headers.get("sec-fetch-site") == "same-origin"
 
     def check(self, request: Request) -> Response | None:

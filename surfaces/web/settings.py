@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -17,12 +18,12 @@ class WebSettings(BaseSettings):
 
     interaction_target: str = "127.0.0.1:50051"
     """``host:port`` of the Interaction service (``maka web`` reads it from ``endpoints.json`` when unset)."""
+    host_id: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,128}$")
+    """The Host whose forms this page shows, on an Interaction tier serving several; empty = the tier's only
+    Host, or the only one the surface token names."""
     broker_target: str = ""
     """``host:port`` of the Capability broker, for the server status and the activity list (``GetStatus``);
     empty hides both (``maka web`` reads it from ``endpoints.json`` when unset)."""
-    host_id: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$")
-    """The Runtime Host whose forms the page shows and answers (``host_id`` of every request). Empty = the
-    Interaction tier's only Host, or else the only one the surface token names (docs/design.md, "Many Hosts")."""
     web_listen: str = "127.0.0.1:8765"
     """``host:port`` the web page binds; loopback by default. Port 0 picks a free one (see ``web_port_file``)."""
     web_port_file: Path | None = None
@@ -34,6 +35,42 @@ class WebSettings(BaseSettings):
     """Session ids whose forms are shown (comma-separated or a JSON list); empty = every visible session."""
     log_level: str = "INFO"
     """Python logging level."""
+    web_secret_file: Path | None = None
+    """File holding the shared secret (at least 32 bytes) from which every replica derives the same
+    CSRF token, so N replicas serve one page without sticky sessions (a Kubernetes Secret). Unset = a
+    random secret per process, which is right for one replica only."""
+    web_public_origin: str = ""
+    """The origin browsers use, e.g. ``https://maka.example.com`` behind a TLS-terminating ingress.
+    When set, unsafe requests must carry exactly this ``Origin`` (and its host is an allowed Host)."""
+    web_forwarded_allow_ips: str = ""
+    """Comma-separated proxy addresses (or ``*``) whose ``X-Forwarded-Proto``/``X-Forwarded-For`` are
+    trusted, so the page sees the browser's scheme and sets ``Secure`` cookies. Empty = no proxy headers."""
+
+    @field_validator("web_public_origin")
+    @classmethod
+    def _check_origin(cls, value: str) -> str:
+        text = value.strip().rstrip("/")
+        if not text:
+            return ""
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
+            raise ValueError(f"MAKA_WEB_PUBLIC_ORIGIN must be scheme://host[:port], got {value!r}")
+        return f"{parts.scheme}://{parts.netloc.lower()}"
+
+    def shared_secret(self) -> bytes | None:
+        """The bytes of ``web_secret_file`` (surrounding whitespace removed), or None when unset.
+
+        Raises ``ValueError`` when the file cannot be read or holds fewer than 32 bytes.
+        """
+        if self.web_secret_file is None:
+            return None
+        try:
+            secret = self.web_secret_file.read_bytes().strip()
+        except OSError as error:
+            raise ValueError(f"MAKA_WEB_SECRET_FILE {self.web_secret_file}: {error.strerror}") from None
+        if len(secret) < 32:
+            raise ValueError(f"MAKA_WEB_SECRET_FILE {self.web_secret_file}: needs at least 32 bytes")
+        return secret
 
     @field_validator("sessions", mode="before")
     @classmethod

@@ -15,6 +15,8 @@ Interaction view shape::
      "state": "pending" | "answered" | "closed", "close_reason": "" | "answered" | "stopped" | ...,
      "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
      "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
+     "delivery": "" | "pending" | "delivered" | "lost", "delivery_lost_text": str (with "lost"),
+     "round": {"position": int, "size": int, "deadline": ISO-8601 UTC | null} | null,
      "requester": {"provider_id", "provider_display_name", "claimed_server", "claimed_tool"},
      "message": str,
      "fields": [{"name", "kind": "string" | "email" | "uri" | "date" | "date-time" | "number" | "integer" |
@@ -31,7 +33,7 @@ from typing import Any
 from services.core.form import Action, Answer
 from services.core.form.errors import FormErrorReason, Violation
 from surfaces.common.form_input import FieldInputError, field_to_json, plain_text, values_from_json
-from surfaces.common.interaction_client import CLOSE_REASON_TEXT, CloseReason, InteractionView
+from surfaces.common.interaction_client import CLOSE_REASON_TEXT, CloseReason, Delivery, InteractionView
 
 JsonObject = dict[str, Any]
 
@@ -77,6 +79,11 @@ def interaction_view(ix: InteractionView) -> JsonObject:
         "created_at": iso(ix.created_at),
         "expires_at": iso(ix.expires_at),
         "settled_at": iso(ix.settled_at),
+        "delivery": ix.delivery.value if ix.delivery is not Delivery.UNSPECIFIED else "",
+        "delivery_lost_text": CLOSE_REASON_TEXT[ix.delivery_lost_reason] if ix.delivery is Delivery.LOST else "",
+        "round": {"position": ix.round_position, "size": ix.round_size, "deadline": iso(ix.round_deadline)}
+        if ix.round_size
+        else None,
         "requester": {
             "provider_id": plain_text(requester.provider_id, keep_newlines=False),
             "provider_display_name": plain_text(requester.provider_display_name, keep_newlines=False),

@@ -107,8 +107,16 @@ async def test_c07_stop_while_a_form_is_pending_sends_no_retry_and_leaves_nothin
         await answer(timed.interaction, record, form_pb2.ACTION_ACCEPT, DEPLOY_VALUES, submission_id="late")
     assert error_from_rpc(refused.value).reason == "CLOSED"
     # No retry reached the server, and the invocation is gone: a second Stop finds nothing to stop.
-    assert len(timed.examples.tool_calls("deploy", where={"artifact": artifact})) == 1
     assert await stop(timed.broker, request_) == 0
+    # Settle window (issue 16 finding 10): a later call on the same server connection is on the wire before
+    # the count is taken, so a late retry of the stopped call would have shown up by then.
+    marker = f"{artifact}-marker"
+    async with ToolCall(timed.broker, "examples:deploy", {"artifact": marker}, session=f"{session}-marker") as later:
+        await later.awaiting()
+        await timed.examples.wait_tool_calls(1, "deploy", artifact=marker)
+        await stop(timed.broker, broker_pb2.StopRequest(session_id=f"{session}-marker"))
+        await later.terminal()
+    assert len(timed.examples.tool_calls("deploy", where={"artifact": artifact})) == 1
 
 
 async def test_c10_the_execution_timer_is_suspended_while_the_form_is_pending(timed: Timed) -> None:

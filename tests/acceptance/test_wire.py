@@ -127,8 +127,9 @@ async def form_of(shared: Shared, call: ToolCall) -> interaction_pb2.Interaction
 
 
 PROFILE = {"name": form_pb2.Value(string_value="Ada"), "age": form_pb2.Value(integer_value=36)}
-PROFILE_CONTENT = {"name": "Ada", "age": 36, "color": "red"}
-"""What the server receives for :data:`PROFILE`: the typed values plus the schema's ``color`` default."""
+PROFILE_CONTENT = {"name": "Ada", "age": 36}
+"""What the server receives for :data:`PROFILE`: exactly the typed values. ``color`` (default ``red``) was left
+out of the answer and stays out: the Host never refills a default (issue 16 finding 3)."""
 
 
 async def test_c01_a_modern_tool_asks_one_form_gets_a_typed_accept_and_completes_on_a_second_call(

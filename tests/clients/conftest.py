@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from surfaces.stack.supervisor import Stack
-from tests.clients.nginx import Nginx
+from tests.helpers.nginx import Nginx, grpc_proxy
 from tests.helpers.stack import RunningStack
 from tests.reliability.harness import calls, reliability_stack, tools_ready
 
@@ -65,7 +65,7 @@ async def proxied(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pro
 @pytest_asyncio.fixture(loop_scope="package")
 async def nginx(proxied: Proxied, tmp_path: Path) -> AsyncIterator[Nginx]:
     """A real nginx h2c gRPC proxy in front of the shared stack's broker."""
-    proxy = Nginx(tmp_path / "nginx", proxied.broker, read_timeout="20s")
+    proxy = grpc_proxy(tmp_path / "nginx", proxied.broker, read_timeout="20s")
     await proxy.start()
     try:
         yield proxy

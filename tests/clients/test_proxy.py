@@ -30,7 +30,7 @@ from maka_client import (
     ToolCall,
 )
 from tests.clients.conftest import GRACE_SECONDS, KEEPALIVE_SECONDS, Proxied
-from tests.clients.nginx import Nginx
+from tests.helpers.nginx import Nginx
 from tests.reliability.counting_server import digest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="package")]

@@ -13,7 +13,7 @@ import pytest
 
 from maka_client import SurfaceClient
 from tests.clients.conftest import Proxied
-from tests.clients.nginx import Nginx
+from tests.helpers.nginx import Nginx
 from tests.reliability.counting_server import digest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="package")]

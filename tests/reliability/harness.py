@@ -85,10 +85,12 @@ async def reliability_stack(
     child_env: Mapping[str, Mapping[str, str]] | None = None,
     echo: bool = True,
     on_stack: Callable[[Stack], object] | None = None,
+    stack_options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[tuple[RunningStack, Path]]:
     """Start the stack with the counting server; yields ``(running stack, calls log)``; always stops it.
 
-    ``on_stack`` sees the :class:`Stack` before it starts (e.g. for a proxy that needs its addresses).
+    ``on_stack`` sees the :class:`Stack` before it starts (e.g. for a proxy that needs its addresses);
+    ``stack_options`` are more :class:`Stack` keyword arguments (e.g. its restart policy).
 
     Raises ``TimeoutError`` when start or stop exceed their bounds, ``StackError`` when a child fails.
     """
@@ -110,6 +112,7 @@ async def reliability_stack(
         stop_grace=5,
         extra_env=env,
         child_env=child_env or {},
+        **(stack_options or {}),
     )
     if on_stack is not None:
         on_stack(stack)

@@ -7,6 +7,9 @@ certificates are generated with ``cryptography``. Source: DESIGN.md §6, issue 9
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -23,6 +26,8 @@ from services.interaction.main import InteractionApp, build
 from services.interaction.settings import Settings as InteractionSettings
 from tests.helpers.certs import make_certs
 from tests.reliability.harness import interaction_stub
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_the_real_services_speak_mutual_tls_and_refuse_clients_without_a_certificate(
@@ -69,3 +74,43 @@ async def test_the_real_services_speak_mutual_tls_and_refuse_clients_without_a_c
             await broker.stop()
     finally:
         await running.stop()
+
+
+async def test_the_health_probe_checks_a_mutual_tls_service_with_its_client_certificate(
+    tmp_path: Path, redis_url: str
+) -> None:
+    certs = make_certs(tmp_path)
+    settings = InteractionSettings(
+        redis_url=redis_url,
+        host_id="tls-probe",
+        tls_cert_file=certs.server_cert,
+        tls_key_file=certs.server_key,
+        tls_client_ca_file=certs.ca,
+        grace_seconds=0.5,
+    )
+    app = await build(settings)
+    running = await start_server(app, settings)
+    target = f"localhost:{running.port}"
+    probe = [sys.executable, "-m", "services.core.healthcheck", target]
+    mtls = ["--ca", str(certs.ca), "--cert", str(certs.client_cert), "--key", str(certs.client_key)]
+    try:
+        plaintext = await asyncio.to_thread(subprocess.run, probe, check=False, timeout=30, cwd=ROOT)
+        no_client_cert = await asyncio.to_thread(
+            subprocess.run, [*probe, "--ca", str(certs.ca)], check=False, timeout=30, cwd=ROOT
+        )
+        with_cert = await asyncio.to_thread(subprocess.run, [*probe, *mtls], check=False, timeout=30, cwd=ROOT)
+        missing = await asyncio.to_thread(
+            subprocess.run,
+            [*probe, "--ca", str(tmp_path / "absent.pem")],
+            check=False,
+            timeout=30,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        await running.stop()
+    assert (plaintext.returncode, no_client_cert.returncode, with_cert.returncode) == (1, 1, 0)
+    assert missing.returncode == 1
+    assert "absent.pem" in missing.stderr
+    assert "Traceback" not in missing.stderr

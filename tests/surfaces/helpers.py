@@ -214,6 +214,23 @@ class BrokerLink:
         )
         await self._read("closed")
 
+    async def deliver(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
+    ) -> interaction_service_pb2.DeliveryRecorded:
+        """Report an answered form's delivery (``ReportDelivery``), as the broker does."""
+        assert self._call is not None
+        await self._call.write(
+            interaction_service_pb2.HostLinkRequest(
+                delivery=interaction_service_pb2.ReportDelivery(
+                    interaction_id=interaction_id, delivery=delivery, lost_reason=lost_reason
+                )
+            )
+        )
+        return (await self._read("delivery_recorded")).delivery_recorded
+
 
 def free_port() -> int:
     """A currently free TCP port on 127.0.0.1 (for a server that must come back on the same address)."""

@@ -244,7 +244,7 @@ def test_the_web_page_answers_the_deploy_fixture_and_the_server_gets_that_action
     expect(card.locator(".claimed-tool")).to_have_text("deploy")
     if action == "accept":
         card.get_by_label(re.compile(r"^environment\b", re.IGNORECASE)).select_option("staging")
-        card.get_by_label(re.compile(r"^confirm\b", re.IGNORECASE)).check()
+        card.locator('.field[data-name="confirm"]').get_by_role("radio", name="Yes").check()
         card.get_by_role("button", name="Submit").click()
     elif action == "decline":
         card.get_by_role("button", name="Decline").click()

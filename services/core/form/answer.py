@@ -7,8 +7,10 @@ schema decoder's ``default`` check, so a default is accepted exactly when a user
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
+import re
 from collections.abc import Mapping
 
 import jsonschema
@@ -44,17 +46,48 @@ def format_conforms(fmt: StringFormat, text: str) -> bool:
     """Whether ``text`` conforms to ``fmt`` (MCP 2026-07-28 elicitation "Requested Schema": email|uri|date|date-time).
 
     ``date``/``date-time`` are RFC 3339 and ``uri`` is RFC 3986 (``jsonschema.FormatChecker`` with the
-    ``format-nongpl`` extras); ``email`` uses ``email_validator`` with deliverability checks off (no DNS), so
-    syntax and a globally routable domain shape are checked (``a@localhost`` and special-use names such as
-    ``.test`` are rejected). Never raises.
+    ``format-nongpl`` extras); ``email`` is checked for syntax only (:func:`email_syntax_ok`): JSON Schema's
+    ``email`` format is the RFC 5321 mailbox *syntax*, so internal names (``ops@corp.local``, ``a@localhost``,
+    ``x@example.test``) are addresses too. Never raises.
     """
     if fmt is StringFormat.EMAIL:
+        return email_syntax_ok(text)
+    return _FORMAT_CHECKER.conforms(text, fmt.value)
+
+
+_DOMAIN_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+_SYNTAX_ONLY_DOMAIN = "example.com"
+"""A stand-in domain: the local part is checked by ``email_validator`` against it, the real domain by shape."""
+
+
+def email_syntax_ok(text: str) -> bool:
+    """Whether ``text`` is an email address by syntax alone (RFC 5321 ``Mailbox``; RFC 6531 for UTF-8).
+
+    The local part (dot-atom or quoted string, UTF-8 allowed) is checked by ``email_validator``; the domain
+    must be a host name (dot-separated LDH labels of 1-63 characters after IDNA encoding, 253 in all; one
+    label is enough) or an address literal (``[192.0.2.1]``, ``[IPv6:2001:db8::1]``). No DNS, no
+    "globally deliverable" or special-use name rule (issue 16 finding 4). Never raises.
+    """
+    local, at, domain = text.rpartition("@")
+    if not at or not local or not domain or len(text) > 254:
+        return False
+    try:
+        validate_email(f"{local}@{_SYNTAX_ONLY_DOMAIN}", check_deliverability=False, allow_quoted_local=True)
+    except EmailNotValidError:
+        return False
+    if domain.startswith("[") and domain.endswith("]"):
+        literal = domain[1:-1]
         try:
-            validate_email(text, check_deliverability=False)
-        except EmailNotValidError:
+            ipaddress.ip_address(literal[5:] if literal.startswith("IPv6:") else literal)
+        except ValueError:
             return False
         return True
-    return _FORMAT_CHECKER.conforms(text, fmt.value)
+    try:
+        ascii_domain = domain.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    labels = ascii_domain.split(".")
+    return len(ascii_domain) <= 253 and all(_DOMAIN_LABEL.fullmatch(label) for label in labels)
 
 
 def is_valid_unicode(text: str) -> bool:
@@ -214,12 +247,13 @@ def validate_answer(form: Form, answer: Answer, *, limits: Limits = DEFAULT_LIMI
       :class:`Action` is ``ANSWER_INVALID_ACTION``.
     - ``accept``: the values' JSON is at most ``limits.max_answer_bytes`` UTF-8 bytes (``LIMIT_EXCEEDED``);
       keys are declared fields only (``ANSWER_UNKNOWN_FIELD``); each value passes :func:`check_value`.
-    - Defaults: a field the answer leaves out that has a ``default`` gets that default (with its declared
-      JSON type, so ``false`` and ``0`` count). This applies to *required* fields too: surfaces pre-fill
-      defaults, so an omitted required field with a default means the user left it untouched.
-    - A required field with no default that is absent is ``ANSWER_MISSING_REQUIRED``.
+    - A default is never filled in: a field the answer leaves out stays out. Surfaces pre-fill defaults and
+      send what the user left untouched, so an omitted field is one the user cleared (MCP 2026-07-28
+      elicitation: the user MUST be able to review and modify what is sent; issue 16 finding 3).
+    - A required field that is absent is ``ANSWER_MISSING_REQUIRED``, with or without a default (a required
+      boolean without a default therefore needs an explicit ``true`` or ``false``).
     - A required multi-select submitted as ``[]`` is *present*; it is rejected (``ANSWER_CONSTRAINT``) only
-      when ``minItems`` >= 1 says so.
+      when ``minItems`` >= 1 says so. Every surface applies this same rule.
 
     Raises :class:`FormError` listing every violation (path ``/<field name>`` as a JSON Pointer, or ``$`` for
     the whole answer); descriptions never quote submitted values.
@@ -261,8 +295,6 @@ def validate_answer(form: Form, answer: Answer, *, limits: Limits = DEFAULT_LIMI
             violations.extend(Violation(path, reason, description) for reason, description in problems)
             if normalized is not None and not problems:
                 values[field.name] = normalized
-        elif field.default is not None:
-            values[field.name] = field.default
         elif field.required:
             violations.append(Violation(path, FormErrorReason.ANSWER_MISSING_REQUIRED, "is required"))
     if violations:

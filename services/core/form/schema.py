@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -32,7 +33,34 @@ from services.core.limits import DEFAULT_LIMITS, Limits
 UINT32_MAX = 2**32 - 1
 """``minLength``/``maxLength``/``minItems``/``maxItems`` travel as protobuf ``uint32``."""
 
-_ROOT_KEYS = frozenset({"$schema", "type", "properties", "required", "title", "description", "additionalProperties"})
+_ROOT_KEYS = frozenset(
+    {
+        "$schema",
+        "type",
+        "properties",
+        "required",
+        "title",
+        "description",
+        "additionalProperties",
+        "$id",
+        "$comment",
+        "examples",
+    }
+)
+"""Root keys accepted. ``$id``, ``$comment`` and ``examples`` are annotations that cannot change what is valid
+(JSON Schema 2020-12 core §8.2.1, validation §9): accepted and ignored (issue 16 finding 5)."""
+
+SUPPORTED_DIALECTS = frozenset(
+    {
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema",
+    }
+)
+"""``$schema`` values accepted (a trailing ``#`` is ignored): JSON Schema 2020-12 (MCP's default dialect) and the
+two earlier drafts whose meaning for the flat primitive subset is the same. Anything else is an error: MCP
+2026-07-28 ``basic/index`` "JSON Schema Usage" — an unsupported dialect MUST be reported, never validated as
+2020-12 (issue 16 finding 9)."""
 _COMMON_KEYS = frozenset({"type", "title", "description", "default"})
 _STRING_KEYS = _COMMON_KEYS | {"minLength", "maxLength", "format"}
 _NUMBER_KEYS = _COMMON_KEYS | {"minimum", "maximum"}
@@ -43,6 +71,8 @@ _TITLED_OPTION_KEYS = frozenset({"const", "title"})
 _FORMATS: frozenset[object] = frozenset(StringFormat)
 
 _Add = Callable[[str, FormErrorReason, str], None]
+
+log = logging.getLogger("maka.form.schema")
 
 
 class _Collector:
@@ -94,15 +124,20 @@ def _count(add: _Add, schema: Mapping[str, Any], key: str, parts: Sequence[str])
 
 
 def _bound(add: _Add, schema: Mapping[str, Any], key: str, parts: Sequence[str]) -> int | float | None:
+    """A ``minimum``/``maximum``: any finite JSON number. An integer beyond ±2^53 (``9223372036854775807``) is
+    kept as the nearest double: answers stay within ±2^53 anyway, and the server's own schema is checked
+    exactly before the retry (issue 16 finding 5)."""
     if key not in schema:
         return None
-    value = safe_number(schema[key])
+    raw = schema[key]
+    value = safe_number(raw)
+    if value is None and isinstance(raw, int) and not isinstance(raw, bool):
+        try:
+            value = float(raw)
+        except OverflowError:
+            value = None
     if value is None:
-        add(
-            pointer(*parts, key),
-            FormErrorReason.SCHEMA_INVALID_VALUE,
-            f"{key} must be a finite number (ints within ±2^53)",
-        )
+        add(pointer(*parts, key), FormErrorReason.SCHEMA_INVALID_VALUE, f"{key} must be a finite number")
     return value
 
 
@@ -174,9 +209,10 @@ class _PropertyDecoder:
             return field
         default, problems = check_value(field, schema["default"], limits=self.limits)
         if problems or default is None:
-            for _, detail in problems or [(FormErrorReason.SCHEMA_INVALID_DEFAULT, "must not be null")]:
-                self.add(self.path("default"), FormErrorReason.SCHEMA_INVALID_DEFAULT, f"default {detail}")
-            return None
+            # A default the user could not submit is dropped, not fatal: the field is asked without a
+            # pre-filled value (issue 16 finding 5). Never logged with the value.
+            log.info("form_default_dropped", extra={"path": self.path("default")})
+            return field
         return _with_default(field, default)
 
     def _kind(self, schema: Mapping[str, Any]) -> str | None:
@@ -488,12 +524,16 @@ def decode_requested_schema(
     (``enum``; titled ``oneOf`` of ``{const, title}``, with or without ``type: "string"``; legacy ``enum`` +
     ``enumNames``, whose labels are used only when the lengths match, otherwise the raw values), multi-select
     (``type: "array"`` with ``items.enum`` or ``items.anyOf`` of ``{const, title}``, ``minItems``, ``maxItems``).
-    ``title``/``description`` become label/help (label falls back to the name); ``default`` is type-checked
-    against its field with the same rule answers use. Fields keep the server's property order.
+    ``title``/``description`` become label/help (label falls back to the name); ``default`` is checked against
+    its field with the same rule answers use, and dropped when it fails. Fields keep the server's property order.
 
-    Tolerated and ignored at the root (cannot change meaning): ``title``, ``description``, ``$schema`` (each must be
-    a string) and ``additionalProperties: false`` (undeclared answer keys are rejected anyway). Every other key,
-    at the root or in a property, is rejected.
+    Tolerated and ignored at the root (cannot change meaning): ``title``, ``description``, ``$id``, ``$comment``
+    (each must be a string), ``examples`` (an array), ``$schema`` (a string naming one of
+    :data:`SUPPORTED_DIALECTS`; any other dialect is ``SCHEMA_UNSUPPORTED_KEYWORD``) and
+    ``additionalProperties: false`` (undeclared answer keys are rejected anyway). Every other key, at the root
+    or in a property, is rejected. ``minimum``/``maximum`` may be any finite number (wide integer bounds become
+    the nearest double). A ``default`` that its own field would refuse (``""`` with ``minLength: 1``, a wrong
+    type) is dropped and the field asked without it.
 
     Errors: always :class:`FormError` (never another exception, whatever ``requested_schema`` is), listing every
     violation with a JSON-Pointer path (``$`` = whole request): ``LIMIT_EXCEEDED`` (request bytes — checked first,
@@ -548,9 +588,18 @@ def _decode(requested_schema: object, *, message: object, requester: Requester, 
     for key in schema:
         if key not in _ROOT_KEYS:
             add(pointer(str(key)), FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD, f"{key} is not allowed in form mode")
-    for key in ("$schema", "title", "description"):
+    for key in ("$schema", "title", "description", "$id", "$comment"):
         if key in schema and not isinstance(schema[key], str):
             add(pointer(key), FormErrorReason.SCHEMA_INVALID_VALUE, f"{key} must be a string")
+    dialect = schema.get("$schema")
+    if isinstance(dialect, str) and dialect.removesuffix("#") not in SUPPORTED_DIALECTS:
+        add(
+            pointer("$schema"),
+            FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD,
+            "this JSON Schema dialect is not supported (use 2020-12, 2019-09 or draft-07)",
+        )
+    if "examples" in schema and not isinstance(schema["examples"], list):
+        add(pointer("examples"), FormErrorReason.SCHEMA_INVALID_VALUE, "examples must be an array")
     if "additionalProperties" in schema and schema["additionalProperties"] is not False:
         add(
             pointer("additionalProperties"),

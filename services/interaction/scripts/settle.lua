@@ -1,7 +1,7 @@
 -- Settle a pending Interaction: answer it, or close it with a reason (DESIGN.md §4-5).
 -- Compares state, session, epoch, lease and wait before writing, so concurrent settlements have one winner.
 -- KEYS: 1 epoch, 2 record, 3 leases:{record epoch}, 4 pending, 5 inv:{invocation}, 6 session pending,
---       7 session events, 8 settled, 9 Host-wide events
+--       7 session events, 8 settled, 9 Host-wide events, 10 undelivered
 -- ARGV: 1 mode (answer | close | lease | timeout | restart), 2 id, 3 session id, 4 record epoch,
 --       5 new Interaction pb, 6 InteractionEvent pb, 7 new state, 8 close reason name, 9 submission id,
 --       10 now ms, 11 retention ms, 12 events maxlen, 13 caller epoch ('' when none)
@@ -55,6 +55,12 @@ if mode == 'answer' then
 end
 redis.call('HSET', KEYS[2], 'pb', ARGV[5], 'state', ARGV[7], 'reason', ARGV[8], 'submission', ARGV[9])
 redis.call('PEXPIRE', KEYS[2], ARGV[11])
+if ARGV[7] == 'answered' then
+  -- Committed, not yet delivered: deliver.lua records whether the provider got it (docs/security.md).
+  redis.call('HSET', KEYS[2], 'delivery', 'pending')
+  redis.call('ZADD', KEYS[10], ARGV[10], ARGV[2])
+  redis.call('PEXPIRE', KEYS[10], ARGV[11])
+end
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', KEYS[6], ARGV[2])

@@ -1,17 +1,24 @@
 """``maka answer``: answer one pending form (DESIGN.md §7; MCP ``ElicitResult`` actions).
 
-``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--host H] [--json]``
+``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
 
 ``maka answer ID`` without an action walks the form interactively (:mod:`surfaces.cli.walk`: field by
 field, defaults prefilled, inline validation, then accept / decline / cancel; the same sensitive-data
 warning as the other surfaces). End of input sends nothing (exit 3, ``NOT_ANSWERED``).
 
 ``accept`` reads the form first (``GetInteraction``) to type the JSON values (integers for integer fields,
-lists for multi-selects), then calls ``Answer``; the Interaction service validates and commits exactly one
-canonical answer. Prints the outcome (id, state, action, close reason; never the values). Exit codes:
-0 committed; 2 usage (bad ``--values`` JSON, values with decline/cancel); 3 the answer was refused, with the
-stable ``ErrorReason`` first on stderr (``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER``
-followed by one ``path: problem`` line per violation, ``UNAVAILABLE``, ``NO_STACK``).
+lists for multi-selects), then calls ``Answer``. Like a pre-filled form, a field with a default that
+``--values`` does not mention is sent with its default; ``"name": null`` clears it (left out, never
+refilled); a required field without a default (a required boolean included) must be given. The
+Interaction service validates and commits exactly one canonical answer. Prints the outcome (id, state,
+action, close reason; never the values). Exit codes: 0 committed; 2 usage (bad ``--values`` JSON, values
+with decline/cancel); 3 the answer was refused, with the stable ``ErrorReason`` first on stderr
+(``ALREADY_SETTLED``, ``CLOSED``, ``NOT_FOUND``, ``INVALID_ANSWER`` followed by one ``path: problem`` line
+per violation, ``STORE_UNAVAILABLE``, ``UNAVAILABLE``, ``UNAUTHENTICATED``, ``PERMISSION_DENIED``,
+``NO_STACK``), or its outcome is unknown: ``OUTCOME_UNKNOWN`` when the Interaction service did not answer
+within the deadline (gRPC ``DEADLINE_EXCEEDED``, e.g. a frozen service) - the answer may or may not have
+committed; the message names the submission id (minted here when ``--submission-id`` is not given) to
+repeat the command with, which returns the first outcome.
 """
 
 from __future__ import annotations
@@ -20,16 +27,21 @@ import argparse
 import asyncio
 import json
 import sys
+import uuid
+
+import grpc
 
 from services.core.form import Action, Answer, FormValue
 from surfaces.cli.commands.pending import fail
 from surfaces.cli.walk import WalkAborted, walk
 from surfaces.common.form_input import FieldInputError, plain_text, values_from_json
 from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "answer"
 HELP = "answer a pending form: accept --values JSON | decline | cancel"
+OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
+"""The stable code for a deadline exceeded after the answer may have been sent."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +69,7 @@ def usage(code: str, message: str) -> int:
 
 
 async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
-    async with InteractionClient.connect(target, host_id=args.host_id) as client:
+    async with InteractionClient.connect(target, host_id=host_id(args)) as client:
         view = await client.get(args.interaction_id, session_id=args.session)
         if not view.pending:
             raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
@@ -69,12 +81,12 @@ async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
 
 
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
-    async with InteractionClient.connect(target, host_id=args.host_id) as client:
+    async with InteractionClient.connect(target, host_id=host_id(args)) as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
         if action is Action.ACCEPT:
             view = await client.get(args.interaction_id, session_id=args.session)
-            values = values_from_json(view.form, raw_values)
+            values = values_from_json(view.form, raw_values, untouched_defaults=True)
         return await client.answer(
             args.interaction_id,
             Answer(action=action, values=values),
@@ -109,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         target = interaction_target(args)
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
+    if not args.submission_id:
+        args.submission_id = f"sub_cli_{uuid.uuid4().hex}"
     try:
         if args.action is None:
             view = asyncio.run(_walk(args, target))
@@ -120,6 +134,12 @@ def run(args: argparse.Namespace) -> int:
     except FieldInputError as error:
         return usage("INVALID_VALUES", str(error))
     except InteractionError as error:
+        if error.detail.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return fail(
+                OUTCOME_UNKNOWN,
+                "the Interaction service did not answer in time; the answer may or may not have committed."
+                f" Repeat with --submission-id {args.submission_id} to learn its outcome",
+            )
         code = fail(error.reason, error.detail.message)
         for path, description in error.detail.violations:
             print(f"  {path}: {description}", file=sys.stderr)

@@ -4,8 +4,11 @@
 given sessions), each field with its limits, default and choices (the first 20; ``--json`` lists all).
 With ``--json`` the output is a JSON array, one object per form (see
 :meth:`surfaces.common.interaction_client.InteractionView.to_json`: id, session, tool, message, requester,
-fields with kind/label/required/constraints/default/options, expires_at). Exit codes: 0 listed, 2 usage,
-3 failed (stable code, e.g. ``UNAVAILABLE`` or ``NO_STACK``, first on stderr).
+fields with kind/label/required/constraints/default/options, expires_at, and for an answered form its
+``delivery``). ``maka pending --id ID`` shows that one form whether pending or settled (``GetInteraction``):
+its state, close reason and - once answered - whether the answer was ``delivered`` to the Tool or ``lost``
+with its call, and why (docs/security.md "No answer after settlement"). Exit codes: 0 listed, 2 usage,
+3 failed (stable code, e.g. ``UNAVAILABLE``, ``NOT_FOUND`` or ``NO_STACK``, first on stderr).
 """
 
 from __future__ import annotations
@@ -24,10 +27,19 @@ from surfaces.common.form_input import (
     field_options,
     format_time_left,
     plain_text,
+    round_summary,
     value_to_json,
 )
-from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.interaction_client import (
+    CLOSE_REASON_TEXT,
+    LOST_TEXT,
+    Delivery,
+    InteractionClient,
+    InteractionError,
+    InteractionState,
+    InteractionView,
+)
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "pending"
 HELP = "list pending forms (id, session, message, requester, fields, expiry)"
@@ -37,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--session S`` (repeatable), ``--json``, ``--state-dir``, ``--interaction``."""
     parser.add_argument("--session", action="append", default=[], metavar="S", help="only this session (repeatable)")
     parser.add_argument("--json", action="store_true", help="print a JSON array")
+    parser.add_argument(
+        "--id", default=None, metavar="ID", help="show this one form, pending or settled (state, delivery)"
+    )
     add_target_arguments(parser)
 
 
@@ -91,6 +106,9 @@ def _human(views: list[InteractionView]) -> str:
             f"  provider {plain_text(requester.provider_display_name or requester.provider_id)};"
             f" claimed server {plain_text(requester.claimed_server)}, Tool {plain_text(requester.claimed_tool)}"
         )
+        summary = round_summary(view.round_position, view.round_size, view.round_deadline, now)
+        if summary:
+            lines.append(f"  {summary}")
         lines.append("  " + plain_text(view.form.message).replace("\n", "\n  "))
         for f in view.form.fields:
             label = plain_text(f.label, keep_newlines=False)
@@ -99,8 +117,27 @@ def _human(views: list[InteractionView]) -> str:
     return "\n".join(lines)
 
 
-async def _list(target: str, sessions: list[str]) -> list[InteractionView]:
-    async with InteractionClient.connect(target) as client:
+def _settled_line(view: InteractionView) -> str:
+    """One line for a form that is no longer pending: its outcome and, when answered, its delivery."""
+    if view.state is InteractionState.ANSWERED:
+        action = view.answer.action.value if view.answer is not None else "answered"
+        text = f"{view.interaction_id}: answered ({action})"
+        if view.delivery is Delivery.DELIVERED:
+            return text + "; delivered to the Tool"
+        if view.delivery is Delivery.LOST:
+            reason = CLOSE_REASON_TEXT[view.delivery_lost_reason]
+            return text + f"; lost - {LOST_TEXT.format(reason=reason)}"
+        if view.delivery is Delivery.PENDING:
+            return text + "; not yet confirmed delivered"
+        return text
+    return f"{view.interaction_id}: closed ({CLOSE_REASON_TEXT[view.close_reason]})"
+
+
+async def _list(target: str, host: str, sessions: list[str], interaction_id: str | None) -> list[InteractionView]:
+    async with InteractionClient.connect(target, host_id=host) as client:
+        if interaction_id is not None:
+            session = sessions[0] if len(sessions) == 1 else ""
+            return [await client.get(interaction_id, session_id=session)]
         return await client.list_pending(sessions)
 
 
@@ -111,11 +148,13 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
     try:
-        views = asyncio.run(_list(target, list(args.session)))
+        views = asyncio.run(_list(target, host_id(args), list(args.session), args.id))
     except InteractionError as error:
         return fail(error.reason, error.detail.message)
     if args.json:
         print(json.dumps([v.to_json() for v in views], ensure_ascii=False, indent=2))
+    elif args.id is not None and not views[0].pending:
+        print(_settled_line(views[0]))
     else:
         print(_human(views))
     return 0

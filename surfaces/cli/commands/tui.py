@@ -1,6 +1,6 @@
 """``maka tui``: the Textual forms surface (see :mod:`surfaces.tui.app`).
 
-``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT] [--host H]`` attaches to the given sessions
+``maka tui [--session S ...] [--state-dir DIR | --interaction HOST:PORT] [--host-id ID]`` attaches to the given sessions
 (default: every session the surface token may see). Exit codes: 0 quit, 3 no stack found (``NO_STACK``).
 On every reconnect the address is looked up again (``endpoints.json`` is re-read unless ``--interaction``
 was given), so the TUI follows a stack restarted on other ports (see :mod:`surfaces.tui.backend`).
@@ -9,9 +9,11 @@ was given), so the TUI follows a stack restarted on other ports (see :mod:`surfa
 from __future__ import annotations
 
 import argparse
+import functools
 
 from surfaces.cli.commands.pending import fail
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "tui"
 HELP = "answer pending forms in a terminal UI"
@@ -28,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
     from surfaces.cli.endpoints import read_endpoints
-    from surfaces.common.interaction_client import InteractionClient
     from surfaces.common.server_status import fetch_status, server_json
     from surfaces.tui.app import MakaTui
     from surfaces.tui.backend import FollowingBackend
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     app = MakaTui(
         lambda: FollowingBackend(
             lambda: interaction_target(args),
-            connect=lambda address: InteractionClient.connect(address, host_id=args.host_id),
+            connect=functools.partial(InteractionClient.connect, host_id=host_id(args)),
         ),
         session_ids=list(args.session),
         server_status=server_status,

@@ -26,7 +26,9 @@ reported and restarted (see :mod:`surfaces.stack.supervisor`). Ctrl-C / SIGTERM 
 all of them in reverse order, even when stdout/stderr were closed by their reader (``| tee`` killed by
 the same Ctrl-C); on Linux the children also get SIGTERM if ``maka up`` itself dies (``kill -9``).
 Exit codes: 0 stopped by a signal; 2 usage (bad ``--ports`` / ``--metrics``); 3 the stack could not
-start, a child kept dying (``STACK_FAILED:``) or another stack holds the state dir (``STACK_RUNNING:``).
+start, a child kept dying (``STACK_FAILED:``), another stack holds the state dir (``STACK_RUNNING:``)
+or another broker of the same Host id on the same Redis superseded this stack's broker
+(``HOST_SUPERSEDED:``; the broker exited 75 and is not restarted, which would fence the other back).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pathlib import Path
 from surfaces.cli.endpoints import Endpoints, add_state_dir_argument
 from surfaces.stack import logview
 from surfaces.stack.supervisor import (
+    SUPERSEDED,
     ConfigInvalid,
     Ports,
     Stack,
@@ -169,7 +172,11 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         stopped = asyncio.ensure_future(stop.wait())
         await asyncio.wait({gave_up, stopped}, return_when=asyncio.FIRST_COMPLETED)
         if gave_up.done():
-            _say(f"STACK_FAILED: {gave_up.result()} kept dying; stopping the stack")
+            event = gave_up.result()
+            if event.detail.startswith(SUPERSEDED):
+                _say(f"{event.detail}; stopping this stack")
+            else:
+                _say(f"STACK_FAILED: {event.name} kept dying; stopping the stack")
             code = 3
         gave_up.cancel()
         stopped.cancel()
@@ -188,11 +195,11 @@ def _reload(stack: Stack) -> None:
         _say("maka: no MCP provider is running; nothing to reload")
 
 
-async def _gave_up(events: asyncio.Queue[StackEvent]) -> str:
+async def _gave_up(events: asyncio.Queue[StackEvent]) -> StackEvent:
     while True:
         event = await events.get()
         if event.kind == "gave_up":
-            return event.name
+            return event
 
 
 def run(args: argparse.Namespace) -> int:

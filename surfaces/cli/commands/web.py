@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from surfaces.cli.commands.pending import fail
 from surfaces.cli.endpoints import read_endpoints
-from surfaces.common.target import add_target_arguments, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target
 from surfaces.web.main import build, start_web
 from surfaces.web.settings import WebSettings
 
@@ -54,6 +54,8 @@ def settings_from(args: argparse.Namespace) -> WebSettings:
     if "MAKA_BROKER_TARGET" not in os.environ and not args.interaction:
         with contextlib.suppress(FileNotFoundError, ValueError, TypeError):
             overrides["broker_target"] = read_endpoints(args.state_dir).broker
+    if args.host_id or "MAKA_HOST_ID" not in os.environ:
+        overrides["host_id"] = host_id(args)
     if args.listen:
         overrides["web_listen"] = args.listen
     if args.session:

@@ -84,6 +84,27 @@ function timeLeftText(expiresAt) {
   return { text, urgent: seconds <= 60, expired: false };
 }
 
+// "Form 1 of 2 · this round must be answered by 14:05:09": the round's one deadline (the server's
+// requestState expires then) and this form's place in it; empty for a form outside a round.
+function roundText(round) {
+  if (!round || !round.size) return "";
+  const parts = [];
+  if (round.size > 1) parts.push(`Form ${round.position} of ${round.size}`);
+  if (round.deadline) {
+    const when = new Date(Date.parse(round.deadline) - state.skewMs);
+    const all = round.size > 1 ? "all forms of this round" : "this form";
+    parts.push(`answer ${all} by ${when.toLocaleTimeString()}`);
+  }
+  return parts.join(" · ");
+}
+
+function showRound(card) {
+  const node = card.el.querySelector(".round");
+  const text = roundText(card.view.round);
+  node.textContent = text;
+  node.hidden = !text;
+}
+
 function tick() {
   for (const card of state.cards.values()) {
     const timer = card.el.querySelector(".timer");
@@ -165,7 +186,22 @@ function buildControl(field, id) {
     case "date-time": {
       const type = { string: "text", email: "email", uri: "url", date: "date", "date-time": "datetime-local" }[field.kind];
       const input = el("input", { attrs: { id, type, autocomplete: "off", spellcheck: field.kind === "string" } });
-      if (field.kind === "date-time") input.step = "1";
+      if (field.kind === "date-time") {
+        input.step = "1";
+        // An untouched default is sent exactly as the server gave it (offset, fractions of a second), not
+        // re-rendered through local time: read() returns it while the input still shows its initial value.
+        let initial = null;
+        if (field.default !== null && field.default !== undefined) {
+          input.value = toLocalInput(field.default);
+          initial = input.value; // as the browser normalised it (it may drop ":00" seconds)
+        }
+        return {
+          node: input,
+          focus: input,
+          read: () => (initial !== null && input.value === initial ? { exact: field.default } : input.value),
+          watch: [input],
+        };
+      }
       if (field.kind === "string" && c.maxLength !== undefined && (c.maxLength ?? 0) > 200) {
         const area = el("textarea", { attrs: { id, rows: 3, autocomplete: "off" } });
         if (field.default !== null) area.value = field.default;
@@ -178,17 +214,31 @@ function buildControl(field, id) {
     }
     case "number":
     case "integer": {
+      // Plain text, not type=number: the typed digits are kept exactly (no rounding past 2^53, no "0x10").
       const input = el("input", {
-        attrs: { id, type: "number", inputmode: field.kind === "integer" ? "numeric" : "decimal", step: field.kind === "integer" ? "1" : "any", min: c.minimum, max: c.maximum },
+        attrs: { id, type: "text", inputmode: field.kind === "integer" ? "numeric" : "decimal", autocomplete: "off", spellcheck: false },
       });
       if (field.default !== null && field.default !== undefined) input.value = String(field.default);
       return { node: input, focus: input, read: () => input.value, watch: [input] };
     }
     case "boolean": {
-      // The checkbox sits inside its own label (see buildField), so the whole line is clickable.
-      const input = el("input", { attrs: { id, type: "checkbox" } });
-      input.checked = field.default === true;
-      return { node: null, focus: input, read: () => input.checked, watch: [input] };
+      // Yes / No radios: without a default nothing is chosen, so a required boolean needs a real choice and an
+      // optional one is left out unless the user picks (one rule in every surface and the authority).
+      const group = el("div", { className: "yes-no", attrs: { role: "radiogroup", "aria-labelledby": `${id}-label` } });
+      const radios = [];
+      for (const [text, value] of [["Yes", true], ["No", false]]) {
+        const radioId = `${id}-${text.toLowerCase()}`;
+        const radio = el("input", { attrs: { id: radioId, type: "radio", name: id } });
+        radio.checked = field.default === value;
+        radio.dataset.value = String(value);
+        radios.push(radio);
+        group.append(el("label", { className: "check", attrs: { for: radioId } }, [radio, el("span", { text })]));
+      }
+      const read = () => {
+        const chosen = radios.find((r) => r.checked);
+        return chosen ? chosen.dataset.value === "true" : "";
+      };
+      return { node: group, focus: radios[0], read, watch: radios };
     }
     case "single_select": {
       const select = el("select", { attrs: { id } });
@@ -216,11 +266,17 @@ function buildControl(field, id) {
       const list = el("div", { className: "checks", attrs: { role: "group", "aria-labelledby": `${id}-label` } });
       const boxes = [];
       const chosen = new Set(field.default || []);
+      // Untouched and without a default, an optional multi select is left out (like a boolean); once the
+      // user picks or unpicks, the picks are sent ([] included).
+      let touched = field.default !== null && field.default !== undefined;
       field.options.forEach((option, index) => {
         const boxId = `${id}-o${index}`;
         const box = el("input", { attrs: { id: boxId, type: "checkbox" } });
         box.value = option.value;
         box.checked = chosen.has(option.value);
+        box.addEventListener("change", () => {
+          touched = true;
+        });
         boxes.push(box);
         const row = el("label", { className: "check", attrs: { for: boxId } }, [box, el("span", { text: option.label })]);
         row.dataset.search = fold(`${option.label}\u0000${option.value}`);
@@ -235,7 +291,7 @@ function buildControl(field, id) {
       return {
         node: el("div", { className: "multi-wrap" }, nodes),
         focus: boxes[0],
-        read: () => boxes.filter((b) => b.checked).map((b) => b.value),
+        read: () => (touched ? boxes.filter((b) => b.checked).map((b) => b.value) : null),
         watch: boxes,
       };
     }
@@ -254,6 +310,7 @@ function parseField(field, raw, validate) {
     case "uri":
     case "date":
     case "date-time": {
+      if (raw !== null && typeof raw === "object") return [raw.exact, null]; // the untouched default, verbatim
       if (raw === "") return missing();
       let value = field.kind === "string" ? raw : raw.trim();
       if (field.kind === "date-time") {
@@ -264,7 +321,8 @@ function parseField(field, raw, validate) {
       const length = codePoints(value);
       if (c.minLength !== undefined && length < c.minLength) return [value, `Use at least ${pluralise(c.minLength, "character")}`];
       if (c.maxLength !== undefined && length > c.maxLength) return [value, `Use at most ${pluralise(c.maxLength, "character")}`];
-      if (field.kind === "email" && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) return [value, "Enter an email address like name@example.com"];
+      // Syntax only, like the Host: internal names such as ops@corp.local or a@localhost are addresses too.
+      if (field.kind === "email" && !/^\S+@[^\s@]+$/.test(value)) return [value, "Enter an email address like name@example.com"];
       if (field.kind === "uri") {
         let ok = false;
         try {
@@ -279,23 +337,38 @@ function parseField(field, raw, validate) {
     }
     case "number":
     case "integer": {
-      if (raw.trim() === "") return missing();
-      const value = Number(raw);
-      if (!Number.isFinite(value)) return [undefined, field.kind === "integer" ? "Enter a whole number" : "Enter a number"];
-      if (field.kind === "integer" && (!Number.isInteger(value) || Math.abs(value) > MAX_SAFE_INTEGER)) return [value, "Enter a whole number"];
+      const text = raw.trim();
+      if (text === "") return missing();
+      // Exact JSON syntax (no hex, no "1e3" for an integer); integers are range-checked as BigInt so nothing
+      // past 2^53 is silently rounded (9007199254740993 is refused, not sent as ...992).
+      if (field.kind === "integer") {
+        if (!/^-?(0|[1-9]\d*)$/.test(text)) return [undefined, "Enter a whole number"];
+        const big = BigInt(text);
+        if (big > BigInt(MAX_SAFE_INTEGER) || big < -BigInt(MAX_SAFE_INTEGER)) return [undefined, "This number is too large"];
+      } else if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(text)) {
+        return [undefined, "Enter a number like 42 or -3.5"];
+      }
+      const value = Number(text);
+      if (!Number.isFinite(value)) return [undefined, "This number is too large"];
       if (!validate) return [value, null];
       if (c.minimum !== undefined && value < c.minimum) return [value, `Must be at least ${c.minimum}`];
       if (c.maximum !== undefined && value > c.maximum) return [value, `Must be at most ${c.maximum}`];
       return [value, null];
     }
     case "boolean":
+      if (raw === "") return missing(); // nothing chosen: required → "Required", optional → left out
       return [raw, null];
     case "single_select":
       if (raw === "") return missing();
       return [raw, null];
     case "multi_select": {
+      // Untouched without a default: optional → left out; required → [] (nothing picked is an answer; minItems
+      // decides), the same rule as the Host's.
+      if (raw === null) {
+        if (!field.required) return [undefined, null];
+        raw = [];
+      }
       if (!validate) return [raw, null];
-      if (raw.length === 0 && field.required && c.minItems === undefined) return [raw, "Pick at least one"];
       if (c.minItems !== undefined && raw.length < c.minItems) return [raw, `Pick at least ${c.minItems}`];
       if (c.maxItems !== undefined && raw.length > c.maxItems) return [raw, `Pick at most ${c.maxItems}`];
       return [raw, null];
@@ -311,7 +384,7 @@ function buildField(field, card) {
   const wrap = el("div", { className: `field kind-${field.kind}` });
   wrap.dataset.name = field.name;
   wrap.dataset.kind = field.kind;
-  const label = el("label", { className: "label", attrs: { for: field.kind === "multi_select" ? undefined : id, id: `${id}-label` } });
+  const label = el("label", { className: "label", attrs: { for: field.kind === "multi_select" || field.kind === "boolean" ? undefined : id, id: `${id}-label` } });
   label.append(el("span", { className: "label-text", text: field.label }));
   if (field.required) {
     label.append(el("span", { className: "required", text: "*", attrs: { "aria-hidden": "true", title: "required" } }));
@@ -326,10 +399,6 @@ function buildField(field, card) {
     wrap.append(label, el("p", { className: "field-error", text: "This field kind is not supported by this page." }));
     card.fields.push({ field, read: () => undefined, showError: () => {}, focus: () => {} });
     return wrap;
-  }
-  if (field.kind === "boolean") {
-    label.classList.add("check-label");
-    label.prepend(control.focus);
   }
   const describedBy = [help && `${id}-help`, `${id}-error`].filter(Boolean).join(" ");
   control.focus?.setAttribute("aria-describedby", describedBy);
@@ -377,6 +446,7 @@ function renderCard(view) {
   setText(node, ".session", `Session ${view.session_id}${view.tool_name ? ` · called as ${view.tool_name}` : ""}`);
   const message = setText(node, ".message", view.message);
   message.hidden = !view.message;
+  showRound(card);
   const list = node.querySelector(".field-list");
   for (const field of view.fields) list.append(buildField(field, card));
   const form = node.querySelector("form");
@@ -408,7 +478,9 @@ function upsert(view) {
     return;
   }
   if (state.cards.has(view.id)) {
-    state.cards.get(view.id).view = view; // keep the user's edits; refresh times and state
+    const card = state.cards.get(view.id);
+    card.view = view; // keep the user's edits; refresh times and state
+    showRound(card);
   } else {
     restoreDraft(renderCard(view));
   }
@@ -460,7 +532,8 @@ function settle(view, ownAction) {
 // --- answering ------------------------------------------------------------------------------------
 
 function collect(card, action) {
-  const values = {};
+  // No prototype: a field may be named "__proto__" (or "constructor"), and its value must still be sent.
+  const values = Object.create(null);
   let firstInvalid = null;
   for (const entry of card.fields) {
     const [value, error] = parseField(entry.field, entry.read(), action === "accept");
@@ -609,6 +682,17 @@ function connect() {
       else settle(view, null);
     });
   }
+  // A committed answer that never reached the Tool (the call ended first) - docs/security.md.
+  source.addEventListener("delivery", (event) => {
+    const data = JSON.parse(event.data);
+    const view = data.interaction;
+    if (view.delivery !== "lost") return;
+    notice(
+      "closed",
+      toolLabel(view),
+      `Your answer was recorded but never reached the Tool: ${view.delivery_lost_text || "the call ended"} first (nothing was retried).`,
+    );
+  });
   source.addEventListener("disconnected", () => setConnection("connecting", "Host unreachable — retrying…"));
   source.addEventListener("failure", (event) => {
     const data = JSON.parse(event.data);

@@ -101,7 +101,7 @@ async def test_node_surface_answers_a_form_with_values_typed_by_field_kind(stack
     assert answer.values["replicas"].integer_value == 5
     assert answer.values["canary"].WhichOneof("kind") == "number_value"
     assert list(answer.values["channels"].string_list_value.values) == ["email"]
-    assert answer.values["note"].string_value == "Routine deploy", "untouched defaults are filled by the service"
+    assert "note" not in answer.values, "a field left out stays out: the service never refills a default"
 
 
 async def test_node_surface_reports_the_stable_reason_and_violations_of_a_refused_answer(stack: Stack) -> None:

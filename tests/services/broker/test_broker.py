@@ -16,9 +16,9 @@ import pytest
 
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.broker.broker import Broker, Connection, Invocation, InvocationState
-from services.broker.errors import InvalidRequest, OpenRefused
+from services.broker.errors import HostUnavailable, InvalidRequest, OpenRefused
 from tests.helpers.waiting import eventually
 
 FC = broker_pb2.FailureCode
@@ -34,14 +34,25 @@ class RecordingHost:
         self.closed: list[tuple[str, int]] = []
         self.refuse: OpenRefused | None = None
         self.gate: asyncio.Event | None = None
+        self.close_gate: asyncio.Event | None = None
+        self.answered_first = False
+        self.deliveries: list[tuple[str, int, int]] = []
+        self.fenced: list[tuple[str, int]] = []
+        self.unavailable = False
 
     async def open(
-        self, binding: interaction_pb2.Binding, form: form_pb2.Form, wait_seconds: float
+        self,
+        binding: interaction_pb2.Binding,
+        form: form_pb2.Form,
+        wait_seconds: float,
+        round_info: interaction_pb2.Round | None = None,
     ) -> interaction_pb2.Interaction:
         if self.gate is not None:
             await self.gate.wait()
         if self.refuse is not None:
             raise self.refuse
+        if self.unavailable:
+            raise HostUnavailable("the link dropped before the reply")
         self.opened.append((binding, form))
         return interaction_pb2.Interaction(
             interaction_id=f"ix_{len(self.opened)}",
@@ -50,9 +61,31 @@ class RecordingHost:
             state=interaction_pb2.INTERACTION_STATE_PENDING,
         )
 
-    async def close(self, interaction_id: str, reason: int) -> object:
+    async def close_durably(self, interaction_id: str, reason: int) -> interaction_service_pb2.InteractionClosed:
+        if self.close_gate is not None:
+            await self.close_gate.wait()
         self.closed.append((interaction_id, reason))
-        return None
+        if self.answered_first:  # an answer committed before the close reached the service
+            return interaction_service_pb2.InteractionClosed(
+                interaction_id=interaction_id,
+                changed=False,
+                interaction=interaction_pb2.Interaction(
+                    interaction_id=interaction_id,
+                    state=interaction_pb2.INTERACTION_STATE_ANSWERED,
+                    delivery=interaction_pb2.DELIVERY_STATE_PENDING,
+                ),
+            )
+        return interaction_service_pb2.InteractionClosed(interaction_id=interaction_id, changed=True)
+
+    async def close_invocation_durably(
+        self, invocation_id: str, reason: int
+    ) -> interaction_service_pb2.InteractionClosed:
+        self.fenced.append((invocation_id, reason))
+        return interaction_service_pb2.InteractionClosed(invocation_id=invocation_id, changed=False)
+
+    async def report_delivery(self, interaction_id: str, delivery: int, lost_reason: int = 0) -> object:
+        self.deliveries.append((interaction_id, delivery, lost_reason))
+        return interaction_service_pb2.DeliveryRecorded(interaction_id=interaction_id, changed=True)
 
 
 def _form() -> form_pb2.Form:
@@ -629,3 +662,89 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
         assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
     finally:
         await broker.shutdown(timeout=1)
+
+
+async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_failure_is_reported(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    host.unavailable = True
+    _ask(broker, connection, invocation.invocation_id)
+    events = await _all_events(invocation)
+    assert events[-1].failure.code == FC.FAILURE_CODE_HOST_UNAVAILABLE
+    # The form may exist in Redis: it is closed and the invocation fenced before the terminal event.
+    assert host.fenced == [(invocation.invocation_id, CR.CLOSE_REASON_INVOCATION_SETTLED)]
+
+
+async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close_returned(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    host.close_gate = asyncio.Event()
+    stopping = asyncio.create_task(broker.stop("s1"))
+    await eventually(lambda: invocation.is_terminal, what="stopped inside the broker")
+    assert not invocation.log.closed  # the caller has not been told yet
+    host.close_gate.set()
+    assert await stopping == 1
+    assert (await _all_events(invocation))[-1].HasField("stopped")
+    assert host.deliveries == []
+
+
+async def test_an_answer_that_beat_the_stop_is_recorded_lost_before_stopped_is_reported(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    host.answered_first = True
+    assert await broker.stop("s1") == 1
+    assert (await _all_events(invocation))[-1].HasField("stopped")
+    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, CR.CLOSE_REASON_STOPPED)]
+    assert not any(f.HasField("interaction_result") for f in _frames(connection))
+
+
+async def test_a_provider_confirmation_records_the_answer_delivered(broker: Broker, host: RecordingHost) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    broker.interaction_settled(_answered(host))
+    broker.handle_frame(
+        connection,
+        broker_pb2.ConnectRequest(
+            interaction_received=broker_pb2.InteractionReceived(
+                invocation_id=invocation.invocation_id, correlation_id="corr-1", interaction_id="ix_1"
+            )
+        ),
+    )
+    await eventually(lambda: host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_DELIVERED, 0)], what="ack")
+    # A second confirmation is refused and records nothing more.
+    _frames(connection)
+    broker.handle_frame(
+        connection,
+        broker_pb2.ConnectRequest(
+            interaction_received=broker_pb2.InteractionReceived(
+                invocation_id=invocation.invocation_id, interaction_id="ix_1"
+            )
+        ),
+    )
+    assert [f.rejected.reason for f in _frames(connection)] == [RR.REJECT_REASON_NO_INTERACTION_PENDING]
+    assert len(host.deliveries) == 1
+
+
+async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_lost(
+    broker: Broker, host: RecordingHost
+) -> None:
+    connection = _register(broker)
+    invocation = _call(broker)
+    _ask(broker, connection, invocation.invocation_id)
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    broker.interaction_settled(_answered(host))
+    broker.connection_lost(connection)
+    assert (await _all_events(invocation))[-1].HasField("lost")
+    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, CR.CLOSE_REASON_PROVIDER_LOST)]

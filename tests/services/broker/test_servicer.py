@@ -521,7 +521,7 @@ async def test_callers_are_scoped_to_their_sessions_and_roles(make_stack: StackF
     assert stack.app.broker.stats()["live_registrations"] == 1
 
 
-async def test_stop_while_the_hostlink_is_down_closes_the_form_once_the_link_is_back(
+async def test_stop_while_the_hostlink_is_down_reports_stopped_only_after_the_close_is_durable(
     make_stack: StackFactory, redis_url: str
 ) -> None:
     from tests.services.broker.conftest import start_interaction, stop_interaction
@@ -536,12 +536,16 @@ async def test_stop_while_the_hostlink_is_down_closes_the_form_once_the_link_is_
 
     await stop_interaction(stack.interaction)
     await eventually(lambda: not stack.app.host_link.connected, what="link down")
-    assert (await stack.broker.Stop(broker_pb2.StopRequest(session_id="s1"))).stopped_invocations == 1
-    assert (await call.terminal()).HasField("stopped")
+    stopping = asyncio.ensure_future(stack.broker.Stop(broker_pb2.StopRequest(session_id="s1")))
     assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
+    # The invocation is stopped (the provider was cancelled) but not reported settled: its form is
+    # still pending in Redis, so the terminal event waits for the durable close.
+    assert not call.done.is_set()
 
     _, restarted = await start_interaction(redis_url, listen=f"127.0.0.1:{port}")
     stack.interaction = restarted
+    assert (await call.terminal()).HasField("stopped")
+    assert (await stopping).stopped_invocations == 1
     assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
     assert await stack.pending() == []
     assert not any(f.HasField("interaction_result") for f in provider.received)

@@ -241,3 +241,92 @@ async def test_a_background_closer_finishes_the_job_after_the_fence(roomy: Inter
     settled = await stream_entries(roomy.store.client, roomy.store.keys.settled())
     assert len(settled) == len(opened)
     await roomy.aclose()
+
+
+async def test_an_answer_records_delivery_once_and_a_later_report_changes_nothing(
+    authority: InteractionAuthority,
+) -> None:
+    epoch, _ = await authority.begin_epoch()
+    opened = await authority.open(epoch, binding(), make_form())
+    answered = await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
+    assert answered.delivery == ix.DELIVERY_STATE_PENDING
+    changed, after = await authority.record_delivery(epoch, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+    assert changed
+    assert after is not None
+    assert after.delivery == ix.DELIVERY_STATE_DELIVERED
+    changed, after = await authority.record_delivery(
+        epoch, opened.interaction_id, ix.DELIVERY_STATE_LOST, ix.CLOSE_REASON_STOPPED
+    )
+    assert not changed
+    assert after is not None
+    assert after.delivery == ix.DELIVERY_STATE_DELIVERED
+    stored = await authority.get(ANONYMOUS, opened.interaction_id)
+    assert stored.delivery == ix.DELIVERY_STATE_DELIVERED
+    assert stored.delivery_lost_reason == ix.CLOSE_REASON_UNSPECIFIED
+
+
+async def test_a_delivery_report_of_a_closed_form_or_with_a_bad_reason_changes_nothing(
+    authority: InteractionAuthority,
+) -> None:
+    epoch, _ = await authority.begin_epoch()
+    opened = await authority.open(epoch, binding(), make_form())
+    await authority.close(epoch, opened.interaction_id, ix.CLOSE_REASON_STOPPED)
+    changed, after = await authority.record_delivery(epoch, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+    assert not changed
+    assert after is not None
+    assert after.state == ix.INTERACTION_STATE_CLOSED
+    with pytest.raises(errors.InvalidRequest):
+        await authority.record_delivery(epoch, opened.interaction_id, ix.DELIVERY_STATE_LOST, ix.CLOSE_REASON_ANSWERED)
+
+
+async def test_a_new_host_epoch_records_an_undelivered_answer_of_the_old_epoch_lost_host_restarted(
+    authority: InteractionAuthority,
+) -> None:
+    old, _ = await authority.begin_epoch()
+    opened = await authority.open(old, binding(), make_form())
+    await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
+    await authority.begin_epoch()  # the old broker is gone before it confirmed delivery
+    record = await authority.get(ANONYMOUS, opened.interaction_id)
+    assert record.state == ix.INTERACTION_STATE_ANSWERED
+    assert record.delivery == ix.DELIVERY_STATE_LOST
+    assert record.delivery_lost_reason == ix.CLOSE_REASON_HOST_RESTARTED
+    # The stale broker's late report changes nothing: the new epoch decided.
+    changed, after = await authority.record_delivery(old, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+    assert not changed
+    assert after is not None
+    assert after.delivery == ix.DELIVERY_STATE_LOST
+    assert await authority.store.undelivered_ids(10) == []
+
+
+async def test_a_stale_broker_cannot_record_a_pending_delivery(authority: InteractionAuthority) -> None:
+    old, _ = await authority.begin_epoch()
+    opened = await authority.open(old, binding(), make_form())
+    await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
+    await authority.fence_epoch()  # fenced, older deliveries not yet recorded lost
+    with pytest.raises(errors.StaleEpoch):
+        await authority.record_delivery(old, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+
+
+async def test_fencing_an_invocation_closes_its_pending_form_and_refuses_any_later_open(
+    authority: InteractionAuthority,
+) -> None:
+    epoch, _ = await authority.begin_epoch()
+    opened = await authority.open(epoch, binding("s-a", "inv-lost-reply"), make_form())
+    changed, after = await authority.close_invocation(epoch, "inv-lost-reply", ix.CLOSE_REASON_INVOCATION_SETTLED)
+    assert changed
+    assert after is not None
+    assert after.interaction_id == opened.interaction_id
+    assert after.close_reason == ix.CLOSE_REASON_INVOCATION_SETTLED
+    # An open of the same invocation that arrives late (its reply would be lost) cannot commit.
+    with pytest.raises(errors.AlreadyPending):
+        await authority.open(epoch, binding("s-a", "inv-lost-reply"), make_form())
+    assert await authority.list_pending(ANONYMOUS) == []
+
+
+async def test_fencing_an_invocation_before_its_open_arrives_refuses_the_open(authority: InteractionAuthority) -> None:
+    epoch, _ = await authority.begin_epoch()
+    changed, after = await authority.close_invocation(epoch, "inv-early", ix.CLOSE_REASON_STOPPED)
+    assert not changed
+    assert after is None
+    with pytest.raises(errors.AlreadyPending):
+        await authority.open(epoch, binding("s-a", "inv-early"), make_form())

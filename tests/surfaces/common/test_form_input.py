@@ -50,7 +50,7 @@ def deploy_form() -> Form:
 
 
 def test_initial_raws_prefill_every_default_in_raw_form() -> None:
-    assert initial_raws(deploy_form()) == ["stage", "2", True, "", (), ""]
+    assert initial_raws(deploy_form()) == ["stage", "2", True, "", None, ""]  # untouched multi select: None
 
 
 def test_integer_text_parses_to_int_and_keeps_strict_syntax() -> None:

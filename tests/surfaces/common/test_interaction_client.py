@@ -20,6 +20,8 @@ from surfaces.common.interaction_client import (
     Backoff,
     Closed,
     CloseReason,
+    Delivery,
+    DeliveryRecorded,
     Disconnected,
     InteractionClient,
     InteractionError,
@@ -130,6 +132,29 @@ async def test_attach_yields_snapshot_then_live_opened_answered_and_closed_event
             closed = await next_event(events)
             assert isinstance(closed, Closed)
             assert closed.reason is CloseReason.STOPPED
+            await events.aclose()
+
+
+async def test_attach_reports_a_committed_answer_recorded_lost_and_get_shows_its_delivery(redis_url: str) -> None:
+    async with interaction_service(redis_url) as live:
+        form = await live.link.open(deploy_form(), session_id="s1")
+        async with InteractionClient.connect(live.address) as client:
+            events = client.attach(["s1"])
+            assert isinstance(await next_event(events), Snapshot)
+            committed = await client.answer(form.interaction_id, Answer(Action.DECLINE))
+            assert committed.delivery is Delivery.PENDING
+            assert isinstance(await next_event(events), Answered)
+            recorded = await live.link.deliver(
+                form.interaction_id, interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED
+            )
+            assert recorded.changed
+            lost = await next_event(events)
+            assert isinstance(lost, DeliveryRecorded)
+            assert lost.interaction.delivery is Delivery.LOST
+            assert lost.interaction.delivery_lost_reason is CloseReason.STOPPED
+            view = await client.get(form.interaction_id)
+            assert view.to_json()["delivery"] == "lost"
+            assert view.to_json()["delivery_lost_reason"] == "stopped"
             await events.aclose()
 
 

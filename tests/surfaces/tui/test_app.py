@@ -36,6 +36,8 @@ from surfaces.common.interaction_client import (
     Backoff,
     Closed,
     CloseReason,
+    Delivery,
+    DeliveryRecorded,
     Disconnected,
     InteractionClient,
     InteractionError,
@@ -288,6 +290,25 @@ async def test_several_forms_are_listed_and_each_is_reachable() -> None:
         assert app.query_one("#field-0", Input).value == "kept"  # edits survive switching forms
 
 
+async def test_an_answer_recorded_lost_is_shown_as_never_reaching_the_tool() -> None:
+    backend = ScriptedBackend()
+    a = view_of(every_kind_form(), interaction_id="a")
+    async with running(backend) as (app, pilot):
+        await backend.events.put(Snapshot(pending=(a,), resume_token="1"))
+        await settle(pilot, lambda: len(app.pending) == 1, "one form")
+        answered = replace(a, state=InteractionState.ANSWERED, close_reason=CloseReason.ANSWERED)
+        await backend.events.put(Answered(answered, "2"))
+        await settle(pilot, lambda: not app.pending, "the answered form to leave")
+        delivered = replace(answered, delivery=Delivery.DELIVERED)
+        await backend.events.put(DeliveryRecorded(delivered, "3"))
+        lost = replace(answered, delivery=Delivery.LOST, delivery_lost_reason=CloseReason.STOPPED)
+        await backend.events.put(DeliveryRecorded(lost, "4"))
+        await settle(pilot, lambda: "never reached the Tool" in screen_text(app), "the lost-answer notice")
+        text = screen_text(app)
+        assert "the Tool call was stopped first" in text
+        assert text.count("never reached the Tool") == 1  # a delivered answer adds no notice
+
+
 async def test_form_closed_elsewhere_disappears_with_its_reason() -> None:
     backend = ScriptedBackend()
     form = every_kind_form()
@@ -496,7 +517,9 @@ async def test_every_field_and_button_is_reachable_by_keyboard_in_a_small_termin
             focused.append(app.focused.id if app.focused is not None else None)
             if focused[-1] == "dismiss":
                 break
-        assert focused[-3:] == ["field-8", "decline", "dismiss"]
+        # The optional multi select without default is left out while untouched, so the form is valid and
+        # Submit is enabled (a focus stop) from the start.
+        assert focused[-4:] == ["field-8", "submit", "decline", "dismiss"]
         assert "form" not in focused  # the scroll container itself takes no focus stop
         await settle(pilot, lambda: "▶ Dismiss (Esc)" in screen_text(app), "the focused button scrolled into view")
 

@@ -228,6 +228,16 @@ class StackThread:
         assert self.stack is not None
         self.run(self.stack.link.close(interaction_id, reason))
 
+    def deliver(
+        self,
+        interaction_id: str,
+        delivery: interaction_pb2.DeliveryState.ValueType,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
+    ) -> None:
+        """Report an answered form's delivery through the broker link."""
+        assert self.stack is not None
+        self.run(self.stack.link.deliver(interaction_id, delivery, lost_reason))
+
     def get(self, interaction_id: str) -> interaction_pb2.Interaction:
         """The Interaction as the service stores it."""
         assert self.stack is not None

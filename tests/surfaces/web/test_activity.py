@@ -70,13 +70,13 @@ def test_a_draft_survives_a_reload_and_the_answered_card_follows_its_call_to_the
     card = page.locator("article.card")
     expect(card).to_have_count(1, timeout=TIMEOUT_MS)
     card.get_by_label("environment").select_option("production")
-    card.get_by_label("confirm").check()
+    card.get_by_label("confirm").get_by_role("radio", name="Yes").check()
 
     page.reload()
     card = page.locator("article.card")
     expect(card).to_have_attribute("data-draft", "restored", timeout=TIMEOUT_MS)
     expect(card.get_by_label("environment")).to_have_value("production")
-    expect(card.get_by_label("confirm")).to_be_checked()
+    expect(card.get_by_label("confirm").get_by_role("radio", name="Yes")).to_be_checked()
     card.get_by_role("button", name="Submit").click()
 
     followed = page.locator(".notice[data-interaction]")

@@ -342,6 +342,28 @@ async def test_events_stream_a_snapshot_then_opened_and_closed_changes(stack: St
         assert closed.data["interaction"]["close_text"] == "the provider disconnected"
 
 
+async def test_events_stream_a_committed_answer_recorded_lost_as_a_delivery_event(stack: Stack, web: Web) -> None:
+    form = await stack.link.open(text_form("answered, then lost"), session_id="s1")
+    async with web.client.stream("GET", "/api/events") as response:
+        events = sse_events(response)
+        assert (await next_event(events)).event == "snapshot"
+        response = await web.client.post(
+            f"/api/interactions/{form.interaction_id}/answer",
+            json={"session_id": "s1", "action": "decline"},
+            headers=post_headers(web),
+        )
+        assert response.status_code == 200, response.text
+        assert (await next_event(events)).event == "answered"
+        await stack.link.deliver(
+            form.interaction_id, interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_PROVIDER_LOST
+        )
+        lost = await next_event(events)
+        assert lost.event == "delivery"
+        assert lost.data["interaction"]["delivery"] == "lost"
+        assert lost.data["interaction"]["delivery_lost_text"] == "the provider disconnected"
+        assert "answer_values" not in lost.data["interaction"]
+
+
 async def test_events_resume_from_last_event_id_without_a_new_snapshot(stack: Stack, web: Web) -> None:
     async with web.client.stream("GET", "/api/events") as response:
         events = sse_events(response)

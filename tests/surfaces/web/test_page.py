@@ -68,16 +68,17 @@ def test_every_field_kind_renders_with_provenance_defaults_help_and_time_left(
     expect(labelled(card, "Window day")).to_have_value("2026-12-01")
     expect(labelled(card, "Chat")).to_be_checked()
     expect(labelled(card, "Email")).not_to_be_checked()
-    expect(labelled(card, "I have read the release notes")).not_to_be_checked()
-    # Widgets per kind.
-    expect(labelled(card, "Replicas")).to_have_attribute("type", "number")
-    expect(labelled(card, "Replicas")).to_have_attribute("step", "1")
-    expect(labelled(card, "Canary share")).to_have_attribute("step", "any")
+    expect(field_of(card, "confirm").get_by_role("radio", name="Yes")).not_to_be_checked()
+    expect(field_of(card, "confirm").get_by_role("radio", name="No")).not_to_be_checked()
+    # Widgets per kind (numbers are text inputs so the typed digits are kept exactly).
+    expect(labelled(card, "Replicas")).to_have_attribute("type", "text")
+    expect(labelled(card, "Replicas")).to_have_attribute("inputmode", "numeric")
+    expect(labelled(card, "Canary share")).to_have_attribute("inputmode", "decimal")
     expect(labelled(card, "Contact email")).to_have_attribute("type", "email")
     expect(labelled(card, "Dashboard URL")).to_have_attribute("type", "url")
     expect(labelled(card, "Window day")).to_have_attribute("type", "date")
     expect(labelled(card, "Window start")).to_have_attribute("type", "datetime-local")
-    expect(labelled(card, "I have read the release notes")).to_have_attribute("type", "checkbox")
+    expect(card.get_by_role("radiogroup", name=re.compile("^I have read the release notes"))).to_be_visible()
     # Required marks, descriptions as help, constraint hints.
     expect(field_of(card, "environment").locator(".required")).to_have_count(1)
     expect(field_of(card, "canary").locator(".required")).to_have_count(0)
@@ -113,7 +114,7 @@ def test_submit_sends_typed_values_for_every_field_kind(
     labelled(card, "Email").check()
     labelled(card, "Replicas").fill("4")
     labelled(card, "Canary share").fill("0.5")
-    labelled(card, "I have read the release notes").check()
+    field_of(card, "confirm").get_by_role("radio", name="Yes").check()
     labelled(card, "Contact email").fill("oncall@example.com")
     labelled(card, "Dashboard URL").fill("https://grafana.example.com/d/1")
     labelled(card, "Window day").fill("2026-12-24")
@@ -204,6 +205,23 @@ def test_the_services_field_violations_are_shown_inline(page: Page, stack_thread
     card.get_by_role("button", name="Submit").click()
     expect(card).to_have_count(0, timeout=TIMEOUT_MS)
     assert stack_thread.get(ix.interaction_id).answer.values["contact"].string_value == "a.b@example.com"
+
+
+def test_an_answer_recorded_lost_shows_a_notice_that_it_never_reached_the_tool(
+    page: Page, stack_thread: StackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("answered, then lost", claimed_tool="migrate"), session_id)
+    open_page(page, stack_thread.web([session_id]))
+    card = card_of(page, ix.interaction_id)
+    expect(card).to_be_visible(timeout=TIMEOUT_MS)
+    card.get_by_role("button", name="Decline").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    stack_thread.deliver(ix.interaction_id, interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)
+    notice = page.locator(".notice.closed").first
+    expect(notice.locator(".notice-title")).to_have_text("migrate", timeout=TIMEOUT_MS)
+    expect(notice.locator(".notice-text")).to_have_text(
+        "Your answer was recorded but never reached the Tool: the Tool call was stopped first (nothing was retried)."
+    )
 
 
 def test_a_form_closed_elsewhere_disappears_with_its_reason(

@@ -21,6 +21,7 @@ import type { ConnectResponse as _maka_broker_v1_ConnectResponse, ConnectRespons
 import type { FrameRejected as _maka_broker_v1_FrameRejected, FrameRejected__Output as _maka_broker_v1_FrameRejected__Output } from './maka/broker/v1/FrameRejected';
 import type { GetStatusRequest as _maka_broker_v1_GetStatusRequest, GetStatusRequest__Output as _maka_broker_v1_GetStatusRequest__Output } from './maka/broker/v1/GetStatusRequest';
 import type { GetStatusResponse as _maka_broker_v1_GetStatusResponse, GetStatusResponse__Output as _maka_broker_v1_GetStatusResponse__Output } from './maka/broker/v1/GetStatusResponse';
+import type { InteractionReceived as _maka_broker_v1_InteractionReceived, InteractionReceived__Output as _maka_broker_v1_InteractionReceived__Output } from './maka/broker/v1/InteractionReceived';
 import type { InteractionRequest as _maka_broker_v1_InteractionRequest, InteractionRequest__Output as _maka_broker_v1_InteractionRequest__Output } from './maka/broker/v1/InteractionRequest';
 import type { InteractionResult as _maka_broker_v1_InteractionResult, InteractionResult__Output as _maka_broker_v1_InteractionResult__Output } from './maka/broker/v1/InteractionResult';
 import type { InteractionSettledEvent as _maka_broker_v1_InteractionSettledEvent, InteractionSettledEvent__Output as _maka_broker_v1_InteractionSettledEvent__Output } from './maka/broker/v1/InteractionSettledEvent';
@@ -61,6 +62,7 @@ import type { Value as _maka_form_v1_Value, Value__Output as _maka_form_v1_Value
 import type { Binding as _maka_interaction_v1_Binding, Binding__Output as _maka_interaction_v1_Binding__Output } from './maka/interaction/v1/Binding';
 import type { Interaction as _maka_interaction_v1_Interaction, Interaction__Output as _maka_interaction_v1_Interaction__Output } from './maka/interaction/v1/Interaction';
 import type { InteractionEvent as _maka_interaction_v1_InteractionEvent, InteractionEvent__Output as _maka_interaction_v1_InteractionEvent__Output } from './maka/interaction/v1/InteractionEvent';
+import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -96,6 +98,7 @@ export interface ProtoGrpcType {
         FrameRejected: MessageTypeDefinition<_maka_broker_v1_FrameRejected, _maka_broker_v1_FrameRejected__Output>
         GetStatusRequest: MessageTypeDefinition<_maka_broker_v1_GetStatusRequest, _maka_broker_v1_GetStatusRequest__Output>
         GetStatusResponse: MessageTypeDefinition<_maka_broker_v1_GetStatusResponse, _maka_broker_v1_GetStatusResponse__Output>
+        InteractionReceived: MessageTypeDefinition<_maka_broker_v1_InteractionReceived, _maka_broker_v1_InteractionReceived__Output>
         InteractionRequest: MessageTypeDefinition<_maka_broker_v1_InteractionRequest, _maka_broker_v1_InteractionRequest__Output>
         InteractionResult: MessageTypeDefinition<_maka_broker_v1_InteractionResult, _maka_broker_v1_InteractionResult__Output>
         InteractionSettledEvent: MessageTypeDefinition<_maka_broker_v1_InteractionSettledEvent, _maka_broker_v1_InteractionSettledEvent__Output>
@@ -148,11 +151,13 @@ export interface ProtoGrpcType {
       v1: {
         Binding: MessageTypeDefinition<_maka_interaction_v1_Binding, _maka_interaction_v1_Binding__Output>
         CloseReason: EnumTypeDefinition
+        DeliveryState: EnumTypeDefinition
         ErrorReason: EnumTypeDefinition
         EventKind: EnumTypeDefinition
         Interaction: MessageTypeDefinition<_maka_interaction_v1_Interaction, _maka_interaction_v1_Interaction__Output>
         InteractionEvent: MessageTypeDefinition<_maka_interaction_v1_InteractionEvent, _maka_interaction_v1_InteractionEvent__Output>
         InteractionState: EnumTypeDefinition
+        Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
       }
     }
   }

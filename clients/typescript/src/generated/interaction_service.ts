@@ -23,6 +23,7 @@ import type { AttachRequest as _maka_interaction_v1_AttachRequest, AttachRequest
 import type { AttachResponse as _maka_interaction_v1_AttachResponse, AttachResponse__Output as _maka_interaction_v1_AttachResponse__Output } from './maka/interaction/v1/AttachResponse';
 import type { Binding as _maka_interaction_v1_Binding, Binding__Output as _maka_interaction_v1_Binding__Output } from './maka/interaction/v1/Binding';
 import type { CloseInteraction as _maka_interaction_v1_CloseInteraction, CloseInteraction__Output as _maka_interaction_v1_CloseInteraction__Output } from './maka/interaction/v1/CloseInteraction';
+import type { DeliveryRecorded as _maka_interaction_v1_DeliveryRecorded, DeliveryRecorded__Output as _maka_interaction_v1_DeliveryRecorded__Output } from './maka/interaction/v1/DeliveryRecorded';
 import type { EpochBegun as _maka_interaction_v1_EpochBegun, EpochBegun__Output as _maka_interaction_v1_EpochBegun__Output } from './maka/interaction/v1/EpochBegun';
 import type { Event as _maka_interaction_v1_Event, Event__Output as _maka_interaction_v1_Event__Output } from './maka/interaction/v1/Event';
 import type { GetInteractionRequest as _maka_interaction_v1_GetInteractionRequest, GetInteractionRequest__Output as _maka_interaction_v1_GetInteractionRequest__Output } from './maka/interaction/v1/GetInteractionRequest';
@@ -42,6 +43,8 @@ import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, Lis
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from './maka/interaction/v1/ListPendingResponse';
 import type { OpenInteraction as _maka_interaction_v1_OpenInteraction, OpenInteraction__Output as _maka_interaction_v1_OpenInteraction__Output } from './maka/interaction/v1/OpenInteraction';
 import type { OpenRejected as _maka_interaction_v1_OpenRejected, OpenRejected__Output as _maka_interaction_v1_OpenRejected__Output } from './maka/interaction/v1/OpenRejected';
+import type { ReportDelivery as _maka_interaction_v1_ReportDelivery, ReportDelivery__Output as _maka_interaction_v1_ReportDelivery__Output } from './maka/interaction/v1/ReportDelivery';
+import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 import type { Snapshot as _maka_interaction_v1_Snapshot, Snapshot__Output as _maka_interaction_v1_Snapshot__Output } from './maka/interaction/v1/Snapshot';
 import type { SubmitAnswer as _maka_interaction_v1_SubmitAnswer, SubmitAnswer__Output as _maka_interaction_v1_SubmitAnswer__Output } from './maka/interaction/v1/SubmitAnswer';
 import type { Subscribe as _maka_interaction_v1_Subscribe, Subscribe__Output as _maka_interaction_v1_Subscribe__Output } from './maka/interaction/v1/Subscribe';
@@ -88,6 +91,8 @@ export interface ProtoGrpcType {
         Binding: MessageTypeDefinition<_maka_interaction_v1_Binding, _maka_interaction_v1_Binding__Output>
         CloseInteraction: MessageTypeDefinition<_maka_interaction_v1_CloseInteraction, _maka_interaction_v1_CloseInteraction__Output>
         CloseReason: EnumTypeDefinition
+        DeliveryRecorded: MessageTypeDefinition<_maka_interaction_v1_DeliveryRecorded, _maka_interaction_v1_DeliveryRecorded__Output>
+        DeliveryState: EnumTypeDefinition
         EpochBegun: MessageTypeDefinition<_maka_interaction_v1_EpochBegun, _maka_interaction_v1_EpochBegun__Output>
         ErrorReason: EnumTypeDefinition
         Event: MessageTypeDefinition<_maka_interaction_v1_Event, _maka_interaction_v1_Event__Output>
@@ -110,6 +115,8 @@ export interface ProtoGrpcType {
         ListPendingResponse: MessageTypeDefinition<_maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingResponse__Output>
         OpenInteraction: MessageTypeDefinition<_maka_interaction_v1_OpenInteraction, _maka_interaction_v1_OpenInteraction__Output>
         OpenRejected: MessageTypeDefinition<_maka_interaction_v1_OpenRejected, _maka_interaction_v1_OpenRejected__Output>
+        ReportDelivery: MessageTypeDefinition<_maka_interaction_v1_ReportDelivery, _maka_interaction_v1_ReportDelivery__Output>
+        Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
         Snapshot: MessageTypeDefinition<_maka_interaction_v1_Snapshot, _maka_interaction_v1_Snapshot__Output>
         SubmitAnswer: MessageTypeDefinition<_maka_interaction_v1_SubmitAnswer, _maka_interaction_v1_SubmitAnswer__Output>
         Subscribe: MessageTypeDefinition<_maka_interaction_v1_Subscribe, _maka_interaction_v1_Subscribe__Output>

@@ -233,6 +233,7 @@ class ConnectRequest(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     FAILURE_FIELD_NUMBER: _builtins.int
     TOOLS_CHANGED_FIELD_NUMBER: _builtins.int
+    INTERACTION_RECEIVED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def register(self) -> Global___Register: ...
     @_builtins.property
@@ -247,6 +248,8 @@ class ConnectRequest(_message.Message):
     def failure(self) -> Global___InvocationFailure: ...
     @_builtins.property
     def tools_changed(self) -> Global___ToolsChanged: ...
+    @_builtins.property
+    def interaction_received(self) -> Global___InteractionReceived: ...
     def __init__(
         self,
         *,
@@ -257,12 +260,13 @@ class ConnectRequest(_message.Message):
         result: Global___InvocationResult | None = ...,
         failure: Global___InvocationFailure | None = ...,
         tools_changed: Global___ToolsChanged | None = ...,
+        interaction_received: Global___InteractionReceived | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "tools_changed", b"tools_changed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_received", b"interaction_received", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "tools_changed", b"tools_changed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "tools_changed", b"tools_changed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_received", b"interaction_received", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "tools_changed", b"tools_changed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["register", "heartbeat", "progress", "interaction_request", "result", "failure", "tools_changed"]  # noqa: Y015
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["register", "heartbeat", "progress", "interaction_request", "result", "failure", "tools_changed", "interaction_received"]  # noqa: Y015
     _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
 
@@ -505,21 +509,27 @@ class InteractionRequest(_message.Message):
     INVOCATION_ID_FIELD_NUMBER: _builtins.int
     CORRELATION_ID_FIELD_NUMBER: _builtins.int
     FORM_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     invocation_id: _builtins.str
     correlation_id: _builtins.str
     """Provider-local correlation id; echoed in InteractionResult, never the canonical id."""
     @_builtins.property
     def form(self) -> _form_pb2.Form: ...
+    @_builtins.property
+    def round(self) -> _interaction_pb2.Round:
+        """The form's place in its MRTR round (position, size, deadline), passed to the Interaction service."""
+
     def __init__(
         self,
         *,
         invocation_id: _builtins.str = ...,
         correlation_id: _builtins.str = ...,
         form: _form_pb2.Form | None = ...,
+        round: _interaction_pb2.Round | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["form", b"form"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["form", b"form", "round", b"round"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "form", b"form", "invocation_id", b"invocation_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "form", b"form", "invocation_id", b"invocation_id", "round", b"round"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -562,6 +572,36 @@ class InteractionResult(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___InteractionResult: _TypeAlias = InteractionResult  # noqa: Y015
+
+@_typing.final
+class InteractionReceived(_message.Message):
+    """InteractionReceived: the provider confirms it received an answered InteractionResult (sent before
+    it retries the Tool call). The broker then records the answer DELIVERY_STATE_DELIVERED; an
+    invocation that ends before this (or before any later frame of the invocation) records it LOST.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    CORRELATION_ID_FIELD_NUMBER: _builtins.int
+    INTERACTION_ID_FIELD_NUMBER: _builtins.int
+    invocation_id: _builtins.str
+    correlation_id: _builtins.str
+    interaction_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        invocation_id: _builtins.str = ...,
+        correlation_id: _builtins.str = ...,
+        interaction_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation_id", b"correlation_id", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InteractionReceived: _TypeAlias = InteractionReceived  # noqa: Y015
 
 @_typing.final
 class InvocationResult(_message.Message):

@@ -32,6 +32,7 @@ class HostLinkRequest(_message.Message):
     OPEN_FIELD_NUMBER: _builtins.int
     CLOSE_FIELD_NUMBER: _builtins.int
     HEARTBEAT_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def hello(self) -> Global___Hello: ...
     @_builtins.property
@@ -40,6 +41,8 @@ class HostLinkRequest(_message.Message):
     def close(self) -> Global___CloseInteraction: ...
     @_builtins.property
     def heartbeat(self) -> Global___Heartbeat: ...
+    @_builtins.property
+    def delivery(self) -> Global___ReportDelivery: ...
     def __init__(
         self,
         *,
@@ -47,12 +50,13 @@ class HostLinkRequest(_message.Message):
         open: Global___OpenInteraction | None = ...,
         close: Global___CloseInteraction | None = ...,
         heartbeat: Global___Heartbeat | None = ...,
+        delivery: Global___ReportDelivery | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["close", b"close", "frame", b"frame", "heartbeat", b"heartbeat", "hello", b"hello", "open", b"open"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["close", b"close", "delivery", b"delivery", "frame", b"frame", "heartbeat", b"heartbeat", "hello", b"hello", "open", b"open"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close", b"close", "frame", b"frame", "heartbeat", b"heartbeat", "hello", b"hello", "open", b"open"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close", b"close", "delivery", b"delivery", "frame", b"frame", "heartbeat", b"heartbeat", "hello", b"hello", "open", b"open"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["hello", "open", "close", "heartbeat"]  # noqa: Y015
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["hello", "open", "close", "heartbeat", "delivery"]  # noqa: Y015
     _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
 
@@ -68,6 +72,7 @@ class HostLinkResponse(_message.Message):
     CLOSED_FIELD_NUMBER: _builtins.int
     SETTLED_FIELD_NUMBER: _builtins.int
     HEARTBEAT_ACK_FIELD_NUMBER: _builtins.int
+    DELIVERY_RECORDED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def epoch(self) -> Global___EpochBegun: ...
     @_builtins.property
@@ -80,6 +85,8 @@ class HostLinkResponse(_message.Message):
     def settled(self) -> Global___InteractionSettled: ...
     @_builtins.property
     def heartbeat_ack(self) -> Global___HeartbeatAck: ...
+    @_builtins.property
+    def delivery_recorded(self) -> Global___DeliveryRecorded: ...
     def __init__(
         self,
         *,
@@ -89,12 +96,13 @@ class HostLinkResponse(_message.Message):
         closed: Global___InteractionClosed | None = ...,
         settled: Global___InteractionSettled | None = ...,
         heartbeat_ack: Global___HeartbeatAck | None = ...,
+        delivery_recorded: Global___DeliveryRecorded | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["closed", b"closed", "epoch", b"epoch", "frame", b"frame", "heartbeat_ack", b"heartbeat_ack", "open_rejected", b"open_rejected", "opened", b"opened", "settled", b"settled"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["closed", b"closed", "delivery_recorded", b"delivery_recorded", "epoch", b"epoch", "frame", b"frame", "heartbeat_ack", b"heartbeat_ack", "open_rejected", b"open_rejected", "opened", b"opened", "settled", b"settled"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed", b"closed", "epoch", b"epoch", "frame", b"frame", "heartbeat_ack", b"heartbeat_ack", "open_rejected", b"open_rejected", "opened", b"opened", "settled", b"settled"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed", b"closed", "delivery_recorded", b"delivery_recorded", "epoch", b"epoch", "frame", b"frame", "heartbeat_ack", b"heartbeat_ack", "open_rejected", b"open_rejected", "opened", b"opened", "settled", b"settled"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["epoch", "opened", "open_rejected", "closed", "settled", "heartbeat_ack"]  # noqa: Y015
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["epoch", "opened", "open_rejected", "closed", "settled", "heartbeat_ack", "delivery_recorded"]  # noqa: Y015
     _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
 
@@ -178,6 +186,7 @@ class OpenInteraction(_message.Message):
     BINDING_FIELD_NUMBER: _builtins.int
     FORM_FIELD_NUMBER: _builtins.int
     WAIT_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     REPLAY_FIELD_NUMBER: _builtins.int
     request_ref: _builtins.str
     """Broker-chosen id to match the reply; not stored."""
@@ -193,6 +202,10 @@ class OpenInteraction(_message.Message):
     def wait(self) -> _duration_pb2.Duration:
         """The bounded wait; zero means the service default. Capped by the service maximum."""
 
+    @_builtins.property
+    def round(self) -> _interaction_pb2.Round:
+        """The form's place in its MRTR round; the wait never runs past round.deadline."""
+
     def __init__(
         self,
         *,
@@ -200,11 +213,12 @@ class OpenInteraction(_message.Message):
         binding: _interaction_pb2.Binding | None = ...,
         form: _form_pb2.Form | None = ...,
         wait: _duration_pb2.Duration | None = ...,
+        round: _interaction_pb2.Round | None = ...,
         replay: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "wait", b"wait"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "round", b"round", "wait", b"wait"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "replay", b"replay", "request_ref", b"request_ref", "wait", b"wait"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "form", b"form", "replay", b"replay", "request_ref", b"request_ref", "round", b"round", "wait", b"wait"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -270,17 +284,24 @@ class CloseInteraction(_message.Message):
 
     INTERACTION_ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     reason: _interaction_pb2.CloseReason.ValueType
+    invocation_id: _builtins.str
+    """Instead of interaction_id (which is then empty): close the pending form of this invocation, if
+    any, and fence the invocation so that no later open for it commits - for an open whose reply
+    was lost with the link, so the broker does not know the form's id.
+    """
     def __init__(
         self,
         *,
         interaction_id: _builtins.str = ...,
         reason: _interaction_pb2.CloseReason.ValueType = ...,
+        invocation_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["interaction_id", b"interaction_id", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["interaction_id", b"interaction_id", "invocation_id", b"invocation_id", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -293,9 +314,13 @@ class InteractionClosed(_message.Message):
     INTERACTION_ID_FIELD_NUMBER: _builtins.int
     CHANGED_FIELD_NUMBER: _builtins.int
     INTERACTION_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
+    """The closed form's id (empty when closing by invocation_id found no form)."""
     changed: _builtins.bool
     """False when the form was already settled; `interaction` then shows the winning outcome."""
+    invocation_id: _builtins.str
+    """Echoed when the request closed by invocation_id."""
     @_builtins.property
     def interaction(self) -> _interaction_pb2.Interaction: ...
     def __init__(
@@ -304,10 +329,11 @@ class InteractionClosed(_message.Message):
         interaction_id: _builtins.str = ...,
         changed: _builtins.bool = ...,
         interaction: _interaction_pb2.Interaction | None = ...,
+        invocation_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["interaction", b"interaction"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "interaction", b"interaction", "interaction_id", b"interaction_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "interaction", b"interaction", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -332,6 +358,66 @@ class InteractionSettled(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___InteractionSettled: _TypeAlias = InteractionSettled  # noqa: Y015
+
+@_typing.final
+class ReportDelivery(_message.Message):
+    """ReportDelivery records whether an answered Interaction reached its provider (answered in order by
+    `delivery_recorded`). Only an answer whose delivery is still DELIVERY_STATE_PENDING changes.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INTERACTION_ID_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
+    LOST_REASON_FIELD_NUMBER: _builtins.int
+    interaction_id: _builtins.str
+    delivery: _interaction_pb2.DeliveryState.ValueType
+    """DELIVERY_STATE_DELIVERED or DELIVERY_STATE_LOST."""
+    lost_reason: _interaction_pb2.CloseReason.ValueType
+    """With DELIVERY_STATE_LOST: how the invocation ended."""
+    def __init__(
+        self,
+        *,
+        interaction_id: _builtins.str = ...,
+        delivery: _interaction_pb2.DeliveryState.ValueType = ...,
+        lost_reason: _interaction_pb2.CloseReason.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery", b"delivery", "interaction_id", b"interaction_id", "lost_reason", b"lost_reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportDelivery: _TypeAlias = ReportDelivery  # noqa: Y015
+
+@_typing.final
+class DeliveryRecorded(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INTERACTION_ID_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELD_NUMBER: _builtins.int
+    INTERACTION_FIELD_NUMBER: _builtins.int
+    interaction_id: _builtins.str
+    changed: _builtins.bool
+    """False when the delivery was already recorded (or the Interaction is not answered / unknown)."""
+    @_builtins.property
+    def interaction(self) -> _interaction_pb2.Interaction:
+        """The record after the attempt (absent when unknown)."""
+
+    def __init__(
+        self,
+        *,
+        interaction_id: _builtins.str = ...,
+        changed: _builtins.bool = ...,
+        interaction: _interaction_pb2.Interaction | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["interaction", b"interaction"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "interaction", b"interaction", "interaction_id", b"interaction_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeliveryRecorded: _TypeAlias = DeliveryRecorded  # noqa: Y015
 
 @_typing.final
 class Heartbeat(_message.Message):

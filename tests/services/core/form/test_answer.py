@@ -123,8 +123,17 @@ def test_text_with_unpaired_surrogates_is_rejected() -> None:
     [
         (
             "email",
-            ["a@example.com", "ü@bücher.de", "first.last+tag@sub.example.org"],
-            ["a@b", "no-at", "a@@example.com", ""],
+            [
+                "a@example.com",
+                "ü@bücher.de",
+                "first.last+tag@sub.example.org",
+                "ops@corp.local",
+                "x@example.test",
+                "a@localhost",
+                "a@b",
+                "root@[192.0.2.1]",
+            ],
+            ["no-at", "a@@example.com", "", "a b@example.com", "a@-x.com", "a@", "@example.com", "a@x..y"],
         ),
         (
             "uri",
@@ -268,7 +277,7 @@ def test_the_answer_byte_cap_is_inclusive() -> None:
 # --- defaults
 
 
-def test_untouched_optional_defaults_of_every_kind_are_included_with_their_type() -> None:
+def test_omitted_fields_stay_omitted_and_are_never_refilled_with_their_defaults() -> None:
     form = form_of(
         {
             "s": {"type": "string", "default": ""},
@@ -282,7 +291,9 @@ def test_untouched_optional_defaults_of_every_kind_are_included_with_their_type(
             "nodefault": {"type": "string"},
         }
     )
-    values = accept(form, {})
+    assert accept(form, {}) == {}
+    sent = {"s": "", "i": 0, "n": 0.5, "f": False, "t": True, "one": "y", "many": ["y", "x"], "none": []}
+    values = accept(form, sent)
     assert values == {"s": "", "i": 0, "n": 0.5, "f": False, "t": True, "one": "y", "many": ("y", "x"), "none": ()}
     assert type(values["i"]) is int
     assert type(values["f"]) is bool
@@ -300,9 +311,21 @@ def test_untouched_optional_defaults_of_every_kind_are_included_with_their_type(
 
 
 @pytest.mark.parametrize("default", [True, False])
-def test_an_untouched_required_boolean_with_a_default_is_filled_with_it(default: bool) -> None:
+def test_a_required_field_left_out_is_missing_even_with_a_default(default: bool) -> None:
     form = form_of({"ok": {"type": "boolean", "default": default}}, required=["ok"])
-    assert accept(form, {}) == {"ok": default}
+    assert rejected(form, {}) == {("/ok", R.ANSWER_MISSING_REQUIRED)}
+    assert accept(form, {"ok": default}) == {"ok": default}
+
+
+def test_a_required_boolean_without_default_needs_an_explicit_choice() -> None:
+    form = form_of({"ok": {"type": "boolean"}}, required=["ok"])
+    assert rejected(form, {}) == {("/ok", R.ANSWER_MISSING_REQUIRED)}
+    assert accept(form, {"ok": False}) == {"ok": False}
+    assert accept(form, {"ok": True}) == {"ok": True}
+
+
+def test_an_optional_boolean_without_default_left_out_is_omitted() -> None:
+    assert accept(form_of({"ok": {"type": "boolean"}}), {}) == {}
 
 
 def test_a_submitted_value_wins_over_the_default() -> None:
@@ -312,7 +335,7 @@ def test_a_submitted_value_wins_over_the_default() -> None:
 
 def test_values_come_back_in_form_order() -> None:
     form = form_of({"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string", "default": "z"}})
-    assert list(accept(form, {"b": "1", "a": "2"})) == ["a", "b", "c"]
+    assert list(accept(form, {"c": "x", "b": "1", "a": "2"})) == ["a", "b", "c"]
 
 
 # --- properties
@@ -320,13 +343,11 @@ def test_values_come_back_in_form_order() -> None:
 
 @st.composite
 def forms_and_values(draw: st.DrawFn) -> tuple[Form, dict[str, FormValue]]:
-    """A decoded form and a full set of values satisfying it (each field present, or left to its default)."""
+    """A decoded form and a full set of values satisfying it (each required field present, optional ones maybe)."""
     form = decode_requested_schema(draw(requested_schemas()), message="m")
     values: dict[str, FormValue] = {}
     for field in form.fields:
-        if field.default is not None and draw(st.booleans()):
-            continue  # left untouched
-        if not field.required and field.default is None and draw(st.booleans()):
+        if not field.required and draw(st.booleans()):
             continue
         values[field.name] = draw(values_for(field))
     return form, values
@@ -340,10 +361,8 @@ def test_every_value_generated_to_satisfy_a_form_validates(case: tuple[Form, dic
     for field in form.fields:
         if field.name in values:
             assert result.values[field.name] == values[field.name]
-        elif field.default is not None:
-            assert result.values[field.name] == field.default
         else:
-            assert field.name not in result.values
+            assert field.name not in result.values  # never refilled with a default
     # Cross-check with an independent JSON Schema validator against the canonical requestedSchema.
     content = answer_to_elicit_result(result)["content"]
     validator = jsonschema.Draft202012Validator(

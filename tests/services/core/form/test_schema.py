@@ -237,7 +237,6 @@ def test_enum_behind_ref_is_rejected_naming_ref_and_defs() -> None:
         ({"type": "number", "minimum": 2, "maximum": 1}, "/minimum", R.SCHEMA_INVALID_VALUE),
         ({"type": "number", "minimum": "0"}, "/minimum", R.SCHEMA_INVALID_VALUE),
         ({"type": "number", "maximum": False}, "/maximum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "integer", "maximum": 2**53 + 1}, "/maximum", R.SCHEMA_INVALID_VALUE),
         ({"type": "string", "title": 7}, "/title", R.SCHEMA_INVALID_VALUE),
         ({"type": "string", "description": ["x"]}, "/description", R.SCHEMA_INVALID_VALUE),
         ({"type": "string", "enum": []}, "/enum", R.SCHEMA_INVALID_VALUE),
@@ -336,8 +335,10 @@ def test_duplicate_option_values_are_rejected_at_the_second_occurrence(prop: dic
         {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 1, "default": ["a", "b"]},
     ],
 )
-def test_a_default_that_does_not_fit_its_own_field_is_rejected(prop: dict[str, Any]) -> None:
-    assert codes(rejects(obj({"f": prop}))) == {("/properties/f/default", R.SCHEMA_INVALID_DEFAULT)}
+def test_a_default_that_does_not_fit_its_own_field_is_dropped_and_the_form_still_decodes(prop: dict[str, Any]) -> None:
+    [field] = decode_requested_schema(obj({"f": prop}), message="m").fields
+    assert field.default is None
+    assert check_form(decode_requested_schema(obj({"f": prop}), message="m")).fields == (field,)
 
 
 def test_every_violation_is_listed_not_just_the_first() -> None:
@@ -396,7 +397,7 @@ def _circular() -> dict[str, Any]:
         {"type": "object", "properties": {"a": {"type": "string", "title": "\ud800"}}},
         {"type": "object", "properties": {"a": {"type": "string", "default": _Weird()}}},
         {"type": "object", "properties": {"a": {"type": "string"}}, "required": {"a"}},
-        {"type": "object", "properties": {"a": {"type": "integer", "default": 10**400}}},
+        {"type": "object", "properties": {"a": {"type": "integer", "maximum": 10**400}}},
         {"type": "object", "properties": _deep(100_000)},
         _circular(),
     ],
@@ -696,7 +697,6 @@ _MUTATIONS: list[tuple[str, FormErrorReason]] = [
     ("ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
     ("nested-object", R.SCHEMA_UNSUPPORTED_TYPE),
     ("union", R.SCHEMA_UNSUPPORTED_TYPE),
-    ("bad-default", R.SCHEMA_INVALID_DEFAULT),
     ("duplicate-option", R.SCHEMA_DUPLICATE_OPTION),
 ]
 
@@ -716,9 +716,6 @@ def _mutate(prop: dict[str, Any], mutation: str) -> tuple[dict[str, Any], str] |
     if mutation == "union":
         prop["type"] = [prop.get("type", "string"), "null"]
         return prop, "/type"
-    if mutation == "bad-default":
-        prop["default"] = {"not": "a primitive"}
-        return prop, "/default"
     options = (
         prop.get("enum") or prop.get("oneOf") or prop.get("items", {}).get("enum") or prop.get("items", {}).get("anyOf")
     )
@@ -754,12 +751,71 @@ def test_mutated_schemas_are_rejected_with_the_right_code_and_path(
 
 
 @PROPERTY
+@given(schema=requested_schemas(), data=st.data())
+def test_a_default_that_is_not_a_value_of_its_field_is_dropped_and_the_rest_is_kept(
+    schema: dict[str, Any], data: st.DataObject
+) -> None:
+    if not schema["properties"]:
+        return
+    name = data.draw(st.sampled_from(list(schema["properties"])))
+    expected = decode_requested_schema(copy.deepcopy(schema), message="m")
+    schema["properties"][name]["default"] = {"not": "a primitive"}
+    form = decode_requested_schema(schema, message="m")
+    assert [f.name for f in form.fields] == [f.name for f in expected.fields]
+    [field] = [f for f in form.fields if f.name == name]
+    assert field.default is None
+    assert check_form(form) is form
+
+
+@PROPERTY
 @given(schema=requested_schemas(), ghost=st.text(min_size=1, max_size=5))
 def test_a_required_name_that_is_not_a_property_is_rejected(schema: dict[str, Any], ghost: str) -> None:
     if ghost in schema["properties"]:
         return
     schema["required"] = [*schema.get("required", []), ghost]
     assert (f"/required/{len(schema['required']) - 1}", R.SCHEMA_UNKNOWN_REQUIRED) in codes(rejects(schema))
+
+
+# --- issue 16: reasonable schemas no longer fail the whole call (finding 5), dialects (finding 9)
+
+
+def test_integer_bounds_beyond_2_pow_53_are_accepted_as_the_nearest_double() -> None:
+    schema = obj({"n": {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}})
+    [field] = decode_requested_schema(schema, message="m").fields
+    assert isinstance(field, NumberField)
+    assert field.minimum == -(2.0**63)
+    assert field.maximum == 2.0**63
+    assert check_form(decode_requested_schema(schema, message="m"))
+
+
+def test_harmless_root_annotations_are_accepted_and_ignored() -> None:
+    schema = obj(
+        {"s": {"type": "string"}},
+        **{"$id": "https://example.com/forms/deploy", "$comment": "v2", "examples": [{"s": "x"}]},
+    )
+    assert [f.name for f in decode_requested_schema(schema, message="m").fields] == ["s"]
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2020-12/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema#",
+    ],
+)
+def test_a_supported_schema_dialect_is_accepted(dialect: str) -> None:
+    assert decode_requested_schema(obj({"s": {"type": "string"}}, **{"$schema": dialect}), message="m").fields
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    ["http://json-schema.org/draft-04/schema#", "https://example.com/my-dialect", "", "2020-12"],
+)
+def test_an_unsupported_schema_dialect_is_an_error_not_validated_as_2020_12(dialect: str) -> None:
+    schema = obj({"s": {"type": "string"}}, **{"$schema": dialect})
+    assert codes(rejects(schema)) == {("/$schema", R.SCHEMA_UNSUPPORTED_KEYWORD)}
 
 
 def test_a_time_zone_list_of_a_thousand_options_decodes() -> None:

@@ -7,6 +7,7 @@ import type { InteractionRequest as _maka_broker_v1_InteractionRequest, Interact
 import type { InvocationResult as _maka_broker_v1_InvocationResult, InvocationResult__Output as _maka_broker_v1_InvocationResult__Output } from '../../../maka/broker/v1/InvocationResult';
 import type { InvocationFailure as _maka_broker_v1_InvocationFailure, InvocationFailure__Output as _maka_broker_v1_InvocationFailure__Output } from '../../../maka/broker/v1/InvocationFailure';
 import type { ToolsChanged as _maka_broker_v1_ToolsChanged, ToolsChanged__Output as _maka_broker_v1_ToolsChanged__Output } from '../../../maka/broker/v1/ToolsChanged';
+import type { InteractionReceived as _maka_broker_v1_InteractionReceived, InteractionReceived__Output as _maka_broker_v1_InteractionReceived__Output } from '../../../maka/broker/v1/InteractionReceived';
 
 export interface ConnectRequest {
   'register'?: (_maka_broker_v1_Register | null);
@@ -16,7 +17,8 @@ export interface ConnectRequest {
   'result'?: (_maka_broker_v1_InvocationResult | null);
   'failure'?: (_maka_broker_v1_InvocationFailure | null);
   'tools_changed'?: (_maka_broker_v1_ToolsChanged | null);
-  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed";
+  'interaction_received'?: (_maka_broker_v1_InteractionReceived | null);
+  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed"|"interaction_received";
 }
 
 export interface ConnectRequest__Output {
@@ -27,5 +29,6 @@ export interface ConnectRequest__Output {
   'result'?: (_maka_broker_v1_InvocationResult__Output | null);
   'failure'?: (_maka_broker_v1_InvocationFailure__Output | null);
   'tools_changed'?: (_maka_broker_v1_ToolsChanged__Output | null);
-  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed";
+  'interaction_received'?: (_maka_broker_v1_InteractionReceived__Output | null);
+  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed"|"interaction_received";
 }

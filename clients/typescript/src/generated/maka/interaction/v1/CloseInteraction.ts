@@ -5,9 +5,11 @@ import type { CloseReason as _maka_interaction_v1_CloseReason, CloseReason__Outp
 export interface CloseInteraction {
   'interaction_id'?: (string);
   'reason'?: (_maka_interaction_v1_CloseReason);
+  'invocation_id'?: (string);
 }
 
 export interface CloseInteraction__Output {
   'interaction_id': (string);
   'reason': (_maka_interaction_v1_CloseReason__Output);
+  'invocation_id': (string);
 }

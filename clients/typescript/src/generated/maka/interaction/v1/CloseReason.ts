@@ -10,6 +10,7 @@ export const CloseReason = {
   CLOSE_REASON_LEASE_EXPIRED: 'CLOSE_REASON_LEASE_EXPIRED',
   CLOSE_REASON_TIMED_OUT: 'CLOSE_REASON_TIMED_OUT',
   CLOSE_REASON_SUPERSEDED: 'CLOSE_REASON_SUPERSEDED',
+  CLOSE_REASON_ROUND_EXPIRED: 'CLOSE_REASON_ROUND_EXPIRED',
 } as const;
 
 export type CloseReason =
@@ -31,5 +32,7 @@ export type CloseReason =
   | 7
   | 'CLOSE_REASON_SUPERSEDED'
   | 8
+  | 'CLOSE_REASON_ROUND_EXPIRED'
+  | 20
 
 export type CloseReason__Output = typeof CloseReason[keyof typeof CloseReason]

@@ -5,6 +5,7 @@ export const EventKind = {
   EVENT_KIND_OPENED: 'EVENT_KIND_OPENED',
   EVENT_KIND_ANSWERED: 'EVENT_KIND_ANSWERED',
   EVENT_KIND_CLOSED: 'EVENT_KIND_CLOSED',
+  EVENT_KIND_DELIVERY: 'EVENT_KIND_DELIVERY',
 } as const;
 
 export type EventKind =
@@ -16,5 +17,7 @@ export type EventKind =
   | 2
   | 'EVENT_KIND_CLOSED'
   | 3
+  | 'EVENT_KIND_DELIVERY'
+  | 4
 
 export type EventKind__Output = typeof EventKind[keyof typeof EventKind]

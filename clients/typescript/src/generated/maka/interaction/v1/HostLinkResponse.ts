@@ -6,6 +6,7 @@ import type { OpenRejected as _maka_interaction_v1_OpenRejected, OpenRejected__O
 import type { InteractionClosed as _maka_interaction_v1_InteractionClosed, InteractionClosed__Output as _maka_interaction_v1_InteractionClosed__Output } from '../../../maka/interaction/v1/InteractionClosed';
 import type { InteractionSettled as _maka_interaction_v1_InteractionSettled, InteractionSettled__Output as _maka_interaction_v1_InteractionSettled__Output } from '../../../maka/interaction/v1/InteractionSettled';
 import type { HeartbeatAck as _maka_interaction_v1_HeartbeatAck, HeartbeatAck__Output as _maka_interaction_v1_HeartbeatAck__Output } from '../../../maka/interaction/v1/HeartbeatAck';
+import type { DeliveryRecorded as _maka_interaction_v1_DeliveryRecorded, DeliveryRecorded__Output as _maka_interaction_v1_DeliveryRecorded__Output } from '../../../maka/interaction/v1/DeliveryRecorded';
 
 export interface HostLinkResponse {
   'epoch'?: (_maka_interaction_v1_EpochBegun | null);
@@ -14,7 +15,8 @@ export interface HostLinkResponse {
   'closed'?: (_maka_interaction_v1_InteractionClosed | null);
   'settled'?: (_maka_interaction_v1_InteractionSettled | null);
   'heartbeat_ack'?: (_maka_interaction_v1_HeartbeatAck | null);
-  'frame'?: "epoch"|"opened"|"open_rejected"|"closed"|"settled"|"heartbeat_ack";
+  'delivery_recorded'?: (_maka_interaction_v1_DeliveryRecorded | null);
+  'frame'?: "epoch"|"opened"|"open_rejected"|"closed"|"settled"|"heartbeat_ack"|"delivery_recorded";
 }
 
 export interface HostLinkResponse__Output {
@@ -24,5 +26,6 @@ export interface HostLinkResponse__Output {
   'closed'?: (_maka_interaction_v1_InteractionClosed__Output | null);
   'settled'?: (_maka_interaction_v1_InteractionSettled__Output | null);
   'heartbeat_ack'?: (_maka_interaction_v1_HeartbeatAck__Output | null);
-  'frame'?: "epoch"|"opened"|"open_rejected"|"closed"|"settled"|"heartbeat_ack";
+  'delivery_recorded'?: (_maka_interaction_v1_DeliveryRecorded__Output | null);
+  'frame'?: "epoch"|"opened"|"open_rejected"|"closed"|"settled"|"heartbeat_ack"|"delivery_recorded";
 }

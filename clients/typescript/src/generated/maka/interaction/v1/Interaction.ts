@@ -6,6 +6,8 @@ import type { Form as _maka_form_v1_Form, Form__Output as _maka_form_v1_Form__Ou
 import type { Answer as _maka_form_v1_Answer, Answer__Output as _maka_form_v1_Answer__Output } from '../../../maka/form/v1/Answer';
 import type { CloseReason as _maka_interaction_v1_CloseReason, CloseReason__Output as _maka_interaction_v1_CloseReason__Output } from '../../../maka/interaction/v1/CloseReason';
 import type { Timestamp as _google_protobuf_Timestamp, Timestamp__Output as _google_protobuf_Timestamp__Output } from '../../../google/protobuf/Timestamp';
+import type { DeliveryState as _maka_interaction_v1_DeliveryState, DeliveryState__Output as _maka_interaction_v1_DeliveryState__Output } from '../../../maka/interaction/v1/DeliveryState';
+import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from '../../../maka/interaction/v1/Round';
 import type { Long } from '@grpc/proto-loader';
 
 export interface Interaction {
@@ -19,6 +21,10 @@ export interface Interaction {
   'created_at'?: (_google_protobuf_Timestamp | null);
   'expires_at'?: (_google_protobuf_Timestamp | null);
   'settled_at'?: (_google_protobuf_Timestamp | null);
+  'delivery'?: (_maka_interaction_v1_DeliveryState);
+  'delivery_lost_reason'?: (_maka_interaction_v1_CloseReason);
+  'delivery_recorded_at'?: (_google_protobuf_Timestamp | null);
+  'round'?: (_maka_interaction_v1_Round | null);
 }
 
 export interface Interaction__Output {
@@ -32,4 +38,8 @@ export interface Interaction__Output {
   'created_at': (_google_protobuf_Timestamp__Output | null);
   'expires_at': (_google_protobuf_Timestamp__Output | null);
   'settled_at': (_google_protobuf_Timestamp__Output | null);
+  'delivery': (_maka_interaction_v1_DeliveryState__Output);
+  'delivery_lost_reason': (_maka_interaction_v1_CloseReason__Output);
+  'delivery_recorded_at': (_google_protobuf_Timestamp__Output | null);
+  'round': (_maka_interaction_v1_Round__Output | null);
 }

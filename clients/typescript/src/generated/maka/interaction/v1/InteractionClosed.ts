@@ -6,10 +6,12 @@ export interface InteractionClosed {
   'interaction_id'?: (string);
   'changed'?: (boolean);
   'interaction'?: (_maka_interaction_v1_Interaction | null);
+  'invocation_id'?: (string);
 }
 
 export interface InteractionClosed__Output {
   'interaction_id': (string);
   'changed': (boolean);
   'interaction': (_maka_interaction_v1_Interaction__Output | null);
+  'invocation_id': (string);
 }

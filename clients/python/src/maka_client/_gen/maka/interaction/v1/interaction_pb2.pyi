@@ -67,6 +67,10 @@ class _CloseReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CloseReas
     """The bounded wait for an answer ran out."""
     CLOSE_REASON_SUPERSEDED: _CloseReason.ValueType  # 8
     """The binding was replaced."""
+    CLOSE_REASON_ROUND_EXPIRED: _CloseReason.ValueType  # 20
+    """The form's MRTR round could no longer finish before the server's requestState expires
+    (Round.deadline passed): the input would have been rejected, so it is not collected.
+    """
 
 class CloseReason(_CloseReason, metaclass=_CloseReasonEnumTypeWrapper):
     """CloseReason says why an Interaction stopped being pending (DESIGN.md §3)."""
@@ -87,6 +91,10 @@ CLOSE_REASON_TIMED_OUT: CloseReason.ValueType  # 7
 """The bounded wait for an answer ran out."""
 CLOSE_REASON_SUPERSEDED: CloseReason.ValueType  # 8
 """The binding was replaced."""
+CLOSE_REASON_ROUND_EXPIRED: CloseReason.ValueType  # 20
+"""The form's MRTR round could no longer finish before the server's requestState expires
+(Round.deadline passed): the input would have been rejected, so it is not collected.
+"""
 Global___CloseReason: _TypeAlias = CloseReason  # noqa: Y015
 
 class _ErrorReason:
@@ -151,6 +159,38 @@ ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 12
 """ALREADY_EXISTS is not used: a repeated submission id returns the first outcome."""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
+class _DeliveryState:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DeliveryStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DeliveryState.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DELIVERY_STATE_UNSPECIFIED: _DeliveryState.ValueType  # 0
+    DELIVERY_STATE_PENDING: _DeliveryState.ValueType  # 1
+    """Committed; the broker has not yet confirmed that the provider received it."""
+    DELIVERY_STATE_DELIVERED: _DeliveryState.ValueType  # 2
+    """The provider confirmed it received the answer (it then retries the Tool call on the same connection)."""
+    DELIVERY_STATE_LOST: _DeliveryState.ValueType  # 3
+    """The invocation ended (delivery_lost_reason says how) before the provider confirmed receipt: the
+    answer was lost with its invocation, its outcome is unknown, and it is never replayed.
+    """
+
+class DeliveryState(_DeliveryState, metaclass=_DeliveryStateEnumTypeWrapper):
+    """DeliveryState says whether a committed answer reached the provider that owns the continuation
+    (docs/security.md "No answer after settlement"). It is UNSPECIFIED unless state is ANSWERED.
+    """
+
+DELIVERY_STATE_UNSPECIFIED: DeliveryState.ValueType  # 0
+DELIVERY_STATE_PENDING: DeliveryState.ValueType  # 1
+"""Committed; the broker has not yet confirmed that the provider received it."""
+DELIVERY_STATE_DELIVERED: DeliveryState.ValueType  # 2
+"""The provider confirmed it received the answer (it then retries the Tool call on the same connection)."""
+DELIVERY_STATE_LOST: DeliveryState.ValueType  # 3
+"""The invocation ended (delivery_lost_reason says how) before the provider confirmed receipt: the
+answer was lost with its invocation, its outcome is unknown, and it is never replayed.
+"""
+Global___DeliveryState: _TypeAlias = DeliveryState  # noqa: Y015
+
 class _EventKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -161,6 +201,8 @@ class _EventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EventKind.V
     EVENT_KIND_OPENED: _EventKind.ValueType  # 1
     EVENT_KIND_ANSWERED: _EventKind.ValueType  # 2
     EVENT_KIND_CLOSED: _EventKind.ValueType  # 3
+    EVENT_KIND_DELIVERY: _EventKind.ValueType  # 4
+    """An answered Interaction's delivery became DELIVERED or LOST."""
 
 class EventKind(_EventKind, metaclass=_EventKindEnumTypeWrapper):
     """EventKind is the kind of a projection change."""
@@ -169,6 +211,8 @@ EVENT_KIND_UNSPECIFIED: EventKind.ValueType  # 0
 EVENT_KIND_OPENED: EventKind.ValueType  # 1
 EVENT_KIND_ANSWERED: EventKind.ValueType  # 2
 EVENT_KIND_CLOSED: EventKind.ValueType  # 3
+EVENT_KIND_DELIVERY: EventKind.ValueType  # 4
+"""An answered Interaction's delivery became DELIVERED or LOST."""
 Global___EventKind: _TypeAlias = EventKind  # noqa: Y015
 
 @_typing.final
@@ -231,11 +275,21 @@ class Interaction(_message.Message):
     CREATED_AT_FIELD_NUMBER: _builtins.int
     EXPIRES_AT_FIELD_NUMBER: _builtins.int
     SETTLED_AT_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
+    DELIVERY_LOST_REASON_FIELD_NUMBER: _builtins.int
+    DELIVERY_RECORDED_AT_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     """Minted by this service (opaque, URL-safe)."""
     host_epoch: _builtins.int
     state: Global___InteractionState.ValueType
     close_reason: Global___CloseReason.ValueType
+    delivery: Global___DeliveryState.ValueType
+    """Set when state is INTERACTION_STATE_ANSWERED: whether the answer reached the provider."""
+    delivery_lost_reason: Global___CloseReason.ValueType
+    """Set when delivery is DELIVERY_STATE_LOST: how the invocation ended (stopped, provider_lost,
+    host_restarted, invocation_settled, superseded).
+    """
     @_builtins.property
     def binding(self) -> Global___Binding: ...
     @_builtins.property
@@ -252,6 +306,14 @@ class Interaction(_message.Message):
 
     @_builtins.property
     def settled_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def delivery_recorded_at(self) -> _timestamp_pb2.Timestamp:
+        """When delivery became DELIVERED or LOST."""
+
+    @_builtins.property
+    def round(self) -> Global___Round:
+        """Where this form sits in its MRTR round (unset for a form outside a round)."""
+
     def __init__(
         self,
         *,
@@ -265,14 +327,55 @@ class Interaction(_message.Message):
         created_at: _timestamp_pb2.Timestamp | None = ...,
         expires_at: _timestamp_pb2.Timestamp | None = ...,
         settled_at: _timestamp_pb2.Timestamp | None = ...,
+        delivery: Global___DeliveryState.ValueType = ...,
+        delivery_lost_reason: Global___CloseReason.ValueType = ...,
+        delivery_recorded_at: _timestamp_pb2.Timestamp | None = ...,
+        round: Global___Round | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "created_at", b"created_at", "expires_at", b"expires_at", "form", b"form", "settled_at", b"settled_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "round", b"round", "settled_at", b"settled_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "round", b"round", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Interaction: _TypeAlias = Interaction  # noqa: Y015
+
+@_typing.final
+class Round(_message.Message):
+    """Round is one form's place in its MRTR round (MCP 2026-07-28 SEP-2322): a round's forms are asked
+    one after another and answered together in one retry, which the server accepts only until the
+    requestState it sent with the round expires.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POSITION_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    DEADLINE_FIELD_NUMBER: _builtins.int
+    position: _builtins.int
+    """1-based position of this form in the round ("form 1 of 2")."""
+    size: _builtins.int
+    """How many forms the round has."""
+    @_builtins.property
+    def deadline(self) -> _timestamp_pb2.Timestamp:
+        """The round's one deadline: when its requestState was received plus the server's configured
+        requestStateTtl. Unset when the server sent no requestState. The form's expires_at is never later.
+        """
+
+    def __init__(
+        self,
+        *,
+        position: _builtins.int = ...,
+        size: _builtins.int = ...,
+        deadline: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "position", b"position", "size", b"size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Round: _TypeAlias = Round  # noqa: Y015
 
 @_typing.final
 class InteractionEvent(_message.Message):

@@ -70,8 +70,8 @@ class InteractionServiceServicer:
 
     def HostLink(self, request_iterator, context):
         """HostLink is the broker's stream. The first request must be `hello`; the first response is
-        `epoch`. Then `open`, `close` and `heartbeat` requests are answered in order by `opened` /
-        `open_rejected`, `closed` and `heartbeat_ack`; `settled` is pushed whenever a form of this
+        `epoch`. Then `open`, `close`, `delivery` and `heartbeat` requests are answered in order by `opened` /
+        `open_rejected`, `closed`, `delivery_recorded` and `heartbeat_ack`; `settled` is pushed whenever a form of this
         Host epoch stops being pending (answered, closed by anyone, reaped).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

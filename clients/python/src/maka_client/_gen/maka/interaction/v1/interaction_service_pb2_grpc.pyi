@@ -37,8 +37,8 @@ class InteractionServiceStub:
     def __new__(cls, channel: _aio.Channel) -> InteractionServiceAsyncStub: ...
     HostLink: _grpc.StreamStreamMultiCallable[_interaction_service_pb2.HostLinkRequest, _interaction_service_pb2.HostLinkResponse]
     """HostLink is the broker's stream. The first request must be `hello`; the first response is
-    `epoch`. Then `open`, `close` and `heartbeat` requests are answered in order by `opened` /
-    `open_rejected`, `closed` and `heartbeat_ack`; `settled` is pushed whenever a form of this
+    `epoch`. Then `open`, `close`, `delivery` and `heartbeat` requests are answered in order by `opened` /
+    `open_rejected`, `closed`, `delivery_recorded` and `heartbeat_ack`; `settled` is pushed whenever a form of this
     Host epoch stops being pending (answered, closed by anyone, reaped).
     """
     Attach: _grpc.StreamStreamMultiCallable[_interaction_service_pb2.AttachRequest, _interaction_service_pb2.AttachResponse]
@@ -62,8 +62,8 @@ class InteractionServiceAsyncStub(InteractionServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     HostLink: _aio.StreamStreamMultiCallable[_interaction_service_pb2.HostLinkRequest, _interaction_service_pb2.HostLinkResponse]  # type: ignore[assignment]
     """HostLink is the broker's stream. The first request must be `hello`; the first response is
-    `epoch`. Then `open`, `close` and `heartbeat` requests are answered in order by `opened` /
-    `open_rejected`, `closed` and `heartbeat_ack`; `settled` is pushed whenever a form of this
+    `epoch`. Then `open`, `close`, `delivery` and `heartbeat` requests are answered in order by `opened` /
+    `open_rejected`, `closed`, `delivery_recorded` and `heartbeat_ack`; `settled` is pushed whenever a form of this
     Host epoch stops being pending (answered, closed by anyone, reaped).
     """
     Attach: _aio.StreamStreamMultiCallable[_interaction_service_pb2.AttachRequest, _interaction_service_pb2.AttachResponse]  # type: ignore[assignment]
@@ -90,8 +90,8 @@ class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_interaction_service_pb2.HostLinkResponse], _abc.AsyncIterator[_interaction_service_pb2.HostLinkResponse]]:
         """HostLink is the broker's stream. The first request must be `hello`; the first response is
-        `epoch`. Then `open`, `close` and `heartbeat` requests are answered in order by `opened` /
-        `open_rejected`, `closed` and `heartbeat_ack`; `settled` is pushed whenever a form of this
+        `epoch`. Then `open`, `close`, `delivery` and `heartbeat` requests are answered in order by `opened` /
+        `open_rejected`, `closed`, `delivery_recorded` and `heartbeat_ack`; `settled` is pushed whenever a form of this
         Host epoch stops being pending (answered, closed by anyone, reaped).
         """
 

@@ -1,9 +1,11 @@
-"""A real nginx as an h2c gRPC proxy on an ephemeral loopback port, for the client tests.
+"""A real ``nginx`` for tests: private prefix directory, foreground process, one loopback port.
 
-``grpc_pass`` to one upstream with ``grpc_read_timeout`` (default 20 s, tighter than nginx's 60 s
-default, so a silent stream is cut within a test): what an ingress does to a long ``CallTool``.
-:meth:`Nginx.restart` stops it fast (every proxied connection is cut) and starts it again on the
-same port. Every wait is bounded.
+:class:`Nginx` takes the body of the ``http {}`` block (servers, upstreams) and adds the process-level
+lines (pid, temp paths and logs inside the prefix), so several instances run side by side without the
+machine's own configuration. :func:`grpc_proxy` is the h2c gRPC proxy of the client tests (what an
+ingress does to a long ``CallTool``: ``grpc_read_timeout`` 20 s by default, tighter than nginx's 60 s);
+the web-replica tests pass a TLS-terminating reverse proxy. :meth:`Nginx.restart` stops it fast (every
+proxied connection is cut) and starts it again on the same port. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -18,22 +20,38 @@ from pathlib import Path
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 START_TIMEOUT = 15.0
 
+_MAIN = """\
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log info;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {prefix}/access.log;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+{body}
+}}
+"""
 
-def _free_port() -> int:
-    with socket.socket() as sock:
+
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
-    return port
+        return port
 
 
 class Nginx:
-    """One nginx master (``daemon off``) proxying gRPC from ``address`` to ``upstream``."""
+    """One nginx master (``daemon off``) in ``directory`` serving ``http_body``, which listens on ``port``."""
 
-    def __init__(self, directory: Path, upstream: str, *, read_timeout: str = "20s") -> None:
+    def __init__(self, directory: Path, http_body: str, port: int) -> None:
         self.directory = directory
-        self.upstream = upstream
-        self.read_timeout = read_timeout
-        self.port = _free_port()
+        self.http_body = http_body
+        self.port = port
         self.process: asyncio.subprocess.Process | None = None
         self.starts = 0
 
@@ -46,30 +64,7 @@ class Nginx:
         d.mkdir(parents=True, exist_ok=True)
         d.chmod(0o777)  # workers may run as nobody
         config = d / "nginx.conf"
-        config.write_text(
-            f"""
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log info;
-events {{ worker_connections 256; }}
-http {{
-    access_log {d}/access.log;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    server {{
-        listen 127.0.0.1:{self.port} http2;
-        location / {{
-            grpc_pass grpc://{self.upstream};
-            grpc_read_timeout {self.read_timeout};
-            grpc_send_timeout {self.read_timeout};
-        }}
-    }}
-}}
-"""
-        )
+        config.write_text(_MAIN.format(prefix=d, body=self.http_body))
         return config
 
     async def start(self) -> None:
@@ -122,4 +117,20 @@ http {{
 
     def error_log(self) -> str:
         path = self.directory / "error.log"
-        return path.read_text() if path.exists() else ""
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def grpc_proxy(directory: Path, upstream: str, *, read_timeout: str = "20s") -> Nginx:
+    """An h2c gRPC proxy on a free loopback port: ``grpc_pass`` to ``upstream`` with ``grpc_read_timeout``."""
+    port = free_port()
+    body = f"""
+    server {{
+        listen 127.0.0.1:{port} http2;
+        location / {{
+            grpc_pass grpc://{upstream};
+            grpc_read_timeout {read_timeout};
+            grpc_send_timeout {read_timeout};
+        }}
+    }}
+"""
+    return Nginx(directory, body, port)
