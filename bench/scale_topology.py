@@ -71,6 +71,7 @@ class Call:
     answered_by: str = ""
     environment: str = ""
     invocation_id: str = ""
+    answered_at: float = 0.0
     form_close_reason: CloseReason | None = None
 
     def __post_init__(self) -> None:
@@ -222,6 +223,7 @@ class Driver:
                 await asyncio.sleep(0.2 * (attempt + 1))  # retry backoff (same submission id), not synchronisation
                 continue
             self.surface_counts[call.answered_by] += 1
+            call.answered_at = time.monotonic()
             return
 
     async def _answer_once(self, call: Call, values: dict[str, object]) -> None:
@@ -325,6 +327,12 @@ async def _run_batch(
     await asyncio.gather(*(driver.answer(c) for c in answerable))
     await asyncio.gather(*tasks)
     detail["answer_to_last_result_s"] = round(time.monotonic() - started, 3)
+    if fault == "rolling_restart":
+        # From NOT_SERVING (the drain began) to the last of the draining Host's answers: it must stay below
+        # the drain grace (TopologySpec.drain_seconds) for every call to finish.
+        answered = [c.answered_at for c in calls if c.host == target and c.answered_at]
+        detail["drain_answered_within_s"] = round(max(answered) - started, 1) if answered else None
+        detail["drain_seconds"] = topology.spec.drain_seconds
     if restart is not None:
         await asyncio.wait_for(restart, 180)
     if fault in ("kill_broker", "rolling_restart"):
@@ -469,6 +477,11 @@ def _notes(fault: dict[str, object]) -> str:
             f"killed Host: {detail['killed_host_calls']} calls {'/'.join(detail['killed_host_outcomes'])},"
             f" forms closed {'/'.join(detail.get('killed_host_form_close_reasons', []))}, "
             f"{detail.get('killed_host_forms_pending_after_restart', '?')} pending after its restart"
+        )
+    if "drain_seconds" in detail:
+        notes.append(
+            f"the draining Host's forms answered within {detail['drain_answered_within_s']} s of its"
+            f" {detail['drain_seconds']} s drain"
         )
     return "; ".join(notes)
 
