@@ -423,3 +423,30 @@ def test_every_maka_pod_is_scraped_on_its_metrics_port() -> None:
         annotations = workload["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/scrape"] == "true", workload["metadata"]["name"]
         assert "MAKA_METRICS_LISTEN" in _env(container), (workload["metadata"]["name"], container["name"])
+
+
+def _mebibytes(quantity: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1.0, "Gi": 1024.0}
+    return float(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_memory_requests_leave_headroom_over_the_peaks_make_scale_measured() -> None:
+    """Requests and limits are sized from ``bench/results/scale.json`` (peak RSS per role)."""
+    resources = json.loads((ROOT / "bench" / "results" / "scale.json").read_text())["resources"]
+    role_of = {
+        "services.broker.main": "broker",
+        "services.mcp_provider.main": "provider",
+        "services.interaction.main": "interaction",
+        "surfaces.web.main": "web",
+    }
+    checked = set()
+    for workload, _pod, container in _containers():
+        role = role_of.get(_module(container)) or ("redis" if workload["metadata"]["name"] == "redis" else "")
+        if not role:
+            continue
+        peak = resources[role]["peak_rss_mib"]
+        name = (workload["metadata"]["name"], container["name"])
+        assert _mebibytes(container["resources"]["requests"]["memory"]) >= 1.5 * peak, (name, peak)
+        assert _mebibytes(container["resources"]["limits"]["memory"]) >= 3 * peak, (name, peak)
+        checked.add(role)
+    assert checked == {"broker", "provider", "interaction", "web", "redis"}
