@@ -5,19 +5,19 @@ STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: setup setup-dev setup-node gen check-gen lint test test-fast run bench scale faults conformance e2e browser clean
+.PHONY: setup setup-dev setup-node gen check-gen lint lock test test-fast run bench scale faults conformance e2e browser clean
 
 # `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv.
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml requirements/run.lock scripts/setup.sh
 	scripts/setup.sh
 	touch $(STAMP)
 
 # The dev extra (pytest, mypy, ruff, buf, Playwright, ...): lint, gen, bench and the tests; not `make run`.
 setup-dev: $(DEV_STAMP)
 
-$(DEV_STAMP): $(STAMP)
+$(DEV_STAMP): $(STAMP) requirements/dev.lock
 	scripts/setup.sh --dev
 	touch $(DEV_STAMP)
 
@@ -39,6 +39,11 @@ lint: setup-dev
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	cd protos && ../$(VENV)/bin/buf lint && ../$(VENV)/bin/buf format --exit-code > /dev/null
+	$(PY) -m scripts.lock --check
+
+# Re-resolve requirements/{run,dev}.lock after editing pyproject.toml's dependencies (needs the index).
+lock: setup-dev
+	$(PY) -m scripts.lock --write
 
 # The whole suite, as CI runs it: lint, gen drift, then every test (unit, service, e2e, browser,
 # faults, conformance). Slow suites are marked, never skipped.

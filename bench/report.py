@@ -143,6 +143,21 @@ def markdown(results: Mapping[str, Any]) -> str:
             f"- Attach streams resumed after a transport-level end: {team['subscriber_reconnects']}; "
             f"replica RSS {team['rss_kib']} KiB",
         ]
+    failover = results.get("failover")
+    if failover:
+        lines += [
+            "",
+            f"## Failover: SIGKILL one of two Interaction replicas during {failover['calls']} one-form calls over "
+            f"{failover['hosts']} Hosts (client-side round_robin)",
+            "",
+            f"- Completed {failover['completed']}/{failover['calls']}; lost {len(failover['lost'])}; "
+            f"misdelivered {len(failover['misdelivered'])}; killed after {failover['killed_after_forms']} forms",
+            f"- Every surface saw every form of its Host: {failover['every_form_seen']}; both surfaces of each Host "
+            f"saw the same forms: {failover['surfaces_agree']}; surface stream resumes: "
+            f"{failover['surface_disconnects']}; wall {failover['wall_s']} s",
+            "- Redis failover (Sentinel and Cluster, mid-form): asserted by tests/interaction_tier/test_redis_modes.py "
+            "(the committed answer survives, a second answer is refused ALREADY_SETTLED, the other form settles)",
+        ]
     scale = results.get("scale")
     if scale:
         before = scale["rss_kib_before"]

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from bench import profiling, report
 from bench.callers import AnchorCaller, Caller, StackCaller
+from bench.failover import run_replica_kill
 from bench.fanout import run_team_scale
 from bench.measure import SweepPoint, concurrent, sequential
 from bench.scale import ScaleResult, run_scale
@@ -68,6 +69,7 @@ class Params:
     fanout_hosts: int = 50
     fanout_sessions: int = 40
     fanout_links: int = 4
+    failover_calls: int = 300
 
     def sweep_calls_for(self, concurrency: int) -> int:
         """Calls at one sweep level: ``sweep_calls``, at least 5 rounds of ``concurrency``."""
@@ -91,13 +93,16 @@ def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
     parser.add_argument("--fanout-hosts", type=int, default=50, help="Hosts of the team-scale phase (one replica)")
     parser.add_argument("--fanout-sessions", type=int, default=40, help="Attach streams per Host (one session each)")
     parser.add_argument("--fanout-links", type=int, default=4, help="HostLinks per Host")
+    parser.add_argument(
+        "--failover-calls", type=int, default=300, help="one-form calls over 3 Hosts while one of 2 replicas is killed"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--stem", default="latest", help="results file name stem (latest -> latest.json ...)")
     args = parser.parse_args(argv)
     concurrency = tuple(int(part) for part in str(args.concurrency).split(",") if part.strip())
     if args.quick:
-        params = Params(8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True, 3, 5, 2)
+        params = Params(8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True, 3, 5, 2, 12)
     else:
         params = Params(
             args.calls,
@@ -115,6 +120,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
             args.fanout_hosts,
             args.fanout_sessions,
             args.fanout_links,
+            args.failover_calls,
         )
     if min(params.concurrency, default=0) < 1 or params.calls < 1 or params.pending < 1 or params.sessions < 1:
         parser.error("calls, pending, sessions and every concurrency level must be >= 1")
@@ -302,6 +308,9 @@ async def main_async(params: Params, out_dir: Path, stem: str) -> int:
                     links_per_host=params.fanout_links,
                 )
                 results["team_scale"] = fanout.to_json()
+                _progress(f"failover: {params.failover_calls} one-form calls over 3 Hosts, SIGKILL 1 of 2 replicas")
+                failover = await run_replica_kill(endpoints.redis_url, work / "failover", calls=params.failover_calls)
+                results["failover"] = failover.to_json()
     except Exception as error:
         log.exception("bench_failed")
         _progress(f"FAILED: {type(error).__name__}: {error} (logs in {work})")

@@ -37,14 +37,19 @@ apt_install() { # <package>... : install with apt as root, or say how and stop
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-pip_install() { # <spec> <what> : pip install with one progress line per package, not a silent wait
-  echo "setup: installing $2 into .venv (pip; the first time takes a minute or two)"
-  .venv/bin/python -m pip install --disable-pip-version-check -e "$1" 2>&1 \
-    | grep -E '^(Collecting|Successfully installed|ERROR)' | sed -e 's/^/setup:   /' || true
+pip_install() { # <lock> <spec> <what> : the lock's exact pins, then <spec> itself (editable, no other deps);
+  # one progress line per package, not a silent wait. The locks are scripts/lock.py's (`make lock`).
+  echo "setup: installing $3 into .venv (pip, pinned by $1; the first time takes a minute or two)"
+  if [ -n "$1" ]; then
+    .venv/bin/python -m pip install --disable-pip-version-check -r "$1" 2>&1 \
+      | grep -E '^(Collecting|Successfully installed|ERROR)' | sed -e 's/^/setup:   /' || true
+  fi
+  .venv/bin/python -m pip install --disable-pip-version-check --no-deps -e "$2" 2>&1 \
+    | grep -E '^(Successfully installed|ERROR)' | sed -e 's/^/setup:   /' || true
 }
 
 if [ "$MODE" = dev ]; then
-  pip_install '.[dev]' "the development and test tools"
+  pip_install requirements/dev.lock '.[dev]' "the development and test tools"
   .venv/bin/python -c 'import pytest, mypy' || { echo "setup: dev install failed" >&2; exit 1; }
   echo "setup: dev tools ok"
   exit 0
@@ -107,8 +112,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: checking the Python packages"
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-pip_install . "what running needs"
+pip_install requirements/run.lock . "what running needs"
 # The Python client library (clients/python, import name maka_client): the CLI and the bench use it.
-pip_install clients/python "the Python client library (maka_client)"
+pip_install "" clients/python "the Python client library (maka_client; its dependencies are in the run lock)"
 .venv/bin/python -c 'import maka.form.v1.form_pb2, maka_client, services, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
 echo "setup: ok"

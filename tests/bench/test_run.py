@@ -64,6 +64,13 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
     assert scale["redis_bytes_per_pending_form"] > 0
     assert {"interaction", "broker", "provider", "redis"} <= set(scale["rss_kib_after"])
 
+    team = results["team_scale"]
+    assert team["snapshots"] == team["subscribers"] == params.fanout_hosts * params.fanout_sessions
+    failover = results["failover"]
+    assert failover["calls"] == params.failover_calls
+    assert failover["lost"] == failover["misdelivered"] == []
+    assert failover["completed"] == params.failover_calls
+
     assert set(results["profile"]["reports"]) == {"interaction", "broker", "provider"}
     assert all(ms is not None and ms > 0 for ms in results["profile"]["cpu_ms_per_call"].values())
     for report_path in results["profile"]["reports"].values():
