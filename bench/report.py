@@ -14,34 +14,62 @@ import matplotlib.pyplot as plt  # the Agg backend is chosen first
 
 TARGETS: tuple[tuple[str, str], ...] = (
     ("one_form_p50_ratio", "one-form call p50, stack / anchor <= 1.5"),
+    ("ping_p50_ratio", "no-form call (`ping`) p50, stack / anchor <= 1.3"),
+    ("answer_to_result_p50_ratio", "answer-to-result p50, stack / anchor <= 1.5"),
     ("answer_to_result_p50_ms", "answer-to-result p50 (stack) < 5 ms"),
+    ("calls_per_s_ratio_10", "calls/s at 10 in flight, stack / anchor >= 0.6"),
+    ("calls_per_s_ratio_50", "calls/s at 50 in flight, stack / anchor >= 0.6"),
+    ("calls_per_s_ratio_200", "calls/s at 200 in flight, stack / anchor >= 0.6"),
+    ("cpu_per_call_ratio", "CPU per one-form call (all processes, 10 in flight), stack / anchor <= 2.5"),
     ("delivery_p99_ms", "delivery p99 with the forms pending < 20 ms"),
     ("redis_bytes_per_form", "Redis per pending form < 4 KiB (4096 B)"),
 )
 LIMITS = {
     "one_form_p50_ratio": 1.5,
+    "ping_p50_ratio": 1.3,
+    "answer_to_result_p50_ratio": 1.5,
     "answer_to_result_p50_ms": 5.0,
+    "calls_per_s_ratio_10": 0.6,
+    "calls_per_s_ratio_50": 0.6,
+    "calls_per_s_ratio_200": 0.6,
+    "cpu_per_call_ratio": 2.5,
     "delivery_p99_ms": 20.0,
     "redis_bytes_per_form": 4096.0,
 }
+AT_LEAST = frozenset({"calls_per_s_ratio_10", "calls_per_s_ratio_50", "calls_per_s_ratio_200"})
+"""Targets that are lower bounds (met when measured >= limit); every other one is an upper bound."""
+CPU_TARGET_LEVEL = 10
+"""The sweep level whose CPU ratio is judged (the other levels are reported)."""
+
+
+def _sweep_level(results: Mapping[str, Any], level: int) -> Mapping[str, Any]:
+    return next((point for point in results.get("sweep", []) if point.get("concurrency") == level), {})
 
 
 def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The four issue targets against what was measured (``met`` is None when the figure is missing)."""
+    """The issue targets against what was measured (``met`` is None when the figure is missing)."""
     latency = results.get("latency", {})
     scale = results.get("scale") or {}
+    ratios = latency.get("ratio", {})
     measured: dict[str, float | None] = {
-        "one_form_p50_ratio": latency.get("ratio", {}).get("deploy_p50"),
+        "one_form_p50_ratio": ratios.get("deploy_p50"),
+        "ping_p50_ratio": ratios.get("ping_p50"),
+        "answer_to_result_p50_ratio": ratios.get("answer_to_result_p50"),
         "answer_to_result_p50_ms": latency.get("stack", {}).get("deploy", {}).get("answer_to_result_ms", {}).get("p50"),
+        **{f"calls_per_s_ratio_{n}": _sweep_level(results, n).get("ratio_calls_per_s") for n in (10, 50, 200)},
+        "cpu_per_call_ratio": _sweep_level(results, CPU_TARGET_LEVEL).get("cpu", {}).get("ratio_total"),
         "delivery_p99_ms": scale.get("delivery_at_full_ms", {}).get("p99"),
         "redis_bytes_per_form": scale.get("redis_bytes_per_pending_form"),
     }
     out = []
     for key, text in TARGETS:
-        value = measured[key]
-        out.append({"key": key, "target": text, "limit": LIMITS[key], "measured": value,
-                    "met": None if value is None else value <= LIMITS[key]})  # fmt: skip
+        value, limit = measured[key], LIMITS[key]
+        met = None if value is None else (value >= limit if key in AT_LEAST else value <= limit)
+        out.append({"key": key, "target": text, "limit": limit, "measured": value, "met": met})
     return out
+
+
+SIDES = ("anchor", "stack")
 
 
 def _ms(summary: Mapping[str, Any], key: str) -> str:
@@ -59,6 +87,33 @@ def _phase_lines(phases: Mapping[str, Mapping[str, Any]]) -> list[str]:
     ]
     lines += [f"| {name} | {_ms(summary, 'p50')} | {_ms(summary, 'p99')} |" for name, summary in phases.items()]
     return [*lines, ""]
+
+
+def _cpu_lines(sweep: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per sweep level and process, CPU ms per call (user + system, every thread), each side's total, ratio."""
+    points = [point for point in sweep if point.get("cpu")]
+    if not points:
+        return []
+    names = {side: list(dict.fromkeys(n for p in points for n in p["cpu"][side]["ms_per_call"])) for side in SIDES}
+    header = [f"{side} {name}" for side in SIDES for name in [*names[side], "total"]]
+    lines = [
+        "",
+        "## CPU per call (the sweep's `deploy` calls; ms of user + system CPU per call, every thread)",
+        "",
+        "anchor: `bench` = the SDK `Client` (this process), `example_server` = the MCP server. stack: `bench` = "
+        "the `CallTool` caller and the answering surface, then the example server and every `maka up` process.",
+        "",
+        "| in flight | " + " | ".join(header) + " | ratio total |",
+        "| --- | " + " | ".join("---" for _ in header) + " | --- |",
+    ]
+    for point in points:
+        cells = []
+        for side in SIDES:
+            per = point["cpu"][side]["ms_per_call"]
+            cells += [f"{per[name]:.2f}" if name in per else "-" for name in names[side]]
+            cells.append(f"{point['cpu'][side]['total_ms_per_call']:.2f}")
+        lines.append(f"| {point['concurrency']} | " + " | ".join(cells) + f" | {point['cpu']['ratio_total']} |")
+    return lines
 
 
 def markdown(results: Mapping[str, Any]) -> str:
@@ -126,6 +181,7 @@ def markdown(results: Mapping[str, Any]) -> str:
             f"{_ms(s['latency_ms'], 'p50')}/{_ms(s['latency_ms'], 'p99')} | "
             f"{_ms(s['answer_to_result_ms'], 'p50')} | {a['errors']}/{s['errors']} |"
         )
+    lines += _cpu_lines(results["sweep"])
     team = results.get("team_scale")
     if team:
         lines += [
@@ -192,8 +248,9 @@ def markdown(results: Mapping[str, Any]) -> str:
 def plot(
     results: Mapping[str, Any], cdfs: Mapping[str, Sequence[float]], delivery: Sequence[float], path: Path
 ) -> None:
-    """Four panels: latency p50/p99 bars, sweep calls/s, sequential latency CDFs, delivery at scale."""
-    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    """Five panels: latency p50/p99 bars, sweep calls/s, sequential latency CDFs, delivery at scale, and CPU
+    per call by process (stacked, per sweep level and side)."""
+    fig, axes = plt.subplots(3, 2, figsize=(13, 13))
     latency = results["latency"]
     ax = axes[0][0]
     labels, p50s, p99s = [], [], []
@@ -248,9 +305,32 @@ def plot(
         ax.legend()
     else:
         ax.set_axis_off()
+
+    _plot_cpu(axes[2][0], [point for point in sweep if point.get("cpu")])
+    axes[2][1].set_axis_off()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _plot_cpu(ax: Any, points: Sequence[Mapping[str, Any]]) -> None:
+    """Stacked bars: CPU ms per call of each process, one bar per (sweep level, side)."""
+    if not points:
+        ax.set_axis_off()
+        return
+    labels = [f"{side}\n{point['concurrency']}" for point in points for side in SIDES]
+    per_bar = [point["cpu"][side]["ms_per_call"] for point in points for side in SIDES]
+    names = list(dict.fromkeys(name for bar in per_bar for name in bar))
+    bottoms = [0.0] * len(per_bar)
+    xs = list(range(len(per_bar)))
+    for name in names:
+        heights = [bar.get(name, 0.0) for bar in per_bar]
+        ax.bar(xs, heights, bottom=bottoms, label=name)
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    ax.set_xticks(xs, labels, fontsize=8)
+    ax.set_ylabel("CPU ms per call")
+    ax.set_title("CPU per deploy call by process (side, calls in flight)")
+    ax.legend(fontsize=7)
 
 
 def write(

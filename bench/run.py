@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from bench import profiling, report
 from bench.callers import AnchorCaller, Caller, StackCaller
+from bench.cpu import BENCH_PROCESS, CpuMeter
 from bench.failover import run_replica_kill
 from bench.fanout import run_team_scale
 from bench.measure import SweepPoint, concurrent, sequential
@@ -164,11 +165,29 @@ async def _measure_anchor_then_stack(
     return anchor_result, anchor.transport_error, await measure(stack)
 
 
+def side_pids(example_server_pid: int, stack_pids: dict[str, int] | None = None) -> dict[str, int]:
+    """The processes one side runs on: this process (the SDK client, or the caller and the answering
+    surface), the shared example server, and for the stack every ``maka up`` child."""
+    return {BENCH_PROCESS: os.getpid(), "example_server": example_server_pid, **(stack_pids or {})}
+
+
+def cpu_json(anchor: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
+    """One sweep level's CPU figures (:meth:`bench.cpu.CpuUse.to_json` per side) and the ratio of the totals."""
+    return {
+        "anchor": anchor,
+        "stack": stack,
+        "ratio_total": ratio(stack["total_ms_per_call"], anchor["total_ms_per_call"]),
+    }
+
+
 async def side_by_side(
-    params: Params, url: str, stack: Caller
+    params: Params, url: str, stack: Caller, pids: dict[str, dict[str, int]]
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, list[float]]]:
     """Sequential runs interleaved call by call (anchor, stack, anchor, ...) and the sweep (per level: anchor,
-    then stack), a fresh anchor client per measurement; returns (latency json, sweep json, CDF samples)."""
+    then stack), a fresh anchor client per measurement; returns (latency json, sweep json, CDF samples).
+
+    Each sweep level also measures the CPU time of each side's processes (``pids[side]``, see
+    :func:`side_pids`) per call; the sequential runs interleave the sides, so they cannot."""
     latency: dict[str, Any] = {"anchor": {}, "stack": {}, "ratio": {}}
     cdfs: dict[str, list[float]] = {}
     for tool, arguments in TOOLS.items():
@@ -191,8 +210,16 @@ async def side_by_side(
         calls = params.sweep_calls_for(level)
         _progress(f"sweep: {calls} deploy calls per side, {level} in flight")
 
-        async def run_level(caller: Caller, level: int = level, calls: int = calls) -> SweepPoint:
-            return await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=level, calls=calls)
+        cpu: dict[str, dict[str, Any]] = {}
+
+        async def run_level(
+            caller: Caller, level: int = level, calls: int = calls, cpu: dict[str, dict[str, Any]] = cpu
+        ) -> SweepPoint:
+            meter = CpuMeter(pids[caller.name])
+            meter.start()
+            point = await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=level, calls=calls)
+            cpu[caller.name] = meter.stop(point.calls).to_json()
+            return point
 
         a_point, a_error, s_point = await _measure_anchor_then_stack(url, stack, run_level)
         sweep.append(
@@ -202,6 +229,7 @@ async def side_by_side(
                 "stack": s_point.to_json(),
                 "ratio_calls_per_s": ratio(s_point.calls_per_s, a_point.calls_per_s),
                 "ratio_p50": ratio(s_point.latency.p50, a_point.latency.p50),
+                "cpu": cpu_json(cpu["anchor"], cpu["stack"]),
             }
         )
     return latency, sweep, cdfs
@@ -272,7 +300,11 @@ async def main_async(params: Params, out_dir: Path, stem: str) -> int:
                 endpoints = stack.endpoints
                 assert endpoints is not None
                 async with StackCaller(endpoints.broker, endpoints.interaction) as st:
-                    latency, sweep, cdfs = await side_by_side(params, server.url, st)
+                    pids = {
+                        "anchor": side_pids(server.pid),
+                        "stack": side_pids(server.pid, stack.supervisor.pids()),
+                    }
+                    latency, sweep, cdfs = await side_by_side(params, server.url, st, pids)
                     results["latency"], results["sweep"] = latency, sweep
                     results["stack_rss_kib"] = {
                         name: kib for name, pid in stack.supervisor.pids().items() if (kib := rss_kib(pid)) is not None

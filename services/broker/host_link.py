@@ -353,7 +353,7 @@ class HostLink:
         finally:
             queue = waiting.get(interaction_id)
             if queue is not None:
-                with contextlib.suppress(ValueError):
+                if future in queue:  # usually not: the reply popped it (a failed remove formats its repr)
                     queue.remove(future)
                 if not queue:
                     del waiting[interaction_id]

@@ -22,7 +22,7 @@ from services.broker.broker import Broker
 from services.broker.host_link import HostLink
 from services.broker.servicer import BrokerServicer
 from services.broker.settings import Settings
-from services.core import logs, metrics
+from services.core import logs, metrics, runner
 from services.core.auth import Role
 from services.core.serving import serve
 
@@ -131,4 +131,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    runner.run(main())

@@ -8,12 +8,22 @@ every variable; the README's configuration reference lists them. Common fields l
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-class GrpcServerSettings(BaseSettings):
+class LoopSettings(BaseSettings):
+    """Which event loop a service process runs on (read by :mod:`services.core.runner` before the loop exists)."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
+    """Event loop of the service: ``uvloop`` (libuv; less CPU per message) or ``asyncio`` (the standard one)."""
+
+
+class GrpcServerSettings(LoopSettings):
     """How a service's gRPC server listens and shuts down."""
 
     model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")

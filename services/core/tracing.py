@@ -97,5 +97,10 @@ def span(name: str, **attributes: str | int) -> Iterator[trace.Span]:
     unknown = set(attrs) - ALLOWED_ATTRIBUTES
     if unknown:
         raise ValueError(f"span attributes not allowed: {sorted(unknown)}")
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No provider installed (tracing off, the default): the API would build a no-op span through a
+        # proxy tracer and a context token on every call; yield the no-op span directly.
+        yield trace.INVALID_SPAN
+        return
     with trace.get_tracer("maka").start_as_current_span(f"maka.{name}", attributes=attrs) as current:
         yield current

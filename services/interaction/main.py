@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import grpc.aio
 
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
-from services.core import logs
+from services.core import logs, runner
 from services.core.auth import Role
 from services.core.serving import GrpcApp, serve
 from services.interaction import errors
@@ -162,4 +162,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    runner.run(main())

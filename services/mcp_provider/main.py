@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc.aio
 
-from services.core import logs
+from services.core import logs, runner
 from services.core.channels import open_channel
 from services.core.serving import serve
 from services.mcp_provider.config import Config, ConfigError, ServerConfig, check_config
@@ -211,4 +211,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(runner.run(main()))

@@ -47,6 +47,7 @@ import anyio
 import httpx2
 import jsonschema
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
@@ -94,6 +95,25 @@ def _schema_is_valid(schema_json: str) -> bool:
     except jsonschema.SchemaError:
         return False
     return True
+
+
+@functools.lru_cache(maxsize=64)
+def _answer_validator(schema_json: str) -> Validator:
+    """A validator (with format checks) of the ``requestedSchema`` whose canonical JSON text is ``schema_json``.
+
+    Memoised like :func:`_schema_is_valid`: building one resolves the dialect's metaschema and vocabulary
+    every time, for a schema that is the same every round. Validators are immutable (``iter_errors`` keeps
+    no state), so one serves every answer to that schema.
+    """
+    schema = json.loads(schema_json)
+    cls = validator_for(schema, default=Draft202012Validator)
+    validator: Validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return validator
+
+
+def _canonical(schema: Mapping[str, Any]) -> str:
+    """The memo key of a ``requestedSchema``: sorted keys, no spaces (key order never changes meaning)."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -637,7 +657,7 @@ class McpClientManager:
                     else CallErrorCode.INVALID_FORM
                 )
                 raise McpToolCallError(code, f"form rejected: {error.reason.value}") from None
-            if not _schema_is_valid(json.dumps(schema, sort_keys=True, separators=(",", ":"))):
+            if not _schema_is_valid(_canonical(schema)):
                 raise McpToolCallError(CallErrorCode.INVALID_FORM, "requestedSchema is not a valid JSON Schema")
             forms[key] = (form, dict(schema))
         return forms
@@ -650,8 +670,7 @@ class McpClientManager:
         except FormError as error:
             raise McpToolCallError(CallErrorCode.INVALID_ANSWER, f"answer rejected: {error.reason.value}") from None
         if body["action"] == "accept":
-            cls = validator_for(schema, default=Draft202012Validator)
-            validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+            validator = _answer_validator(_canonical(schema))
             mismatch = jsonschema.exceptions.best_match(validator.iter_errors(body.get("content", {})))
             if mismatch is not None:
                 path = "/".join(str(p) for p in mismatch.absolute_path) or "$"

@@ -486,7 +486,7 @@ class McpProvider:
 
     def _link(self, connection: McpConnection) -> ServerLink:
         link = ServerLink(connection, self.manager, self._stub, **self._link_options)
-        link.on_calls_changed = self.reporter.poke
+        link.on_calls_changed = self.reporter.poke_calls
         connection.on_status(self.reporter.poke)
         connection.subscribe(self._poke_async)
         self.links[connection.name] = link

@@ -5,7 +5,9 @@ stream (a stream is registered per connection generation), yet the broker must k
 answer ``SERVER_UNAVAILABLE`` with its cause instead of ``UNKNOWN_TOOL``, and status readers (``maka
 status``, the web page, the TUI) already reach the broker. So each provider process keeps one
 client-streaming ``ReportServers`` call open and sends a full snapshot of its servers after every
-change (state, failure, Tool refresh, call start/end, reload). The broker keeps the latest snapshot
+change (state, failure, Tool refresh, reload; a call starting or ending changes only the in-flight count,
+which is sent within :data:`CALLS_REPORT_SECONDS`, so a busy provider sends about one snapshot a second
+rather than two per call). The broker keeps the latest snapshot
 while the stream is open and forgets it when the stream ends (the provider died or restarted).
 
 A snapshot carries states, counts, the configured era and transport, the negotiated version and the
@@ -42,6 +44,9 @@ STATES: dict[ServerState, broker_pb2.ServerState.ValueType] = {
 
 KEEPALIVE_SECONDS = 30.0
 """A snapshot is re-sent at least this often, so a half-open stream is noticed by gRPC keepalive."""
+CALLS_REPORT_SECONDS = 1.0
+"""How soon a change of only the in-flight call counts is sent (:meth:`StatusReporter.poke_calls`): the
+changes of that window go out as one snapshot."""
 
 
 def _timestamp(seconds: float) -> timestamp_pb2.Timestamp:
@@ -86,7 +91,8 @@ Snapshot = Callable[[], broker_pb2.ReportServersRequest]
 
 class StatusReporter:
     """Keeps one ``ReportServers`` stream open to the broker and sends ``snapshot()`` after every
-    :meth:`poke` (coalesced) and at least every :data:`KEEPALIVE_SECONDS`; reconnects with backoff."""
+    :meth:`poke` (coalesced), within :data:`CALLS_REPORT_SECONDS` of a :meth:`poke_calls`, and at least
+    every :data:`KEEPALIVE_SECONDS`; reconnects with backoff."""
 
     def __init__(
         self,
@@ -101,12 +107,23 @@ class StatusReporter:
         self._initial = reconnect_initial_seconds
         self._max = reconnect_max_seconds
         self._changed = asyncio.Event()
+        self._calls_timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
         self.sent = 0
         """Snapshots sent (tests read it)."""
 
     def poke(self) -> None:
         """Something changed: send a fresh snapshot soon."""
+        self._changed.set()
+
+    def poke_calls(self) -> None:
+        """Only the in-flight call counts changed: send a snapshot within :data:`CALLS_REPORT_SECONDS`
+        (one for every call start and end in that window)."""
+        if self._calls_timer is None:
+            self._calls_timer = asyncio.get_running_loop().call_later(CALLS_REPORT_SECONDS, self._calls_due)
+
+    def _calls_due(self) -> None:
+        self._calls_timer = None
         self._changed.set()
 
     async def start(self) -> None:
@@ -116,6 +133,9 @@ class StatusReporter:
 
     async def close(self) -> None:
         """Stop reporting (the broker forgets this provider's servers when the stream ends)."""
+        if self._calls_timer is not None:
+            self._calls_timer.cancel()
+            self._calls_timer = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -125,6 +145,9 @@ class StatusReporter:
     async def _snapshots(self) -> AsyncIterator[broker_pb2.ReportServersRequest]:
         while True:
             self._changed.clear()
+            if self._calls_timer is not None:  # this snapshot carries the counts too
+                self._calls_timer.cancel()
+                self._calls_timer = None
             self.sent += 1
             yield self._snapshot()
             with contextlib.suppress(TimeoutError):

@@ -12,7 +12,25 @@ def _summary(p50: float, p99: float) -> dict[str, float | int]:
     return {"n": 10, "p50": p50, "p90": p99, "p99": p99, "mean": p50, "min": p50, "max": p99}
 
 
-def _results(deploy_ratio: float, answer_p50: float, delivery_p99: float, bytes_per_form: float) -> dict[str, Any]:
+def _cpu(anchor_total: float, stack_total: float) -> dict[str, Any]:
+    return {
+        "anchor": {"calls": 10, "ms_per_call": {"bench": 1.0, "example_server": anchor_total - 1.0},
+                   "total_ms_per_call": anchor_total},
+        "stack": {"calls": 10, "ms_per_call": {"bench": 1.0, "broker": stack_total - 1.0},
+                  "total_ms_per_call": stack_total},
+        "ratio_total": round(stack_total / anchor_total, 3),
+    }  # fmt: skip
+
+
+def _results(
+    deploy_ratio: float,
+    answer_p50: float,
+    delivery_p99: float,
+    bytes_per_form: float,
+    *,
+    throughput_ratio: float = 1.0,
+    cpu_ratio: float = 2.0,
+) -> dict[str, Any]:
     side = {
         tool: {"tool": tool, "latency_ms": _summary(5, 9), "answer_to_result_ms": _summary(answer_p50, 9), "errors": 0}
         for tool in ("ping", "deploy")
@@ -34,10 +52,19 @@ def _results(deploy_ratio: float, answer_p50: float, delivery_p99: float, bytes_
                 "ping_p99": 1.0,
                 "deploy_p50": deploy_ratio,
                 "deploy_p99": 1.0,
-                "answer_to_result_p50": 1.0,
+                "answer_to_result_p50": deploy_ratio,
             },
         },
-        "sweep": [{"concurrency": 1, "anchor": point, "stack": point, "ratio_calls_per_s": 1.0}],
+        "sweep": [
+            {
+                "concurrency": n,
+                "anchor": point,
+                "stack": point,
+                "ratio_calls_per_s": throughput_ratio,
+                "cpu": _cpu(4.0, 4.0 * cpu_ratio),
+            }
+            for n in (1, 10, 50, 200)
+        ],
         "scale": {
             "pending": 10,
             "sessions": 2,
@@ -59,10 +86,24 @@ def _results(deploy_ratio: float, answer_p50: float, delivery_p99: float, bytes_
 
 
 def test_targets_are_met_only_within_their_limits() -> None:
-    met = {row["key"]: row["met"] for row in report.targets(_results(1.4, 4.9, 19.0, 4000))}
+    results = _results(1.2, 4.9, 19.0, 4000, throughput_ratio=0.6, cpu_ratio=2.5)
+    met = {row["key"]: row["met"] for row in report.targets(results)}
     assert met == dict.fromkeys(report.LIMITS, True)
-    missed = {row["key"]: row["met"] for row in report.targets(_results(1.6, 5.1, 21.0, 4100))}
+    results = _results(1.6, 5.1, 21.0, 4100, throughput_ratio=0.59, cpu_ratio=2.6)
+    results["latency"]["ratio"]["ping_p50"] = 1.31
+    missed = {row["key"]: row["met"] for row in report.targets(results)}
     assert missed == dict.fromkeys(report.LIMITS, False)
+
+
+def test_the_cpu_target_is_judged_at_ten_in_flight_and_missing_cpu_leaves_it_unjudged() -> None:
+    results = _results(1.0, 1.0, 1.0, 1.0)
+    results["sweep"][1]["cpu"] = _cpu(4.0, 12.0)
+    rows = {row["key"]: row for row in report.targets(results)}
+    assert rows["cpu_per_call_ratio"]["measured"] == 3.0
+    assert rows["cpu_per_call_ratio"]["met"] is False
+    for point in results["sweep"]:
+        del point["cpu"]
+    assert {row["key"]: row for row in report.targets(results)}["cpu_per_call_ratio"]["met"] is None
 
 
 def test_a_missing_scale_phase_leaves_its_targets_unjudged() -> None:
@@ -80,5 +121,7 @@ def test_write_produces_json_markdown_and_a_png(tmp_path: Path) -> None:
     markdown = (tmp_path / "run.md").read_text()
     assert "| one-form call p50, stack / anchor <= 1.5 | 2.000 | **no** |" in markdown
     assert "Note: played the broker" in markdown
+    assert "## CPU per call" in markdown
+    assert "| 10 | 1.00 | 3.00 | 4.00 | 1.00 | 7.00 | 8.00 | 2.0 |" in markdown
     assert (tmp_path / "run.json").read_text().startswith("{")
     assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.report import LIMITS
 from bench.run import main_async, parse_args
 
 
@@ -56,6 +57,14 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
     for point in results["sweep"]:
         assert point["anchor"]["errors"] == point["stack"]["errors"] == 0
         assert point["stack"]["calls_per_s"] > 0
+        for side, processes in (
+            ("anchor", {"bench", "example_server"}),
+            ("stack", {"interaction", "broker", "provider"}),
+        ):
+            cpu = point["cpu"][side]
+            assert processes <= set(cpu["ms_per_call"])
+            assert cpu["total_ms_per_call"] > 0
+        assert point["cpu"]["ratio_total"] > 0
 
     scale = results["scale"]
     assert scale["pending"] == params.pending
@@ -75,11 +84,8 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
     assert all(ms is not None and ms > 0 for ms in results["profile"]["cpu_ms_per_call"].values())
     for report_path in results["profile"]["reports"].values():
         assert "Recorded:" in (tmp_path / report_path).read_text()
-    assert {row["key"] for row in results["targets"]} == {
-        "one_form_p50_ratio",
-        "answer_to_result_p50_ms",
-        "delivery_p99_ms",
-        "redis_bytes_per_form",
-    }
+    assert {row["key"] for row in results["targets"]} == set(LIMITS)
+    assert {"one_form_p50_ratio", "cpu_per_call_ratio", "delivery_p99_ms"} <= set(LIMITS)
     assert "## Targets" in (tmp_path / "smoke.md").read_text()
+    assert "## CPU per call" in (tmp_path / "smoke.md").read_text()
     assert (tmp_path / "smoke.png").read_bytes()[:4] == b"\x89PNG"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,11 +25,13 @@ class FormErrorReason(StrEnum):
     ANSWER_INVALID_ACTION = "ANSWER_INVALID_ACTION"
 
 
+@functools.lru_cache(maxsize=4096)
 def pointer(*parts: str) -> str:
     """A JSON Pointer (RFC 6901) from unescaped ``parts``: ``pointer("properties", "a/b")`` → ``/properties/a~1b``.
 
     Unpaired surrogates are replaced with U+FFFD. With no parts it returns ``$``, the whole schema or answer
-    (``maka.form.v1.FieldViolation.path``). Never raises.
+    (``maka.form.v1.FieldViolation.path``). Never raises. Memoised: every form and answer check builds the
+    pointer of each field on the happy path too, and a Host sees the same few field names over and over.
     """
     if not parts:
         return "$"

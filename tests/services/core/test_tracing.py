@@ -37,3 +37,13 @@ def test_a_span_refuses_an_attribute_outside_the_allowlist(exporter: InMemorySpa
 def test_an_unknown_exporter_name_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown MAKA_OTEL_EXPORTER"):
         tracing.configure("test", "zipkin")
+
+
+def test_without_a_tracer_provider_a_span_is_the_no_op_span_and_still_checks_its_attributes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    with tracing.span("mrtr.round", round=1) as current:
+        assert current is trace.INVALID_SPAN
+    with pytest.raises(ValueError, match="request_state"), tracing.span("leak", request_state="CANARY"):
+        pass
