@@ -60,7 +60,9 @@ async def build(settings: WebSettings) -> WebApp:
     The surface token, when set, authenticates both the page's users and this surface to the service.
     """
     token = settings.surface_token.get_secret_value() or None
-    client = InteractionClient.connect(settings.interaction_target, token=token, host_id=settings.host_id)
+    client = InteractionClient.connect(
+        settings.interaction_target, token=token, host_id=settings.host_id, surface_kind="web"
+    )
     sign_ins = SignInClient.connect(settings.broker_target, token=token) if settings.broker_target else None
     return WebApp(settings=settings, client=client, asgi=create_app(settings, client, sign_ins), sign_ins=sign_ins)
 

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     app = MakaTui(
         lambda: FollowingBackend(
             lambda: interaction_target(args),
-            connect=functools.partial(InteractionClient.connect, host_id=host_id(args)),
+            connect=functools.partial(InteractionClient.connect, host_id=host_id(args), surface_kind="tui"),
         ),
         session_ids=list(args.session),
         sign_ins=sign_ins,
