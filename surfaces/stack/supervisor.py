@@ -790,7 +790,21 @@ class Stack:
     @property
     def oauth_redirect_uri(self) -> str:
         """The web surface's ``/oauth/callback`` (``maka auth login`` listens there when there is no web)."""
-        return f"http://127.0.0.1:{self.bound.get(self.WEB) or self.ports.web or 8765}/oauth/callback"
+        return f"http://127.0.0.1:{self.bound.get(self.WEB) or self.ports.web or self._callback_port()}/oauth/callback"
+
+    def _callback_port(self) -> int:
+        """A loopback port for the OAuth redirect when the web port is ephemeral and no web runs: chosen
+        free once and kept in the state dir, so the URI registered with authorization servers stays valid
+        across restarts (never a fixed port another process may hold)."""
+        path = self.state_dir / "oauth-callback.port"
+        with contextlib.suppress(OSError, ValueError):
+            return int(path.read_text().strip())
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{port}\n")
+        return port
 
     def _oauth_env(self) -> dict[str, str]:
         key_file = self.state_dir / "oauth.key"
