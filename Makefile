@@ -5,7 +5,7 @@ STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: setup setup-dev setup-node gen check-gen lint lock test test-fast run bench faults conformance e2e browser clean
+.PHONY: setup setup-dev setup-node gen check-gen lint lock test test-fast run bench scale faults conformance e2e browser clean
 
 # `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv.
 setup: $(STAMP)
@@ -73,6 +73,12 @@ run: setup
 
 bench: setup-dev
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# The Kubernetes topology as processes on one machine (3 Hosts, 2 Interaction replicas, Redis, 2 web
+# replicas behind TLS nginx) with faults injected; writes bench/results/scale.{json,md}. SCALE_ARGS=--small
+# is the variant `make test` runs (tests/bench/test_scale_topology.py).
+scale: setup-node
+	$(PY) -m bench.scale_topology $(SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -26,6 +26,49 @@ def rss_kib(pid: int) -> int | None:
     return None
 
 
+def _status_kib(pid: int, field: str) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (``/proc/<pid>/task/*/children``), e.g. a provider's stdio MCP servers."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                queue.extend(int(child) for child in (task / "children").read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+def process_tree_usage(pid: int) -> dict[str, float] | None:
+    """Peak RSS (``VmHWM``, MiB, summed over the tree) and CPU seconds (user + system) of ``pid`` and its
+    descendants, as a container holding them would be charged; None once ``pid`` is gone."""
+    if not Path(f"/proc/{pid}").exists():
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    peak_kib = 0
+    cpu = 0.0
+    for member in _descendants(pid):
+        peak_kib += _status_kib(member, "VmHWM") or 0
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        cpu += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of stat)
+    return {"peak_rss_mib": round(peak_kib / 1024, 1), "cpu_seconds": round(cpu, 2)}
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -59,6 +59,8 @@ if [ "$MODE" = test ]; then
   need_apt=()
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+  # kubectl (its built-in kustomize renders deploy/k8s for the offline manifest tests).
+  command -v kubectl >/dev/null 2>&1 || need_apt+=(kubectl)
   command -v npm >/dev/null 2>&1 || need_apt+=(npm)
   if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}"

@@ -2,27 +2,29 @@
 // A minimal Node.js surface of the Maka Interaction service: the polyglot proof that the gRPC
 // contracts in protos/ (through the TypeScript client) are enough to read and answer forms without any Python.
 //
-//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] list [--session S ...]
-//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] answer ID accept '{"name": value}'
-//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] answer ID decline|cancel
+//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] list [--session S ...]
+//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] answer ID accept '{"name": value}' [--submission-id X]
+//   node examples/polyglot/surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] answer ID decline|cancel
 //
 // It uses the TypeScript client (@maka/client, clients/typescript: SurfaceClient). `list` prints
 // {"pending": [...]} as JSON; `answer` reads the Interaction's form to type each value by its field
-// kind (integer vs number, multi-select lists), commits it with a fresh submission id and prints
-// {"interaction_id", "state", "action"}. Failures print "REASON: message" (the stable ErrorReason from
-// google.rpc.ErrorInfo in the status details) plus one "  path: description" line per field
+// kind (integer vs number, multi-select lists), commits it with a fresh submission id (or
+// --submission-id X, so that a repeat after a lost reply returns the first outcome) and prints
+// {"interaction_id", "state", "action"}. Failures print "REASON: message" (the stable ErrorReason
+// from google.rpc.ErrorInfo in the status details) plus one "  path: description" line per field
 // violation on stderr. Exit codes: 0 ok, 2 usage, 3 the call failed.
 //
 // --target defaults to $MAKA_INTERACTION_TARGET or 127.0.0.1:50051; --token to $MAKA_SURFACE_TOKEN
-// (sent as `authorization: Bearer <token>`).
+// (sent as `authorization: Bearer <token>`); --host-id (the Runtime Host, when the Interaction tier serves
+// several) to $MAKA_HOST_ID, else the tier's only Host or the one the token names.
 
 import { parseArgs } from "node:util";
 
 import { MakaError, SurfaceClient } from "@maka/client";
 
 const USAGE =
-  "usage: surface.mjs [--target HOST:PORT] [--token T] list [--session S ...]\n" +
-  "       surface.mjs [--target HOST:PORT] [--token T] answer ID accept|decline|cancel ['{...values}'] [--session S]";
+  "usage: surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] list [--session S ...]\n" +
+  "       surface.mjs [--target HOST:PORT] [--token T] [--host-id ID] answer ID accept|decline|cancel ['{...values}'] [--session S] [--submission-id X]";
 
 class UsageError extends Error {}
 
@@ -57,7 +59,7 @@ function checkValues(given) {
   return given;
 }
 
-async function answer(client, id, action, valuesText, session) {
+async function answer(client, id, action, valuesText, session, submissionId) {
   if (!id || !["accept", "decline", "cancel"].includes(action)) throw new UsageError(USAGE);
   let values = {};
   if (action === "accept") {
@@ -72,7 +74,7 @@ async function answer(client, id, action, valuesText, session) {
   } else if (valuesText !== undefined) {
     throw new UsageError(`${action} takes no values`);
   }
-  const form = await client.answer(id, action, values, { sessionId: session });
+  const form = await client.answer(id, action, values, { sessionId: session, submissionId: submissionId || undefined });
   return { interaction_id: form.interactionId, state: form.state, action: form.action ?? "" };
 }
 
@@ -85,7 +87,9 @@ async function main(argv) {
       options: {
         target: { type: "string", default: process.env.MAKA_INTERACTION_TARGET || "127.0.0.1:50051" },
         token: { type: "string", default: process.env.MAKA_SURFACE_TOKEN || "" },
+        "host-id": { type: "string", default: process.env.MAKA_HOST_ID || "" },
         session: { type: "string", multiple: true, default: [] },
+        "submission-id": { type: "string", default: "" },
         help: { type: "boolean", default: false },
       },
     });
@@ -99,12 +103,12 @@ async function main(argv) {
     process.stderr.write(`${USAGE}\n`);
     return options.help ? 0 : 2;
   }
-  const client = new SurfaceClient(options.target, { token: options.token || undefined });
+  const client = new SurfaceClient(options.target, { token: options.token || undefined, hostId: options["host-id"] });
   try {
     const result =
       command === "list"
         ? { pending: (await client.pending(options.session)).map(summarize) }
-        : await answer(client, rest[0], rest[1], rest[2], options.session[0] ?? "");
+        : await answer(client, rest[0], rest[1], rest[2], options.session[0] ?? "", options["submission-id"]);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {

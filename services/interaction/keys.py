@@ -16,6 +16,9 @@ Cluster slot. Layout:
 - ``maka:{H}:events`` — STREAM of every session's projection changes (for callers that see all sessions).
 - ``maka:{H}:settled`` — STREAM of settlements of the whole Host (fields ``id``, ``epoch``, ``pb``).
 - ``maka:{H}:undelivered`` — ZSET, answered ids whose delivery is still pending → answer time (ms).
+- ``maka:{H}:surfaces`` — HASH, the Host's attached surfaces: Attach stream id → ``"{expires ms}:"`` +
+  ``maka.interaction.v1.AttachedSurface`` bytes, refreshed by the replica holding the stream
+  (:mod:`services.interaction.presence`; docs/design.md, "Attached surfaces").
 - ``maka:{T}:wake:{replica}:{lane}`` — STREAM, wakes one fan-out lane of one replica (see :func:`wake_key`).
 """
 
@@ -76,6 +79,10 @@ class Keys:
     def settled(self) -> str:
         """The Host-wide settled Stream read by HostLink handlers."""
         return f"{self._prefix}:settled"
+
+    def surfaces(self) -> str:
+        """The Host's attached surfaces (presence entries with their own expiry; see the module docstring)."""
+        return f"{self._prefix}:surfaces"
 
     def undelivered(self) -> str:
         """Answered ids whose delivery to the provider is not yet recorded (``deliver.lua``)."""

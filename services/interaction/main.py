@@ -25,6 +25,7 @@ from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
 from services.interaction.keys import Keys
+from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, redis_client
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
@@ -47,6 +48,7 @@ class InteractionApp:
         _METHOD + "Answer": frozenset({Role.SURFACE}),
         _METHOD + "ListPending": frozenset({Role.SURFACE}),
         _METHOD + "GetInteraction": frozenset({Role.SURFACE}),
+        _METHOD + "ListSurfaces": frozenset({Role.SURFACE}),
     }
     """Who may call what (the auth interceptor enforces it; admin may call everything)."""
 
@@ -55,7 +57,11 @@ class InteractionApp:
         self.client = client
         self.tier = tier
         self.fanout = fanout
-        self.servicer = InteractionServicer(tier)
+        self.servicer = InteractionServicer(
+            tier,
+            presence=Presence(ttl_seconds=settings.surface_presence_seconds),
+            surfaces_listed_max=settings.surfaces_listed_max,
+        )
         self._set_serving: Callable[[bool], Awaitable[None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self.store_ok = True
@@ -98,6 +104,7 @@ class InteractionApp:
         try:
             await self.authority.store.ping()
             closed = await self.tier.reap_once()
+            await self.servicer.presence.refresh()  # every third of the presence TTL (docs/design.md)
             if closed:
                 log.info("reaped", extra={"closed": closed})
             ok = True

@@ -24,6 +24,7 @@ from services.core.status import ServiceError, abort
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import SubscriberOverflow
+from services.interaction.presence import Presence
 from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.servicer")
@@ -49,8 +50,13 @@ OPEN_CONCURRENCY = 64
 class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceServicer):
     """The gRPC face of the Interaction authority (see the proto for frames and errors)."""
 
-    def __init__(self, tier: InteractionTier) -> None:
+    def __init__(
+        self, tier: InteractionTier, *, presence: Presence | None = None, surfaces_listed_max: int = 200
+    ) -> None:
         self.tier = tier
+        self.presence = presence if presence is not None else Presence(ttl_seconds=30.0)
+        """This replica's Attach streams, mirrored into Redis for ``ListSurfaces`` (docs/design.md)."""
+        self.surfaces_listed_max = surfaces_listed_max
         self._streams: set[asyncio.Queue[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -309,6 +315,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
 
         tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
         self._track(queue)
+        stream_id = await self.presence.join(authority.store, principal, subscribe.surface_kind, list(start.positions))
         try:
             while True:
                 item = await queue.get()
@@ -324,6 +331,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             self._untrack(queue)
+            await asyncio.shield(self.presence.leave(stream_id))
 
     # --- Unary ------------------------------------------------------------------------------------
 
@@ -363,6 +371,19 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             ),
         )
         return pb.GetInteractionResponse(interaction=interaction)
+
+    async def ListSurfaces(self, request: pb.ListSurfacesRequest, context: _Ctx) -> pb.ListSurfacesResponse:
+        """The Host's attached surfaces that watch a session the caller may see (never a token)."""
+        principal = current_principal()
+
+        async def listed() -> tuple[list[pb.AttachedSurface], int]:
+            authority = self.tier.resolve(principal, request.host_id)
+            return await self.presence.listed(authority.store, principal, self.surfaces_listed_max)
+
+        surfaces, omitted = await self._call(context, listed)
+        as_of = timestamp_pb2.Timestamp()
+        as_of.GetCurrentTime()
+        return pb.ListSurfacesResponse(surfaces=surfaces, omitted=omitted, as_of=as_of)
 
 
 def _remember_answered(

@@ -76,6 +76,12 @@ class Settings(GrpcServerSettings):
     over new replicas after a scale-out; clients resume transparently. 0 = never."""
     reaper_interval_seconds: float = Field(default=1.0, gt=0)
     """How often the reaper looks for expired leases and waits, and the Redis health probe runs."""
+    surface_presence_seconds: float = Field(default=30.0, ge=3.0)
+    """How long an attached surface's presence entry lives without a refresh (the replica holding the
+    Attach stream refreshes it every third of this): a replica that dies leaves its surfaces listed at
+    most this long (docs/design.md, "Attached surfaces")."""
+    surfaces_listed_max: int = Field(default=200, gt=0)
+    """Most attached surfaces one ``ListSurfaces`` returns (the rest are counted in ``omitted``)."""
 
     @model_validator(mode="after")
     def _wait_within_max(self) -> Settings:

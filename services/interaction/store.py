@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
@@ -200,6 +200,27 @@ class InteractionStore:
     async def ping(self) -> bool:
         """True when Redis answers PING."""
         return bool(await self.client.ping())
+
+    @_store_call
+    async def put_surfaces(self, entries: Mapping[str, bytes], ttl_ms: int) -> None:
+        """Write presence entries (stream id → value) and keep the Host's surfaces hash alive ``ttl_ms``."""
+        mapping: dict[Any, Any] = dict(entries)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(self.keys.surfaces(), mapping=mapping)
+        pipe.pexpire(self.keys.surfaces(), ttl_ms)
+        await pipe.execute()
+
+    @_store_call
+    async def remove_surfaces(self, stream_ids: Sequence[str]) -> None:
+        """Delete presence entries (a stream that ended, or entries found expired)."""
+        if stream_ids:
+            await self.client.hdel(self.keys.surfaces(), *stream_ids)
+
+    @_store_call
+    async def surfaces(self) -> dict[str, bytes]:
+        """Every presence entry of the Host, expired ones included (the caller filters)."""
+        raw: dict[Any, Any] = await self.client.hgetall(self.keys.surfaces())
+        return {_s(key): bytes(value) for key, value in raw.items()}
 
     @_store_call
     async def current_epoch(self) -> int:

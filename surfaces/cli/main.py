@@ -35,9 +35,9 @@ COMMANDS: tuple[str, ...] = (
 """Modules under ``surfaces.cli.commands``, in ``--help`` order. A missing module is left out."""
 
 
-def _load() -> list[ModuleType]:
+def _load(names: Sequence[str] = COMMANDS) -> list[ModuleType]:
     modules: list[ModuleType] = []
-    for name in COMMANDS:
+    for name in names:
         try:
             modules.append(importlib.import_module(f"surfaces.cli.commands.{name}"))
         except ModuleNotFoundError as error:
@@ -53,15 +53,25 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
-    """The top-level parser and the command modules by subcommand name."""
+def _requested(argv: Sequence[str]) -> tuple[str, ...]:
+    """The one command module ``argv`` runs (its first word names it), else every module (``--help``,
+    ``--version``, no or an unknown command): ``maka answer`` then does not import the whole stack."""
+    if argv and not argv[0].startswith("-"):
+        module = argv[0].replace("-", "_")
+        if module in COMMANDS:
+            return (module,)
+    return COMMANDS
+
+
+def build_parser(commands: Sequence[str] = COMMANDS) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    """The top-level parser and the command modules by subcommand name (of ``commands``, default all)."""
     parser = argparse.ArgumentParser(
         prog="maka", description="Maka Runtime: MCP input_required forms through a durable Host."
     )
     parser.add_argument("--version", action="version", version=f"maka {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     by_name: dict[str, ModuleType] = {}
-    for module in _load():
+    for module in _load(commands):
         name: str = module.NAME
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
@@ -87,8 +97,9 @@ def _quiet_closed_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``maka`` console script. Returns the process exit code
     (:data:`EXIT_BROKEN_PIPE` when stdout was closed by its reader)."""
-    parser, by_name = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser, by_name = build_parser(_requested(words))
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -319,6 +319,46 @@ class InteractionView:
 
 
 @dataclass(frozen=True)
+class SurfaceView:
+    """One surface attached to the Host (``ListSurfaces``): its token's name (never the token), kind,
+    the sessions it watches (``all_sessions`` for every one), when it attached, its Host and replica."""
+
+    principal: str
+    kind: str
+    session_ids: tuple[str, ...]
+    all_sessions: bool
+    session_count: int
+    attached_at: datetime | None
+    host_id: str
+    replica_id: str
+
+    def to_json(self) -> dict[str, object]:
+        """``{"principal", "kind", "sessions": [..] | "all", "sessionCount", "attachedAt", "host", "replica"}``."""
+        return {
+            "principal": self.principal,
+            "kind": self.kind or "unknown",
+            "sessions": "all" if self.all_sessions else list(self.session_ids),
+            "sessionCount": self.session_count,
+            "attachedAt": _iso(self.attached_at),
+            "host": self.host_id,
+            "replica": self.replica_id,
+        }
+
+    @classmethod
+    def from_proto(cls, message: interaction_service_pb2.AttachedSurface) -> SurfaceView:
+        return cls(
+            principal=message.principal,
+            kind=message.kind,
+            session_ids=tuple(message.session_ids),
+            all_sessions=message.all_sessions,
+            session_count=message.session_count,
+            attached_at=_time(message.attached_at, message.HasField("attached_at")),
+            host_id=message.host_id,
+            replica_id=message.replica_id,
+        )
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Every pending Interaction of the attached sessions (replaces what the surface showed)."""
 
@@ -438,9 +478,12 @@ class InteractionClient:
         timeout: float = 10.0,
         owns_channel: bool = False,
         host_id: str = "",
+        surface_kind: str = "",
     ) -> None:
         self.host_id = host_id
         """The Runtime Host addressed on a tier serving several (empty: the tier's only Host)."""
+        self.surface_kind = surface_kind
+        """Sent on Attach's subscribe (``"web"``, ``"tui"``, ...) so ``maka status`` can say what is attached."""
         self._channel = channel
         self._stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         self._metadata: tuple[tuple[str, str], ...] = bearer_metadata(token)
@@ -452,14 +495,20 @@ class InteractionClient:
 
     @classmethod
     def connect(
-        cls, target: str, *, token: str | None = None, backoff: Backoff | None = None, host_id: str = ""
+        cls,
+        target: str,
+        *,
+        token: str | None = None,
+        backoff: Backoff | None = None,
+        host_id: str = "",
+        surface_kind: str = "",
     ) -> InteractionClient:
         """Open a channel to ``target`` (``host:port``) with :func:`services.core.channels.open_channel`
         (keepalive, TLS from ``MAKA_TLS_*`` when configured, bearer token on every call); call inside the
         running loop. ``token`` defaults to :func:`surface_token_from_env`.
         """
         channel = open_channel(target, token=token if token is not None else surface_token_from_env())
-        return cls(channel, backoff=backoff, owns_channel=True, host_id=host_id)
+        return cls(channel, backoff=backoff, owns_channel=True, host_id=host_id, surface_kind=surface_kind)
 
     async def close(self) -> None:
         """Close the channel when this client opened it."""
@@ -517,6 +566,18 @@ class InteractionClient:
             raise InteractionError.from_rpc(error) from None
         return [InteractionView.from_proto(i) for i in response.pending]
 
+    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
+        """The surfaces attached to the Host that watch a session the caller may see, and how many more
+        the service left out (its cap). Raises :class:`InteractionError`."""
+        request = interaction_service_pb2.ListSurfacesRequest(host_id=self.host_id)
+        try:
+            response = await self._stub.ListSurfaces(
+                request, metadata=self._metadata, timeout=self._timeout, wait_for_ready=False
+            )
+        except grpc.aio.AioRpcError as error:
+            raise InteractionError.from_rpc(error) from None
+        return [SurfaceView.from_proto(s) for s in response.surfaces], response.omitted
+
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
         """One Interaction, pending or settled (within retention). Raises :class:`InteractionError` (``NOT_FOUND``)."""
         request = interaction_service_pb2.GetInteractionRequest(
@@ -567,7 +628,10 @@ class InteractionClient:
                 await call.write(
                     interaction_service_pb2.AttachRequest(
                         subscribe=interaction_service_pb2.Subscribe(
-                            session_ids=list(session_ids), resume_token=token, host_id=self.host_id
+                            session_ids=list(session_ids),
+                            resume_token=token,
+                            host_id=self.host_id,
+                            surface_kind=self.surface_kind,
                         )
                     )
                 )

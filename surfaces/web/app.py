@@ -6,9 +6,10 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   (form field ``token``), ``POST /logout`` when a surface token is configured.
 - ``GET /api/session`` → ``{"csrf": str, "sessions": [str], "auth_required": bool, "server_time": ISO}``.
 - ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
-- ``GET /api/status`` → ``{"servers": [server], "calls": [call], "available": bool, "server_time": ISO}``:
-  the MCP servers' status and the recent calls of the visible sessions (the broker's ``GetStatus``;
-  :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or values).
+- ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
+  "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
+  ``GetStatus``; :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or
+  values), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
 - ``GET /api/interactions/{id}?session_id=S`` → ``{"interaction": view}`` (``GetInteraction``).
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
@@ -193,7 +194,13 @@ class WebSurface:
             return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code().name})")
         calls = [call_json(call) for call in status.recent_calls if self.visible(call.session_id)]
         servers = [server_json(server) for server in status.servers]
-        return JSONResponse({"servers": servers, "calls": calls, "available": True, "server_time": now_iso()})
+        surfaces: int | None = None
+        with contextlib.suppress(InteractionError):  # the count is extra: the status shows without it
+            attached, omitted = await self.backend.list_surfaces()
+            surfaces = len(attached) + omitted
+        return JSONResponse(
+            {"servers": servers, "calls": calls, "surfaces": surfaces, "available": True, "server_time": now_iso()}
+        )
 
     async def get_interaction(self, request: Request) -> Response:
         interaction_id = request.path_params["interaction_id"]

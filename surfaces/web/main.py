@@ -56,7 +56,9 @@ async def build(settings: WebSettings) -> WebApp:
     The surface token, when set, authenticates both the page's users and this surface to the service.
     """
     token = settings.surface_token.get_secret_value() or None
-    client = InteractionClient.connect(settings.interaction_target, token=token, host_id=settings.host_id)
+    client = InteractionClient.connect(
+        settings.interaction_target, token=token, host_id=settings.host_id, surface_kind="web"
+    )
     return WebApp(settings=settings, client=client, asgi=create_app(settings, client))
 
 

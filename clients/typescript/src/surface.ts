@@ -16,6 +16,8 @@ import type { Value } from "./generated/maka/form/v1/Value.js";
 import { type ClientOptions, channelOptions, credentials, loadInteraction, metadata, tlsFromEnv } from "./grpc.js";
 
 export const DEFAULT_INTERACTION_TARGET = "127.0.0.1:50051";
+/** Sent on Attach's subscribe so `maka status` can say what is attached (`Subscribe.surface_kind`). */
+export const SURFACE_KIND = "maka-client-ts";
 
 export interface FormField {
   name: string;
@@ -116,21 +118,25 @@ export class SurfaceClient {
   readonly stub: InteractionServiceClient;
   private readonly token: string | undefined;
   private readonly reattach: ReattachPolicy;
+  /** The Runtime Host every request names (`host_id`); "" = the tier's only Host, or the one the token names. */
+  readonly hostId: string;
 
   constructor(
     readonly target: string = DEFAULT_INTERACTION_TARGET,
-    options: ClientOptions & { reattach?: Partial<ReattachPolicy> } = {},
+    options: ClientOptions & { reattach?: Partial<ReattachPolicy>; hostId?: string } = {},
   ) {
     const proto = loadInteraction();
     this.stub = new proto.maka.interaction.v1.InteractionService(target, credentials(options.tls), channelOptions(options.tls));
     this.token = options.token;
     this.reattach = { ...DEFAULT_REATTACH, ...options.reattach };
+    this.hostId = options.hostId ?? "";
   }
 
-  /** `target`, else $MAKA_INTERACTION_TARGET; token $MAKA_SURFACE_TOKEN, TLS from $MAKA_TLS_*. */
-  static fromEnv(target?: string, options: ClientOptions = {}): SurfaceClient {
+  /** `target`, else $MAKA_INTERACTION_TARGET; token $MAKA_SURFACE_TOKEN, Host $MAKA_HOST_ID, TLS from $MAKA_TLS_*. */
+  static fromEnv(target?: string, options: ClientOptions & { hostId?: string } = {}): SurfaceClient {
     return new SurfaceClient(target || process.env.MAKA_INTERACTION_TARGET || DEFAULT_INTERACTION_TARGET, {
       token: process.env.MAKA_SURFACE_TOKEN || undefined,
+      hostId: process.env.MAKA_HOST_ID || "",
       tls: tlsFromEnv(),
       ...options,
     });
@@ -154,7 +160,7 @@ export class SurfaceClient {
 
   /** The pending forms of `sessionIds` (empty = every session this surface may see). */
   async pending(sessionIds: string[] = [], timeoutMs = 10_000): Promise<Form[]> {
-    const response = await this.unary<object, { pending: Interaction__Output[] }>("ListPending", { session_ids: sessionIds }, timeoutMs);
+    const response = await this.unary<object, { pending: Interaction__Output[] }>("ListPending", { session_ids: sessionIds, host_id: this.hostId }, timeoutMs);
     return response.pending.map(formOf);
   }
 
@@ -162,7 +168,7 @@ export class SurfaceClient {
   async get(interactionId: string, sessionId = "", timeoutMs = 10_000): Promise<Form> {
     const response = await this.unary<object, { interaction: Interaction__Output }>(
       "GetInteraction",
-      { interaction_id: interactionId, session_id: sessionId },
+      { interaction_id: interactionId, session_id: sessionId, host_id: this.hostId },
       timeoutMs,
     );
     return formOf(response.interaction);
@@ -191,6 +197,7 @@ export class SurfaceClient {
         interaction_id: interactionId,
         session_id: sessionId,
         submission_id: options.submissionId ?? `sub-${randomUUID()}`,
+        host_id: this.hostId,
         answer: { action: `ACTION_${action.toUpperCase()}`, values: typed },
       },
       timeoutMs,
@@ -206,7 +213,9 @@ export class SurfaceClient {
       const call = this.stub.Attach(metadata(this.token));
       let code = "EOF";
       try {
-        call.write({ subscribe: { session_ids: sessionIds, resume_token: token } });
+        call.write({
+          subscribe: { session_ids: sessionIds, resume_token: token, surface_kind: SURFACE_KIND, host_id: this.hostId },
+        });
         for await (const item of call) {
           attempt = 0;
           const event = decodeAttach(item as AttachResponse__Output);

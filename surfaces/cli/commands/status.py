@@ -10,7 +10,10 @@
   server that is not ready, the last error's real cause (the flattened exception chain, the HTTP status,
   the stdio child's last stderr lines), bounded and secret-free;
 - the last config reload (its changes or its problems);
-- the number of pending forms (``maka pending`` lists them) and the forms the broker waits on.
+- the number of pending forms (``maka pending`` lists them) and the forms the broker waits on;
+- the attached surfaces (the Interaction service's ``ListSurfaces``, every replica's Attach streams):
+  per surface its kind (``web``, ``tui``, ... as the surface says), its token's name (never the token),
+  the sessions it watches (or all), when it attached and its replica.
 
 Exit codes: 0 every service serves and every enabled server is ready; 1 something is not (the output
 says what); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` / gRPC status name first
@@ -36,7 +39,7 @@ from surfaces.common.server_status import fetch_status, server_lines, status_jso
 from surfaces.stack.supervisor import http_ok
 
 NAME = "status"
-HELP = "show services, MCP servers (state, cause, next retry), config reloads and pending forms"
+HELP = "show services, MCP servers (state, cause, next retry), config reloads, pending forms and attached surfaces"
 
 EXIT_OK = 0
 EXIT_DEGRADED = 1
@@ -75,12 +78,28 @@ async def _pending(endpoints: Endpoints) -> int | None:
         return None
 
 
+async def _surfaces(endpoints: Endpoints) -> dict[str, Any] | None:
+    """The attached surfaces the caller may see (``ListSurfaces``), or None when it cannot be asked."""
+    try:
+        async with InteractionClient.connect(endpoints.interaction) as client:
+            surfaces, omitted = await client.list_surfaces()
+    except InteractionError:
+        return None
+    return {"attached": [s.to_json() for s in surfaces], "omitted": omitted}
+
+
 async def collect(endpoints: Endpoints) -> tuple[dict[str, Any], broker_pb2.GetStatusResponse]:
     """Everything ``maka status`` shows, as JSON, and the broker's raw answer. Raises ``AioRpcError``
     when the broker cannot be asked."""
     status = await fetch_status(endpoints.broker)
-    services, pending = await asyncio.gather(_health(endpoints), _pending(endpoints))
-    data = {"host": endpoints.host_id, "services": services, **status_json(status), "pendingForms": pending}
+    services, pending, surfaces = await asyncio.gather(_health(endpoints), _pending(endpoints), _surfaces(endpoints))
+    data = {
+        "host": endpoints.host_id,
+        "services": services,
+        **status_json(status),
+        "pendingForms": pending,
+        "surfaces": surfaces,
+    }
     return data, status
 
 
@@ -112,7 +131,27 @@ def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: floa
         f" (the broker waits on {data['broker']['pendingForms']}; `maka pending` lists them)"
     )
     lines.append(f"calls in flight: {data['broker']['liveInvocations']}")
+    lines.extend(surface_lines(data["surfaces"]))
     return "\n".join(lines)
+
+
+def surface_lines(surfaces: dict[str, Any] | None) -> list[str]:
+    """``attached surfaces: N`` then one line per surface: kind, token name, sessions, since, replica."""
+    if surfaces is None:
+        return ["attached surfaces: unknown (the Interaction service did not answer)"]
+    attached = surfaces["attached"]
+    more = f" (+{surfaces['omitted']} not listed)" if surfaces["omitted"] else ""
+    lines = [f"attached surfaces: {len(attached)}{more}"]
+    for surface in attached:
+        sessions = surface["sessions"]
+        watched = "all sessions" if sessions == "all" else "sessions " + ", ".join(sessions)
+        if sessions != "all" and surface["sessionCount"] > len(sessions):
+            watched += f" (+{surface['sessionCount'] - len(sessions)} more)"
+        lines.append(
+            f"  {surface['kind']:<10} {surface['principal']:<16} {watched}; since {surface['attachedAt']}"
+            f" (replica {surface['replica']})"
+        )
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

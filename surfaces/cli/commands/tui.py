@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     app = MakaTui(
         lambda: FollowingBackend(
             lambda: interaction_target(args),
-            connect=functools.partial(InteractionClient.connect, host_id=host_id(args)),
+            connect=functools.partial(InteractionClient.connect, host_id=host_id(args), surface_kind="tui"),
         ),
         session_ids=list(args.session),
         server_status=server_status,

@@ -517,15 +517,19 @@ const OWN_ACTION_TEXT = {
   cancel: "You dismissed the form; the Tool was told.",
 };
 
-// A form stopped being pending. `ownAction` is set when this tab's answer won.
+// A form stopped being pending. `ownAction` is set when this tab's answer won. Every tab that showed
+// the card follows its call to the end (completed, failed with its code, stopped), whichever surface
+// answered it: the outcome comes from the broker's recent calls (pollStatus), never from the answer.
 function settle(view, ownAction) {
   const card = removeCard(view.id);
   const title = toolLabel(card ? card.view : view);
   if (ownAction) {
-    followCall(view.id, notice("own", title, OWN_ACTION_TEXT[ownAction] || "Answer sent."));
+    followCall(view.id, notice("own", title, OWN_ACTION_TEXT[ownAction] || "Answer sent."), "You answered; ");
   } else if (card) {
-    const reason = view.state === "answered" ? "answered on another surface" : view.close_text || "closed";
-    notice(view.state === "answered" ? "elsewhere" : "closed", title, `Closed: ${reason}.`);
+    const elsewhere = view.state === "answered";
+    const reason = elsewhere ? "answered on another surface" : view.close_text || "closed";
+    const item = notice(elsewhere ? "elsewhere" : "closed", title, `Closed: ${reason}.`);
+    followCall(view.id, item, elsewhere ? "Answered on another surface; " : `Closed: ${reason}; `);
   }
 }
 
@@ -655,7 +659,7 @@ function applySnapshot(pending) {
   for (const [id, card] of [...state.cards]) {
     if (ids.has(id) || state.inFlight.has(id)) continue;
     removeCard(id);
-    notice("closed", toolLabel(card.view), "No longer pending.");
+    followCall(id, notice("closed", toolLabel(card.view), "No longer pending."), "No longer pending; ");
   }
   for (const view of pending) upsert(view);
   placeCards();
@@ -793,19 +797,25 @@ function callOutcome(call) {
   return FINAL_TEXT[call.state] || null;
 }
 
-function followCall(interactionId, item) {
+// `prefix` starts the notice's text once the call ended ("You answered; the Tool completed.").
+function followCall(interactionId, item, prefix) {
   item.dataset.interaction = interactionId;
+  item.dataset.prefix = prefix;
   item.dataset.call = "running";
   state.following.set(interactionId, item);
 }
 
 function updateFollowed(calls) {
   for (const [interactionId, item] of [...state.following]) {
+    if (!item.isConnected) {
+      state.following.delete(interactionId); // dismissed, or pushed out by newer notices
+      continue;
+    }
     const call = calls.find((c) => c.interactionIds.includes(interactionId));
     if (!call) continue;
     const outcome = callOutcome(call);
     if (!outcome) continue;
-    item.querySelector(".notice-text").textContent = `You answered; ${outcome}`;
+    item.querySelector(".notice-text").textContent = `${item.dataset.prefix}${outcome}`;
     item.dataset.call = call.state;
     if (call.failureCode) item.dataset.failure = call.failureCode;
     state.following.delete(interactionId);
@@ -853,6 +863,15 @@ function renderServers(servers) {
   section.hidden = servers.length === 0;
 }
 
+// How many surfaces (tabs, TUIs, scripts) are attached to the Host; `maka status` lists them.
+function renderSurfaceCount(count) {
+  const node = document.getElementById("surface-count");
+  node.hidden = typeof count !== "number";
+  if (node.hidden) return;
+  node.dataset.count = String(count);
+  node.textContent = `${pluralise(count, "surface")} attached`;
+}
+
 async function pollStatus() {
   let body;
   try {
@@ -863,6 +882,7 @@ async function pollStatus() {
     return;
   }
   if (!body.available) return;
+  renderSurfaceCount(body.surfaces);
   renderServers(body.servers);
   renderActivity(body.calls);
   updateFollowed(body.calls);

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import httpx
 import pytest
 
 from surfaces.cli.endpoints import Endpoints, read_endpoints
+from surfaces.common.interaction_client import InteractionClient, Snapshot
 from surfaces.stack.supervisor import free_port
 from tests.helpers.stack import running_stack
 
@@ -188,6 +190,60 @@ async def test_a_new_user_diagnoses_failing_servers_from_maka_status_alone(
             assert unchecked.code in (1, 3)
             good = await maka("call", "ops:count", "--args", '{"n": 7}', state_dir=state)
             assert (good.code, good.out.strip()) == (0, "counted 7")
+
+
+@pytest.mark.e2e
+async def test_maka_status_lists_the_attached_surfaces_a_web_page_and_a_client_library(tmp_path: Path) -> None:
+    async with running_stack(tmp_path, web=True, echo=False) as running:
+        state = tmp_path / "state"
+        snapshot = asyncio.Event()
+
+        async def library() -> None:
+            client = InteractionClient.connect(running.endpoints.interaction, surface_kind="maka-client-py")
+            async with client:
+                async for event in client.attach(["s-lib", "s-other"]):
+                    if isinstance(event, Snapshot):
+                        snapshot.set()
+
+        follower = asyncio.create_task(library())
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            http.stream("GET", running.endpoints.web + "/api/events") as sse,
+        ):
+            async with asyncio.timeout(30):
+                await snapshot.wait()
+                lines = aiter(sse.aiter_lines())
+                while await anext(lines) != "event: snapshot":  # the web surface's Attach is open
+                    pass
+
+            async def both_listed() -> Ran | None:
+                ran = await maka("status", "--json", state_dir=state)
+                surfaces = json.loads(ran.out)["surfaces"] if ran.out else None
+                kinds = sorted(s["kind"] for s in surfaces["attached"]) if surfaces else []
+                return ran if kinds == ["maka-client-py", "web"] else None
+
+            ran = await until(both_listed, timeout=30, what="both surfaces listed")
+            by_kind = {s["kind"]: s for s in json.loads(ran.out)["surfaces"]["attached"]}
+            assert by_kind["maka-client-py"]["sessions"] == ["s-lib", "s-other"]
+            assert by_kind["web"]["sessions"] == "all"
+            assert {s["principal"] for s in by_kind.values()} == {"anonymous"}  # auth off: no token names
+            assert {s["host"] for s in by_kind.values()} == {running.endpoints.host_id}
+            assert all(s["attachedAt"] for s in by_kind.values())
+            human = await maka("status", state_dir=state)
+            assert "attached surfaces: 2" in human.out
+            assert re.search(r"^  web +anonymous +all sessions; since \S+Z \(replica \w+\)$", human.out, re.M), (
+                human.out
+            )
+            assert "maka-client-py anonymous        sessions s-lib, s-other; since" in human.out
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+
+        async def none_left() -> Ran | None:
+            ran = await maka("status", "--json", state_dir=state)
+            return ran if ran.out and json.loads(ran.out)["surfaces"]["attached"] == [] else None
+
+        await until(none_left, timeout=30, what="the closed streams left the list")
 
 
 def test_config_check_prints_one_line_per_problem_and_warns_about_other_hosts_keys(tmp_path: Path) -> None:

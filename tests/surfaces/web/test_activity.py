@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[3]
 class ProcessStack:
     """:func:`tests.helpers.stack.running_stack` (web on) driven from a background event loop."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, extra_env: dict[str, str] | None = None) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="activity-stack", daemon=True)
         self._thread.start()
-        self._cm: Any = running_stack(tmp_path, web=True, echo=False)
+        self._cm: Any = running_stack(tmp_path, web=True, echo=False, extra_env=extra_env)
         self.running: RunningStack = asyncio.run_coroutine_threadsafe(self._cm.__aenter__(), self._loop).result(150)
         self.state_dir = tmp_path / "state"
 
@@ -94,3 +95,92 @@ def test_a_draft_survives_a_reload_and_the_answered_card_follows_its_call_to_the
     expect(failed.first).to_contain_text("INVALID_ARGUMENTS")
     expect(page.locator("#activity")).not_to_contain_text("build-42")  # status only, never arguments
     expect(page.locator('#server-list li[data-server="examples"]')).to_have_attribute("data-state", "ready")
+
+
+def _open_tabs(page: Page, stack: ProcessStack, session: str) -> tuple[list[Page], str]:
+    """Two tabs showing the one pending form of ``session``, and that form's id."""
+    tabs = [page, page.context.new_page()]
+    for tab in tabs:
+        tab.goto(stack.running.endpoints.web)
+        expect(tab.locator(f'article.card[data-session="{session}"]')).to_have_count(1, timeout=TIMEOUT_MS)
+    interaction_id = page.locator(f'article.card[data-session="{session}"]').get_attribute("data-id")
+    assert interaction_id
+    return tabs, interaction_id
+
+
+def test_every_open_tab_follows_a_call_answered_from_the_cli_to_its_end(
+    page: Page, process_stack: ProcessStack
+) -> None:
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    call = process_stack.maka(
+        "call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "build-7"})
+    )
+    tabs, interaction_id = _open_tabs(page, process_stack, session)
+    for tab in tabs:  # each tab is one Attach stream of the web surface (ListSurfaces)
+        expect(tab.locator("#surface-count")).to_have_text("2 surfaces attached", timeout=TIMEOUT_MS)
+    values = json.dumps({"environment": "staging", "confirm": True})
+    answered = process_stack.maka("answer", interaction_id, "accept", "--values", values)
+    _, answer_err = answered.communicate(timeout=60)
+    assert answered.returncode == 0, answer_err
+    for tab in tabs:
+        followed = tab.locator(f'.notice[data-interaction="{interaction_id}"]')
+        expect(followed).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
+        expect(followed.locator(".notice-text")).to_have_text("Answered on another surface; the Tool completed.")
+        expect(tab.locator(f'article.card[data-id="{interaction_id}"]')).to_have_count(0)
+    out, err = call.communicate(timeout=60)
+    assert out.strip() == "Deployed build-7 to staging.", err
+
+
+def test_the_tab_that_did_not_answer_follows_the_call_another_tab_answered(
+    page: Page, process_stack: ProcessStack
+) -> None:
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    call = process_stack.maka(
+        "call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "build-8"})
+    )
+    (answering, watching), interaction_id = _open_tabs(page, process_stack, session)
+    card = answering.locator(f'article.card[data-id="{interaction_id}"]')
+    card.get_by_role("button", name="Decline").click()
+    mine = answering.locator(f'.notice[data-interaction="{interaction_id}"]')
+    expect(mine).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
+    expect(mine.locator(".notice-text")).to_have_text("You answered; the Tool completed.")
+    theirs = watching.locator(f'.notice[data-interaction="{interaction_id}"]')
+    expect(theirs).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
+    expect(theirs.locator(".notice-text")).to_have_text("Answered on another surface; the Tool completed.")
+    out, err = call.communicate(timeout=60)
+    assert "was declined by the user" in out, err
+
+
+def test_every_open_tab_shows_a_stopped_call_as_stopped(page: Page, process_stack: ProcessStack) -> None:
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    call = process_stack.maka(
+        "call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "build-9"})
+    )
+    tabs, interaction_id = _open_tabs(page, process_stack, session)
+    stopped = process_stack.maka("stop", "--session", session)
+    _, stop_err = stopped.communicate(timeout=60)
+    assert stopped.returncode == 0, stop_err
+    for tab in tabs:
+        followed = tab.locator(f'.notice[data-interaction="{interaction_id}"]')
+        expect(followed).to_have_attribute("data-call", "stopped", timeout=TIMEOUT_MS)
+        expect(followed.locator(".notice-text")).to_contain_text("the call was stopped.")
+    call.communicate(timeout=60)
+
+
+def test_every_open_tab_shows_a_call_that_failed_when_its_form_timed_out_with_the_code(
+    page: Page, tmp_path: Path
+) -> None:
+    stack = ProcessStack(tmp_path, extra_env={"MAKA_FORM_WAIT_SECONDS": "10"})  # the form's bounded wait
+    try:
+        session = f"s-{uuid.uuid4().hex[:8]}"
+        call = stack.maka("call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "b-10"}))
+        tabs, interaction_id = _open_tabs(page, stack, session)
+        for tab in tabs:  # nobody answers: the Interaction service closes the form, the call fails
+            followed = tab.locator(f'.notice[data-interaction="{interaction_id}"]')
+            expect(followed).to_have_attribute("data-call", "failed", timeout=TIMEOUT_MS)
+            expect(followed).to_have_attribute("data-failure", "INTERACTION_TIMED_OUT")
+            expect(followed.locator(".notice-text")).to_contain_text("the Tool failed (INTERACTION_TIMED_OUT).")
+        _, err = call.communicate(timeout=60)
+        assert "INTERACTION_TIMED_OUT" in err
+    finally:
+        stack.stop()

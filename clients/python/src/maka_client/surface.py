@@ -145,6 +145,7 @@ class SurfaceClient:
         token: bearer token of the ``surface`` role; None sends none.
         tls: TLS / mutual TLS options; None is plaintext.
         reattach: backoff of :meth:`attach` reconnects.
+        surface_kind: what this surface is, as ``maka status`` lists it (``Subscribe.surface_kind``).
     """
 
     def __init__(
@@ -154,8 +155,10 @@ class SurfaceClient:
         token: str | None = None,
         tls: TlsOptions | None = None,
         reattach: ReattachPolicy | None = None,
+        surface_kind: str = "maka-client-py",
     ) -> None:
         self.target = target
+        self.surface_kind = surface_kind
         self.reattach = reattach or ReattachPolicy()
         self.metadata = bearer(token)
         self._channel = open_channel(target, tls)
@@ -252,7 +255,9 @@ class SurfaceClient:
             try:
                 await call.write(
                     interaction_service_pb2.AttachRequest(
-                        subscribe=interaction_service_pb2.Subscribe(session_ids=list(session_ids), resume_token=token)
+                        subscribe=interaction_service_pb2.Subscribe(
+                            session_ids=list(session_ids), resume_token=token, surface_kind=self.surface_kind
+                        )
                     )
                 )
                 while True:

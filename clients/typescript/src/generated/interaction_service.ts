@@ -21,6 +21,7 @@ import type { AnswerRequest as _maka_interaction_v1_AnswerRequest, AnswerRequest
 import type { AnswerResponse as _maka_interaction_v1_AnswerResponse, AnswerResponse__Output as _maka_interaction_v1_AnswerResponse__Output } from './maka/interaction/v1/AnswerResponse';
 import type { AttachRequest as _maka_interaction_v1_AttachRequest, AttachRequest__Output as _maka_interaction_v1_AttachRequest__Output } from './maka/interaction/v1/AttachRequest';
 import type { AttachResponse as _maka_interaction_v1_AttachResponse, AttachResponse__Output as _maka_interaction_v1_AttachResponse__Output } from './maka/interaction/v1/AttachResponse';
+import type { AttachedSurface as _maka_interaction_v1_AttachedSurface, AttachedSurface__Output as _maka_interaction_v1_AttachedSurface__Output } from './maka/interaction/v1/AttachedSurface';
 import type { Binding as _maka_interaction_v1_Binding, Binding__Output as _maka_interaction_v1_Binding__Output } from './maka/interaction/v1/Binding';
 import type { CloseInteraction as _maka_interaction_v1_CloseInteraction, CloseInteraction__Output as _maka_interaction_v1_CloseInteraction__Output } from './maka/interaction/v1/CloseInteraction';
 import type { DeliveryRecorded as _maka_interaction_v1_DeliveryRecorded, DeliveryRecorded__Output as _maka_interaction_v1_DeliveryRecorded__Output } from './maka/interaction/v1/DeliveryRecorded';
@@ -41,6 +42,8 @@ import type { InteractionServiceClient as _maka_interaction_v1_InteractionServic
 import type { InteractionSettled as _maka_interaction_v1_InteractionSettled, InteractionSettled__Output as _maka_interaction_v1_InteractionSettled__Output } from './maka/interaction/v1/InteractionSettled';
 import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, ListPendingRequest__Output as _maka_interaction_v1_ListPendingRequest__Output } from './maka/interaction/v1/ListPendingRequest';
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from './maka/interaction/v1/ListPendingResponse';
+import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, ListSurfacesRequest__Output as _maka_interaction_v1_ListSurfacesRequest__Output } from './maka/interaction/v1/ListSurfacesRequest';
+import type { ListSurfacesResponse as _maka_interaction_v1_ListSurfacesResponse, ListSurfacesResponse__Output as _maka_interaction_v1_ListSurfacesResponse__Output } from './maka/interaction/v1/ListSurfacesResponse';
 import type { OpenInteraction as _maka_interaction_v1_OpenInteraction, OpenInteraction__Output as _maka_interaction_v1_OpenInteraction__Output } from './maka/interaction/v1/OpenInteraction';
 import type { OpenRejected as _maka_interaction_v1_OpenRejected, OpenRejected__Output as _maka_interaction_v1_OpenRejected__Output } from './maka/interaction/v1/OpenRejected';
 import type { ReportDelivery as _maka_interaction_v1_ReportDelivery, ReportDelivery__Output as _maka_interaction_v1_ReportDelivery__Output } from './maka/interaction/v1/ReportDelivery';
@@ -88,6 +91,7 @@ export interface ProtoGrpcType {
         AnswerResponse: MessageTypeDefinition<_maka_interaction_v1_AnswerResponse, _maka_interaction_v1_AnswerResponse__Output>
         AttachRequest: MessageTypeDefinition<_maka_interaction_v1_AttachRequest, _maka_interaction_v1_AttachRequest__Output>
         AttachResponse: MessageTypeDefinition<_maka_interaction_v1_AttachResponse, _maka_interaction_v1_AttachResponse__Output>
+        AttachedSurface: MessageTypeDefinition<_maka_interaction_v1_AttachedSurface, _maka_interaction_v1_AttachedSurface__Output>
         Binding: MessageTypeDefinition<_maka_interaction_v1_Binding, _maka_interaction_v1_Binding__Output>
         CloseInteraction: MessageTypeDefinition<_maka_interaction_v1_CloseInteraction, _maka_interaction_v1_CloseInteraction__Output>
         CloseReason: EnumTypeDefinition
@@ -113,6 +117,8 @@ export interface ProtoGrpcType {
         InteractionState: EnumTypeDefinition
         ListPendingRequest: MessageTypeDefinition<_maka_interaction_v1_ListPendingRequest, _maka_interaction_v1_ListPendingRequest__Output>
         ListPendingResponse: MessageTypeDefinition<_maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingResponse__Output>
+        ListSurfacesRequest: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesRequest, _maka_interaction_v1_ListSurfacesRequest__Output>
+        ListSurfacesResponse: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesResponse, _maka_interaction_v1_ListSurfacesResponse__Output>
         OpenInteraction: MessageTypeDefinition<_maka_interaction_v1_OpenInteraction, _maka_interaction_v1_OpenInteraction__Output>
         OpenRejected: MessageTypeDefinition<_maka_interaction_v1_OpenRejected, _maka_interaction_v1_OpenRejected__Output>
         ReportDelivery: MessageTypeDefinition<_maka_interaction_v1_ReportDelivery, _maka_interaction_v1_ReportDelivery__Output>

@@ -524,10 +524,15 @@ class Subscribe(_message.Message):
     SESSION_IDS_FIELD_NUMBER: _builtins.int
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
     HOST_ID_FIELD_NUMBER: _builtins.int
+    SURFACE_KIND_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
     """The last resume_token seen; empty for a fresh snapshot. A token too old yields a snapshot."""
     host_id: _builtins.str
     """The Runtime Host whose sessions to follow; empty means the only Host (see Hello.host_id)."""
+    surface_kind: _builtins.str
+    """What the surface is, for `maka status` ("web", "tui", "cli", a client library's name). Display
+    only: control characters are removed and it is cut to 64 characters. Empty is shown as "unknown".
+    """
     @_builtins.property
     def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
@@ -536,10 +541,11 @@ class Subscribe(_message.Message):
         session_ids: _abc.Iterable[_builtins.str] | None = ...,
         resume_token: _builtins.str = ...,
         host_id: _builtins.str = ...,
+        surface_kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "resume_token", b"resume_token", "session_ids", b"session_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "resume_token", b"resume_token", "session_ids", b"session_ids", "surface_kind", b"surface_kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -807,3 +813,104 @@ class GetInteractionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetInteractionResponse: _TypeAlias = GetInteractionResponse  # noqa: Y015
+
+@_typing.final
+class ListSurfacesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    host_id: _builtins.str
+    """The Runtime Host; empty means the only Host (see Hello.host_id)."""
+    def __init__(
+        self,
+        *,
+        host_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSurfacesRequest: _TypeAlias = ListSurfacesRequest  # noqa: Y015
+
+@_typing.final
+class AttachedSurface(_message.Message):
+    """One Attach stream of the Host, as its replica last reported it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    SESSION_IDS_FIELD_NUMBER: _builtins.int
+    ALL_SESSIONS_FIELD_NUMBER: _builtins.int
+    SESSION_COUNT_FIELD_NUMBER: _builtins.int
+    ATTACHED_AT_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    REPLICA_ID_FIELD_NUMBER: _builtins.int
+    principal: _builtins.str
+    """The name of the caller's token (never the token itself); "anonymous" when auth is off."""
+    kind: _builtins.str
+    """Subscribe.surface_kind as sent (bounded, control characters removed); empty when none was sent."""
+    all_sessions: _builtins.bool
+    """True when it watches every session of the Host (session_ids is then empty)."""
+    session_count: _builtins.int
+    """How many sessions it watches."""
+    host_id: _builtins.str
+    replica_id: _builtins.str
+    """The Interaction replica holding the stream."""
+    @_builtins.property
+    def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The sessions it watches that the caller may see (at most 20 listed, see session_count)."""
+
+    @_builtins.property
+    def attached_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        principal: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        session_ids: _abc.Iterable[_builtins.str] | None = ...,
+        all_sessions: _builtins.bool = ...,
+        session_count: _builtins.int = ...,
+        attached_at: _timestamp_pb2.Timestamp | None = ...,
+        host_id: _builtins.str = ...,
+        replica_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attached_at", b"attached_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_sessions", b"all_sessions", "attached_at", b"attached_at", "host_id", b"host_id", "kind", b"kind", "principal", b"principal", "replica_id", b"replica_id", "session_count", b"session_count", "session_ids", b"session_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AttachedSurface: _TypeAlias = AttachedSurface  # noqa: Y015
+
+@_typing.final
+class ListSurfacesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SURFACES_FIELD_NUMBER: _builtins.int
+    OMITTED_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    omitted: _builtins.int
+    """Visible surfaces left out by the cap."""
+    @_builtins.property
+    def surfaces(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttachedSurface]:
+        """Oldest first, at most the service's cap (see omitted)."""
+
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        surfaces: _abc.Iterable[Global___AttachedSurface] | None = ...,
+        omitted: _builtins.int = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "omitted", b"omitted", "surfaces", b"surfaces"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSurfacesResponse: _TypeAlias = ListSurfacesResponse  # noqa: Y015

@@ -61,6 +61,11 @@ class InteractionServiceStub:
                 request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.GetInteractionRequest.SerializeToString,
                 response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.GetInteractionResponse.FromString,
                 _registered_method=True)
+        self.ListSurfaces = channel.unary_unary(
+                '/maka.interaction.v1.InteractionService/ListSurfaces',
+                request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.SerializeToString,
+                response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.FromString,
+                _registered_method=True)
 
 
 class InteractionServiceServicer:
@@ -108,6 +113,15 @@ class InteractionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSurfaces(self, request, context):
+        """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
+        docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+        token, never another Host's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InteractionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -135,6 +149,11 @@ def add_InteractionServiceServicer_to_server(servicer, server):
                     servicer.GetInteraction,
                     request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.GetInteractionRequest.FromString,
                     response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.GetInteractionResponse.SerializeToString,
+            ),
+            'ListSurfaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSurfaces,
+                    request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.FromString,
+                    response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -274,6 +293,33 @@ class InteractionService:
             '/maka.interaction.v1.InteractionService/GetInteraction',
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.GetInteractionRequest.SerializeToString,
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.GetInteractionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSurfaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.interaction.v1.InteractionService/ListSurfaces',
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.SerializeToString,
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.FromString,
             options,
             channel_credentials,
             insecure,

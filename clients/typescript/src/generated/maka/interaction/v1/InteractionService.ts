@@ -12,6 +12,8 @@ import type { HostLinkRequest as _maka_interaction_v1_HostLinkRequest, HostLinkR
 import type { HostLinkResponse as _maka_interaction_v1_HostLinkResponse, HostLinkResponse__Output as _maka_interaction_v1_HostLinkResponse__Output } from '../../../maka/interaction/v1/HostLinkResponse';
 import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, ListPendingRequest__Output as _maka_interaction_v1_ListPendingRequest__Output } from '../../../maka/interaction/v1/ListPendingRequest';
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from '../../../maka/interaction/v1/ListPendingResponse';
+import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, ListSurfacesRequest__Output as _maka_interaction_v1_ListSurfacesRequest__Output } from '../../../maka/interaction/v1/ListSurfacesRequest';
+import type { ListSurfacesResponse as _maka_interaction_v1_ListSurfacesResponse, ListSurfacesResponse__Output as _maka_interaction_v1_ListSurfacesResponse__Output } from '../../../maka/interaction/v1/ListSurfacesResponse';
 
 export interface InteractionServiceClient extends grpc.Client {
   Answer(argument: _maka_interaction_v1_AnswerRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_AnswerResponse__Output>): grpc.ClientUnaryCall;
@@ -51,6 +53,15 @@ export interface InteractionServiceClient extends grpc.Client {
   listPending(argument: _maka_interaction_v1_ListPendingRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListPendingResponse__Output>): grpc.ClientUnaryCall;
   listPending(argument: _maka_interaction_v1_ListPendingRequest, callback: grpc.requestCallback<_maka_interaction_v1_ListPendingResponse__Output>): grpc.ClientUnaryCall;
   
+  ListSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  ListSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  ListSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  ListSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  listSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  listSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  listSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  listSurfaces(argument: _maka_interaction_v1_ListSurfacesRequest, callback: grpc.requestCallback<_maka_interaction_v1_ListSurfacesResponse__Output>): grpc.ClientUnaryCall;
+  
 }
 
 export interface InteractionServiceHandlers extends grpc.UntypedServiceImplementation {
@@ -64,6 +75,8 @@ export interface InteractionServiceHandlers extends grpc.UntypedServiceImplement
   
   ListPending: grpc.handleUnaryCall<_maka_interaction_v1_ListPendingRequest__Output, _maka_interaction_v1_ListPendingResponse>;
   
+  ListSurfaces: grpc.handleUnaryCall<_maka_interaction_v1_ListSurfacesRequest__Output, _maka_interaction_v1_ListSurfacesResponse>;
+  
 }
 
 export interface InteractionServiceDefinition extends grpc.ServiceDefinition {
@@ -72,4 +85,5 @@ export interface InteractionServiceDefinition extends grpc.ServiceDefinition {
   GetInteraction: MethodDefinition<_maka_interaction_v1_GetInteractionRequest, _maka_interaction_v1_GetInteractionResponse, _maka_interaction_v1_GetInteractionRequest__Output, _maka_interaction_v1_GetInteractionResponse__Output>
   HostLink: MethodDefinition<_maka_interaction_v1_HostLinkRequest, _maka_interaction_v1_HostLinkResponse, _maka_interaction_v1_HostLinkRequest__Output, _maka_interaction_v1_HostLinkResponse__Output>
   ListPending: MethodDefinition<_maka_interaction_v1_ListPendingRequest, _maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingRequest__Output, _maka_interaction_v1_ListPendingResponse__Output>
+  ListSurfaces: MethodDefinition<_maka_interaction_v1_ListSurfacesRequest, _maka_interaction_v1_ListSurfacesResponse, _maka_interaction_v1_ListSurfacesRequest__Output, _maka_interaction_v1_ListSurfacesResponse__Output>
 }

@@ -5,10 +5,12 @@ export interface Subscribe {
   'session_ids'?: (string)[];
   'resume_token'?: (string);
   'host_id'?: (string);
+  'surface_kind'?: (string);
 }
 
 export interface Subscribe__Output {
   'session_ids': (string)[];
   'resume_token': (string);
   'host_id': (string);
+  'surface_kind': (string);
 }

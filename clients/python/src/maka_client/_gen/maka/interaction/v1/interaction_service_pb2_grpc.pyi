@@ -52,6 +52,11 @@ class InteractionServiceStub:
     """ListPending returns the pending Interactions of the given sessions."""
     GetInteraction: _grpc.UnaryUnaryMultiCallable[_interaction_service_pb2.GetInteractionRequest, _interaction_service_pb2.GetInteractionResponse]
     """GetInteraction returns one Interaction, pending or settled (within retention)."""
+    ListSurfaces: _grpc.UnaryUnaryMultiCallable[_interaction_service_pb2.ListSurfacesRequest, _interaction_service_pb2.ListSurfacesResponse]
+    """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
+    docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+    token, never another Host's.
+    """
 
 @_typing.type_check_only
 class InteractionServiceAsyncStub(InteractionServiceStub):
@@ -77,6 +82,11 @@ class InteractionServiceAsyncStub(InteractionServiceStub):
     """ListPending returns the pending Interactions of the given sessions."""
     GetInteraction: _aio.UnaryUnaryMultiCallable[_interaction_service_pb2.GetInteractionRequest, _interaction_service_pb2.GetInteractionResponse]  # type: ignore[assignment]
     """GetInteraction returns one Interaction, pending or settled (within retention)."""
+    ListSurfaces: _aio.UnaryUnaryMultiCallable[_interaction_service_pb2.ListSurfacesRequest, _interaction_service_pb2.ListSurfacesResponse]  # type: ignore[assignment]
+    """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
+    docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+    token, never another Host's.
+    """
 
 class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
     """InteractionService is the Runtime Host's Interaction authority: durable pending forms in Redis,
@@ -129,5 +139,16 @@ class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_interaction_service_pb2.GetInteractionResponse, _abc.Awaitable[_interaction_service_pb2.GetInteractionResponse]]:
         """GetInteraction returns one Interaction, pending or settled (within retention)."""
+
+    @_abc_1.abstractmethod
+    def ListSurfaces(
+        self,
+        request: _interaction_service_pb2.ListSurfacesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_interaction_service_pb2.ListSurfacesResponse, _abc.Awaitable[_interaction_service_pb2.ListSurfacesResponse]]:
+        """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
+        docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+        token, never another Host's.
+        """
 
 def add_InteractionServiceServicer_to_server(servicer: InteractionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
