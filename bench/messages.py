@@ -1,7 +1,7 @@
 """Messages per call: the gRPC messages each hop moves and the Redis commands it runs for one call.
 
 Reads ``maka_grpc_messages_total`` (every service's server interceptor counts each message it receives
-or sends, by method and oneof case; docs/development.md "Performance") from each service's ``/metrics``
+or sends, by method and oneof case; bench/README.md "Messages per call") from each service's ``/metrics``
 and the embedded Redis's ``INFO commandstats`` before and after ``calls`` sequential calls, and reports
 the per-call difference. Counts, not times: a test asserts them (tests/bench/test_messages.py).
 """

@@ -23,7 +23,7 @@ GRPC_LATENCY = Histogram(
 GRPC_MESSAGES = Counter(
     "maka_grpc_messages_total",
     "gRPC messages a server received or sent, by full method, direction and the message's oneof case"
-    " (docs/design.md: the messages a call moves per hop).", ["method", "direction", "kind"], registry=REGISTRY,
+    " (bench/README.md \"Messages per call\").", ["method", "direction", "kind"], registry=REGISTRY,
 )  # fmt: skip
 TOOL_CALLS = Counter(
     "maka_tool_calls_total", "Tool invocations settled by the broker, by terminal outcome.", ["outcome"],
