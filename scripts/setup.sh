@@ -39,7 +39,7 @@ apt_install() { # <package>... : install with apt as root, or say how and stop
 
 pip_install() { # <lock> <spec> <what> : the lock's exact pins, then <spec> itself (editable, no other deps);
   # one progress line per package, not a silent wait. The locks are scripts/lock.py's (`make lock`).
-  echo "setup: installing $3 into .venv (pip, pinned by $1; the first time takes a minute or two)"
+  echo "setup: installing $3 into .venv (pip${1:+, pinned by $1}; the first time takes a minute or two)"
   if [ -n "$1" ]; then
     .venv/bin/python -m pip install --disable-pip-version-check -r "$1" 2>&1 \
       | grep -E '^(Collecting|Successfully installed|ERROR)' | sed -e 's/^/setup:   /' || true

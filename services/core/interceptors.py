@@ -37,15 +37,38 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], error: BaseException |
     return "CANCELLED" if type(error).__name__ == "CancelledError" else "UNKNOWN"
 
 
-def _wrap(behavior: _Behavior, method: str, principal: Principal) -> _Behavior:
+def _kind(message: Any) -> str:
+    """The set case of ``message``'s first oneof (its frame kind), or its type name without one."""
+    oneofs = message.DESCRIPTOR.oneofs
+    if oneofs:
+        return message.WhichOneof(oneofs[0].name) or "unset"
+    return str(message.DESCRIPTOR.name)
+
+
+def _count(method: str, direction: str, message: Any) -> None:
+    metrics.GRPC_MESSAGES.labels(method, direction, _kind(message)).inc()
+
+
+async def _counted(method: str, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for request in requests:
+        _count(method, "received", request)
+        yield request
+
+
+def _wrap(behavior: _Behavior, method: str, principal: Principal, streaming_request: bool) -> _Behavior:
     """Bind the principal and record metrics around ``behavior`` (coroutine or async generator)."""
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             set_current_principal(principal)
             start, error = time.monotonic(), None
+            if streaming_request:
+                request = _counted(method, request)
+            else:
+                _count(method, "received", request)
             try:
                 async for item in behavior(request, context):
+                    _count(method, "sent", item)
                     yield item
             except BaseException as exc:
                 error = exc
@@ -59,8 +82,15 @@ def _wrap(behavior: _Behavior, method: str, principal: Principal) -> _Behavior:
     async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         set_current_principal(principal)
         start, error = time.monotonic(), None
+        if streaming_request:
+            request = _counted(method, request)
+        else:
+            _count(method, "received", request)
         try:
-            return await behavior(request, context)
+            response = await behavior(request, context)
+            if response is not None:
+                _count(method, "sent", response)
+            return response
         except BaseException as exc:
             error = exc
             raise
@@ -127,7 +157,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         except ServiceError as error:
             return _refusal(handler, method, error)
         set_current_principal(principal)
-        return _rebuild(handler, _wrap(_behavior_of(handler), method, principal))
+        return _rebuild(handler, _wrap(_behavior_of(handler), method, principal, handler.request_streaming))
 
 
 def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:

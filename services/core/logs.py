@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+_DROPPED = {"color_message"}
+"""Extras other libraries add for their own console formatters (uvicorn's ANSI-coloured copy of the message)."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -26,7 +28,7 @@ class JsonFormatter(logging.Formatter):
             "event": record.getMessage(),
         }
         for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
+            if key not in _STANDARD and key not in _DROPPED and not key.startswith("_"):
                 entry[key] = value
         if record.exc_info and record.exc_info[0] is not None:
             entry["exc_type"] = record.exc_info[0].__name__

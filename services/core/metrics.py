@@ -20,6 +20,11 @@ GRPC_LATENCY = Histogram(
     "maka_grpc_request_seconds", "Time from a gRPC request's start to its end (streams: their whole life).",
     ["method"], registry=REGISTRY,
 )  # fmt: skip
+GRPC_MESSAGES = Counter(
+    "maka_grpc_messages_total",
+    "gRPC messages a server received or sent, by full method, direction and the message's oneof case"
+    " (bench/README.md \"Messages per call\").", ["method", "direction", "kind"], registry=REGISTRY,
+)  # fmt: skip
 TOOL_CALLS = Counter(
     "maka_tool_calls_total", "Tool invocations settled by the broker, by terminal outcome.", ["outcome"],
     registry=REGISTRY,

@@ -17,6 +17,7 @@ import json
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
@@ -64,6 +65,10 @@ def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2
     if rounded and interaction.round.deadline.ToMilliseconds() <= interaction.expires_at.ToMilliseconds():
         return _ST.CLOSE_REASON_ROUND_EXPIRED
     return _ST.CLOSE_REASON_TIMED_OUT
+
+
+OPENED_KEPT = 16384
+"""Pending records an authority keeps from its own opens for the Answers that reach it."""
 
 
 def mint_interaction_id() -> str:
@@ -159,6 +164,10 @@ class InteractionAuthority:
         self.limits = limits
         self._clock = clock
         self._closers: set[asyncio.Task[None]] = set()
+        self._opened: OrderedDict[str, Record] = OrderedDict()
+        """Forms this replica opened, as stored (a pending record is written once, by ``open.lua``), so an
+        Answer reaching this replica validates without reading the record back; ``settle.lua`` still
+        compares state, session and epoch (bounded by :data:`OPENED_KEPT`, oldest dropped)."""
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -285,10 +294,17 @@ class InteractionAuthority:
         interaction_id: str,
         delivery: interaction_pb2.DeliveryState.ValueType,
         lost_reason: interaction_pb2.CloseReason.ValueType = _ST.CLOSE_REASON_UNSPECIFIED,
+        *,
+        answered: interaction_pb2.Interaction | None = None,
     ) -> tuple[bool, interaction_pb2.Interaction | None]:
         """The broker of ``epoch`` records whether an answer reached its provider: returns
         ``(changed, record after)``; ``changed`` is False when the delivery was already recorded, the
         Interaction is not answered, or it is unknown (record None).
+
+        ``answered`` is the answered Interaction this link pushed as ``settled`` (docs/design.md: the
+        broker learns the answer only from that push): used instead of reading the record back, since
+        ``deliver.lua`` writes only while the stored record is still that answer (answered, delivery
+        pending, same epoch) and no other script rewrites an answered record.
 
         Raises InvalidRequest for a delivery other than DELIVERED / LOST (or LOST without a closure
         reason) and StaleEpoch when ``epoch`` is not current.
@@ -300,7 +316,17 @@ class InteractionAuthority:
                 "delivery must be DELIVERED, or LOST with a closure reason other than answered",
                 [Violation("/delivery", FormErrorReason.SCHEMA_INVALID_VALUE, "invalid delivery report")],
             )
-        record = await self.store.get(interaction_id) if interaction_id else None
+        if answered is not None and answered.interaction_id == interaction_id and interaction_id:
+            record: Record | None = Record(
+                interaction=answered,
+                state="answered",
+                session_id=answered.binding.session_id,
+                epoch=answered.host_epoch,
+                invocation_id=answered.binding.invocation_id,
+                submission_id="",
+            )
+        else:
+            record = await self.store.get(interaction_id) if interaction_id else None
         if record is None:
             return False, None
         return await self._deliver(record, delivery, lost_reason, DeliveryMode.BROKER, caller_epoch=epoch)
@@ -440,6 +466,9 @@ class InteractionAuthority:
                 created_ms=now,
             )
             if code == "OK":
+                self._remember_opened(
+                    Record(interaction, "pending", binding.session_id, epoch, binding.invocation_id, "")
+                )
                 log.info(
                     "opened",
                     extra={
@@ -535,6 +564,7 @@ class InteractionAuthority:
             now_ms=self._now_ms(),
             caller_epoch=caller_epoch,
         )
+        self._opened.pop(record.interaction.interaction_id, None)
         if result.code == "OK":
             metrics.INTERACTIONS_SETTLED.labels(errors.close_reason_name(reason)).inc()
             log.info(
@@ -556,8 +586,17 @@ class InteractionAuthority:
 
     # --- Answers (surfaces) ---------------------------------------------------------------------
 
-    async def _visible_record(self, principal: Principal, interaction_id: str, session_id: str | None) -> Record:
-        record = await self.store.get(interaction_id) if interaction_id else None
+    def _remember_opened(self, record: Record) -> None:
+        if len(self._opened) >= OPENED_KEPT:
+            self._opened.popitem(last=False)
+        self._opened[record.interaction.interaction_id] = record
+
+    async def _visible_record(
+        self, principal: Principal, interaction_id: str, session_id: str | None, *, opened: bool = False
+    ) -> Record:
+        record = self._opened.get(interaction_id) if opened else None
+        if record is None:
+            record = await self.store.get(interaction_id) if interaction_id else None
         if (
             record is None
             or not principal.may_see(record.session_id)
@@ -598,7 +637,7 @@ class InteractionAuthority:
         size = len(json_format.MessageToJson(answer, indent=None).encode())
         if size > self.limits.max_answer_bytes:
             raise errors.LimitExceeded(f"the answer is larger than {self.limits.max_answer_bytes} bytes")
-        record = await self._visible_record(principal, interaction_id, session_id)
+        record = await self._visible_record(principal, interaction_id, session_id, opened=True)
         self._raise_if_settled(record.interaction, record.state, record.submission_id, submission_id)
         try:
             form = convert.form_from_proto(record.interaction.form)
@@ -621,6 +660,7 @@ class InteractionAuthority:
             submission_id=submission_id,
             now_ms=self._now_ms(),
         )
+        self._opened.pop(interaction_id, None)  # settled now, or settled before: either way no longer pending
         if result.code == "OK":
             metrics.INTERACTIONS_SETTLED.labels("answered").inc()
             log.info(

@@ -40,6 +40,8 @@ class _End:
 
 _END = _End()
 _QUEUE_SIZE = 256
+_ANSWERED_KEPT = 4096
+"""Answered Interactions a HostLink remembers from its ``settled`` pushes until their delivery report."""
 """Frames buffered per stream before the Redis follower waits for the client (backpressure)."""
 OPEN_CONCURRENCY = 64
 """Most ``open`` frames of one HostLink processed at once; the link reads no further frame until one ends."""
@@ -110,8 +112,10 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         epoch, closed, position, already = await self._call(context, lambda: self._hello(authority, hello))
         yield pb.HostLinkResponse(epoch=pb.EpochBegun(host_epoch=epoch, closed_count=closed))
         reported: set[str] = set()
+        answered: dict[str, interaction_pb2.Interaction] = {}
         for interaction in already:
             reported.add(interaction.interaction_id)
+            _remember_answered(answered, interaction)
             yield pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction))
         queue: asyncio.Queue[pb.HostLinkResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
         slots = asyncio.Semaphore(OPEN_CONCURRENCY)
@@ -149,7 +153,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                         opens.add(task)
                         task.add_done_callback(functools.partial(forget, invocation_id))
                     else:  # close/delivery/heartbeat in order: later frames (opens included) start after them
-                        await queue.put(await self._link_frame(authority, epoch, request))
+                        await queue.put(await self._link_frame(authority, epoch, request, answered))
             except ServiceError as error:
                 await queue.put(error)
                 return
@@ -163,6 +167,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                     if interaction.interaction_id in reported:
                         reported.discard(interaction.interaction_id)
                         continue
+                    _remember_answered(answered, interaction)
                     await queue.put(pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction)))
             except SubscriberOverflow:  # the broker resumes (resume_epoch + watched ids): nothing is lost
                 await queue.put(_END)
@@ -207,7 +212,11 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         return epoch, closed, position, already
 
     async def _link_frame(
-        self, authority: InteractionAuthority, epoch: int, request: pb.HostLinkRequest
+        self,
+        authority: InteractionAuthority,
+        epoch: int,
+        request: pb.HostLinkRequest,
+        answered: dict[str, interaction_pb2.Interaction] | None = None,
     ) -> pb.HostLinkResponse:
         frame = request.WhichOneof("frame")
         if frame == "open":
@@ -228,8 +237,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             return pb.HostLinkResponse(closed=closed)
         if frame == "delivery":
             report = request.delivery
+            known = answered.pop(report.interaction_id, None) if answered is not None else None
             changed, after = await authority.record_delivery(
-                epoch, report.interaction_id, report.delivery, report.lost_reason
+                epoch, report.interaction_id, report.delivery, report.lost_reason, answered=known
             )
             recorded = pb.DeliveryRecorded(interaction_id=report.interaction_id, changed=changed)
             if after is not None:
@@ -374,3 +384,18 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
         return pb.ListSurfacesResponse(surfaces=surfaces, omitted=omitted, as_of=as_of)
+
+
+def _remember_answered(
+    answered: dict[str, interaction_pb2.Interaction], interaction: interaction_pb2.Interaction
+) -> None:
+    """Keep an answered, delivery-pending Interaction pushed on a HostLink for its delivery report
+    (bounded: the oldest is dropped past :data:`_ANSWERED_KEPT`, whose report then reads Redis)."""
+    if (
+        interaction.state != interaction_pb2.INTERACTION_STATE_ANSWERED
+        or interaction.delivery != interaction_pb2.DELIVERY_STATE_PENDING
+    ):
+        return
+    if len(answered) >= _ANSWERED_KEPT:
+        del answered[next(iter(answered))]
+    answered[interaction.interaction_id] = interaction

@@ -143,6 +143,17 @@ def _by_principal(surfaces: list[SurfaceView]) -> dict[str, SurfaceView]:
     return {s.principal: s for s in surfaces}
 
 
+async def _listing_of(client: InteractionClient, principals: set[str]) -> tuple[list[SurfaceView], int]:
+    """The listing once it names exactly ``principals`` (a stream's presence is written just after its
+    snapshot is sent, so a listing right after attach may not have it yet); bounded."""
+
+    async def check() -> tuple[list[SurfaceView], int] | None:
+        listed, omitted = await client.list_surfaces()
+        return (listed, omitted) if set(_by_principal(listed)) == principals else None
+
+    return await until(check, timeout=20)
+
+
 async def _redis_text(url: str) -> str:
     """Every key and value in Redis, as text (to look for a token value)."""
     client = redis.asyncio.Redis.from_url(url)
@@ -176,7 +187,7 @@ async def test_every_replica_lists_the_hosts_surfaces_scoped_by_token_and_never_
     team_b = tier.client(0, "team-b", "h01", kind="maka-client-ts")
     async with attached(alice, ["s1"]), attached(ops, []), attached(team_b, []):
         ops_on_a = tier.client(0, "ops", "h00")
-        listed, omitted = await ops_on_a.list_surfaces()
+        listed, omitted = await _listing_of(ops_on_a, {"alice", "ops"})
         assert omitted == 0
         seen = _by_principal(listed)
         assert set(seen) == {"alice", "ops"}  # both replicas' streams; never team-b's Host
@@ -188,7 +199,7 @@ async def test_every_replica_lists_the_hosts_surfaces_scoped_by_token_and_never_
         assert seen["alice"].to_json()["sessions"] == ["s1"]
         assert seen["ops"].to_json()["sessions"] == "all"
 
-        other_host, _ = await tier.client(1, "team-b", "h01").list_surfaces()
+        other_host, _ = await _listing_of(tier.client(1, "team-b", "h01"), {"team-b"})
         assert [(s.principal, s.kind, s.host_id) for s in other_host] == [("team-b", "maka-client-ts", "h01")]
         with pytest.raises(InteractionError) as refused:
             await tier.client(1, "team-b", "h00").list_surfaces()
@@ -215,7 +226,7 @@ async def test_the_surfaces_of_a_replica_that_dies_leave_the_list_within_the_pre
     alice = tier.client(0, "alice", "h00", kind="web")
     async with attached(ops, []), attached(alice, ["s1"]):
         lister = tier.client(0, "ops", "h00")
-        before, _ = await lister.list_surfaces()
+        before, _ = await _listing_of(lister, {"alice", "ops"})
         assert set(_by_principal(before)) == {"alice", "ops"}
         tier.processes[1].stop(kill=True)  # no stream ends cleanly: its entries only expire
 
