@@ -29,7 +29,7 @@ from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextCon
 from maka_client import BrokerClient, Failure, InteractionSettled, Lost, Result, Stopped
 from services.core.form import Action, Answer
 from surfaces.common.interaction_client import InteractionClient, InteractionView
-from surfaces.conformance.auto_answer import AutoAnswerer
+from tests.conformance.client.auto_answer import AutoAnswerer
 
 log = logging.getLogger("maka.bench.callers")
 

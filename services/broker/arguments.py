@@ -7,6 +7,13 @@ dialect the schema's ``$schema`` names, default 2020-12), and reports each probl
 property). Problem texts name schema keywords and schema values, never argument values. At most
 :data:`MAX_PROBLEMS` are listed. ``maka call --no-validate`` (``skip_argument_validation``) skips
 the check. A schema that is not valid JSON Schema is not enforced (the server decides).
+
+A ``null`` for an optional Tool parameter (a top-level property the schema does not list in
+``required``) counts as not provided: MCP treats the two alike (SEP-2243: a client omits the
+``Mcp-Param-*`` header of a parameter whose value is null or not provided, which the conformance
+scenario ``http-custom-headers`` calls with ``"verbose": null`` for a ``boolean`` parameter), and
+callers such as models often write ``null`` for a parameter they leave out. The arguments are sent
+to the server unchanged; only the check skips those nulls.
 """
 
 from __future__ import annotations
@@ -89,6 +96,16 @@ def _describe(error: ValidationError) -> list[str]:
     return [f"{where or '/'}: {texts.get(str(keyword), f'fails the {keyword} rule')}"]
 
 
+def _without_optional_nulls(schema: object, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``arguments`` without the ``null`` values of parameters ``schema`` does not require."""
+    required = schema.get("required", []) if isinstance(schema, Mapping) else []
+    if not isinstance(required, list):
+        required = []
+    if not any(value is None and name not in required for name, value in arguments.items()):
+        return arguments
+    return {name: value for name, value in arguments.items() if value is not None or name in required}
+
+
 def argument_problems(schema_json: str, arguments: Mapping[str, Any]) -> list[str]:
     """Every way ``arguments`` break the Tool's input schema (``schema_json``), one line each; empty
     when they fit, when there is no schema, or when the schema itself is not valid JSON Schema."""
@@ -98,7 +115,8 @@ def argument_problems(schema_json: str, arguments: Mapping[str, Any]) -> list[st
     if validator is None:
         return []
     problems: list[str] = []
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path))):
+    checked = _without_optional_nulls(validator.schema, arguments)
+    for error in sorted(validator.iter_errors(checked), key=lambda e: list(map(str, e.absolute_path))):
         for line in _describe(error):
             if line not in problems:
                 problems.append(line)

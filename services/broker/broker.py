@@ -47,6 +47,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -56,6 +57,7 @@ from maka.interaction.v1 import interaction_pb2
 from services.broker.arguments import argument_problems
 from services.broker.call_log import CallLog, parse_resume_token
 from services.broker.errors import (
+    DOMAIN,
     CallNotFound,
     FrameRejection,
     HostUnavailable,
@@ -65,14 +67,18 @@ from services.broker.errors import (
 )
 from services.broker.servers import ServerTable, unavailable_message
 from services.core import metrics
+from services.core.status import NotFound
 
 log = logging.getLogger("maka.broker.broker")
 
 FC = broker_pb2.FailureCode
 RR = broker_pb2.RejectReason
 CR = interaction_pb2.CloseReason
+SIS = broker_pb2.SignInState
 
 MAX_ID_CHARS = 256
+MAX_AUTHORIZATION_URL_CHARS = 8192
+"""Cap of a published OAuth authorization URL."""
 """Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
 MAX_MESSAGE_CHARS = 2000
 """Provider failure / progress messages are cut to this many code points."""
@@ -198,6 +204,8 @@ class Registration:
     """Qualified ``SERVER:TOOL`` → descriptor."""
     invocations: dict[str, Invocation] = field(default_factory=lambda: dict[str, "Invocation"]())
     live: bool = True
+    sign_in: broker_pb2.SignInStatus | None = None
+    """The OAuth sign-in status the provider last published for its server (``sign_in_status``)."""
 
 
 @dataclass(eq=False)
@@ -470,6 +478,8 @@ class Broker:
             return
         if kind == "tools_changed":
             self._tools_changed(registration, request.tools_changed.tools)
+        elif kind == "sign_in_status":
+            self._sign_in_status(registration, request.sign_in_status)
         elif kind == "progress":
             self._progress(connection, request.progress)
         elif kind == "interaction_request":
@@ -553,6 +563,78 @@ class Broker:
                     form_close=CR.CLOSE_REASON_SUPERSEDED,
                     cancel_reason="tool binding changed",
                 )
+
+    def _sign_in_status(self, registration: Registration, status: broker_pb2.SignInStatus) -> None:
+        problem = _check_id("server", status.server)
+        if problem is None and ":" in status.server:
+            problem = "server must not contain ':'"
+        if problem is None and len(status.authorization_url) > MAX_AUTHORIZATION_URL_CHARS:
+            problem = "authorization_url is too long"
+        if problem is None and (status.state == SIS.SIGN_IN_STATE_REQUIRED) != bool(status.authorization_url):
+            problem = "authorization_url is required with SIGN_IN_STATE_REQUIRED and only then"
+        if problem is not None:
+            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+        registration.sign_in = status if status.state != SIS.SIGN_IN_STATE_UNSPECIFIED else None
+        log.info(
+            "sign_in_status",
+            extra={
+                "provider_id": registration.provider_id,
+                "server": status.server,
+                "sign_in_state": SIS.Name(status.state),
+            },
+        )
+
+    def list_sign_ins(self) -> list[broker_pb2.SignInStatus]:
+        """The sign-in status every live registration published, sorted by server (never a token)."""
+        found = [r.sign_in for r in self._registrations.values() if r.live and r.sign_in is not None]
+        return sorted(found, key=lambda status: status.server)
+
+    def complete_sign_in(self, request: broker_pb2.CompleteSignInRequest) -> str:
+        """Forward an OAuth redirect to the provider whose pending sign-in minted ``request.state``.
+
+        Returns the server name. Raises :class:`NotFound` ``NOT_FOUND`` when no pending sign-in has
+        that state (a stale, replayed or forged redirect: nothing is forwarded).
+        """
+        for registration in self._registrations.values():
+            status = registration.sign_in
+            if not registration.live or status is None or status.state != SIS.SIGN_IN_STATE_REQUIRED:
+                continue
+            states = parse_qs(urlsplit(status.authorization_url).query).get("state", [])
+            if request.state and states and secrets.compare_digest(states[0], request.state):
+                callback = broker_pb2.SignInCallback(
+                    server=status.server,
+                    code=request.code,
+                    state=request.state,
+                    iss=request.iss,
+                    error=request.error,
+                )
+                self._send(registration.connection, broker_pb2.ConnectResponse(sign_in_callback=callback))
+                log.info("sign_in_forwarded", extra={"provider_id": registration.provider_id, "server": status.server})
+                return status.server
+        raise NotFound("NOT_FOUND", "no pending sign-in matches this redirect", domain=DOMAIN)
+
+    def sign_out(self, server: str) -> None:
+        """Ask the provider of ``server`` to forget its tokens. Raises :class:`NotFound` ``NOT_FOUND``."""
+        for registration in self._registrations.values():
+            if registration.live and registration.sign_in is not None and registration.sign_in.server == server:
+                self._send(
+                    registration.connection,
+                    broker_pb2.ConnectResponse(sign_out=broker_pb2.SignOutRequest(server=server)),
+                )
+                return
+        raise NotFound("NOT_FOUND", f"no provider reported a sign-in for {server}", domain=DOMAIN)
+
+    def _sign_in_hint(self, server: str) -> str | None:
+        for registration in self._registrations.values():
+            status = registration.sign_in
+            if (
+                registration.live
+                and status is not None
+                and status.server == server
+                and status.state == SIS.SIGN_IN_STATE_REQUIRED
+            ):
+                return f"sign in to {server} first: open {status.authorization_url} (or run `maka auth login {server}`)"
+        return None
 
     def _retire(self, registration: Registration, reason: str) -> None:
         registration.live = False
@@ -1036,10 +1118,16 @@ class Broker:
             raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly")
         registration = self._tools.get(request.tool_name)
         if registration is None or not registration.live:
+            hint = self._sign_in_hint(server)
+            if hint is not None:
+                raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
             reported = self.servers.find(server)
             if reported is not None and not any(name.partition(":")[0] == server for name in self._tools):
                 raise _Refused(FC.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
             raise _Refused(FC.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
+        hint = self._sign_in_hint(server)
+        if hint is not None:  # e.g. a scope step-up is pending on the live connection: nothing is sent
+            raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
         if len(registration.invocations) >= self._max_invocations:
             raise _Refused(FC.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
         if not request.skip_argument_validation:
@@ -1189,6 +1277,7 @@ class Broker:
                     qualified_name=name,
                     description=descriptor.description,
                     input_schema_json=descriptor.input_schema_json,
+                    output_schema_json=descriptor.output_schema_json,
                     provider_id=registration.provider_id,
                     provider_display_name=registration.display_name,
                 )
@@ -1434,13 +1523,17 @@ def _check_tools(
                 return {}, problem
         if ":" in descriptor.claimed_server:
             return {}, "claimed_server must not contain ':'"
-        if descriptor.input_schema_json:
-            try:
-                schema = json.loads(descriptor.input_schema_json)
-            except ValueError:
-                schema = None
-            if not isinstance(schema, dict):
-                return {}, f"input_schema_json of {descriptor.name} is not a JSON object"
+        for field_name, text in (
+            ("input_schema_json", descriptor.input_schema_json),
+            ("output_schema_json", descriptor.output_schema_json),
+        ):
+            if text:
+                try:
+                    schema = json.loads(text)
+                except ValueError:
+                    schema = None
+                if not isinstance(schema, dict):
+                    return {}, f"{field_name} of {descriptor.name} is not a JSON object"
         qualified = f"{descriptor.claimed_server}:{descriptor.name}"
         if qualified in tools:
             return {}, f"duplicate Tool {qualified}"

@@ -46,6 +46,9 @@ class BrokerApp:
         _METHOD + "WatchCall": frozenset({Role.CALLER}),
         _METHOD + "Stop": frozenset({Role.CALLER}),
         _METHOD + "ListTools": frozenset({Role.CALLER}),
+        _METHOD + "ListSignIns": frozenset({Role.CALLER, Role.SURFACE}),
+        _METHOD + "CompleteSignIn": frozenset({Role.CALLER, Role.SURFACE}),
+        _METHOD + "SignOut": frozenset({Role.CALLER, Role.SURFACE}),
         _METHOD + "ReportServers": frozenset({Role.PROVIDER}),
         _METHOD + "GetStatus": frozenset({Role.CALLER, Role.SURFACE}),
     }

@@ -1,7 +1,8 @@
 """Thin gRPC adapter of :class:`services.broker.broker.Broker` (``maka.broker.v1.CapabilityBrokerService``).
 
 Roles (``services.core.auth``): ``Connect`` and ``ReportServers`` admit ``provider``; ``GetStatus``
-admits ``caller`` and ``surface``; ``CallTool``, ``Stop`` and ``ListTools`` admit ``caller``, and a
+and the OAuth sign-in RPCs (``ListSignIns``, ``CompleteSignIn``, ``SignOut``) admit ``caller`` and
+``surface``; ``CallTool``, ``Stop`` and ``ListTools`` admit ``caller``, and a
 caller scoped to sessions may only call and stop in its own
 sessions (a global Stop needs every session). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
 """
@@ -24,6 +25,12 @@ from services.core.status import ServiceError, abort
 log = logging.getLogger("maka.broker.servicer")
 
 Context = grpc.aio.ServicerContext[object, object]
+
+
+def _require_any(*roles: Role) -> None:
+    principal = current_principal()
+    if not any(principal.has_role(role) for role in roles):
+        raise NotPermitted(f"the caller lacks the {' or '.join(role.value for role in roles)} role")
 
 
 def _require(role: Role, session_id: str | None = None) -> None:
@@ -177,3 +184,44 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         except ServiceError as error:
             await abort(context, error)
         return broker_pb2.ListToolsResponse(tools=self._broker.list_tools())
+
+    async def ListSignIns(
+        self, request: broker_pb2.ListSignInsRequest, context: Context
+    ) -> broker_pb2.ListSignInsResponse:
+        """The OAuth sign-in status of every server a live provider reported one for, sorted by server.
+
+        PERMISSION_DENIED without the ``caller`` or ``surface`` role.
+        """
+        try:
+            _require_any(Role.CALLER, Role.SURFACE)
+        except ServiceError as error:
+            await abort(context, error)
+        return broker_pb2.ListSignInsResponse(sign_ins=self._broker.list_sign_ins())
+
+    async def CompleteSignIn(
+        self, request: broker_pb2.CompleteSignInRequest, context: Context
+    ) -> broker_pb2.CompleteSignInResponse:
+        """Deliver an OAuth redirect to the provider whose pending sign-in minted ``state``.
+
+        NOT_FOUND / ``NOT_FOUND`` when no pending sign-in has that state; PERMISSION_DENIED without the
+        ``caller`` or ``surface`` role.
+        """
+        try:
+            _require_any(Role.CALLER, Role.SURFACE)
+            server = self._broker.complete_sign_in(request)
+        except ServiceError as error:
+            await abort(context, error)
+        return broker_pb2.CompleteSignInResponse(server=server)
+
+    async def SignOut(self, request: broker_pb2.SignOutRequest, context: Context) -> broker_pb2.SignOutResponse:
+        """Ask the provider of ``server`` to forget its tokens (it then needs a new sign-in).
+
+        NOT_FOUND / ``NOT_FOUND`` when no live provider reported a sign-in for it; PERMISSION_DENIED
+        without the ``caller`` or ``surface`` role.
+        """
+        try:
+            _require_any(Role.CALLER, Role.SURFACE)
+            self._broker.sign_out(request.server)
+        except ServiceError as error:
+            await abort(context, error)
+        return broker_pb2.SignOutResponse()

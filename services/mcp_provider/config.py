@@ -5,7 +5,8 @@ Shape (JSON; README "Your own MCP servers" lists every key)::
     {"mcpServers": {
         "<name>": {"command": "python", "args": ["srv.py"], "env": {"K": "${K}"}, "cwd": "/dir", "era": "auto"},
         "<name>": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
-        "<name>": {"type": "sse", "url": "https://h/sse", "disabled": true, "timeout": 60}
+        "<name>": {"type": "sse", "url": "https://h/sse", "disabled": true, "timeout": 60},
+        "<name>": {"url": "https://mcp.example.com/mcp", "oauth": {"clientId": "id", "clientSecret": "s"}}
     }}
 
 A server entry is stdio (``command`` with optional ``args``/``env``/``cwd``), Streamable HTTP (``url``
@@ -15,6 +16,10 @@ also have ``disabled`` (true: configured, shown by ``maka status``, never connec
 (seconds of one ``tools/call`` leg; values above 3600 are read as milliseconds, as Gemini CLI writes
 them) and ``era`` (``auto``: ``server/discover`` then fall back to ``initialize``; ``modern``:
 2026-07-28 only; ``legacy``: ``initialize`` only).
+
+An HTTP server without an ``Authorization`` header signs in with OAuth when it answers 401
+(docs/security.md "OAuth"); ``oauth`` names a pre-registered client (``clientId``, optional
+``clientSecret`` and ``scope``), ``"oauth": false`` turns OAuth off.
 
 ``requestStateTtl`` (seconds, above 0 and at most 86400, default 600: what the official server SDKs
 give a ``requestState``) is how long after it *receives* a round's ``requestState`` the Host still
@@ -90,12 +95,24 @@ class StdioServer:
 
 
 @dataclass(frozen=True)
+class OAuthClient:
+    """A pre-registered OAuth client of one server (``mcpServers.<name>.oauth``)."""
+
+    client_id: str
+    client_secret: str | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
 class HttpServer:
     """An MCP server reached over Streamable HTTP (or, with ``sse``, the older HTTP+SSE transport)."""
 
     url: str
     headers: dict[str, str] = field(default_factory=lambda: dict[str, str]())
     sse: bool = False
+    oauth: bool = True
+    """Sign in with OAuth on a 401 (off with ``"oauth": false`` or an ``Authorization`` header)."""
+    oauth_client: OAuthClient | None = None
 
 
 @dataclass(frozen=True)
@@ -149,10 +166,11 @@ _COMMON_KEYS = {"era", "type", "transportType", "disabled", "timeout", "requestS
 DEFAULT_REQUEST_STATE_TTL_SECONDS = 600.0
 MAX_REQUEST_STATE_TTL_SECONDS = 86_400.0
 _STDIO_KEYS = _COMMON_KEYS | {"command", "args", "env", "cwd"}
-_HTTP_KEYS = _COMMON_KEYS | {"url", "headers"}
+_HTTP_KEYS = _COMMON_KEYS | {"url", "headers", "oauth"}
+_OAUTH_KEYS = {"clientId": "client_id", "clientSecret": "client_secret", "scope": "scope"}
 _HTTP_TYPES = {"http": False, "streamable-http": False, "streamableHttp": False, "streamable_http": False, "sse": True}
 OTHER_HOSTS_KEYS = frozenset(
-    {"autoApprove", "alwaysAllow", "trust", "includeTools", "excludeTools", "description", "name", "envFile", "oauth"}
+    {"autoApprove", "alwaysAllow", "trust", "includeTools", "excludeTools", "description", "name", "envFile"}
 )
 """Keys other MCP hosts write that Maka does not use: warned about as "used by other MCP hosts"."""
 MAX_TIMEOUT_SECONDS = 3600.0
@@ -289,7 +307,24 @@ class _Reader:
         if not url.startswith(("http://", "https://")):
             self.problem(f"{path}.url", "must be an http:// or https:// URL")
         headers = self.str_map(entry.get("headers", {}), f"{path}.headers")
-        return HttpServer(url, headers, _HTTP_TYPES.get(kind or "http", False))
+        enabled, client = self.oauth(entry.get("oauth", True), f"{path}.oauth")
+        enabled = enabled and not any(key.lower() == "authorization" for key in headers)
+        return HttpServer(url, headers, _HTTP_TYPES.get(kind or "http", False), enabled, client)
+
+    def oauth(self, value: object, path: str) -> tuple[bool, OAuthClient | None]:
+        if isinstance(value, bool):
+            return value, None
+        if not isinstance(value, dict):
+            self.problem(path, "must be false or an object with clientId (and optional clientSecret, scope)")
+            return False, None
+        for key in sorted(set(value) - set(_OAUTH_KEYS)):
+            self.problem(f"{path}.{key}", "unknown key")
+        fields = self.str_map(value, path)
+        if not fields.get("clientId"):
+            self.problem(f"{path}.clientId", "must be a non-empty string")
+            return False, None
+        known = {_OAUTH_KEYS[key]: text for key, text in fields.items() if key in _OAUTH_KEYS}
+        return True, OAuthClient(**known)
 
 
 def read_config(document: object, environ: Mapping[str, str] | None = None) -> Config:

@@ -70,6 +70,7 @@ from services.mcp_provider import capabilities
 from services.mcp_provider.causes import FailureCause, HttpTrace, StderrTail, describe
 from services.mcp_provider.config import Era, HttpServer, ServerConfig
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+from services.mcp_provider.oauth import OAuthSettings, PreRegisteredClient, ServerAuth
 
 log = logging.getLogger("maka.mcp_provider.connection")
 
@@ -197,13 +198,15 @@ class MakaDispatcher(JSONRPCDispatcher[Any]):
 
 @dataclass(frozen=True)
 class ToolInfo:
-    """One Tool as listed by the server, with its tool generation."""
+    """One Tool as listed by the server, with its tool generation. Schemas are kept exactly as listed
+    (a ``$ref`` is never resolved or fetched: SEP-2106)."""
 
     name: str
     description: str
     input_schema: dict[str, Any]
     generation: int
     digest: str
+    output_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -217,14 +220,27 @@ class ToolBinding:
     modern: bool
 
 
+class SignIn(StrEnum):
+    """Where this server's OAuth sign-in stands (``maka.broker.v1.SignInState``)."""
+
+    NONE = "none"
+    """No OAuth in use (not an HTTP server, or it never asked)."""
+    REQUIRED = "required"
+    """A person must open :attr:`ConnectionSnapshot.authorization_url`; calls fail ``AUTH_REQUIRED``."""
+    SIGNED_IN = "signed_in"
+
+
 @dataclass(frozen=True)
 class ConnectionSnapshot:
-    """What the provider registers: the connection generation (0 = not connected) and its Tools."""
+    """What the provider registers: the connection generation (0 = not connected), its Tools and the
+    OAuth sign-in state (with the authorization URL while a sign-in is pending)."""
 
     server: str
     generation: int
     connected: bool
     tools: tuple[ToolInfo, ...]
+    sign_in: SignIn = SignIn.NONE
+    authorization_url: str = ""
 
 
 class ServerState(StrEnum):
@@ -294,8 +310,21 @@ class McpConnection:
         on_change: ChangeCallback | None = None,
         reconnect_initial_seconds: float = 0.5,
         reconnect_max_seconds: float = 30.0,
+        oauth: OAuthSettings | None = None,
     ) -> None:
         self.config = config
+        transport = config.transport
+        self.auth: ServerAuth | None = None
+        """OAuth of this server (HTTP servers with OAuth on and a Host OAuth configuration)."""
+        if oauth is not None and isinstance(transport, HttpServer) and transport.oauth:
+            client = transport.oauth_client
+            self.auth = ServerAuth(
+                config.name,
+                transport.url,
+                oauth,
+                self._notify,
+                client=PreRegisteredClient(client.client_id, client.client_secret, client.scope) if client else None,
+            )
         self._listeners: list[ChangeCallback] = [on_change] if on_change is not None else []
         self._initial = reconnect_initial_seconds
         self._max = reconnect_max_seconds
@@ -388,9 +417,32 @@ class McpConnection:
         return self._session.protocol_version if self._session is not None else None
 
     def snapshot(self) -> ConnectionSnapshot:
-        """The current generation and Tools (sorted by name)."""
+        """The current generation, Tools (sorted by name) and sign-in state."""
         tools = tuple(sorted(self._tools.values(), key=lambda t: t.name)) if self.connected else ()
-        return ConnectionSnapshot(self.name, self.generation, self.connected, tools)
+        return ConnectionSnapshot(self.name, self.generation, self.connected, tools, *self.sign_in_state())
+
+    def sign_in_state(self) -> tuple[SignIn, str]:
+        """``(state, authorization URL)``: REQUIRED while a sign-in prompt is pending, SIGNED_IN once
+        tokens are stored, NONE when this server uses no OAuth."""
+        if self.auth is None:
+            return SignIn.NONE, ""
+        url = self.auth.flow.authorization_url
+        if url is not None:
+            return SignIn.REQUIRED, url
+        return (SignIn.SIGNED_IN, "") if self.auth.storage.signed_in else (SignIn.NONE, "")
+
+    def complete_sign_in(self, code: str, state: str, iss: str = "", error: str = "") -> bool:
+        """Deliver an OAuth redirect to the pending sign-in; False unless ``state`` is the pending one."""
+        return self.auth is not None and self.auth.flow.complete(code, state, iss, error)
+
+    async def sign_out(self) -> None:
+        """Forget the stored tokens and reconnect (the server then asks for a new sign-in)."""
+        if self.auth is None:
+            return
+        self.auth.sign_out()
+        log.info("oauth_signed_out", extra={"server": self.name})
+        self.mark_broken()
+        await self._notify()
 
     async def start(self) -> None:
         """Start the supervisor (connect, then reconnect with backoff). Returns at once.
@@ -424,6 +476,10 @@ class McpConnection:
         Raises :class:`McpToolCallError` ``SERVER_UNAVAILABLE`` when not connected or draining (naming
         the state and the last failure's cause), ``UNKNOWN_TOOL`` when the server does not list ``tool``.
         """
+        if self._session is None:
+            state, url = self.sign_in_state()
+            if state is SignIn.REQUIRED:
+                raise McpToolCallError(CallErrorCode.AUTH_REQUIRED, sign_in_hint(self.name, url))
         if self._session is None or self._state is ServerState.DRAINING:
             raise McpToolCallError(CallErrorCode.SERVER_UNAVAILABLE, self.unavailable_reason())
         info = self._tools.get(tool)
@@ -466,7 +522,8 @@ class McpConnection:
     def _transport(self, stderr: StderrTail | None, http: HttpTrace) -> AbstractAsyncContextManager[Any]:
         transport = self.config.transport
         if isinstance(transport, HttpServer):
-            return _sse_transport(transport) if transport.sse else _http_transport(transport, http)
+            auth = self.auth.provider if self.auth is not None else None
+            return _sse_transport(transport, auth) if transport.sse else _http_transport(transport, auth, http)
         params = StdioServerParameters(
             command=transport.command, args=list(transport.args), env=transport.env or None, cwd=transport.cwd
         )
@@ -512,8 +569,9 @@ class McpConnection:
                 continue
             self._tool_generation += 1
             changed = True
+            output = dict(tool.output_schema) if tool.output_schema is not None else None
             listed[tool.name] = ToolInfo(
-                tool.name, tool.description or "", dict(tool.input_schema), self._tool_generation, digest
+                tool.name, tool.description or "", dict(tool.input_schema), self._tool_generation, digest, output
             )
         if set(listed) != set(self._tools):
             changed = True
@@ -564,6 +622,11 @@ class McpConnection:
         self._listeners.append(callback)
 
     async def _notify(self) -> None:
+        sign_in, _ = self.sign_in_state()
+        if sign_in is SignIn.REQUIRED and self._state is ServerState.CONNECTING:
+            self.set_state(ServerState.WAITING_FOR_SIGN_IN)  # the status report's "waiting for sign-in"
+        elif sign_in is not SignIn.REQUIRED and self._state is ServerState.WAITING_FOR_SIGN_IN:
+            self.set_state(ServerState.CONNECTING)
         snapshot = self.snapshot()
         for callback in list(self._listeners):
             try:
@@ -648,8 +711,8 @@ class McpConnection:
 
 
 @contextlib.asynccontextmanager
-async def _sse_transport(server: HttpServer) -> AsyncIterator[Any]:
-    async with sse_client(server.url, headers=server.headers) as streams:
+async def _sse_transport(server: HttpServer, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
+    async with sse_client(server.url, headers=server.headers, auth=auth) as streams:
         yield streams
 
 
@@ -662,14 +725,21 @@ async def _first(*waits: Awaitable[Any]) -> None:
             task.cancel()
 
 
+def sign_in_hint(server: str, url: str) -> str:
+    """The text a call on a server waiting for sign-in fails with (``AUTH_REQUIRED``)."""
+    return f"sign in to {server} first: open {url} (or run `maka auth login {server}`)"
+
+
 @contextlib.asynccontextmanager
-async def _http_transport(server: HttpServer, http: HttpTrace | None = None) -> AsyncIterator[Any]:
+async def _http_transport(
+    server: HttpServer, auth: httpx2.Auth | None, http: HttpTrace | None = None
+) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(30.0, read=300.0)
     hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {
         "response": [http.hook] if http is not None else []
     }
     async with (
-        httpx2.AsyncClient(headers=server.headers, timeout=timeout, event_hooks=hooks) as client,
+        httpx2.AsyncClient(headers=server.headers, timeout=timeout, auth=auth, event_hooks=hooks) as client,
         streamable_http_client(server.url, http_client=client) as streams,
     ):
         yield streams
@@ -683,6 +753,7 @@ __all__ = [
     "ServerHealth",
     "ServerNotification",
     "ServerState",
+    "SignIn",
     "ToolBinding",
     "ToolInfo",
     "TransportClosed",

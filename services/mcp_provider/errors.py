@@ -54,6 +54,8 @@ class CallErrorCode(StrEnum):
     """No such Tool on this server (or the server is not connected)."""
     INVALID_REQUEST = "invalid_request"
     """The call itself was malformed (arguments not a JSON object)."""
+    AUTH_REQUIRED = "auth_required"
+    """The server waits for an OAuth sign-in; nothing was sent (the message carries the sign-in hint)."""
     SERVER_UNAVAILABLE = "server_unavailable"
     """The server is configured but not serving calls (draining after a reload removed it, reconnecting)."""
 
@@ -77,6 +79,7 @@ FAILURE_CODES: dict[CallErrorCode, broker_pb2.FailureCode.ValueType] = {
     CallErrorCode.STOPPED: broker_pb2.FAILURE_CODE_PROVIDER_ERROR,
     CallErrorCode.UNKNOWN_TOOL: broker_pb2.FAILURE_CODE_UNKNOWN_TOOL,
     CallErrorCode.INVALID_REQUEST: broker_pb2.FAILURE_CODE_INVALID_REQUEST,
+    CallErrorCode.AUTH_REQUIRED: broker_pb2.FAILURE_CODE_AUTH_REQUIRED,
     CallErrorCode.SERVER_UNAVAILABLE: broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE,
 }
 """``CallErrorCode`` → ``maka.broker.v1.FailureCode``.

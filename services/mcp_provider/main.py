@@ -24,6 +24,7 @@ from services.core.serving import serve
 from services.mcp_provider.config import Config, ConfigError, ServerConfig, check_config
 from services.mcp_provider.connection import McpConnection
 from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.oauth import OAuthSettings, TokenVault, read_key_file
 from services.mcp_provider.provider import McpProvider
 from services.mcp_provider.settings import Settings
 
@@ -45,6 +46,7 @@ class ProviderApp:
             call_timeout_seconds=settings.call_timeout_seconds,
             max_call_seconds=settings.max_call_seconds,
         )
+        self.oauth = oauth_settings(settings)
         for server in servers:
             self.manager.add(self._connection(server))
         self.servers = {server.name: server for server in servers}
@@ -56,6 +58,7 @@ class ProviderApp:
             server,
             reconnect_initial_seconds=self.settings.reconnect_initial_seconds,
             reconnect_max_seconds=self.settings.reconnect_max_seconds,
+            oauth=self.oauth,
         )
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -182,6 +185,19 @@ def quiet_sdk_loggers() -> None:
             logger.setLevel(logging.INFO)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def oauth_settings(settings: Settings) -> OAuthSettings:
+    """The Host's OAuth client settings; reads the key file (raises ``OAuthConfigError``)."""
+    vault = None
+    if settings.oauth_key_file is not None:
+        directory = settings.oauth_token_dir or settings.oauth_key_file.parent / "oauth"
+        vault = TokenVault(directory, read_key_file(settings.oauth_key_file), settings.host_id)
+    return OAuthSettings(
+        redirect_uri=settings.oauth_redirect_uri,
+        vault=vault,
+        client_metadata_url=settings.oauth_client_metadata_url or None,
+    )
 
 
 async def build(settings: Settings) -> ProviderApp:

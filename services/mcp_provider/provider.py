@@ -23,6 +23,11 @@ qualifies them ``SERVER:TOOL``). Rules:
   old stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
 - An answered ``InteractionResult`` is confirmed with ``InteractionReceived`` before the retry, so the
   broker records the answer delivered (docs/security.md "No answer after settlement").
+- OAuth sign-in (docs/security.md "OAuth"): while the server waits for a sign-in and is not connected,
+  the link registers with no Tools and publishes ``SignInStatus`` (REQUIRED + authorization URL), so
+  the broker fails calls at once with ``AUTH_REQUIRED`` and surfaces can show the prompt. A
+  ``SignInCallback`` from the broker completes the SDK's flow; ``SignOutRequest`` forgets the tokens.
+  Once connected the stream is re-registered with the Tools and SIGNED_IN.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import Answer, Form
 from services.core.form.convert import answer_from_proto, form_to_proto
-from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState
+from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState, SignIn
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round
 from services.mcp_provider.status import StatusReporter, server_status
@@ -102,9 +107,30 @@ def descriptors(snapshot: ConnectionSnapshot) -> list[broker_pb2.ToolDescriptor]
                 description=tool.description,
                 input_schema_json=json.dumps(tool.input_schema, ensure_ascii=False),
                 claimed_server=snapshot.server,
+                output_schema_json=(
+                    json.dumps(tool.output_schema, ensure_ascii=False) if tool.output_schema is not None else ""
+                ),
             )
         )
     return out
+
+
+SIGN_IN_STATES = {
+    SignIn.NONE: broker_pb2.SIGN_IN_STATE_UNSPECIFIED,
+    SignIn.REQUIRED: broker_pb2.SIGN_IN_STATE_REQUIRED,
+    SignIn.SIGNED_IN: broker_pb2.SIGN_IN_STATE_SIGNED_IN,
+}
+
+
+def sign_in_frame(snapshot: ConnectionSnapshot) -> broker_pb2.ConnectRequest:
+    """The ``SignInStatus`` frame of ``snapshot`` (the URL only while REQUIRED)."""
+    return broker_pb2.ConnectRequest(
+        sign_in_status=broker_pb2.SignInStatus(
+            server=snapshot.server,
+            state=SIGN_IN_STATES[snapshot.sign_in],
+            authorization_url=snapshot.authorization_url,
+        )
+    )
 
 
 @dataclass
@@ -116,6 +142,10 @@ class _Stream:
     alive: bool = True
     registered: asyncio.Event = field(default_factory=asyncio.Event)
     heartbeat_seconds: float = 10.0
+    sign_in_only: bool = False
+    """Opened while the server waits for sign-in (no Tools); ends when the connection comes up."""
+    sign_in: SignIn = SignIn.NONE
+    sign_in_url: str = ""
     calls: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = field(default_factory=dict)
     forms: dict[tuple[str, str], asyncio.Future[broker_pb2.InteractionResult]] = field(default_factory=dict)
     counter: int = 0
@@ -152,6 +182,7 @@ class ServerLink:
         """How many times a stream registered (tests read it)."""
         self.heartbeats = 0
         """How many heartbeat frames were queued (tests read it)."""
+        self._background: set[asyncio.Task[None]] = set()
         self.on_calls_changed: Callable[[], None] | None = None
         """Called when a call starts or ends on this link (the status report counts them)."""
         self._idle = asyncio.Event()
@@ -210,9 +241,17 @@ class ServerLink:
     async def _on_change(self, snapshot: ConnectionSnapshot) -> None:
         stream = self._stream
         if stream is not None and stream.alive:
-            if not snapshot.connected or snapshot.generation != stream.generation:
+            if stream.sign_in_only and not snapshot.connected and snapshot.generation == stream.generation:
+                if snapshot.sign_in is SignIn.NONE:
+                    await self._end(stream)  # the prompt went away without a connection: register again later
+                else:
+                    self._send_sign_in(stream, snapshot)
+            elif not snapshot.connected or snapshot.generation != stream.generation:
                 log.info("mcp_generation_changed", extra={"provider_id": self.provider_id})
                 await self._end(stream)
+            elif snapshot.sign_in is not stream.sign_in or snapshot.authorization_url != stream.sign_in_url:
+                # A sign-in on a live connection (scope step-up, refresh refused): publish it; the Tools stay.
+                self._send_sign_in(stream, snapshot)
             else:  # frames are ordered: a ToolsChanged queued behind a pending Register still applies after it
                 stream.send(
                     broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=descriptors(snapshot)))
@@ -223,12 +262,14 @@ class ServerLink:
         delay = self._initial
         while not self._closing.is_set():
             snapshot = self.connection.snapshot()
-            if not snapshot.connected:
+            if not snapshot.connected and snapshot.sign_in is not SignIn.REQUIRED:
                 self._changed.clear()
-                if not self.connection.connected:
+                if not self.connection.connected and self.connection.sign_in_state()[0] is not SignIn.REQUIRED:
                     await self._changed.wait()
                 continue
-            stream = _Stream(snapshot.generation, heartbeat_seconds=self._heartbeat)
+            stream = _Stream(
+                snapshot.generation, heartbeat_seconds=self._heartbeat, sign_in_only=not snapshot.connected
+            )
             self._stream = stream
             try:
                 await self._serve(stream, snapshot)
@@ -246,7 +287,9 @@ class ServerLink:
                 delay = self._initial
             if self._closing.is_set():
                 break
-            if self.connection.generation == stream.generation and self.connection.connected:
+            if self.connection.generation == stream.generation and (
+                self.connection.connected or self.connection.sign_in_state()[0] is SignIn.REQUIRED
+            ):
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
                         await self._closing.wait()
@@ -276,6 +319,8 @@ class ServerLink:
                 )
             )
         )
+        if snapshot.sign_in is not SignIn.NONE:
+            self._send_sign_in(stream, snapshot)
         call = self._stub.Connect(self._frames(stream))
         heartbeats = asyncio.create_task(self._heartbeats(stream))
         try:
@@ -286,6 +331,12 @@ class ServerLink:
         finally:
             heartbeats.cancel()
             call.cancel()
+
+    def _send_sign_in(self, stream: _Stream, snapshot: ConnectionSnapshot) -> None:
+        if snapshot.sign_in is not stream.sign_in or snapshot.authorization_url != stream.sign_in_url:
+            stream.sign_in = snapshot.sign_in
+            stream.sign_in_url = snapshot.authorization_url
+            stream.send(sign_in_frame(snapshot))
 
     def _handle(self, stream: _Stream, response: broker_pb2.ConnectResponse) -> None:
         kind = response.WhichOneof("frame")
@@ -316,6 +367,14 @@ class ServerLink:
             entry = stream.calls.get(response.cancel.invocation_id)
             if entry is not None:
                 entry[1].set()
+        elif kind == "sign_in_callback":
+            callback = response.sign_in_callback
+            if not self.connection.complete_sign_in(callback.code, callback.state, callback.iss, callback.error):
+                log.info("oauth_callback_ignored", extra={"server": self.connection.name})
+        elif kind == "sign_out":
+            task = asyncio.create_task(self.connection.sign_out())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
         elif kind == "rejected":
             rejected = response.rejected
             log.warning(

@@ -34,6 +34,19 @@ class Settings(GrpcServerSettings):
     """Longest one ``tools/call`` leg may run however often it reports progress, in seconds."""
     heartbeat_seconds: float = 10.0
     """Interval of ``ProviderHeartbeat`` frames on each broker ``Connect`` stream."""
+    host_id: str = "local"
+    """The Runtime Host this provider serves: OAuth tokens are stored per Host and server."""
+    oauth_redirect_uri: str = "http://127.0.0.1:8765/oauth/callback"
+    """OAuth redirect URI registered for every server: the web surface's ``/oauth/callback`` (``maka up``
+    sets it from the web port; ``maka auth login`` listens there itself when no web surface runs)."""
+    oauth_token_dir: Path | None = None
+    """Directory of the encrypted OAuth token files; with ``oauth_key_file`` tokens survive restarts."""
+    oauth_key_file: Path | None = None
+    """File holding the base64 AES-256 key that encrypts OAuth tokens at rest (a Secret in Kubernetes);
+    unset keeps tokens in memory only."""
+    oauth_client_metadata_url: str = ""
+    """HTTPS URL of this Host's OAuth client ID metadata document, used as ``client_id`` where the
+    authorization server supports it; empty uses dynamic client registration."""
     reload_drain_seconds: float = 60.0
     """On a config reload, how long a removed server's calls in flight may run before it closes."""
     drain_seconds: float = Field(default=0.0, ge=0)

@@ -30,7 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "answer",
     "tui",
     "web",
-    "conformance_client",
+    "auth",
 )
 """Modules under ``surfaces.cli.commands``, in ``--help`` order. A missing module is left out."""
 

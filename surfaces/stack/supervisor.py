@@ -46,6 +46,7 @@ from services.broker.main import SUPERSEDED_EXIT_CODE
 from services.core import healthcheck
 from services.core.channels import open_channel
 from services.mcp_provider.config import ConfigError, ServerConfig, load_config
+from services.mcp_provider.oauth import generate_key_file
 from surfaces.cli.endpoints import Endpoints, write_endpoints
 from surfaces.common.server_status import fetch_status
 
@@ -439,6 +440,14 @@ async def list_tools(broker: str, *, timeout: float = 2.0) -> list[str]:
     return [tool.qualified_name for tool in response.tools]
 
 
+async def servers_waiting_for_sign_in(broker: str, *, timeout: float = 2.0) -> set[str]:
+    """MCP servers whose provider published a pending OAuth sign-in (broker ``ListSignIns``)."""
+    async with open_channel(broker, token=os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
+        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        response = await stub.ListSignIns(broker_pb2.ListSignInsRequest(), timeout=timeout)
+    return {status.server for status in response.sign_ins if status.state == broker_pb2.SIGN_IN_STATE_REQUIRED}
+
+
 async def http_ok(url: str, *, timeout: float = 2.0) -> bool:
     """True when ``GET url`` answers below 500."""
     async with httpx.AsyncClient(timeout=timeout) as client:
@@ -617,14 +626,6 @@ def _read_port(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first leaf exception of ``group`` (a :class:`StackError` reads better than a group)."""
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
-
-
 class ConfigInvalid(StackError):
     """The ``mcpServers`` file has problems: ``problems`` holds one line each (no values)."""
 
@@ -701,6 +702,8 @@ class Stack:
         self._sink = sink
         self.tools_timeout = tools_timeout
         """Seconds ``start()`` waits for every configured MCP server's Tools to be registered."""
+        self._signing_in: set[str] = set()
+        """Configured MCP servers last seen waiting for an OAuth sign-in (ready without their Tools)."""
         self._socket_dir: Path | None = None
         self.supervisor = Supervisor(
             sink=sink,
@@ -718,7 +721,7 @@ class Stack:
     # --- public API --------------------------------------------------------------------------
 
     async def start(self) -> Endpoints:
-        """Start Redis (embedded default), interaction, broker, then the provider alongside web.
+        """Start Redis (embedded default), interaction, broker, web, then the provider (OAuth redirect: the web port).
 
         Returns the endpoints (also written to ``<state_dir>/endpoints.json``) once every child is
         ready: gRPC health SERVING, web answering HTTP, Redis answering PING. Raises
@@ -732,19 +735,22 @@ class Stack:
             if self._embedded_redis:
                 await self.supervisor.start(self._redis_spec())
             await self.supervisor.start(self._interaction_spec())
-            try:
-                await self.supervisor.start(self._broker_spec())
-                async with asyncio.TaskGroup() as group:  # web needs the broker's address (server status)
-                    group.create_task(self.supervisor.start(self._provider_spec()))
-                    if self.web_enabled:
-                        group.create_task(self.supervisor.start(self._web_spec()))
-            except BaseExceptionGroup as group_error:
-                raise _first(group_error) from None
+            await self.supervisor.start(self._broker_spec())
+            # The web surface reads sign-ins and the server status from the broker, and its bound port is
+            # the provider's OAuth redirect URI (kept across restarts): broker, then web, then the provider.
+            if self.web_enabled:
+                await self.supervisor.start(self._web_spec())
+            await self.supervisor.start(self._provider_spec())
         except BaseException:
             await self.stop()
             raise
         for name in sorted(await self.wait_for_tools()):
-            self._sink("stack", f"MCP server {name!r} is not connected yet; `maka status` shows why")
+            if name in self._signing_in:
+                self._sink(
+                    "stack", f"MCP server {name!r} needs a sign-in: open the web page or `maka auth login {name}`"
+                )
+            else:
+                self._sink("stack", f"MCP server {name!r} is not connected yet; `maka status` shows why")
         return await self._write_endpoints()
 
     async def wait_for_tools(self) -> set[str]:
@@ -772,11 +778,42 @@ class Stack:
             except grpc.aio.AioRpcError:
                 tools = []
             missing = servers - {name.partition(":")[0] for name in tools}
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                self._signing_in = await servers_waiting_for_sign_in(self.address(self.BROKER)) if missing else set()
+            stuck |= self._signing_in  # a sign-in needs a person: the stack is ready without those Tools
             if missing and not missing <= stuck:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
             elif missing:
                 break
         return missing
+
+    @property
+    def oauth_redirect_uri(self) -> str:
+        """The web surface's ``/oauth/callback`` (``maka auth login`` listens there when there is no web)."""
+        return f"http://127.0.0.1:{self.bound.get(self.WEB) or self.ports.web or self._callback_port()}/oauth/callback"
+
+    def _callback_port(self) -> int:
+        """A loopback port for the OAuth redirect when the web port is ephemeral and no web runs: chosen
+        free once and kept in the state dir, so the URI registered with authorization servers stays valid
+        across restarts (never a fixed port another process may hold)."""
+        path = self.state_dir / "oauth-callback.port"
+        with contextlib.suppress(OSError, ValueError):
+            return int(path.read_text().strip())
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{port}\n")
+        return port
+
+    def _oauth_env(self) -> dict[str, str]:
+        key_file = self.state_dir / "oauth.key"
+        generate_key_file(key_file)
+        return {
+            "MAKA_OAUTH_REDIRECT_URI": self.oauth_redirect_uri,
+            "MAKA_OAUTH_KEY_FILE": str(key_file),
+            "MAKA_OAUTH_TOKEN_DIR": str(self.state_dir / "oauth"),
+        }
 
     def reload_config(self) -> bool:
         """Send SIGHUP to the MCP provider (it re-reads and applies its config; ``maka reload``).
@@ -896,7 +933,11 @@ class Stack:
             self.PROVIDER,
             "services.mcp_provider.main",
             self.ports.provider,
-            lambda: {"MAKA_BROKER_TARGET": self.address(self.BROKER), "MAKA_MCP_CONFIG": str(self.config_path)},
+            lambda: {
+                "MAKA_BROKER_TARGET": self.address(self.BROKER),
+                "MAKA_MCP_CONFIG": str(self.config_path),
+                **self._oauth_env(),
+            },
         )
 
     def _web_spec(self) -> ChildSpec:

@@ -34,6 +34,7 @@ loop, on mount.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ from surfaces.common.interaction_client import (
     Snapshot,
     new_submission_id,
 )
+from surfaces.common.sign_in import SignInView
 
 WARNING_TEXT = "⚠ Do not enter passwords, API keys, access tokens or payment details in this form."
 """The RFC's sensitive-data warning, shown on every form."""
@@ -329,6 +331,10 @@ class FormPanel(Vertical):
         yield Static("", id=f"error-{index}", classes="error", markup=False)
 
 
+SIGN_IN_POLL_SECONDS = 2.0
+"""How often the TUI reads the broker's sign-in prompts."""
+
+
 class MakaTui(App[None]):
     """The Maka forms TUI. See the module docstring for widget ids and the constructor contract.
 
@@ -374,10 +380,13 @@ class MakaTui(App[None]):
         *,
         session_ids: Sequence[str] = (),
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sign_ins: Callable[[], Awaitable[list[SignInView]]] | None = None,
         server_status: ServerStatusSource | None = None,
     ) -> None:
         super().__init__()
         self._connect = connect
+        self._sign_ins = sign_ins
+        """Reads the OAuth sign-in prompts (broker ``ListSignIns``); shown in ``#sign-ins`` with the full URL."""
         self._server_status = server_status
         self.server_lines: list[str] = []
         """The MCP server status as shown in ``#servers`` (one line per server; tests read it)."""
@@ -412,6 +421,7 @@ class MakaTui(App[None]):
         yield Header()
         yield Static("connecting…", id="status", markup=False)
         yield Static("", id="notice", markup=False)
+        yield Static("", id="sign-ins", markup=False)
         yield Static("", id="servers", markup=False)
         with Horizontal():
             yield ListView(id="pending")
@@ -423,6 +433,9 @@ class MakaTui(App[None]):
         self._backend = self._connect()
         self._feed()
         self.set_interval(1.0, self._tick)
+        if self._sign_ins is not None:
+            self._poll_sign_ins()
+            self.set_interval(SIGN_IN_POLL_SECONDS, self._poll_sign_ins)
         self.watch(self.screen, "focused", self._mark_focus)
         if self._server_status is not None:
             self._poll_servers()
@@ -444,6 +457,22 @@ class MakaTui(App[None]):
             lines.append(plain_text(text, keep_newlines=False))
         self.server_lines = lines
         self.query_one("#servers", Static).update("MCP servers: " + " · ".join(lines) if lines else "")
+
+    @work(exclusive=True, group="sign-ins")
+    async def _poll_sign_ins(self) -> None:
+        """Show every pending OAuth sign-in: server and full URL to open in a browser (never opened here)."""
+        assert self._sign_ins is not None
+        try:
+            items = await self._sign_ins()
+        except Exception:  # the broker is unreachable: keep what is shown
+            return
+        lines = [
+            f"Sign in to {item.server}: open {item.authorization_url}  (or run `maka auth login {item.server}`)"
+            for item in items
+            if item.state == "sign_in_required"
+        ]
+        with contextlib.suppress(NoMatches):
+            self.query_one("#sign-ins", Static).update("\n".join(lines))
 
     def _mark_focus(self, focused: Widget | None) -> None:
         """Put :data:`FOCUS_MARK` on the focused field's label and the focused action button."""

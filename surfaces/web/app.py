@@ -17,6 +17,11 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   400 (``INVALID_REQUEST``: not the JSON shape), 413 (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``:
   the service's field violations), 404 (``NOT_FOUND``), 409 (``CLOSED`` / ``ALREADY_SETTLED``, with the
   Interaction as it now stands), 503 (``UNAVAILABLE``), 502 (any other service failure).
+- ``GET /api/sign-ins`` → ``{"sign_ins": [{"server", "state", "authorization_url"}]}`` (broker
+  ``ListSignIns``; empty without ``broker_target``): the page shows each ``sign_in_required`` one as
+  "Sign in to SERVER" with the full URL and an explicit open link, never opened automatically.
+- ``GET /oauth/callback?code&state&iss`` — the OAuth redirect: delivered with broker ``CompleteSignIn``;
+  200 "Signed in to SERVER", 400 when no pending sign-in has that ``state``. The code is never logged.
 - ``GET /api/events`` — server-sent events from one ``Attach`` stream: ``snapshot`` (``{"pending",
   "server_time"}``), then ``opened`` / ``answered`` / ``closed`` (``{"interaction", "server_time"}``);
   each event id is the service's resume token, so ``Last-Event-ID`` resumes. A lost stream ends with a
@@ -29,6 +34,7 @@ values are never logged or echoed back.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -59,6 +65,7 @@ from surfaces.common.interaction_client import (
     Snapshot,
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
+from surfaces.common.sign_in import SignInClient
 from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, error_json
 from surfaces.web.settings import WebSettings
 from surfaces.web.views import AnswerShapeError, answer_from_json, interaction_view, now_iso
@@ -110,9 +117,10 @@ def _error_body(error: InteractionError) -> dict[str, Any]:
 class WebSurface:
     """The routes' state: settings, the Interaction-service backend, and the access guard."""
 
-    def __init__(self, settings: WebSettings, backend: InteractionClient) -> None:
+    def __init__(self, settings: WebSettings, backend: InteractionClient, sign_ins: SignInClient | None = None) -> None:
         self.settings = settings
         self.backend = backend
+        self.sign_ins = sign_ins
         self.guard = Guard(
             settings.surface_token.get_secret_value(),
             secret=settings.shared_secret(),
@@ -173,6 +181,33 @@ class WebSurface:
                 "server_time": now_iso(),
             }
         )
+
+    async def sign_in_list(self, request: Request) -> Response:
+        if self.sign_ins is None:
+            return JSONResponse({"sign_ins": []})
+        try:
+            views = await self.sign_ins.list()
+        except grpc.aio.AioRpcError as error:
+            return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code().name})")
+        return JSONResponse({"sign_ins": [item.to_json() for item in views]})
+
+    async def oauth_callback(self, request: Request) -> Response:
+        query = request.query_params
+        if self.sign_ins is None:
+            return _page(503, "Sign-in is not available", "This web surface is not connected to a broker.")
+        try:
+            server = await self.sign_ins.complete(
+                query.get("code", ""), query.get("state", ""), query.get("iss", ""), query.get("error", "")
+            )
+        except grpc.aio.AioRpcError as error:
+            log.info("web.sign_in_refused", extra={"code": error.code().name})
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                return _page(400, "This sign-in is not pending", "Start the sign-in again from the Maka page.")
+            return _page(503, "Sign-in could not be completed", "The broker did not answer; try again.")
+        log.info("web.sign_in_completed", extra={"server": server})
+        if query.get("error"):
+            return _page(200, f"Sign-in to {server} was refused", "The authorization server refused the sign-in.")
+        return _page(200, f"Signed in to {server}", "You can close this tab and return to Maka.")
 
     async def pending(self, request: Request) -> Response:
         try:
@@ -326,13 +361,24 @@ class WebSurface:
             )
 
 
-def create_app(settings: WebSettings, backend: InteractionClient) -> Starlette:
+def _page(status: int, title: str, text: str) -> HTMLResponse:
+    body = (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+        f'<link rel="stylesheet" href="/static/app.css"></head><body><main class="callback">'
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></main></body></html>"
+    )
+    return HTMLResponse(
+        body, status_code=status, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+    )
+
+
+def create_app(settings: WebSettings, backend: InteractionClient, sign_ins: SignInClient | None = None) -> Starlette:
     """The Starlette app of the web surface over ``backend``.
 
     When ``web_listen`` is a loopback address, only loopback ``Host`` headers are served (a DNS
     rebinding defence); otherwise any host name is accepted and the surface token should be set.
     """
-    surface = WebSurface(settings, backend)
+    surface = WebSurface(settings, backend, sign_ins)
     host, _ = settings.listen_host_port()
     loopback = host in LOOPBACK_HOSTS
     routes = [
@@ -344,6 +390,8 @@ def create_app(settings: WebSettings, backend: InteractionClient) -> Starlette:
         Route("/api/pending", surface.pending, methods=["GET"]),
         Route("/api/status", surface.status, methods=["GET"]),
         Route("/api/events", surface.events, methods=["GET"]),
+        Route("/api/sign-ins", surface.sign_in_list, methods=["GET"]),
+        Route("/oauth/callback", surface.oauth_callback, methods=["GET"]),
         Route("/api/interactions/{interaction_id}", surface.get_interaction, methods=["GET"]),
         Route("/api/interactions/{interaction_id}/answer", surface.answer, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),

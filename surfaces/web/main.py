@@ -27,6 +27,7 @@ from starlette.applications import Starlette
 
 from services.core.logs import configure
 from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.sign_in import SignInClient
 from surfaces.web.app import create_app
 from surfaces.web.settings import WebSettings
 
@@ -44,10 +45,13 @@ class WebApp:
     settings: WebSettings
     client: InteractionClient
     asgi: Starlette
+    sign_ins: SignInClient | None = None
 
     async def close(self) -> None:
-        """Close the client's gRPC channel."""
+        """Close the clients' gRPC channels."""
         await self.client.close()
+        if self.sign_ins is not None:
+            await self.sign_ins.close()
 
 
 async def build(settings: WebSettings) -> WebApp:
@@ -59,7 +63,8 @@ async def build(settings: WebSettings) -> WebApp:
     client = InteractionClient.connect(
         settings.interaction_target, token=token, host_id=settings.host_id, surface_kind="web"
     )
-    return WebApp(settings=settings, client=client, asgi=create_app(settings, client))
+    sign_ins = SignInClient.connect(settings.broker_target, token=token) if settings.broker_target else None
+    return WebApp(settings=settings, client=client, asgi=create_app(settings, client, sign_ins), sign_ins=sign_ins)
 
 
 class _Server(uvicorn.Server):

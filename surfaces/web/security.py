@@ -43,7 +43,9 @@ SECURITY_HEADERS: dict[str, str] = {
 
 COOKIE_NAME = "maka_surface"
 CSRF_HEADER = "X-Maka-CSRF"
-_PUBLIC_PATHS = ("/login", "/static/")
+_PUBLIC_PATHS = ("/login", "/static/", "/oauth/callback")
+"""``/oauth/callback`` is reached by the authorization server's redirect, a cross-site navigation that
+carries no SameSite=Strict cookie; what protects it is the unguessable OAuth ``state`` the broker matches."""
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 

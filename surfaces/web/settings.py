@@ -22,8 +22,9 @@ class WebSettings(BaseSettings):
     """The Host whose forms this page shows, on an Interaction tier serving several; empty = the tier's only
     Host, or the only one the surface token names."""
     broker_target: str = ""
-    """``host:port`` of the Capability broker, for the server status and the activity list (``GetStatus``);
-    empty hides both (``maka web`` reads it from ``endpoints.json`` when unset)."""
+    """``host:port`` of the Capability broker, for OAuth sign-in prompts and ``/oauth/callback``, the server
+    status and the activity list (``GetStatus``); empty hides them (``maka up`` sets it, ``maka web`` reads
+    it from ``endpoints.json`` when unset)."""
     web_listen: str = "127.0.0.1:8765"
     """``host:port`` the web page binds; loopback by default. Port 0 picks a free one (see ``web_port_file``)."""
     web_port_file: Path | None = None

@@ -89,6 +89,19 @@ class Scripted(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
         return broker_pb2.ListToolsResponse()
 
+    async def ListSignIns(
+        self, request: broker_pb2.ListSignInsRequest, context: Context
+    ) -> broker_pb2.ListSignInsResponse:
+        return broker_pb2.ListSignInsResponse()
+
+    async def CompleteSignIn(
+        self, request: broker_pb2.CompleteSignInRequest, context: Context
+    ) -> broker_pb2.CompleteSignInResponse:
+        raise NotImplementedError("no sign-in on the scripted broker")
+
+    async def SignOut(self, request: broker_pb2.SignOutRequest, context: Context) -> broker_pb2.SignOutResponse:
+        raise NotImplementedError("no sign-in on the scripted broker")
+
     async def ReportServers(
         self, request_iterator: AsyncIterator[broker_pb2.ReportServersRequest], context: Context
     ) -> broker_pb2.ReportServersResponse:

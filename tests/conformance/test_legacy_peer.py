@@ -22,8 +22,8 @@ import pytest
 
 from maka.broker.v1 import broker_pb2_grpc
 from services.core.serving import KEEPALIVE_OPTIONS
-from surfaces.conformance.runner import call_tool, wait_for_tools
-from surfaces.conformance.stack import InProcessStack
+from tests.conformance.client.runner import call_tool, wait_for_tools
+from tests.conformance.client.stack import InProcessStack
 from tests.conformance.harness import NODE22, SERVER_EVERYTHING, require_tools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -3,7 +3,8 @@
 ``maka tools [--json] [--broker HOST:PORT] [--state-dir DIR]`` prints one Tool per line: the qualified
 ``SERVER:TOOL`` name (what ``maka call`` takes), two spaces, and the first line of its description. With
 ``--json`` the output is a JSON array of ``{"name", "description", "inputSchema", "provider"}`` objects
-(``inputSchema`` is the MCP Tool's JSON Schema object). Exit codes: 0 listed (even when empty); 3 failed,
+(``inputSchema`` is the MCP Tool's JSON Schema object, ``outputSchema`` is added when the Tool has one;
+both exactly as the server listed them). Exit codes: 0 listed (even when empty); 3 failed,
 with a stable code first on stderr (``NO_STACK``, or the gRPC status name, e.g. ``UNAVAILABLE``).
 
 The broker is ``--broker HOST:PORT``, else ``MAKA_BROKER_TARGET``, else ``endpoints.json``. The bearer token
@@ -47,13 +48,17 @@ async def fetch_tools(broker: str, *, timeout: float = LIST_TIMEOUT_SECONDS) -> 
 
 
 def tool_json(tool: ToolInfo) -> dict[str, Any]:
-    """One Tool as ``{"name", "description", "inputSchema", "provider"}``."""
-    return {
+    """One Tool as ``{"name", "description", "inputSchema", "provider"}`` plus ``outputSchema`` when the Tool
+    has one (schemas exactly as the server listed them, never resolved)."""
+    out: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
         "inputSchema": tool.input_schema,
         "provider": tool.provider_display_name or tool.provider_id,
     }
+    if tool.output_schema is not None:
+        out["outputSchema"] = tool.output_schema
+    return out
 
 
 def tool_line(tool: ToolInfo) -> str:

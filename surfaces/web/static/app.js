@@ -1,5 +1,5 @@
 // Maka web surface: renders the Host's pending forms and sends user answers.
-// Uses only the JSON API under /api/ (session, events, interactions/{id}, interactions/{id}/answer).
+// Uses only the JSON API under /api/ (session, events, sign-ins, interactions/{id}, interactions/{id}/answer).
 // Every server-supplied string is put into the page as DOM text (textContent / option.text /
 // attribute values), never parsed as HTML.
 
@@ -704,6 +704,38 @@ function connect() {
   });
 }
 
+// --- OAuth sign-in prompts (Host-owned, like forms; docs/security.md "OAuth") ------------------
+// The authorization URL is shown in full and opened only by the user's click: never automatically.
+
+const SIGN_IN_POLL_MS = 2000;
+
+function renderSignIns(items) {
+  const root = document.getElementById("sign-ins");
+  const wanted = items.filter((item) => item.state === "sign_in_required");
+  const nodes = wanted.map((item) =>
+    el("article", { className: "card sign-in", attrs: { "data-server": item.server } }, [
+      el("h2", { text: `Sign in to ${item.server}` }),
+      el("p", { text: `The MCP server ${item.server} needs you to sign in before its Tools can run. Check the address before you open it:` }),
+      el("p", { className: "sign-in-url", text: item.authorization_url }),
+      el("a", {
+        className: "btn primary",
+        text: "Open sign-in page",
+        attrs: { href: item.authorization_url, target: "_blank", rel: "noopener noreferrer" },
+      }),
+    ]),
+  );
+  root.replaceChildren(...nodes);
+}
+
+async function pollSignIns() {
+  try {
+    const response = await fetch("/api/sign-ins", { credentials: "same-origin" });
+    if (response.ok) renderSignIns((await response.json()).sign_ins || []);
+  } catch {
+    // the connection indicator already reports an unreachable surface
+  }
+}
+
 async function start() {
   let response;
   try {
@@ -721,6 +753,8 @@ async function start() {
   updateSkew(session.server_time);
   connect();
   setInterval(tick, 1000);
+  pollSignIns();
+  setInterval(pollSignIns, SIGN_IN_POLL_MS);
   pollStatus();
   setInterval(pollStatus, STATUS_POLL_MS);
 }

@@ -53,3 +53,19 @@ def test_many_problems_are_capped_with_a_count() -> None:
 def test_pointers_escape_tilde_and_slash() -> None:
     assert pointer(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
     assert pointer([]) == ""
+
+
+def test_a_null_for_an_optional_parameter_counts_as_not_provided() -> None:
+    schema = json.dumps(
+        {
+            "type": "object",
+            "properties": {"region": {"type": "string"}, "verbose": {"type": "boolean"}},
+            "required": ["region"],
+        }
+    )
+
+    assert argument_problems(schema, {"region": "us-east1", "verbose": None}) == []
+    assert argument_problems(schema, {"region": None}) == ['/region: must be of type "string"']
+    assert argument_problems(schema, {"region": "us-east1", "verbose": "yes"}) == [
+        '/verbose: must be of type "boolean"'
+    ]

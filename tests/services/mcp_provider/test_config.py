@@ -141,7 +141,9 @@ def test_variables_expand_in_env_headers_url_and_args_with_defaults() -> None:
     assert servers[0].transport == StdioServer(
         "python", ("--host=h.example", "fallback", "$HOME-literal", "used"), {"API_KEY": "s3cret-token", "PLAIN": "xy"}
     )
-    assert servers[1].transport == HttpServer("https://h.example/mcp", {"Authorization": "Bearer s3cret-token"})
+    assert servers[1].transport == HttpServer(
+        "https://h.example/mcp", {"Authorization": "Bearer s3cret-token"}, oauth=False
+    )
     assert "s3cret-token" in servers[1].secrets()
 
 

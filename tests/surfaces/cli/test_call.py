@@ -83,6 +83,21 @@ class ScriptedBroker(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         self.stops.append(request)
         return broker_pb2.StopResponse(stopped_invocations=2)
 
+    async def ListSignIns(
+        self, request: broker_pb2.ListSignInsRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> broker_pb2.ListSignInsResponse:
+        return broker_pb2.ListSignInsResponse()
+
+    async def CompleteSignIn(
+        self, request: broker_pb2.CompleteSignInRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> broker_pb2.CompleteSignInResponse:
+        raise NotImplementedError("no sign-in on the scripted broker")
+
+    async def SignOut(
+        self, request: broker_pb2.SignOutRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> broker_pb2.SignOutResponse:
+        raise NotImplementedError("no sign-in on the scripted broker")
+
     async def ReportServers(
         self,
         request_iterator: AsyncIterator[broker_pb2.ReportServersRequest],

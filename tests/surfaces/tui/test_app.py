@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList, Static
 
 from maka.broker.v1 import broker_pb2
 from maka.interaction.v1 import interaction_pb2
@@ -46,6 +46,7 @@ from surfaces.common.interaction_client import (
     Snapshot,
 )
 from surfaces.common.server_status import server_json
+from surfaces.common.sign_in import SignInView
 from surfaces.tui.app import WARNING_TEXT, MakaTui
 from surfaces.tui.backend import FollowingBackend
 from tests.surfaces.helpers import (
@@ -777,6 +778,24 @@ async def test_live_reconnect_rereads_endpoints_json_and_follows_a_stack_on_new_
                 await pilot.click("#decline")
                 await settle(pilot, lambda: later.interaction_id not in app.pending, "the answer on the moved stack")
                 assert app.outcomes[-1].accepted
+
+
+async def test_a_pending_sign_in_is_shown_with_its_full_url_and_goes_away_once_signed_in() -> None:
+    url = "https://as.example.com/authorize?response_type=code&client_id=c&state=S&redirect_uri=http%3A%2F%2F127.0.0.1"
+    prompts = [SignInView("remote", "sign_in_required", url)]
+
+    async def sign_ins() -> list[SignInView]:
+        return list(prompts)
+
+    app = MakaTui(lambda: ScriptedBackend(), sign_ins=sign_ins)
+    async with app.run_test(size=(400, 40)) as pilot:
+        shown = app.query_one("#sign-ins", Static)
+        await settle(pilot, lambda: "Sign in to remote" in str(shown.render()), "the sign-in prompt")
+        assert url in str(shown.render())
+        assert "maka auth login remote" in str(shown.render())
+        prompts[0] = SignInView("remote", "signed_in", "")
+        app._poll_sign_ins()
+        await settle(pilot, lambda: str(shown.render()) == "", "the prompt to go away")
 
 
 async def test_a_select_with_a_thousand_options_filters_as_you_type() -> None:

@@ -65,6 +65,18 @@ class ToolInfo:
     input_schema: dict[str, Any]
     provider_id: str
     provider_display_name: str
+    output_schema: dict[str, Any] | None = None
+    """The Tool's ``outputSchema`` exactly as the server listed it (``None`` when it has none)."""
+
+
+def _schema_or_none(text: str) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) else None
 
 
 class ToolCall:
@@ -292,6 +304,7 @@ class BrokerClient:
                     input_schema=schema if isinstance(schema, dict) else {},
                     provider_id=tool.provider_id,
                     provider_display_name=tool.provider_display_name,
+                    output_schema=_schema_or_none(tool.output_schema_json),
                 )
             )
         return sorted(tools, key=lambda t: t.name)

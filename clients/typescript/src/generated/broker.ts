@@ -16,6 +16,8 @@ import type { CallToolRequest as _maka_broker_v1_CallToolRequest, CallToolReques
 import type { CallToolResponse as _maka_broker_v1_CallToolResponse, CallToolResponse__Output as _maka_broker_v1_CallToolResponse__Output } from './maka/broker/v1/CallToolResponse';
 import type { CancelInvocation as _maka_broker_v1_CancelInvocation, CancelInvocation__Output as _maka_broker_v1_CancelInvocation__Output } from './maka/broker/v1/CancelInvocation';
 import type { CapabilityBrokerServiceClient as _maka_broker_v1_CapabilityBrokerServiceClient, CapabilityBrokerServiceDefinition as _maka_broker_v1_CapabilityBrokerServiceDefinition } from './maka/broker/v1/CapabilityBrokerService';
+import type { CompleteSignInRequest as _maka_broker_v1_CompleteSignInRequest, CompleteSignInRequest__Output as _maka_broker_v1_CompleteSignInRequest__Output } from './maka/broker/v1/CompleteSignInRequest';
+import type { CompleteSignInResponse as _maka_broker_v1_CompleteSignInResponse, CompleteSignInResponse__Output as _maka_broker_v1_CompleteSignInResponse__Output } from './maka/broker/v1/CompleteSignInResponse';
 import type { ConnectRequest as _maka_broker_v1_ConnectRequest, ConnectRequest__Output as _maka_broker_v1_ConnectRequest__Output } from './maka/broker/v1/ConnectRequest';
 import type { ConnectResponse as _maka_broker_v1_ConnectResponse, ConnectResponse__Output as _maka_broker_v1_ConnectResponse__Output } from './maka/broker/v1/ConnectResponse';
 import type { FrameRejected as _maka_broker_v1_FrameRejected, FrameRejected__Output as _maka_broker_v1_FrameRejected__Output } from './maka/broker/v1/FrameRejected';
@@ -29,6 +31,8 @@ import type { InvocationFailure as _maka_broker_v1_InvocationFailure, Invocation
 import type { InvocationProgress as _maka_broker_v1_InvocationProgress, InvocationProgress__Output as _maka_broker_v1_InvocationProgress__Output } from './maka/broker/v1/InvocationProgress';
 import type { InvocationResult as _maka_broker_v1_InvocationResult, InvocationResult__Output as _maka_broker_v1_InvocationResult__Output } from './maka/broker/v1/InvocationResult';
 import type { Invoke as _maka_broker_v1_Invoke, Invoke__Output as _maka_broker_v1_Invoke__Output } from './maka/broker/v1/Invoke';
+import type { ListSignInsRequest as _maka_broker_v1_ListSignInsRequest, ListSignInsRequest__Output as _maka_broker_v1_ListSignInsRequest__Output } from './maka/broker/v1/ListSignInsRequest';
+import type { ListSignInsResponse as _maka_broker_v1_ListSignInsResponse, ListSignInsResponse__Output as _maka_broker_v1_ListSignInsResponse__Output } from './maka/broker/v1/ListSignInsResponse';
 import type { ListToolsRequest as _maka_broker_v1_ListToolsRequest, ListToolsRequest__Output as _maka_broker_v1_ListToolsRequest__Output } from './maka/broker/v1/ListToolsRequest';
 import type { ListToolsResponse as _maka_broker_v1_ListToolsResponse, ListToolsResponse__Output as _maka_broker_v1_ListToolsResponse__Output } from './maka/broker/v1/ListToolsResponse';
 import type { ProviderHeartbeat as _maka_broker_v1_ProviderHeartbeat, ProviderHeartbeat__Output as _maka_broker_v1_ProviderHeartbeat__Output } from './maka/broker/v1/ProviderHeartbeat';
@@ -39,6 +43,10 @@ import type { ReportServersResponse as _maka_broker_v1_ReportServersResponse, Re
 import type { ReporterStatus as _maka_broker_v1_ReporterStatus, ReporterStatus__Output as _maka_broker_v1_ReporterStatus__Output } from './maka/broker/v1/ReporterStatus';
 import type { ServerError as _maka_broker_v1_ServerError, ServerError__Output as _maka_broker_v1_ServerError__Output } from './maka/broker/v1/ServerError';
 import type { ServerStatus as _maka_broker_v1_ServerStatus, ServerStatus__Output as _maka_broker_v1_ServerStatus__Output } from './maka/broker/v1/ServerStatus';
+import type { SignInCallback as _maka_broker_v1_SignInCallback, SignInCallback__Output as _maka_broker_v1_SignInCallback__Output } from './maka/broker/v1/SignInCallback';
+import type { SignInStatus as _maka_broker_v1_SignInStatus, SignInStatus__Output as _maka_broker_v1_SignInStatus__Output } from './maka/broker/v1/SignInStatus';
+import type { SignOutRequest as _maka_broker_v1_SignOutRequest, SignOutRequest__Output as _maka_broker_v1_SignOutRequest__Output } from './maka/broker/v1/SignOutRequest';
+import type { SignOutResponse as _maka_broker_v1_SignOutResponse, SignOutResponse__Output as _maka_broker_v1_SignOutResponse__Output } from './maka/broker/v1/SignOutResponse';
 import type { StopRequest as _maka_broker_v1_StopRequest, StopRequest__Output as _maka_broker_v1_StopRequest__Output } from './maka/broker/v1/StopRequest';
 import type { StopResponse as _maka_broker_v1_StopResponse, StopResponse__Output as _maka_broker_v1_StopResponse__Output } from './maka/broker/v1/StopResponse';
 import type { Tool as _maka_broker_v1_Tool, Tool__Output as _maka_broker_v1_Tool__Output } from './maka/broker/v1/Tool';
@@ -92,6 +100,8 @@ export interface ProtoGrpcType {
         CallToolResponse: MessageTypeDefinition<_maka_broker_v1_CallToolResponse, _maka_broker_v1_CallToolResponse__Output>
         CancelInvocation: MessageTypeDefinition<_maka_broker_v1_CancelInvocation, _maka_broker_v1_CancelInvocation__Output>
         CapabilityBrokerService: SubtypeConstructor<typeof grpc.Client, _maka_broker_v1_CapabilityBrokerServiceClient> & { service: _maka_broker_v1_CapabilityBrokerServiceDefinition }
+        CompleteSignInRequest: MessageTypeDefinition<_maka_broker_v1_CompleteSignInRequest, _maka_broker_v1_CompleteSignInRequest__Output>
+        CompleteSignInResponse: MessageTypeDefinition<_maka_broker_v1_CompleteSignInResponse, _maka_broker_v1_CompleteSignInResponse__Output>
         ConnectRequest: MessageTypeDefinition<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectRequest__Output>
         ConnectResponse: MessageTypeDefinition<_maka_broker_v1_ConnectResponse, _maka_broker_v1_ConnectResponse__Output>
         FailureCode: EnumTypeDefinition
@@ -106,6 +116,8 @@ export interface ProtoGrpcType {
         InvocationProgress: MessageTypeDefinition<_maka_broker_v1_InvocationProgress, _maka_broker_v1_InvocationProgress__Output>
         InvocationResult: MessageTypeDefinition<_maka_broker_v1_InvocationResult, _maka_broker_v1_InvocationResult__Output>
         Invoke: MessageTypeDefinition<_maka_broker_v1_Invoke, _maka_broker_v1_Invoke__Output>
+        ListSignInsRequest: MessageTypeDefinition<_maka_broker_v1_ListSignInsRequest, _maka_broker_v1_ListSignInsRequest__Output>
+        ListSignInsResponse: MessageTypeDefinition<_maka_broker_v1_ListSignInsResponse, _maka_broker_v1_ListSignInsResponse__Output>
         ListToolsRequest: MessageTypeDefinition<_maka_broker_v1_ListToolsRequest, _maka_broker_v1_ListToolsRequest__Output>
         ListToolsResponse: MessageTypeDefinition<_maka_broker_v1_ListToolsResponse, _maka_broker_v1_ListToolsResponse__Output>
         ProviderHeartbeat: MessageTypeDefinition<_maka_broker_v1_ProviderHeartbeat, _maka_broker_v1_ProviderHeartbeat__Output>
@@ -118,6 +130,11 @@ export interface ProtoGrpcType {
         ServerError: MessageTypeDefinition<_maka_broker_v1_ServerError, _maka_broker_v1_ServerError__Output>
         ServerState: EnumTypeDefinition
         ServerStatus: MessageTypeDefinition<_maka_broker_v1_ServerStatus, _maka_broker_v1_ServerStatus__Output>
+        SignInCallback: MessageTypeDefinition<_maka_broker_v1_SignInCallback, _maka_broker_v1_SignInCallback__Output>
+        SignInState: EnumTypeDefinition
+        SignInStatus: MessageTypeDefinition<_maka_broker_v1_SignInStatus, _maka_broker_v1_SignInStatus__Output>
+        SignOutRequest: MessageTypeDefinition<_maka_broker_v1_SignOutRequest, _maka_broker_v1_SignOutRequest__Output>
+        SignOutResponse: MessageTypeDefinition<_maka_broker_v1_SignOutResponse, _maka_broker_v1_SignOutResponse__Output>
         StopRequest: MessageTypeDefinition<_maka_broker_v1_StopRequest, _maka_broker_v1_StopRequest__Output>
         StopResponse: MessageTypeDefinition<_maka_broker_v1_StopResponse, _maka_broker_v1_StopResponse__Output>
         Tool: MessageTypeDefinition<_maka_broker_v1_Tool, _maka_broker_v1_Tool__Output>

@@ -60,6 +60,21 @@ class CapabilityBrokerServiceStub:
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsRequest.SerializeToString,
                 response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsResponse.FromString,
                 _registered_method=True)
+        self.ListSignIns = channel.unary_unary(
+                '/maka.broker.v1.CapabilityBrokerService/ListSignIns',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsResponse.FromString,
+                _registered_method=True)
+        self.CompleteSignIn = channel.unary_unary(
+                '/maka.broker.v1.CapabilityBrokerService/CompleteSignIn',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.CompleteSignInRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.CompleteSignInResponse.FromString,
+                _registered_method=True)
+        self.SignOut = channel.unary_unary(
+                '/maka.broker.v1.CapabilityBrokerService/SignOut',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutResponse.FromString,
+                _registered_method=True)
         self.ReportServers = channel.stream_unary(
                 '/maka.broker.v1.CapabilityBrokerService/ReportServers',
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ReportServersRequest.SerializeToString,
@@ -122,6 +137,31 @@ class CapabilityBrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSignIns(self, request, context):
+        """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
+        (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
+        "Sign in to SERVER" with its authorization URL.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompleteSignIn(self, request, context):
+        """CompleteSignIn delivers an OAuth redirect (code, state, iss) to the provider whose pending sign-in
+        minted that `state`. NOT_FOUND / NOT_FOUND when no pending sign-in has it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SignOut(self, request, context):
+        """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
+        NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReportServers(self, request_iterator, context):
         """ReportServers is a provider process's status stream: each request is a full snapshot of the
         MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
@@ -165,6 +205,21 @@ def add_CapabilityBrokerServiceServicer_to_server(servicer, server):
                     servicer.ListTools,
                     request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsRequest.FromString,
                     response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsResponse.SerializeToString,
+            ),
+            'ListSignIns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSignIns,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsResponse.SerializeToString,
+            ),
+            'CompleteSignIn': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompleteSignIn,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.CompleteSignInRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.CompleteSignInResponse.SerializeToString,
+            ),
+            'SignOut': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignOut,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.SignOutResponse.SerializeToString,
             ),
             'ReportServers': grpc.stream_unary_rpc_method_handler(
                     servicer.ReportServers,
@@ -313,6 +368,87 @@ class CapabilityBrokerService:
             '/maka.broker.v1.CapabilityBrokerService/ListTools',
             maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsRequest.SerializeToString,
             maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSignIns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/ListSignIns',
+            maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompleteSignIn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/CompleteSignIn',
+            maka_dot_broker_dot_v1_dot_broker__pb2.CompleteSignInRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.CompleteSignInResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignOut(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/SignOut',
+            maka_dot_broker_dot_v1_dot_broker__pb2.SignOutRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.SignOutResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -8,6 +8,7 @@ import type { InvocationResult as _maka_broker_v1_InvocationResult, InvocationRe
 import type { InvocationFailure as _maka_broker_v1_InvocationFailure, InvocationFailure__Output as _maka_broker_v1_InvocationFailure__Output } from '../../../maka/broker/v1/InvocationFailure';
 import type { ToolsChanged as _maka_broker_v1_ToolsChanged, ToolsChanged__Output as _maka_broker_v1_ToolsChanged__Output } from '../../../maka/broker/v1/ToolsChanged';
 import type { InteractionReceived as _maka_broker_v1_InteractionReceived, InteractionReceived__Output as _maka_broker_v1_InteractionReceived__Output } from '../../../maka/broker/v1/InteractionReceived';
+import type { SignInStatus as _maka_broker_v1_SignInStatus, SignInStatus__Output as _maka_broker_v1_SignInStatus__Output } from '../../../maka/broker/v1/SignInStatus';
 
 export interface ConnectRequest {
   'register'?: (_maka_broker_v1_Register | null);
@@ -18,7 +19,8 @@ export interface ConnectRequest {
   'failure'?: (_maka_broker_v1_InvocationFailure | null);
   'tools_changed'?: (_maka_broker_v1_ToolsChanged | null);
   'interaction_received'?: (_maka_broker_v1_InteractionReceived | null);
-  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed"|"interaction_received";
+  'sign_in_status'?: (_maka_broker_v1_SignInStatus | null);
+  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed"|"interaction_received"|"sign_in_status";
 }
 
 export interface ConnectRequest__Output {
@@ -30,5 +32,6 @@ export interface ConnectRequest__Output {
   'failure'?: (_maka_broker_v1_InvocationFailure__Output | null);
   'tools_changed'?: (_maka_broker_v1_ToolsChanged__Output | null);
   'interaction_received'?: (_maka_broker_v1_InteractionReceived__Output | null);
-  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed"|"interaction_received";
+  'sign_in_status'?: (_maka_broker_v1_SignInStatus__Output | null);
+  'frame'?: "register"|"heartbeat"|"progress"|"interaction_request"|"result"|"failure"|"tools_changed"|"interaction_received"|"sign_in_status";
 }

@@ -5,6 +5,8 @@ import type { Invoke as _maka_broker_v1_Invoke, Invoke__Output as _maka_broker_v
 import type { InteractionResult as _maka_broker_v1_InteractionResult, InteractionResult__Output as _maka_broker_v1_InteractionResult__Output } from '../../../maka/broker/v1/InteractionResult';
 import type { CancelInvocation as _maka_broker_v1_CancelInvocation, CancelInvocation__Output as _maka_broker_v1_CancelInvocation__Output } from '../../../maka/broker/v1/CancelInvocation';
 import type { FrameRejected as _maka_broker_v1_FrameRejected, FrameRejected__Output as _maka_broker_v1_FrameRejected__Output } from '../../../maka/broker/v1/FrameRejected';
+import type { SignInCallback as _maka_broker_v1_SignInCallback, SignInCallback__Output as _maka_broker_v1_SignInCallback__Output } from '../../../maka/broker/v1/SignInCallback';
+import type { SignOutRequest as _maka_broker_v1_SignOutRequest, SignOutRequest__Output as _maka_broker_v1_SignOutRequest__Output } from '../../../maka/broker/v1/SignOutRequest';
 
 export interface ConnectResponse {
   'registered'?: (_maka_broker_v1_Registered | null);
@@ -12,7 +14,9 @@ export interface ConnectResponse {
   'interaction_result'?: (_maka_broker_v1_InteractionResult | null);
   'cancel'?: (_maka_broker_v1_CancelInvocation | null);
   'rejected'?: (_maka_broker_v1_FrameRejected | null);
-  'frame'?: "registered"|"invoke"|"interaction_result"|"cancel"|"rejected";
+  'sign_in_callback'?: (_maka_broker_v1_SignInCallback | null);
+  'sign_out'?: (_maka_broker_v1_SignOutRequest | null);
+  'frame'?: "registered"|"invoke"|"interaction_result"|"cancel"|"rejected"|"sign_in_callback"|"sign_out";
 }
 
 export interface ConnectResponse__Output {
@@ -21,5 +25,7 @@ export interface ConnectResponse__Output {
   'interaction_result'?: (_maka_broker_v1_InteractionResult__Output | null);
   'cancel'?: (_maka_broker_v1_CancelInvocation__Output | null);
   'rejected'?: (_maka_broker_v1_FrameRejected__Output | null);
-  'frame'?: "registered"|"invoke"|"interaction_result"|"cancel"|"rejected";
+  'sign_in_callback'?: (_maka_broker_v1_SignInCallback__Output | null);
+  'sign_out'?: (_maka_broker_v1_SignOutRequest__Output | null);
+  'frame'?: "registered"|"invoke"|"interaction_result"|"cancel"|"rejected"|"sign_in_callback"|"sign_out";
 }

@@ -7,6 +7,7 @@ export interface Tool {
   'input_schema_json'?: (string);
   'provider_id'?: (string);
   'provider_display_name'?: (string);
+  'output_schema_json'?: (string);
 }
 
 export interface Tool__Output {
@@ -15,4 +16,5 @@ export interface Tool__Output {
   'input_schema_json': (string);
   'provider_id': (string);
   'provider_display_name': (string);
+  'output_schema_json': (string);
 }

@@ -6,6 +6,7 @@ export interface ToolDescriptor {
   'description'?: (string);
   'input_schema_json'?: (string);
   'claimed_server'?: (string);
+  'output_schema_json'?: (string);
 }
 
 export interface ToolDescriptor__Output {
@@ -13,4 +14,5 @@ export interface ToolDescriptor__Output {
   'description': (string);
   'input_schema_json': (string);
   'claimed_server': (string);
+  'output_schema_json': (string);
 }

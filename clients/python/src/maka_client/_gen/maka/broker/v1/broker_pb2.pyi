@@ -68,6 +68,10 @@ class _FailureCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FailureCo
     """The Interaction service could not be reached."""
     FAILURE_CODE_RESOURCE_EXHAUSTED: _FailureCode.ValueType  # 19
     """A provider is busy with too many invocations."""
+    FAILURE_CODE_AUTH_REQUIRED: _FailureCode.ValueType  # 40
+    """The MCP server needs an OAuth sign-in first (the message carries the sign-in hint); nothing was
+    sent to the server. See ListSignIns.
+    """
     FAILURE_CODE_SERVER_UNAVAILABLE: _FailureCode.ValueType  # 20
     """The Tool's MCP server is configured but not connected (connecting, failed, waiting for
     sign-in, disabled, draining); the message names the server and the cause.
@@ -117,6 +121,10 @@ FAILURE_CODE_HOST_UNAVAILABLE: FailureCode.ValueType  # 18
 """The Interaction service could not be reached."""
 FAILURE_CODE_RESOURCE_EXHAUSTED: FailureCode.ValueType  # 19
 """A provider is busy with too many invocations."""
+FAILURE_CODE_AUTH_REQUIRED: FailureCode.ValueType  # 40
+"""The MCP server needs an OAuth sign-in first (the message carries the sign-in hint); nothing was
+sent to the server. See ListSignIns.
+"""
 FAILURE_CODE_SERVER_UNAVAILABLE: FailureCode.ValueType  # 20
 """The Tool's MCP server is configured but not connected (connecting, failed, waiting for
 sign-in, disabled, draining); the message names the server and the cause.
@@ -156,6 +164,28 @@ REJECT_REASON_INVOCATION_SETTLED: RejectReason.ValueType  # 7
 REJECT_REASON_INVALID_FRAME: RejectReason.ValueType  # 8
 REJECT_REASON_INVALID_FORM: RejectReason.ValueType  # 9
 Global___RejectReason: _TypeAlias = RejectReason  # noqa: Y015
+
+class _SignInState:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SignInStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SignInState.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SIGN_IN_STATE_UNSPECIFIED: _SignInState.ValueType  # 0
+    SIGN_IN_STATE_REQUIRED: _SignInState.ValueType  # 1
+    """The server answered 401 and a person must open `authorization_url`; calls fail AUTH_REQUIRED."""
+    SIGN_IN_STATE_SIGNED_IN: _SignInState.ValueType  # 2
+    """Tokens are stored (encrypted) and in use."""
+
+class SignInState(_SignInState, metaclass=_SignInStateEnumTypeWrapper):
+    """SignInState is where one MCP server's OAuth sign-in stands (MCP 2026-07-28 basic/authorization)."""
+
+SIGN_IN_STATE_UNSPECIFIED: SignInState.ValueType  # 0
+SIGN_IN_STATE_REQUIRED: SignInState.ValueType  # 1
+"""The server answered 401 and a person must open `authorization_url`; calls fail AUTH_REQUIRED."""
+SIGN_IN_STATE_SIGNED_IN: SignInState.ValueType  # 2
+"""Tokens are stored (encrypted) and in use."""
+Global___SignInState: _TypeAlias = SignInState  # noqa: Y015
 
 class _CallPhase:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -200,10 +230,7 @@ class _ServerStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ServerSta
     """Removed by a config reload: finishing its calls in flight, accepting no new ones."""
 
 class ServerState(_ServerState, metaclass=_ServerStateEnumTypeWrapper):
-    """--- Server status (provider -> broker -> status readers) ------------------------------------
-
-    ServerState is where one configured MCP server's connection is.
-    """
+    """ServerState is where one configured MCP server's connection is."""
 
 SERVER_STATE_UNSPECIFIED: ServerState.ValueType  # 0
 SERVER_STATE_CONNECTING: ServerState.ValueType  # 1
@@ -234,6 +261,7 @@ class ConnectRequest(_message.Message):
     FAILURE_FIELD_NUMBER: _builtins.int
     TOOLS_CHANGED_FIELD_NUMBER: _builtins.int
     INTERACTION_RECEIVED_FIELD_NUMBER: _builtins.int
+    SIGN_IN_STATUS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def register(self) -> Global___Register: ...
     @_builtins.property
@@ -250,6 +278,8 @@ class ConnectRequest(_message.Message):
     def tools_changed(self) -> Global___ToolsChanged: ...
     @_builtins.property
     def interaction_received(self) -> Global___InteractionReceived: ...
+    @_builtins.property
+    def sign_in_status(self) -> Global___SignInStatus: ...
     def __init__(
         self,
         *,
@@ -261,12 +291,13 @@ class ConnectRequest(_message.Message):
         failure: Global___InvocationFailure | None = ...,
         tools_changed: Global___ToolsChanged | None = ...,
         interaction_received: Global___InteractionReceived | None = ...,
+        sign_in_status: Global___SignInStatus | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_received", b"interaction_received", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "tools_changed", b"tools_changed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_received", b"interaction_received", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "sign_in_status", b"sign_in_status", "tools_changed", b"tools_changed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_received", b"interaction_received", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "tools_changed", b"tools_changed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "frame", b"frame", "heartbeat", b"heartbeat", "interaction_received", b"interaction_received", "interaction_request", b"interaction_request", "progress", b"progress", "register", b"register", "result", b"result", "sign_in_status", b"sign_in_status", "tools_changed", b"tools_changed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["register", "heartbeat", "progress", "interaction_request", "result", "failure", "tools_changed", "interaction_received"]  # noqa: Y015
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["register", "heartbeat", "progress", "interaction_request", "result", "failure", "tools_changed", "interaction_received", "sign_in_status"]  # noqa: Y015
     _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
 
@@ -281,6 +312,8 @@ class ConnectResponse(_message.Message):
     INTERACTION_RESULT_FIELD_NUMBER: _builtins.int
     CANCEL_FIELD_NUMBER: _builtins.int
     REJECTED_FIELD_NUMBER: _builtins.int
+    SIGN_IN_CALLBACK_FIELD_NUMBER: _builtins.int
+    SIGN_OUT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def registered(self) -> Global___Registered: ...
     @_builtins.property
@@ -291,6 +324,10 @@ class ConnectResponse(_message.Message):
     def cancel(self) -> Global___CancelInvocation: ...
     @_builtins.property
     def rejected(self) -> Global___FrameRejected: ...
+    @_builtins.property
+    def sign_in_callback(self) -> Global___SignInCallback: ...
+    @_builtins.property
+    def sign_out(self) -> Global___SignOutRequest: ...
     def __init__(
         self,
         *,
@@ -299,12 +336,14 @@ class ConnectResponse(_message.Message):
         interaction_result: Global___InteractionResult | None = ...,
         cancel: Global___CancelInvocation | None = ...,
         rejected: Global___FrameRejected | None = ...,
+        sign_in_callback: Global___SignInCallback | None = ...,
+        sign_out: Global___SignOutRequest | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "frame", b"frame", "interaction_result", b"interaction_result", "invoke", b"invoke", "registered", b"registered", "rejected", b"rejected"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "frame", b"frame", "interaction_result", b"interaction_result", "invoke", b"invoke", "registered", b"registered", "rejected", b"rejected", "sign_in_callback", b"sign_in_callback", "sign_out", b"sign_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "frame", b"frame", "interaction_result", b"interaction_result", "invoke", b"invoke", "registered", b"registered", "rejected", b"rejected"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "frame", b"frame", "interaction_result", b"interaction_result", "invoke", b"invoke", "registered", b"registered", "rejected", b"rejected", "sign_in_callback", b"sign_in_callback", "sign_out", b"sign_out"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["registered", "invoke", "interaction_result", "cancel", "rejected"]  # noqa: Y015
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["registered", "invoke", "interaction_result", "cancel", "rejected", "sign_in_callback", "sign_out"]  # noqa: Y015
     _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
 
@@ -320,6 +359,7 @@ class ToolDescriptor(_message.Message):
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     CLAIMED_SERVER_FIELD_NUMBER: _builtins.int
+    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The bare Tool name; the broker qualifies it as `claimed_server:name`."""
     description: _builtins.str
@@ -327,6 +367,8 @@ class ToolDescriptor(_message.Message):
     """The Tool's JSON Schema for arguments, as JSON text."""
     claimed_server: _builtins.str
     """The MCP server the provider claims this Tool comes from (display only)."""
+    output_schema_json: _builtins.str
+    """The Tool's JSON Schema for structured results (`outputSchema`), as JSON text; empty when none."""
     def __init__(
         self,
         *,
@@ -334,10 +376,11 @@ class ToolDescriptor(_message.Message):
         description: _builtins.str = ...,
         input_schema_json: _builtins.str = ...,
         claimed_server: _builtins.str = ...,
+        output_schema_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["claimed_server", b"claimed_server", "description", b"description", "input_schema_json", b"input_schema_json", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claimed_server", b"claimed_server", "description", b"description", "input_schema_json", b"input_schema_json", "name", b"name", "output_schema_json", b"output_schema_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -434,6 +477,72 @@ class ProviderHeartbeat(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ProviderHeartbeat: _TypeAlias = ProviderHeartbeat  # noqa: Y015
+
+@_typing.final
+class SignInStatus(_message.Message):
+    """SignInStatus is what a provider publishes about one MCP server's OAuth sign-in (never a token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    AUTHORIZATION_URL_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The configured MCP server name (the SERVER of SERVER:TOOL)."""
+    state: Global___SignInState.ValueType
+    authorization_url: _builtins.str
+    """The full authorization URL to open (REQUIRED only). Surfaces show it and never open or fetch it
+    on their own.
+    """
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        state: Global___SignInState.ValueType = ...,
+        authorization_url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["authorization_url", b"authorization_url", "server", b"server", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignInStatus: _TypeAlias = SignInStatus  # noqa: Y015
+
+@_typing.final
+class SignInCallback(_message.Message):
+    """SignInCallback carries the OAuth authorization response to the provider (broker -> provider)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    ISS_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    code: _builtins.str
+    state: _builtins.str
+    iss: _builtins.str
+    """RFC 9207 authorization-response issuer, when the authorization server sent one."""
+    error: _builtins.str
+    """The OAuth error code when the authorization server refused (`error` query parameter)."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        code: _builtins.str = ...,
+        state: _builtins.str = ...,
+        iss: _builtins.str = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "error", b"error", "iss", b"iss", "server", b"server", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignInCallback: _TypeAlias = SignInCallback  # noqa: Y015
 
 @_typing.final
 class Invoke(_message.Message):
@@ -1151,12 +1260,15 @@ class Tool(_message.Message):
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     PROVIDER_ID_FIELD_NUMBER: _builtins.int
     PROVIDER_DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     qualified_name: _builtins.str
     """Qualified `SERVER:TOOL`."""
     description: _builtins.str
     input_schema_json: _builtins.str
     provider_id: _builtins.str
     provider_display_name: _builtins.str
+    output_schema_json: _builtins.str
+    """The Tool's `outputSchema` as JSON text, unchanged; empty when it has none."""
     def __init__(
         self,
         *,
@@ -1165,10 +1277,11 @@ class Tool(_message.Message):
         input_schema_json: _builtins.str = ...,
         provider_id: _builtins.str = ...,
         provider_display_name: _builtins.str = ...,
+        output_schema_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_schema_json", b"input_schema_json", "provider_display_name", b"provider_display_name", "provider_id", b"provider_id", "qualified_name", b"qualified_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_schema_json", b"input_schema_json", "output_schema_json", b"output_schema_json", "provider_display_name", b"provider_display_name", "provider_id", b"provider_id", "qualified_name", b"qualified_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1193,6 +1306,126 @@ class ListToolsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListToolsResponse: _TypeAlias = ListToolsResponse  # noqa: Y015
+
+@_typing.final
+class ListSignInsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSignInsRequest: _TypeAlias = ListSignInsRequest  # noqa: Y015
+
+@_typing.final
+class ListSignInsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIGN_INS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def sign_ins(self) -> _containers.RepeatedCompositeFieldContainer[Global___SignInStatus]:
+        """Sorted by server name."""
+
+    def __init__(
+        self,
+        *,
+        sign_ins: _abc.Iterable[Global___SignInStatus] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sign_ins", b"sign_ins"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSignInsResponse: _TypeAlias = ListSignInsResponse  # noqa: Y015
+
+@_typing.final
+class CompleteSignInRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    ISS_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """The query parameters of the redirect: `code`, `state`, `iss` and `error` as received."""
+    state: _builtins.str
+    iss: _builtins.str
+    error: _builtins.str
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        state: _builtins.str = ...,
+        iss: _builtins.str = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "error", b"error", "iss", b"iss", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteSignInRequest: _TypeAlias = CompleteSignInRequest  # noqa: Y015
+
+@_typing.final
+class CompleteSignInResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The server whose sign-in this completed."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteSignInResponse: _TypeAlias = CompleteSignInResponse  # noqa: Y015
+
+@_typing.final
+class SignOutRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignOutRequest: _TypeAlias = SignOutRequest  # noqa: Y015
+
+@_typing.final
+class SignOutResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignOutResponse: _TypeAlias = SignOutResponse  # noqa: Y015
 
 @_typing.final
 class ServerError(_message.Message):

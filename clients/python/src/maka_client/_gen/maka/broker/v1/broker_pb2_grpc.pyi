@@ -57,6 +57,19 @@ class CapabilityBrokerServiceStub:
     """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
     ListTools: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListToolsRequest, _broker_pb2.ListToolsResponse]
     """ListTools lists the Tools of every live registration."""
+    ListSignIns: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListSignInsRequest, _broker_pb2.ListSignInsResponse]
+    """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
+    (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
+    "Sign in to SERVER" with its authorization URL.
+    """
+    CompleteSignIn: _grpc.UnaryUnaryMultiCallable[_broker_pb2.CompleteSignInRequest, _broker_pb2.CompleteSignInResponse]
+    """CompleteSignIn delivers an OAuth redirect (code, state, iss) to the provider whose pending sign-in
+    minted that `state`. NOT_FOUND / NOT_FOUND when no pending sign-in has it.
+    """
+    SignOut: _grpc.UnaryUnaryMultiCallable[_broker_pb2.SignOutRequest, _broker_pb2.SignOutResponse]
+    """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
+    NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
+    """
     ReportServers: _grpc.StreamUnaryMultiCallable[_broker_pb2.ReportServersRequest, _broker_pb2.ReportServersResponse]
     """ReportServers is a provider process's status stream: each request is a full snapshot of the
     MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
@@ -94,6 +107,19 @@ class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
     """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
     ListTools: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListToolsRequest, _broker_pb2.ListToolsResponse]  # type: ignore[assignment]
     """ListTools lists the Tools of every live registration."""
+    ListSignIns: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListSignInsRequest, _broker_pb2.ListSignInsResponse]  # type: ignore[assignment]
+    """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
+    (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
+    "Sign in to SERVER" with its authorization URL.
+    """
+    CompleteSignIn: _aio.UnaryUnaryMultiCallable[_broker_pb2.CompleteSignInRequest, _broker_pb2.CompleteSignInResponse]  # type: ignore[assignment]
+    """CompleteSignIn delivers an OAuth redirect (code, state, iss) to the provider whose pending sign-in
+    minted that `state`. NOT_FOUND / NOT_FOUND when no pending sign-in has it.
+    """
+    SignOut: _aio.UnaryUnaryMultiCallable[_broker_pb2.SignOutRequest, _broker_pb2.SignOutResponse]  # type: ignore[assignment]
+    """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
+    NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
+    """
     ReportServers: _aio.StreamUnaryMultiCallable[_broker_pb2.ReportServersRequest, _broker_pb2.ReportServersResponse]  # type: ignore[assignment]
     """ReportServers is a provider process's status stream: each request is a full snapshot of the
     MCP servers it manages. The broker keeps the latest snapshot while the stream is open (used
@@ -158,6 +184,37 @@ class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_broker_pb2.ListToolsResponse, _abc.Awaitable[_broker_pb2.ListToolsResponse]]:
         """ListTools lists the Tools of every live registration."""
+
+    @_abc_1.abstractmethod
+    def ListSignIns(
+        self,
+        request: _broker_pb2.ListSignInsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_broker_pb2.ListSignInsResponse, _abc.Awaitable[_broker_pb2.ListSignInsResponse]]:
+        """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
+        (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
+        "Sign in to SERVER" with its authorization URL.
+        """
+
+    @_abc_1.abstractmethod
+    def CompleteSignIn(
+        self,
+        request: _broker_pb2.CompleteSignInRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_broker_pb2.CompleteSignInResponse, _abc.Awaitable[_broker_pb2.CompleteSignInResponse]]:
+        """CompleteSignIn delivers an OAuth redirect (code, state, iss) to the provider whose pending sign-in
+        minted that `state`. NOT_FOUND / NOT_FOUND when no pending sign-in has it.
+        """
+
+    @_abc_1.abstractmethod
+    def SignOut(
+        self,
+        request: _broker_pb2.SignOutRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_broker_pb2.SignOutResponse, _abc.Awaitable[_broker_pb2.SignOutResponse]]:
+        """SignOut asks the provider of `server` to forget its stored tokens and sign in again.
+        NOT_FOUND / NOT_FOUND when no live provider reported a sign-in status for `server`.
+        """
 
     @_abc_1.abstractmethod
     def ReportServers(

@@ -11,16 +11,20 @@ Use::
         stack.interaction_target, stack.broker_target  # "127.0.0.1:PORT"
 
 Stopping is in reverse order (provider, broker, Interaction service, redis) and always runs.
+``provider_options`` reach the provider's Settings (the conformance runner sets the OAuth redirect URI,
+client metadata URL and an encrypted token vault in the temporary folder).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from services.core.serving import RunningServer, start_server
 
@@ -113,8 +117,17 @@ class InProcessStack:
     Host (Redis hash tag). ``broker_execution_timeout`` (seconds) bounds each provider leg.
     """
 
-    def __init__(self, mcp_config: Path, *, host_id: str = "conformance", broker_execution_timeout: float = 60.0):
+    def __init__(
+        self,
+        mcp_config: Path,
+        *,
+        host_id: str = "conformance",
+        broker_execution_timeout: float = 60.0,
+        provider_options: dict[str, Any] | None = None,
+    ):
         self.mcp_config = mcp_config
+        self.provider_options = dict(provider_options or {})
+        """Extra ``services.mcp_provider.settings.Settings`` fields (e.g. the OAuth redirect URI)."""
         self.host_id = host_id
         self.broker_execution_timeout = broker_execution_timeout
         self._exit = AsyncExitStack()
@@ -185,6 +198,8 @@ class InProcessStack:
             broker_target=self.broker_target,
             mcp_config=self.mcp_config,
             reconnect_max_seconds=2.0,
+            host_id=self.host_id,
+            **self.provider_options,
         )
         self.provider = await start_server(await provider_main.build(provider_settings), provider_settings)
         self._exit.push_async_callback(self.provider.stop)
@@ -200,6 +215,14 @@ class InProcessStack:
             await manager.connection(server).wait_connected(timeout)
         except TimeoutError:
             raise StackError(f"the MCP provider did not connect to server {server!r} within {timeout} s") from None
+
+    def listed_schemas(self, server: str) -> dict[str, str]:
+        """Bare Tool name → the input schema (JSON text) the provider holds from ``server``'s ``tools/list``."""
+        assert self.provider is not None, "stack not started"
+        manager = getattr(self.provider.app, "manager", None)
+        if manager is None:
+            raise StackError("the MCP provider app exposes no `manager` (McpClientManager)")
+        return {tool.name: json.dumps(tool.input_schema) for tool in manager.connection(server).snapshot().tools}
 
     async def stop(self) -> None:
         """Stop in reverse order; safe to call twice."""

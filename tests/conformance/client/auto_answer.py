@@ -2,7 +2,7 @@
 
 It is an ordinary surface (DESIGN.md §2): it reads the Host-owned projection through
 :class:`surfaces.common.interaction_client.InteractionClient` and answers with ``Answer``; it keeps no
-pending list of its own. Each form gets :func:`surfaces.conformance.answers.automatic_answer`.
+pending list of its own. Each form gets :func:`tests.conformance.client.answers.automatic_answer`.
 A ``gate`` lets a driver hold one form pending (e.g. to make another call between MRTR rounds).
 """
 
@@ -20,9 +20,9 @@ from surfaces.common.interaction_client import (
     Opened,
     Snapshot,
 )
-from surfaces.conformance.answers import automatic_answer
+from tests.conformance.client.answers import automatic_answer
 
-log = logging.getLogger("maka.surfaces.conformance.auto_answer")
+log = logging.getLogger("maka.tests.conformance.client.auto_answer")
 
 Gate = Callable[[InteractionView], Awaitable[None]]
 """Awaited before a form is answered; returns when the form may be answered."""

@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maka.broker.v1 import broker_pb2
 from services.mcp_provider.config import Era, HttpServer, load_config
-from surfaces.conformance.runner import CallOutcome, check_step, result_text, write_mcp_config
-from surfaces.conformance.scenarios import Step
+from tests.conformance.client.runner import (
+    CallOutcome,
+    check_step,
+    cli_schema_problems,
+    result_text,
+    write_mcp_config,
+)
+from tests.conformance.client.scenarios import Step
 
 
 def test_result_text_joins_only_text_blocks() -> None:
@@ -52,3 +59,25 @@ def test_the_generated_config_is_a_valid_mcp_servers_file_for_the_provider(tmp_p
         HttpServer("http://localhost:4321/mcp"),
         Era.LEGACY,
     )
+
+
+def test_a_cli_listing_that_drops_or_changes_a_schema_is_reported() -> None:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"a": {"type": "string"}}}
+    tools = [
+        broker_pb2.Tool(
+            qualified_name="s:echo", input_schema_json=json.dumps(schema), output_schema_json='{"type":"object"}'
+        ),
+        broker_pb2.Tool(qualified_name="s:plain", input_schema_json='{"type":"object"}'),
+    ]
+    same = {
+        "s:echo": {"name": "s:echo", "inputSchema": schema, "outputSchema": {"type": "object"}},
+        "s:plain": {"name": "s:plain", "inputSchema": {"type": "object"}},
+    }
+    assert cli_schema_problems(tools, same) == []
+
+    changed = {"s:echo": {"name": "s:echo", "inputSchema": {"$defs": {"a": {"type": "string"}}}}}
+    assert cli_schema_problems(tools, changed) == [
+        "maka tools --json changed the input schema of s:echo",
+        "maka tools --json changed the output schema of s:echo",
+        "maka tools --json does not list s:plain",
+    ]

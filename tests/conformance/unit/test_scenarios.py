@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from surfaces.conformance.scenarios import SCENARIOS, UnsupportedScenario, era_for, scenario_for
+from tests.conformance.client.scenarios import SCENARIOS, UnsupportedScenario, era_for, scenario_for
+
+
+def test_every_auth_scenario_signs_in_and_calls_the_first_tool_at_both_versions() -> None:
+    for version in ("2026-07-28", "2025-11-25"):
+        plan = scenario_for("auth/metadata-default", version)
+        assert (plan.call_first_tool, plan.steps) == (True, ())
+
+
+def test_the_invalid_header_plan_refuses_every_invalid_tool_and_calls_only_the_valid_one() -> None:
+    plan = SCENARIOS["http-invalid-tool-headers"]
+    assert len(plan.reject_tools) == 11
+    assert [step.tool for step in plan.steps] == ["valid_tool"]
 
 
 def test_the_four_required_scenario_version_pairs_have_plans() -> None:
@@ -28,8 +40,10 @@ def test_the_mrtr_plan_calls_the_unrelated_tool_while_the_echo_state_form_is_pen
 
 
 def test_unknown_scenarios_and_versions_are_refused_with_the_supported_names() -> None:
-    with pytest.raises(UnsupportedScenario, match="supported: request-metadata, sep-2322"):
-        scenario_for("initialize", "2025-11-25")
+    with pytest.raises(UnsupportedScenario, match="supported: http-custom-headers"):
+        scenario_for("no-such-scenario", "2025-11-25")
+    with pytest.raises(UnsupportedScenario, match="RFC non-goal"):
+        scenario_for("elicitation-sep1034-client-defaults", "2025-11-25")
     with pytest.raises(UnsupportedScenario, match="does not run at protocol version '2025-11-25'"):
         scenario_for("request-metadata", "2025-11-25")
 

@@ -14,7 +14,7 @@ from services.core.form import (
     StringFormat,
     validate_answer,
 )
-from surfaces.conformance.answers import FORMAT_SAMPLES, automatic_answer, field_value
+from tests.conformance.client.answers import FORMAT_SAMPLES, automatic_answer, field_value
 
 OPTIONS = (
     Option(value="staging", label="Staging"),

@@ -7,7 +7,7 @@ import asyncio
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from surfaces.common.interaction_client import InteractionClient, InteractionView
-from surfaces.conformance.auto_answer import AutoAnswerer
+from tests.conformance.client.auto_answer import AutoAnswerer
 from tests.helpers.waiting import eventually
 from tests.surfaces.helpers import deploy_form, interaction_service
 

@@ -1,0 +1,80 @@
+"""OAuth sign-in prompts for every surface, over the broker's ``ListSignIns``/``CompleteSignIn``/``SignOut``.
+
+A sign-in is a Host-owned step like a form (docs/security.md "OAuth"): the MCP provider publishes it,
+each surface shows "Sign in to SERVER" with the full authorization URL and an explicit open action,
+and never opens or fetches the URL by itself. The redirect (``code``, ``state``, ``iss``) is delivered
+back with :meth:`SignInClient.complete`; the broker forwards it only to the sign-in whose ``state``
+matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
+
+import grpc.aio
+
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.core.channels import open_channel
+
+STATE_NAMES = {
+    broker_pb2.SIGN_IN_STATE_REQUIRED: "sign_in_required",
+    broker_pb2.SIGN_IN_STATE_SIGNED_IN: "signed_in",
+}
+
+
+@dataclass(frozen=True)
+class SignInView:
+    """One server's sign-in as surfaces show it (never a token)."""
+
+    server: str
+    state: str
+    """``sign_in_required`` or ``signed_in``."""
+    authorization_url: str
+    """The URL to open while ``sign_in_required`` (empty otherwise)."""
+
+    @property
+    def redirect_uri(self) -> str:
+        """The ``redirect_uri`` the authorization URL names (where the browser lands afterwards)."""
+        values = parse_qs(urlsplit(self.authorization_url).query).get("redirect_uri", [])
+        return values[0] if values else ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"server": self.server, "state": self.state, "authorization_url": self.authorization_url}
+
+
+def view(status: broker_pb2.SignInStatus) -> SignInView:
+    """The :class:`SignInView` of a broker ``SignInStatus``."""
+    return SignInView(status.server, STATE_NAMES.get(status.state, "unknown"), status.authorization_url)
+
+
+class SignInClient:
+    """The broker's sign-in RPCs. Raises ``grpc.aio.AioRpcError`` (``NOT_FOUND`` for an unknown state or
+    server, ``UNAVAILABLE`` when no broker answers)."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._channel = channel
+        self._stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+
+    @classmethod
+    def connect(cls, target: str, *, token: str | None = None) -> SignInClient:
+        """A client on a new channel to ``target`` (bearer ``token`` when set)."""
+        return cls(open_channel(target, token=token))
+
+    async def list(self, *, timeout: float = 5.0) -> list[SignInView]:
+        """Every server's sign-in status, sorted by server."""
+        response = await self._stub.ListSignIns(broker_pb2.ListSignInsRequest(), timeout=timeout)
+        return [view(status) for status in response.sign_ins]
+
+    async def complete(self, code: str, state: str, iss: str = "", error: str = "", *, timeout: float = 10.0) -> str:
+        """Deliver an authorization response; returns the server it signed in."""
+        request = broker_pb2.CompleteSignInRequest(code=code, state=state, iss=iss, error=error)
+        response = await self._stub.CompleteSignIn(request, timeout=timeout)
+        return response.server
+
+    async def sign_out(self, server: str, *, timeout: float = 5.0) -> None:
+        """Forget ``server``'s tokens (it asks for a new sign-in)."""
+        await self._stub.SignOut(broker_pb2.SignOutRequest(server=server), timeout=timeout)
+
+    async def close(self) -> None:
+        await self._channel.close()
