@@ -216,8 +216,14 @@ def _outcome(n: int, last: broker_pb2.CallToolResponse | BaseException | None) -
     """``("ok" | "lost" | "misdelivered", detail)`` for call ``n``."""
     if isinstance(last, BaseException) or last is None:
         return "lost", repr(last)
-    if last.WhichOneof("event") != "result":
-        return "lost", last.WhichOneof("event") or "none"
+    kind = last.WhichOneof("event")
+    if kind == "failure":
+        code = broker_pb2.FailureCode.Name(last.failure.code).removeprefix("FAILURE_CODE_")
+        return "lost", f"failure {code}: {last.failure.message[:120]}"
+    if kind == "lost":
+        return "lost", f"lost: {last.lost.reason[:120]}"
+    if kind != "result":
+        return "lost", kind or "none"
     payload = json.loads(last.result.call_tool_result_json)
     text = "\n".join(b["text"] for b in payload.get("content", []) if b.get("type") == "text")
     if not text.startswith("Deployed"):

@@ -153,6 +153,11 @@ class FanoutResult:
     settlements_received: int = 0
     answered_events: int = 0
     max_redis_connections: int = 0
+    """This replica's connections (CLIENT LIST entries named like an Interaction service, minus
+    ``other_redis_connections``)."""
+    other_redis_connections: int = 0
+    """Such connections already open before the replica started (another Interaction service on the same
+    Redis, e.g. the bench's stack); subtracted from every sample."""
     connection_samples: int = 0
     health_samples: int = 0
     health_not_serving: int = 0
@@ -191,7 +196,7 @@ class _Sampler:
 
     async def _run(self) -> None:
         while True:
-            count = await _count_connections(self.redis)
+            count = await _count_connections(self.redis) - self.result.other_redis_connections
             self.result.max_redis_connections = max(self.result.max_redis_connections, count)
             self.result.connection_samples += 1
             reply = await self.health.Check(  # type: ignore[attr-defined]
@@ -392,6 +397,7 @@ async def run_fanout(
     pool_size: int,
     followers: int,
     pid: int = 0,
+    other_connections: int = 0,
 ) -> FanoutResult:
     """Run the scenario of the module docstring against a started replica; returns what it saw.
 
@@ -403,6 +409,7 @@ async def run_fanout(
         links=len(hosts) * links_per_host,
         pool_size=pool_size,
         followers=followers,
+        other_redis_connections=other_connections,
     )
     streams = result.subscribers + result.links
     async with channels(target, max(1, -(-streams // CHANNEL_STREAMS))) as pool:
@@ -509,6 +516,11 @@ async def run_team_scale(
     tokens = write_tokens(work / "fanout-tokens.json", ids)
     followers = 2
     env = replica_env(redis_url, ids, work / "fanout-tokens.json", pool_size=pool_size, followers=followers)
+    probe = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        others = await _count_connections(probe)  # the stack's own Interaction service, if any
+    finally:
+        await probe.aclose()
     process = InteractionProcess(work / "fanout", env)
     port = await process.start()
     try:
@@ -523,6 +535,7 @@ async def run_team_scale(
             pool_size=pool_size,
             followers=followers,
             pid=process.process.pid,
+            other_connections=others,
         )
     finally:
         process.stop()

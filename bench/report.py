@@ -194,7 +194,9 @@ def markdown(results: Mapping[str, Any]) -> str:
             f"- Delivery (form created -> subscriber): p50 {team['delivery_ms'].get('p50', 0):.1f} / "
             f"p99 {team['delivery_ms'].get('p99', 0):.1f} ms",
             f"- Redis connections of the replica (CLIENT LIST, max): {team['max_redis_connections']} "
-            f"(pool setting {team['pool_size']}, {team['followers']} followers); health NOT_SERVING samples: "
+            f"(pool setting {team['pool_size']}, {team['followers']} followers; "
+            f"{team.get('other_redis_connections', 0)} connections of the stack's own service not counted); "
+            "health NOT_SERVING samples: "
             f"{team['health_not_serving']}/{team['health_samples']}",
             f"- Attach streams resumed after a transport-level end: {team['subscriber_reconnects']}; "
             f"replica RSS {team['rss_kib']} KiB",
@@ -208,6 +210,7 @@ def markdown(results: Mapping[str, Any]) -> str:
             "",
             f"- Completed {failover['completed']}/{failover['calls']}; lost {len(failover['lost'])}; "
             f"misdelivered {len(failover['misdelivered'])}; killed after {failover['killed_after_forms']} forms",
+            *[f"- not completed: {entry}" for entry in failover["lost"][:5]],
             f"- Every surface saw every form of its Host: {failover['every_form_seen']}; both surfaces of each Host "
             f"saw the same forms: {failover['surfaces_agree']}; surface stream resumes: "
             f"{failover['surface_disconnects']}; wall {failover['wall_s']} s",
