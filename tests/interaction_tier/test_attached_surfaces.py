@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,7 +24,6 @@ import redis.asyncio
 
 from bench.fanout import InteractionProcess, replica_env
 from surfaces.common.interaction_client import InteractionClient, InteractionError, Snapshot, SurfaceView
-from tests.helpers.redis_server import RedisServer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -76,29 +74,18 @@ class Tier:
         return "".join(p.log_path.read_text(errors="replace") for p in self.processes if p.log_path.exists())
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with tempfile.TemporaryDirectory(prefix="maka-surfaces-", dir="/tmp") as tmp:
-        server = RedisServer(Path(tmp))
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
 @pytest.fixture
-async def tier(redis_server: RedisServer, tmp_path: Path) -> AsyncIterator[Tier]:
+async def tier(redis_url: str, tmp_path: Path) -> AsyncIterator[Tier]:
     _tokens_file(tmp_path / "tokens.json")
     env = {
-        **replica_env(redis_server.url, HOSTS, tmp_path / "tokens.json", pool_size=8, followers=1),
+        **replica_env(redis_url, HOSTS, tmp_path / "tokens.json", pool_size=8, followers=1),
         "MAKA_SURFACE_PRESENCE_SECONDS": str(PRESENCE_SECONDS),
         "MAKA_REAPER_INTERVAL_SECONDS": "0.2",
         "MAKA_LOG_LEVEL": "INFO",
     }
     processes = [InteractionProcess(tmp_path / f"replica-{i}", env) for i in range(2)]
     ports = [await p.start() for p in processes]
-    running = Tier([f"127.0.0.1:{port}" for port in ports], processes, redis_server.url)
+    running = Tier([f"127.0.0.1:{port}" for port in ports], processes, redis_url)
     try:
         yield running
     finally:

@@ -11,8 +11,7 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,6 @@ from bench.fanout import InteractionProcess, binding, replica_env, small_form, w
 from maka.interaction.v1 import interaction_service_pb2 as pb
 from maka.interaction.v1 import interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
-from tests.helpers.redis_server import RedisServer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -36,22 +34,11 @@ class Tier:
     tokens: dict[str, str]
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with tempfile.TemporaryDirectory(prefix="maka-hostid-", dir="/tmp") as tmp:
-        server = RedisServer(Path(tmp))
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
 @pytest.fixture
-async def tier(redis_server: RedisServer, tmp_path: Path) -> AsyncIterator[Tier]:
+async def tier(redis_url: str, tmp_path: Path) -> AsyncIterator[Tier]:
     tokens = write_tokens(tmp_path / "tokens.json", HOSTS)
     process = InteractionProcess(
-        tmp_path / "replica", replica_env(redis_server.url, HOSTS, tmp_path / "tokens.json", pool_size=8, followers=1)
+        tmp_path / "replica", replica_env(redis_url, HOSTS, tmp_path / "tokens.json", pool_size=8, followers=1)
     )
     port = await process.start()
     try:
