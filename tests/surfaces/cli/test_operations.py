@@ -122,19 +122,23 @@ async def test_a_new_user_diagnoses_failing_servers_from_maka_status_alone(
         async with running_stack(tmp_path, config=config) as running:
             state = tmp_path / "state"
 
-            async def all_settled() -> Ran | None:
+            async def all_settled() -> tuple[Ran, Ran] | None:
                 ran = await maka("status", "--json", state_dir=state)
                 servers = _servers(ran) if ran.out else {}
                 states = {name: s["state"] for name, s in servers.items()}
                 want = {"ops": "ready", "missing": "failed", "refused": "failed", "denied": "failed", "off": "disabled"}
                 if states != want:
                     return None
-                # The stdio child's stderr lines come from a pipe read by a thread; on a loaded machine one
-                # attempt's failure can be recorded before they arrive, and the next attempt (2 s later) has them.
+                # Each retry of the missing server replaces its last error. On a loaded machine an attempt can
+                # end before its child wrote to stderr (the SDK stops the child when the transport closes), so
+                # the JSON and the human report are read back to back and retried until both show one with it.
                 missing = servers["missing"]["lastError"]
-                return ran if isinstance(missing, dict) and missing["stderrTail"] else None
+                if not (isinstance(missing, dict) and missing["stderrTail"]):
+                    return None
+                human = await maka("status", state_dir=state)
+                return (ran, human) if "stderr: " in human.out else None
 
-            settled = await until(all_settled, timeout=60, what="every server settled")
+            settled, human = await until(all_settled, timeout=60, what="every server settled")
             assert settled.code == 1  # something is not ready
             servers = _servers(settled)
             assert servers["ops"]["tools"] == 5
@@ -150,7 +154,6 @@ async def test_a_new_user_diagnoses_failing_servers_from_maka_status_alone(
             assert isinstance(refused, dict)
             assert "Connect" in refused["summary"], refused
 
-            human = await maka("status", state_dir=state)
             assert human.code == 1
             assert "ops: ready, stdio" in human.out
             assert "denied: failed, http" in human.out
