@@ -4,9 +4,10 @@ Every source and documentation file is read (Python, Lua, protos, TypeScript, Ma
 Makefile, the Dockerfile; not ``node_modules``, build output or ``bench/results``, which holds measurement
 output). A file fails when it cites the design by its old outside name or by a section number, names an
 issue number, or points at a path outside the checkout; and every ``docs/NAME.md#anchor`` cited anywhere must
-be a heading of that page (GitHub's anchor rules), so comments can cite ``docs/design.md#redis-layout`` and
-stay right when a heading is renamed. A section number of a public standard (``RFC 8259 §6``,
-``JSON-RPC 2.0 §5.1``, ``JSON Schema 2020-12 core §8.2.1``) is a citation of that standard and stays.
+be a heading of that page (GitHub's anchor rules), as must every in-page ``(#anchor)`` link of the docs, so
+comments can cite ``docs/design.md#redis-layout`` and a renamed heading cannot leave a citation dangling.
+A section number of a public standard (``RFC 8259 §6``, ``JSON-RPC 2.0 §5.1``, ``JSON Schema 2020-12 core
+§8.2.1``) is a citation of that standard and stays.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ OUTSIDE_DESIGN = re.compile(r"\bDESIGN\.md\b")
 SECTION_NUMBER = re.compile(r"§\s*\d")
 PUBLIC_STANDARD = re.compile(r"(RFC \d{3,5}|JSON-RPC|JSON Schema)[^§]{0,40}$")
 """What may stand right before a section number: a public standard cited by its own numbering."""
-ISSUE_NUMBER = re.compile(r"\bissues?[ -]#?\d+|(?<![\w/])#\d{1,4}\b(?!\.\d)", re.IGNORECASE)
+ISSUE_NUMBER = re.compile(r"\bissues?[ -]#?\d+|(?<![\w/&])#\d{1,4}\b(?!\.\d)", re.IGNORECASE)
+"""``issue 16``, ``issue-16``, ``issues 5``, a GitHub-style ``#16`` (not an HTML entity)."""
 OUTSIDE_PATH = re.compile(r"\.\./shared\b|(?<![\w.~-])/" + r"work/")
 ANCHOR_CITATION = re.compile(r"\bdocs/([\w-]+)\.md#([\w-]+)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -171,3 +173,14 @@ def test_the_slug_follows_githubs_anchor_rules() -> None:
     assert slug("`requestState`") == "requeststate"
     assert slug("gRPC for a replicated tier") == "grpc-for-a-replicated-tier"
     assert slug("Fan-out") == "fan-out"
+
+
+def test_every_in_page_link_of_the_docs_is_a_heading_of_that_page() -> None:
+    problems: list[str] = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        known = anchors(page)
+        for number, line in lines_of(page):
+            for anchor in re.findall(r"\]\(#([\w-]+)\)", line):
+                if anchor not in known:
+                    problems.append(f"no heading #{anchor}: " + where(page, number, line))
+    assert not problems, "\n".join(problems)
