@@ -12,10 +12,13 @@ A section number of a public standard (``RFC 8259 §6``, ``JSON-RPC 2.0 §5.1``,
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+
+from services.interaction.keys import Keys, wake_key
 
 ROOT = Path(__file__).resolve().parent.parent
 TOP_FILES = ("README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml")
@@ -156,6 +159,27 @@ def test_the_design_headings_are_unique_anchors_and_name_the_sections_comments_c
     assert len(slugs) == len(set(slugs)), sorted(s for s in slugs if slugs.count(s) > 1)
     for section in ("authorities", "data-path-of-one-call", "redis-layout", "lifecycle", "security"):
         assert section in slugs, section
+
+
+def test_the_design_lists_every_key_the_key_builder_makes() -> None:
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    placeholders = {
+        "interaction_id": "{id}",
+        "invocation_id": "{invocation}",
+        "session_id": "{sid}",
+        "epoch": "{epoch}",
+    }
+    builder = Keys("H")
+    built: list[str] = []
+    for name, method in inspect.getmembers(builder, inspect.ismethod):
+        parameters = list(inspect.signature(method).parameters)
+        if name.startswith("_") or parameters == ["scope"]:
+            continue  # ``events(scope)`` picks one of the session and Host-wide Streams built below
+        built.append(method(*(placeholders[parameter] for parameter in parameters)))
+    built.append(wake_key("T", "{replica}", 0).replace(":0", ":{lane}"))
+    assert len(built) >= 12, built
+    missing = sorted(key for key in built if f"`{key}`" not in design)
+    assert not missing, missing
 
 
 def test_the_design_lists_every_redis_key_that_keys_py_documents() -> None:
