@@ -1,4 +1,4 @@
-"""Failover outcomes of a replicated Interaction tier (docs/design.md, "gRPC for a replicated tier").
+"""Failover outcomes of a replicated Interaction tier (docs/design.md#grpc-for-a-replicated-tier).
 
 Real processes: one ``redis-server`` (AOF), two ``services.interaction.main`` replicas serving Hosts ``ha``,
 ``hb``, ``hc``, and per Host a ``services.broker.main`` (``MAKA_HOST_ID``) plus a

@@ -47,7 +47,7 @@ def _sweep_level(results: Mapping[str, Any], level: int) -> Mapping[str, Any]:
 
 
 def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The issue targets against what was measured (``met`` is None when the figure is missing)."""
+    """The performance targets against what was measured (``met`` is None when the figure is missing)."""
     latency = results.get("latency", {})
     scale = results.get("scale") or {}
     ratios = latency.get("ratio", {})

@@ -1,7 +1,8 @@
 """The Capability broker's domain: provider registrations, the invocation state machine, timers.
 
-A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts it. Rules (the
-broker issue; RFC "Lifecycle and failure semantics", criteria 7, 8, 10, 16; DESIGN.md §5):
+A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts it. Rules (RFC
+criteria 7, 8, 10, 16; docs/design.md#capability-broker,
+docs/design.md#lifecycle):
 
 - A provider ``Connection`` registers once; the broker mints the registration and connection ids.
   A registration with the same provider id replaces the old one: every invocation bound to the old
@@ -352,7 +353,7 @@ class Broker:
         From now on every new ``CallTool`` fails ``HOST_UNAVAILABLE`` ("draining"); calls in flight,
         their forms and their provider legs go on untouched. Returns how many invocations are still
         live when the wait ends (:meth:`shutdown` then settles them by the usual rules). A rolling
-        update calls this between NOT_SERVING and :meth:`shutdown` (docs/design.md §8).
+        update calls this between NOT_SERVING and :meth:`shutdown` (docs/design.md#scale-out).
         """
         self._draining = True
         live = len(self._invocations)

@@ -22,7 +22,7 @@ class InvalidRequest(InvalidArgument):
 
 
 class NotPermitted(PermissionDenied):
-    """PERMISSION_DENIED / ``PERMISSION_DENIED``: the caller lacks the role or the session (DESIGN.md §6)."""
+    """PERMISSION_DENIED / ``PERMISSION_DENIED``: the caller lacks the role or the session (docs/design.md#tokens)."""
 
     def __init__(self, message: str) -> None:
         super().__init__("PERMISSION_DENIED", message, domain=DOMAIN)

@@ -1,4 +1,4 @@
-"""The broker's client of the Interaction service's ``HostLink`` stream (DESIGN.md §2, §4).
+"""The broker's client of the Interaction service's ``HostLink`` stream (docs/design.md#host-epoch-and-fencing).
 
 One long-lived bidirectional stream per broker process:
 
@@ -176,8 +176,8 @@ class HostLink:
             try:
                 return await self._open_once(binding, form, wait, round_info, replay=replay)
             except LinkDropped:
-                # The replica went away with our open in flight (docs/design.md, "gRPC for a replicated
-                # tier"): resume on another one and re-send it as a replay, which returns the form if the
+                # The replica went away with our open in flight (docs/design.md#grpc-for-a-replicated-tier):
+                # resume on another one and re-send it as a replay, which returns the form if the
                 # first attempt had been stored.
                 if self.stale:
                     raise HostUnavailable("the HostLink to the Interaction service dropped") from None

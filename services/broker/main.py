@@ -91,7 +91,8 @@ class BrokerApp:
 
     def _superseded(self) -> None:
         """A newer broker fenced this Host epoch (HostLink STALE_EPOCH): fail the form-bound calls,
-        go NOT_SERVING (out of rotation) and let ``serve`` exit ``SUPERSEDED_EXIT_CODE`` (DESIGN.md §8)."""
+        go NOT_SERVING (out of rotation) and let ``serve`` exit ``SUPERSEDED_EXIT_CODE``
+        (docs/design.md#host-epoch-and-fencing)."""
         log.error(
             "host_superseded",
             extra={"host_id": self.settings.host_id, "host_epoch": self.host_link.epoch, "code": SUPERSEDED_EXIT_CODE},

@@ -50,7 +50,7 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def Connect(
         self, request_iterator: AsyncIterator[broker_pb2.ConnectRequest], context: Context
     ) -> AsyncIterator[broker_pb2.ConnectResponse]:
-        """A provider's stream (broker issue "Connect"; RFC "Add one nested Interaction seam").
+        """A provider's stream: registration, invocations and their nested forms (docs/design.md#capability-broker).
 
         ``register`` first (answered ``registered`` with minted registration/connection ids and the
         heartbeat interval), then provider frames in order; refused frames are answered with

@@ -1,4 +1,4 @@
-"""Caller authentication by role (DESIGN.md §6): bearer tokens in gRPC metadata, scoped to sessions.
+"""Caller authentication by role (docs/design.md#tokens): bearer tokens in gRPC metadata, scoped to sessions.
 
 Servicers ask :func:`current_principal` who is calling and whether it may see a session. With no
 tokens configured (the zero-configuration loopback default of ``make run``), every caller is the

@@ -1,7 +1,7 @@
 """Outgoing gRPC channels: one helper so every client gets the same options, TLS and bearer token.
 
 Every channel resolves its target through gRPC's name resolution and balances calls with ``round_robin``
-over every address it finds (docs/design.md, "gRPC for a replicated tier"): a bare ``host:port`` is
+over every address it finds (docs/design.md#grpc-for-a-replicated-tier): a bare ``host:port`` is
 dialled as ``dns:///host:port`` (a Kubernetes headless Service name gives every replica), and any target
 with a scheme (``dns:``, ``ipv4:127.0.0.1:1,127.0.0.1:2``, ``unix:``) is used as is. The service config
 retries the idempotent unaries of the Interaction service (``Answer`` with its submission id,

@@ -1,4 +1,4 @@
-"""Repository caps, defined in one place (RFC "Security and privacy requirements"; DESIGN.md §6).
+"""Repository caps, defined in one place (RFC criterion 5; docs/design.md#untrusted-form-copy).
 
 Every cap is inclusive: a value exactly at the cap is accepted, one past it is rejected. Caps are
 checked before anything is stored, published or retained. Form caps are enforced by

@@ -148,7 +148,7 @@ async def start_server(
     # so_reuseport is on by default in gRPC: a second stack would silently share our port and
     # steal half the connections (and begin a new Host epoch). Refuse to bind instead.
     options = [*channel_options(settings), ("grpc.so_reuseport", 0)]
-    if settings.max_connection_age_seconds > 0:  # rebalance long-lived streams (docs/design.md)
+    if settings.max_connection_age_seconds > 0:  # rebalance streams (docs/design.md#grpc-for-a-replicated-tier)
         options += [
             ("grpc.max_connection_age_ms", int(settings.max_connection_age_seconds * 1000)),
             ("grpc.max_connection_age_grace_ms", int(settings.max_connection_age_grace_seconds * 1000)),

@@ -1,6 +1,6 @@
 """The Interaction authority: plain async domain logic over :class:`InteractionStore`.
 
-:class:`InteractionAuthority` owns the rules (RFC criteria 5-9, 16; DESIGN.md §5): canonical ids
+:class:`InteractionAuthority` owns the rules (RFC criteria 5-9, 16; docs/design.md#lifecycle): canonical ids
 are minted here; forms are checked against the form contract and caps before storing; answers are
 validated against the stored canonical form and committed by one Lua script (exactly one winner);
 Host epochs fence older brokers; leases and bounded waits are enforced by :meth:`reap_once`.
@@ -301,8 +301,8 @@ class InteractionAuthority:
         ``(changed, record after)``; ``changed`` is False when the delivery was already recorded, the
         Interaction is not answered, or it is unknown (record None).
 
-        ``answered`` is the answered Interaction this link pushed as ``settled`` (docs/design.md: the
-        broker learns the answer only from that push): used instead of reading the record back, since
+        ``answered`` is the answered Interaction this link pushed as ``settled`` (docs/design.md#data-path-of-one-call:
+        the broker learns the answer only from that push): used instead of reading the record back, since
         ``deliver.lua`` writes only while the stored record is still that answer (answered, delivery
         pending, same epoch) and no other script rewrites an answered record.
 
@@ -827,7 +827,7 @@ class InteractionAuthority:
         self, positions: dict[str, str]
     ) -> AsyncIterator[tuple[interaction_pb2.InteractionEvent, str]]:
         """Yield ``(event, resume token)`` for every change after ``positions``, through the replica's
-        fan-out (docs/design.md, "Fan-out"). Redis outages are waited out from the last position.
+        fan-out (docs/design.md#fan-out). Redis outages are waited out from the last position.
 
         Raises :class:`~services.interaction.fanout.SubscriberOverflow` when the consumer fell too far
         behind: the caller ends its stream and the client resumes from its last token, losing nothing.

@@ -58,7 +58,7 @@ class SessionNotFound(status.NotFound):
 
 
 class SessionForbidden(status.PermissionDenied):
-    """PERMISSION_DENIED: an explicit request for a session outside the caller's token scope (DESIGN.md §6).
+    """PERMISSION_DENIED: an explicit request for a session outside the caller's token scope (docs/design.md#tokens).
 
     Decided from the token alone, so it reveals nothing about whether the session exists.
     """
@@ -136,7 +136,8 @@ class StoreUnavailable(status.Unavailable):
 
 
 def close_reason_name(reason: interaction_pb2.CloseReason.ValueType) -> str:
-    """``CLOSE_REASON_HOST_RESTARTED`` → ``"host_restarted"`` (the DESIGN.md §3 spelling)."""
+    """``CLOSE_REASON_HOST_RESTARTED`` → ``"host_restarted"`` (the spelling of
+    docs/design.md#close-reasons, stored in Redis and logged)."""
     return interaction_pb2.CloseReason.Name(reason).removeprefix("CLOSE_REASON_").lower()
 
 

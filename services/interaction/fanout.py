@@ -1,4 +1,4 @@
-"""Fan-out: one multiplexed follower per replica for every subscribed event Stream (docs/design.md, "Fan-out").
+"""Fan-out: one multiplexed follower per replica for every subscribed event Stream (docs/design.md#fan-out).
 
 Every Attach and HostLink stream of a replica subscribes here instead of holding its own blocking
 ``XREAD``. :class:`FanOut` runs ``lanes`` follower tasks; each owns the Streams of the Hosts hashed to it

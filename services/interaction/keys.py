@@ -1,12 +1,12 @@
-"""Every Redis key of the Interaction service (DESIGN.md §4), built only here.
+"""Every Redis key of the Interaction service (docs/design.md#redis-layout), built only here.
 
 All keys of one Host share the hash tag ``{host_id}`` so every Lua script touches a single Redis
 Cluster slot. Layout:
 
 - ``maka:{H}:epoch`` — STRING, the Host epoch counter (INCR per broker start; fencing token).
 - ``maka:{H}:ix:{id}`` — HASH, one Interaction: ``pb`` (``maka.interaction.v1.Interaction`` bytes),
-  ``state``, ``session``, ``epoch``, ``invocation``, ``reason``, ``submission``, ``wait_deadline``,
-  and once answered ``delivery`` (``pending`` | ``delivered`` | ``lost``) and ``delivery_reason``.
+  ``state``, ``session``, ``epoch``, ``invocation``, ``reason``, ``submission``, and once answered
+  ``delivery`` (``pending`` | ``delivered`` | ``lost``) and ``delivery_reason``.
 - ``maka:{H}:leases:{epoch}`` — ZSET, pending id → lease deadline (ms since the Unix epoch).
 - ``maka:{H}:pending`` — ZSET, every pending id of the Host → bounded-wait deadline (ms).
 - ``maka:{H}:inv:{invocation_id}`` — STRING, the pending id of an invocation (one at a time), or the fence
@@ -18,7 +18,7 @@ Cluster slot. Layout:
 - ``maka:{H}:undelivered`` — ZSET, answered ids whose delivery is still pending → answer time (ms).
 - ``maka:{H}:surfaces`` — HASH, the Host's attached surfaces: Attach stream id → ``"{expires ms}:"`` +
   ``maka.interaction.v1.AttachedSurface`` bytes, refreshed by the replica holding the stream
-  (:mod:`services.interaction.presence`; docs/design.md, "Attached surfaces").
+  (:mod:`services.interaction.presence`; docs/design.md#attached-surfaces).
 - ``maka:{T}:wake:{replica}:{lane}`` — STREAM, wakes one fan-out lane of one replica (see :func:`wake_key`).
 """
 
@@ -97,6 +97,6 @@ def hash_tag(key: str) -> str:
 
 
 def wake_key(tag: str, replica_id: str, lane: int) -> str:
-    """A fan-out lane's wake-up Stream in the slot of ``tag`` (docs/design.md, "Fan-out"): one ``XADD`` ends its
+    """A fan-out lane's wake-up Stream in the slot of ``tag`` (docs/design.md#fan-out): one ``XADD`` ends its
     blocking ``XREAD`` so newly subscribed Streams are read at once. Short-lived (``PEXPIRE``), read by no one else."""
     return f"maka:{{{tag}}}:wake:{replica_id}:{lane}"

@@ -5,7 +5,7 @@
 bounded waits) and the readiness probe: the named service ``maka.interaction.v1.InteractionService``
 is NOT_SERVING while Redis is unreachable and SERVING again once it answers; the overall health
 (service ``""``, liveness) stays SERVING as long as the process runs, so a Redis outage never makes a
-liveness probe restart a healthy pod (docs/design.md, "Health").
+liveness probe restart a healthy pod (docs/design.md#health).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class InteractionApp:
         try:
             await self.authority.store.ping()
             closed = await self.tier.reap_once()
-            await self.servicer.presence.refresh()  # every third of the presence TTL (docs/design.md)
+            await self.servicer.presence.refresh()  # every third of the presence TTL (docs/design.md#attached-surfaces)
             if closed:
                 log.info("reaped", extra={"closed": closed})
             ok = True

@@ -1,4 +1,4 @@
-"""Attached surfaces across replicas (docs/design.md, "Attached surfaces").
+"""Attached surfaces across replicas (docs/design.md#attached-surfaces).
 
 Each replica knows only its own Attach streams. :class:`Presence` writes one entry per live stream into
 the Host's ``maka:{H}:surfaces`` hash (one hash tag, so one Redis Cluster slot): the stream's id →

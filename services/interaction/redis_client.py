@@ -8,7 +8,7 @@
 
 Every client: binary values, short retries, a read timeout (outages surface as STORE_UNAVAILABLE instead
 of hanging), at most ``redis_pool_size`` connections (per node in cluster mode), and the connection name
-``maka-interaction`` so ``CLIENT LIST`` shows them (docs/design.md, "Interaction tier").
+``maka-interaction`` so ``CLIENT LIST`` shows them (docs/design.md#interaction-tier).
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     ) -> None:
         self.tier = tier
         self.presence = presence if presence is not None else Presence(ttl_seconds=30.0)
-        """This replica's Attach streams, mirrored into Redis for ``ListSurfaces`` (docs/design.md)."""
+        """This replica's Attach streams, mirrored into Redis for ``ListSurfaces``
+        (docs/design.md#attached-surfaces)."""
         self.surfaces_listed_max = surfaces_listed_max
         self._streams: set[asyncio.Queue[Any]] = set()
         self._idle = asyncio.Event()

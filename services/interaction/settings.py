@@ -13,7 +13,7 @@ _HOST_ID = r"^[A-Za-z0-9_.-]+$"
 
 
 class RedisMode(StrEnum):
-    """How ``redis_url`` is read (docs/design.md, "Redis deployment modes")."""
+    """How ``redis_url`` is read (docs/design.md#redis-deployment-modes)."""
 
     STANDALONE = "standalone"
     """One server: ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS) or ``unix:///path``."""
@@ -79,7 +79,7 @@ class Settings(GrpcServerSettings):
     surface_presence_seconds: float = Field(default=30.0, ge=3.0)
     """How long an attached surface's presence entry lives without a refresh (the replica holding the
     Attach stream refreshes it every third of this): a replica that dies leaves its surfaces listed at
-    most this long (docs/design.md, "Attached surfaces")."""
+    most this long (docs/design.md#attached-surfaces)."""
     surfaces_listed_max: int = Field(default=200, gt=0)
     """Most attached surfaces one ``ListSurfaces`` returns (the rest are counted in ``omitted``)."""
 

@@ -1,4 +1,4 @@
-"""Redis persistence of Interactions: one Lua script per transition (DESIGN.md §4).
+"""Redis persistence of Interactions: one Lua script per transition (docs/design.md#lua-scripts).
 
 :class:`InteractionStore` runs every command of one Host (the event Streams are followed by the
 replica-wide :mod:`services.interaction.fanout`). It builds keys through
@@ -126,8 +126,9 @@ class SettleResult:
 
 @dataclass(frozen=True, slots=True)
 class Fence:
-    """The durability fence after an epoch increment or a committed answer (docs/design.md, "Durable
-    fences"): ``WAIT replicas timeout_ms`` on the connection that wrote; 0 replicas = no fence."""
+    """The durability fence after an epoch increment or a committed answer
+    (docs/design.md#durable-fences): ``WAIT replicas timeout_ms`` on the connection that wrote; 0 replicas =
+    no fence."""
 
     replicas: int = 0
     timeout_ms: int = 2000

@@ -1,4 +1,4 @@
-"""Many Hosts per Interaction tier (docs/design.md, "Many Hosts").
+"""Many Hosts per Interaction tier (docs/design.md#many-hosts).
 
 :class:`InteractionTier` holds one :class:`InteractionAuthority` per configured Host, all sharing the
 replica's Redis client, command limiter and fan-out. Every request names its Host (``host_id``, empty

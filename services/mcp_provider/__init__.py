@@ -1,5 +1,5 @@
 """MCP provider service: live MCP connections through the official ``mcp`` SDK, registered with the
-Capability broker as Client Capability providers (DESIGN.md §2).
+Capability broker as Client Capability providers (docs/design.md#mcp-provider).
 
 - :mod:`.config` — the ``mcpServers`` file (``command``/``args``/``env``/``cwd`` or ``url``/``headers``,
   plus ``era``): :func:`~.config.load_config`, :func:`~.config.parse_config`.

@@ -7,7 +7,7 @@ elicitation, a legacy ``initialize`` advertises none (the session is built witho
 ``elicitation_callback``), and URL mode is never advertised.
 
 Why a hook: the ``mcp`` 2.3.0 SDK stamps the *session's* capabilities on every modern request,
-after any caller ``meta=`` (``ClientSession._make_modern_stamp``; reference §4.3/4.4), so per-call
+after any caller ``meta=`` (``ClientSession._make_modern_stamp`` in the SDK), so per-call
 capabilities cannot be passed through the public API. The provider builds its sessions over
 :class:`services.mcp_provider.connection.MakaDispatcher`, a ``JSONRPCDispatcher`` subclass whose
 ``send_raw_request`` (a public ``Dispatcher`` method the session awaits in the caller's task) passes

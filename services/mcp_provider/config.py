@@ -25,7 +25,7 @@ An HTTP server without an ``Authorization`` header signs in with OAuth when it a
 give a ``requestState``) is how long after it *receives* a round's ``requestState`` the Host still
 collects that round's forms; every form of the round shows that one deadline, and a round that can no
 longer finish in time is closed instead of collecting input the server would reject
-(docs/acceptance.md, issue 16 finding 2).
+(docs/acceptance.md#protocol-and-form-correctness, finding 2).
 
 ``${VAR}`` and ``${VAR:-default}`` are expanded from the environment in ``env`` values, ``headers``
 values, ``url`` and ``args``; an unset ``${VAR}`` without a default is a problem.

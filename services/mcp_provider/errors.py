@@ -129,7 +129,7 @@ def server_error_text(code: int, message: str, *, redact: str | None = None) -> 
     """``MCP error <code>: <the server's message>``: bounded, control characters replaced by one space.
 
     ``redact`` (the ``requestState`` the failed leg sent) is cut out wherever the server echoed it,
-    whole or its first 32 characters (DESIGN.md §6: ``requestState`` never leaves the provider).
+    whole or its first 32 characters (docs/design.md#requeststate: it never leaves the provider).
     """
     if redact:
         for piece in (redact, redact[:32]):

@@ -177,8 +177,8 @@ would reach the log): kept at WARNING."""
 
 
 def quiet_sdk_loggers() -> None:
-    """Keep the SDK's loggers at INFO or above whatever the service level (DESIGN.md §6: no
-    ``requestState`` or form values in logs)."""
+    """Keep the SDK's loggers at INFO or above whatever the service level (docs/design.md#requeststate:
+    no ``requestState`` or form values in logs)."""
     for name in SDK_LOGGERS:
         logger = logging.getLogger(name)
         if logger.getEffectiveLevel() < logging.INFO:

@@ -1,4 +1,4 @@
-"""``McpClientManager``: the manual MRTR loop of one logical MCP ``tools/call`` (RFC §3, SEP-2322).
+"""``McpClientManager``: the manual MRTR loop of one logical MCP ``tools/call`` (MCP 2026-07-28, SEP-2322).
 
 Each call is driven by hand through the SDK's ``ClientSession.call_tool(..., allow_input_required=True)``:
 
@@ -25,7 +25,7 @@ Each call is driven by hand through the SDK's ``ClientSession.call_tool(..., all
 never run this loop (RFC criterion 11; MRTR for them is a non-goal): one request, no ``elicitation`` claim,
 and an ``input_required`` answer fails ``UNSUPPORTED_METHOD`` with no retry.
 
-Secrecy (DESIGN.md §6): ``requestState`` exists only in :meth:`McpClientManager.call_tool`'s local
+Secrecy (docs/design.md#requeststate): ``requestState`` exists only in :meth:`McpClientManager.call_tool`'s local
 variables for one continuation; it is never logged, put in an exception message or returned. SDK
 exceptions that could quote it (pydantic ``ValidationError`` echoes input) are replaced, not chained.
 """
@@ -195,7 +195,7 @@ MAX_SERVER_MESSAGE_CHARS = 300
 def server_message(message: object, *, secret: str | None = None) -> str:
     """A server's error ``message`` made safe to show: control characters removed, whitespace runs folded,
     at most :data:`MAX_SERVER_MESSAGE_CHARS` characters (``…`` marks a cut), and ``secret`` (the
-    ``requestState`` this leg sent, never shown: DESIGN.md §6) replaced by ``[requestState]``."""
+    ``requestState`` this leg sent, never shown: docs/design.md#requeststate) replaced by ``[requestState]``."""
     if not isinstance(message, str):
         return ""
     text = message.replace(secret, "[requestState]") if secret else message

@@ -346,7 +346,8 @@ def _describe(reason: str, description: str) -> str:
 def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInput]) -> FormCheck:
     """Parse every field's raw input (by field index) and validate the resulting ``accept`` answer.
 
-    One rule for every surface (issue 16 findings 3 and 8; the authority applies the same one):
+    One rule for every surface (docs/acceptance.md#protocol-and-form-correctness, findings 3 and 8; the
+    authority applies the same one):
 
     - a field left empty (text cleared, no option chosen, an untouched boolean or multi select without a
       default) is omitted — never refilled with its default — and an empty *required* field is reported as

@@ -1,7 +1,7 @@
 """The surfaces' client of the Interaction service (``maka.interaction.v1.InteractionService``).
 
-Every surface (TUI, web, CLI) reads and answers forms only through this module (DESIGN.md §2:
-"No surface keeps its own authoritative pending list"):
+Every surface (TUI, web, CLI) reads and answers forms only through this module (docs/design.md#surfaces-and-callers:
+no surface keeps a pending list of its own):
 
 - :meth:`InteractionClient.attach` — the ``Attach`` stream as an async iterator of typed
   :data:`AttachEvent` values (:class:`Snapshot`, :class:`Opened`, :class:`Answered`, :class:`Closed`,
@@ -613,7 +613,7 @@ class InteractionClient:
             error: ErrorDetail | None = None
             try:
                 # Wait (bounded) for a ready replica instead of failing fast while round_robin's subchannels
-                # are in backoff (docs/design.md, "gRPC for a replicated tier"); none ready → reconnect.
+                # are in backoff (docs/design.md#grpc-for-a-replicated-tier); none ready → reconnect.
                 await asyncio.wait_for(self._channel.channel_ready(), READY_TIMEOUT)
             except TimeoutError:
                 error = ErrorDetail(grpc.StatusCode.UNAVAILABLE, "", "no Interaction replica is ready", "", {}, ())

@@ -1,8 +1,8 @@
 """Finding the Interaction service from a surface command: ``--interaction HOST:PORT`` or ``endpoints.json``.
 
-Used by ``maka pending``, ``maka answer``, ``maka tui`` and ``maka web`` (docs/design.md: every command finds
-the stack through ``--state-dir`` / ``MAKA_STATE_DIR``). ``--host-id`` names the Host whose forms a command
-addresses when the Interaction tier serves several (docs/design.md, "Many Hosts").
+Used by ``maka pending``, ``maka answer``, ``maka tui`` and ``maka web`` (docs/design.md#running-it: every command
+finds the stack through ``--state-dir`` / ``MAKA_STATE_DIR``). ``--host-id`` names the Host whose forms a command
+addresses when the Interaction tier serves several (docs/design.md#many-hosts).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Two layers:
   each with its ``MAKA_*`` environment, gRPC health checks (``grpc.health.v1``) and
   ``<state dir>/endpoints.json``.
 
-Restart policy (DESIGN.md §5, RFC criterion 9): the Interaction service and the web surface are
+Restart policy (docs/design.md#restart-and-reconnect, RFC criterion 9): the Interaction service and the web surface are
 stateless over Redis; a restarted broker begins a new Host epoch (closing old forms as
 ``host_restarted``); a restarted provider registers again; the embedded Redis keeps its data in an
 append-only file. All of them are therefore restarted after an unexpected exit, with backoff and a

@@ -1,4 +1,5 @@
-"""``maka tui``: a Textual surface over the Interaction service's ``Attach`` projection (DESIGN.md §2, §6).
+"""``maka tui``: a Textual surface over the Interaction service's ``Attach`` projection
+(docs/design.md#surfaces-and-callers).
 
 The app lists every pending form of the attached sessions (several sessions, several rounds of one
 call), renders the selected one, and answers it with one of three distinct actions (RFC "Add a

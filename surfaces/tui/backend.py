@@ -4,7 +4,7 @@
 ``Attach`` stream drops it waits the backoff delay, asks ``locate()`` where the Interaction service is *now*
 (``maka tui`` re-reads ``<state dir>/endpoints.json``: a restarted stack may listen on other ports), reconnects
 there when the address changed, and re-subscribes **without** a resume token, so every (re)connection starts
-with a fresh ``Snapshot`` (DESIGN.md §6: "a token too old yields a snapshot"; a fresh one always does). The
+with a fresh ``Snapshot`` (``Subscribe``: "a token too old yields a snapshot"; a fresh one always does). The
 surface therefore learns it is connected again as soon as that snapshot arrives, even when nothing changed
 while it was away, and forms that closed meanwhile are reconciled from the snapshot.
 """

@@ -1,4 +1,4 @@
-"""Access control and browser hardening of the web surface (DESIGN.md §6).
+"""Access control and browser hardening of the web surface (docs/design.md#tokens, docs/security.md).
 
 - **Headers** on every response: a strict Content-Security-Policy (``default-src 'self'``, no
   ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``.

@@ -108,8 +108,9 @@ async def test_c07_stop_while_a_form_is_pending_sends_no_retry_and_leaves_nothin
     assert error_from_rpc(refused.value).reason == "CLOSED"
     # No retry reached the server, and the invocation is gone: a second Stop finds nothing to stop.
     assert await stop(timed.broker, request_) == 0
-    # Settle window (issue 16 finding 10): a later call on the same server connection is on the wire before
-    # the count is taken, so a late retry of the stopped call would have shown up by then.
+    # Settle window (docs/acceptance.md#protocol-and-form-correctness, finding 10): a later call on the
+    # same server connection is on the wire before the count is taken, so a late retry of the stopped call
+    # would have shown up by then.
     marker = f"{artifact}-marker"
     async with ToolCall(timed.broker, "examples:deploy", {"artifact": marker}, session=f"{session}-marker") as later:
         await later.awaiting()

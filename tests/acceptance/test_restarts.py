@@ -163,7 +163,7 @@ async def test_c08_an_mcp_reconnect_fails_the_continuation_and_sends_nothing_on_
         async with ToolCall(restartable.broker, "fx:crash", {"note": "c08-crash"}, session="c08-crash") as crash:
             await crash.terminal(timeout=60)  # the MCP server process exits mid-call
         final = await call.terminal(timeout=60)
-    assert final.WhichOneof("event") == "lost", (call.kinds(), final)  # outcome unknown (DESIGN.md §5)
+    assert final.WhichOneof("event") == "lost", (call.kinds(), final)  # outcome unknown
     record = await wait_settled(restartable.interaction, interaction_id)
     assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST, (record, final)
     assert await restartable.refused_late_answer(record) == "CLOSED"
@@ -184,7 +184,7 @@ async def test_c08_a_replaced_tool_binding_closes_the_form_superseded_and_sends_
         async with ToolCall(restartable.broker, "hs:mutate", {"description": "redefined"}, session="c08-x") as mutate:
             assert (await mutate.terminal(timeout=60)).WhichOneof("event") == "result"
         final = await call.terminal(timeout=60)
-    assert final.WhichOneof("event") == "lost", call.kinds()  # outcome unknown (DESIGN.md §5)
+    assert final.WhichOneof("event") == "lost", call.kinds()  # outcome unknown
     record = await wait_settled(restartable.interaction, interaction_id)
     assert record.close_reason == CR.CLOSE_REASON_SUPERSEDED, final
     assert await restartable.refused_late_answer(record) == "CLOSED"

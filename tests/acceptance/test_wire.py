@@ -45,7 +45,7 @@ from tests.reliability.harness import ToolCall, get_interaction, redis_dump, wai
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 FORM_CLAIM: dict[str, Any] = {"elicitation": {"form": {}}}
-"""What a modern ``tools/call`` with the whole form path installed declares in ``_meta`` (RFC §3)."""
+"""What a modern ``tools/call`` with the whole form path installed declares in ``_meta`` (RFC criterion 15)."""
 
 LOW = ("tests.fixtures.mcp_servers.mrtr_server", "--kind", "low")
 
@@ -129,7 +129,8 @@ async def form_of(shared: Shared, call: ToolCall) -> interaction_pb2.Interaction
 PROFILE = {"name": form_pb2.Value(string_value="Ada"), "age": form_pb2.Value(integer_value=36)}
 PROFILE_CONTENT = {"name": "Ada", "age": 36}
 """What the server receives for :data:`PROFILE`: exactly the typed values. ``color`` (default ``red``) was left
-out of the answer and stays out: the Host never refills a default (issue 16 finding 3)."""
+out of the answer and stays out: the Host never refills a default
+(docs/acceptance.md#protocol-and-form-correctness, finding 3)."""
 
 
 async def test_c01_a_modern_tool_asks_one_form_gets_a_typed_accept_and_completes_on_a_second_call(

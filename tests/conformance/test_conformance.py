@@ -1,5 +1,5 @@
 """The official MCP conformance harness (``@modelcontextprotocol/conformance@0.2.0-alpha.12`` on
-Node 22) against ``python -m tests.conformance.client``, which drives the whole stack (issue 5, "Done when" 2).
+Node 22) against ``python -m tests.conformance.client``, which drives the whole stack.
 
 ``make conformance`` runs every client scenario of the pinned harness at 2025-11-25 and 2026-07-28
 (``--suite all``, the scenarios of one version concurrently) with tests/conformance/expected-failures.yml

@@ -1,5 +1,5 @@
 """The legacy-era peer: npm ``@modelcontextprotocol/server-everything`` (TypeScript SDK 1.x, ``initialize``
-handshake only) through the whole stack (issue 5, "Done when" 3).
+handshake only) through the whole stack.
 
 Ordinary Tools work; the MCP provider's ``initialize`` carries no elicitation capability (captured
 by the stdio tee in ``tests/conformance/stdio_tee.py``); and its elicitation Tool fails cleanly with a

@@ -1,4 +1,4 @@
-"""MCP servers other people wrote, through the whole stack as processes (issue 20): PyPI ``mcp-server-time``
+"""MCP servers other people wrote, through the whole stack as processes: PyPI ``mcp-server-time``
 and npm ``@modelcontextprotocol/server-everything``, each over stdio and Streamable HTTP, behind ``maka up``'s
 supervisor (Redis, Interaction service, broker, MCP provider as separate processes) and driven with the
 ``maka`` CLI as a process. Tools are listed by ``maka tools --json`` with their schemas unchanged (output

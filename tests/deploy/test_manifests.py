@@ -1,5 +1,5 @@
 """Offline validation of the deployment files: Compose against the compose-spec schema, Kubernetes
-manifests against the bundled Kubernetes 1.33 OpenAPI schemas (strict), plus the rules the issue sets
+manifests against the bundled Kubernetes 1.33 OpenAPI schemas (strict), plus the rules a platform team relies on
 (non-root, read-only root FS, native gRPC probes, h2c ports, AOF Redis with a PVC, env names that the
 Settings classes read). Nothing here needs a Docker engine or a cluster.
 """

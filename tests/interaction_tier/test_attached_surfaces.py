@@ -1,4 +1,4 @@
-"""Attached surfaces across replicas (docs/design.md, "Attached surfaces"), through real processes.
+"""Attached surfaces across replicas (docs/design.md#attached-surfaces), through real processes.
 
 Two real Interaction replicas serve Hosts ``h00`` and ``h01`` over one real Redis. Surfaces attach to
 either replica with their own tokens; ``ListSurfaces`` on any replica lists every replica's streams of

@@ -1,5 +1,5 @@
 """The Interaction service over a real Redis Cluster and a real Sentinel setup, with a failover mid-form
-(docs/design.md, "Redis deployment modes" and "Durable fences").
+(docs/design.md#redis-deployment-modes and "Durable fences").
 
 Each topology is started once per module by :mod:`tests.helpers.redis_server` (real ``redis-server``
 processes on ephemeral loopback ports); the service runs in-process over redis-py's own cluster /

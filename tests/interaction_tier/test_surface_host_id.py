@@ -1,4 +1,4 @@
-"""Surfaces address one Host of a tier that serves several (docs/design.md, "Many Hosts").
+"""Surfaces address one Host of a tier that serves several (docs/design.md#many-hosts).
 
 One real Interaction replica serves Hosts ``h00`` and ``h01``; a broker (this test, over HostLink) opens a
 form on ``h01``; the ``maka`` CLI, run as a child process with a surface token that sees both Hosts,

@@ -1,4 +1,4 @@
-"""Issue: the Interaction tier at team scale, through real processes (docs/design.md, "Interaction tier").
+"""The Interaction tier at team scale, through real processes (docs/design.md#interaction-tier).
 
 One ``python -m services.interaction.main`` replica serving 50 Hosts over a private ``redis-server``;
 this test process plays 2,000 surfaces (Attach) and 200 brokers (HostLink).

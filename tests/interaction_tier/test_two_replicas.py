@@ -1,5 +1,5 @@
 """Two Interaction replicas behind client-side round_robin; one is killed (SIGKILL) mid-load
-(docs/design.md, "gRPC for a replicated tier").
+(docs/design.md#grpc-for-a-replicated-tier).
 
 The driver is :func:`bench.failover.run_replica_kill` (real processes: one ``redis-server``, two
 ``services.interaction.main`` replicas serving three Hosts, a broker and provider per Host running the

@@ -5,7 +5,7 @@ presents ``MAKA_INTERACTION_TOKEN`` on HostLink, the provider ``MAKA_BROKER_TOKE
 test plays the Tool caller (``MAKA_CALLER_TOKEN``) and surfaces (``MAKA_SURFACE_TOKEN``).
 Unauthenticated → UNAUTHENTICATED; wrong role → PERMISSION_DENIED; a foreign session's form is
 NOT_FOUND by id and PERMISSION_DENIED when asked for by session (without revealing existence).
-TLS/mTLS on the real services: ``test_tls.py``. Sources: DESIGN.md §6, issue 9.
+TLS/mTLS on the real services: ``test_tls.py``. Sources: docs/design.md#tokens.
 """
 
 from __future__ import annotations

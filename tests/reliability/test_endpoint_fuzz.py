@@ -7,7 +7,7 @@ from a small set and - for every error the services raise themselves - a ``googl
 a closed set; nothing ends as ``UNKNOWN``/``INTERNAL`` (an unhandled exception). Afterwards every service
 still reports SERVING and a normal form round completes. Generated values stay away from the names the stack
 really uses (the ``counter`` provider, new Host epochs) so the fuzzer cannot legitimately replace them.
-Sources: DESIGN.md §6, ``services/core/status.py``, issue 9 (bad input).
+Sources: docs/design.md#untrusted-form-copy, ``services/core/status.py``, docs/security.md#threats-and-what-stops-them.
 """
 
 from __future__ import annotations

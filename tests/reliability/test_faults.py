@@ -6,7 +6,7 @@ and each test waits until the stack serves again before it starts. The MCP provi
 broker through :class:`tests.reliability.tcp_proxy.TcpProxy` so a test can cut that stream. The
 counting MCP server logs every ``tools/call`` that reaches it, so "no retry reaches the server" is
 counted, not assumed; tests tell their calls apart by ``tag``. Sources: RFC criteria 8 (provider
-loss), 9 (Host restart, surface reconnect), DESIGN.md §5 (lifecycle rules), issue 9 (fault suite).
+loss), 9 (Host restart, surface reconnect), docs/design.md#lifecycle (lifecycle rules).
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ async def test_an_mcp_server_crash_between_rounds_fails_stably_without_a_retry_o
         server_pid = int(str(next(c for c in calls(faulty.log) if c["tag"] == "crash")["pid"]))
         os.kill(server_pid, signal.SIGKILL)
         end = await call.terminal()
-        assert end.WhichOneof("event") == "lost", call.kinds()  # outcome unknown (DESIGN.md §5)
+        assert end.WhichOneof("event") == "lost", call.kinds()  # outcome unknown, never a made-up result
     record = await wait_settled(faulty.interaction, interaction_id)
     assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST
     with pytest.raises(grpc.aio.AioRpcError) as refused:

@@ -3,8 +3,8 @@
 
 Whatever arrives, the only failure is :class:`services.core.form.FormError` with reasons from the
 closed :class:`FormErrorReason` set, and anything accepted respects the repository caps
-(``services/core/limits.py``). Small example counts keep CI fast. Sources: DESIGN.md §6 ("exact-shape
-decoding, flat primitive schemas only, repository caps"), RFC criterion 5, issue 9 (bad input).
+(``services/core/limits.py``). Small example counts keep CI fast. Sources: docs/design.md#untrusted-form-copy
+("exact-shape decoding, flat primitive schemas only, repository caps"), RFC criterion 5.
 """
 
 from __future__ import annotations

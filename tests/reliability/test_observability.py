@@ -2,7 +2,8 @@
 what happened (calls, rounds, pending forms, settlement reasons, frame rejections) and every process
 exports spans of the data path (``MAKA_OTEL_EXPORTER=console``).
 
-Sources: DESIGN.md §6, ``services/core/metrics.py`` and ``services/core/tracing.py``, issue 9 (observability).
+Sources: docs/design.md#security, ``services/core/metrics.py`` and ``services/core/tracing.py``,
+docs/security.md#observability-without-secrets.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Race suite on the shared stack of real processes: one winner among conflicting answers, and no
 cross-talk among many concurrent forms.
 
-Sources: DESIGN.md §4 (every transition is one Lua script, so concurrent answers have exactly one
-winner), RFC criteria on canonical answers and invocation binding, issue 9 (races).
+Sources: docs/design.md#lua-scripts (every transition is one Lua script, so concurrent answers have exactly
+one winner), RFC criteria 5 and 8 (canonical answers, invocation binding).
 """
 
 from __future__ import annotations

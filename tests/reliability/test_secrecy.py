@@ -5,8 +5,7 @@ One Tool call on the shared stack of real processes (tracing to the console, met
 typed by the surface. Then every place the system writes is searched: every process's captured
 stdout/stderr (logs and console-exported spans), every Redis key and value (SCAN over strings,
 hashes, lists, sets, zsets, streams), the surface's Attach stream, the caller's ``CallTool`` events
-and each service's ``/metrics``. Sources: DESIGN.md §6, RFC criteria on ``requestState`` handling,
-issue 9 (secrecy).
+and each service's ``/metrics``. Sources: docs/design.md#canaries, docs/design.md#requeststate, RFC criterion 12.
 """
 
 from __future__ import annotations

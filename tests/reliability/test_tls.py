@@ -2,7 +2,7 @@
 a server certificate and a client CA (``MAKA_TLS_CERT_FILE``/``MAKA_TLS_KEY_FILE``/``MAKA_TLS_CLIENT_CA_FILE``),
 refuses plaintext and certificate-less clients, and the real broker's HostLink reaches it with its client
 certificate (``MAKA_TLS_CA_FILE``/``MAKA_TLS_CLIENT_CERT_FILE``/``MAKA_TLS_CLIENT_KEY_FILE``). Test
-certificates are generated with ``cryptography``. Source: DESIGN.md §6, issue 9 (access control).
+certificates are generated with ``cryptography``. Source: docs/design.md#tokens.
 """
 
 from __future__ import annotations

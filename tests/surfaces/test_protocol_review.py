@@ -1,4 +1,5 @@
-"""Issue 16 (protocol and form correctness), through the whole stack and every surface.
+"""Protocol and form correctness (docs/acceptance.md#protocol-and-form-correctness), through the whole stack
+and every surface.
 
 One real stack (``Stack`` processes as ``maka up`` starts them, with the web surface) runs the low-level
 SDK fixture server (:mod:`tests.fixtures.mcp_servers.mrtr_server`, stdio behind the tee proxy) twice:
@@ -556,7 +557,7 @@ async def test_c08_an_answer_committed_while_the_provider_is_frozen_never_reache
         finally:
             os.kill(pid, signal.SIGKILL)  # ... and the provider dies before it could deliver it
         final = await call.terminal(timeout=60)
-    assert final.HasField("lost"), call.kinds()  # outcome unknown (DESIGN.md §5), never a made-up result
+    assert final.HasField("lost"), call.kinds()  # outcome unknown, never a made-up result
     await eventually(
         lambda: any(e.kind == "ready" and e.name == "provider" for e in stack.history[seen:]),
         what="the replacement provider",

@@ -1,4 +1,4 @@
-"""Issue 6 "Done when" / RFC criterion 14: every surface passes the same real-server form fixture.
+"""RFC criterion 14: every surface passes the same real-server form fixture.
 
 One real stack (``Stack`` processes, as ``maka up`` starts them, with the web surface) runs the bundled
 example MCP server (``examples/deploy_server.py``, official SDK, stdio behind the tee proxy). The same

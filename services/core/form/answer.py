@@ -66,7 +66,9 @@ def email_syntax_ok(text: str) -> bool:
     The local part (dot-atom or quoted string, UTF-8 allowed) is checked by ``email_validator``; the domain
     must be a host name (dot-separated LDH labels of 1-63 characters after IDNA encoding, 253 in all; one
     label is enough) or an address literal (``[192.0.2.1]``, ``[IPv6:2001:db8::1]``). No DNS, no
-    "globally deliverable" or special-use name rule (issue 16 finding 4). Never raises.
+    "globally deliverable" or special-use name rule: internal domains such as
+    ``corp.local`` are real addresses for a form (docs/acceptance.md#protocol-and-form-correctness, finding 4).
+    Never raises.
     """
     local, at, domain = text.rpartition("@")
     if not at or not local or not domain or len(text) > 254:
@@ -249,7 +251,8 @@ def validate_answer(form: Form, answer: Answer, *, limits: Limits = DEFAULT_LIMI
       keys are declared fields only (``ANSWER_UNKNOWN_FIELD``); each value passes :func:`check_value`.
     - A default is never filled in: a field the answer leaves out stays out. Surfaces pre-fill defaults and
       send what the user left untouched, so an omitted field is one the user cleared (MCP 2026-07-28
-      elicitation: the user MUST be able to review and modify what is sent; issue 16 finding 3).
+      elicitation: the user MUST be able to review and modify what is sent;
+      docs/acceptance.md#protocol-and-form-correctness, finding 3).
     - A required field that is absent is ``ANSWER_MISSING_REQUIRED``, with or without a default (a required
       boolean without a default therefore needs an explicit ``true`` or ``false``).
     - A required multi-select submitted as ``[]`` is *present*; it is rejected (``ANSWER_CONSTRAINT``) only

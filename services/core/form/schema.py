@@ -48,7 +48,8 @@ _ROOT_KEYS = frozenset(
     }
 )
 """Root keys accepted. ``$id``, ``$comment`` and ``examples`` are annotations that cannot change what is valid
-(JSON Schema 2020-12 core §8.2.1, validation §9): accepted and ignored (issue 16 finding 5)."""
+(JSON Schema 2020-12 core §8.2.1; JSON Schema 2020-12 validation §9): accepted and ignored
+(docs/acceptance.md#protocol-and-form-correctness, finding 5)."""
 
 SUPPORTED_DIALECTS = frozenset(
     {
@@ -60,7 +61,7 @@ SUPPORTED_DIALECTS = frozenset(
 """``$schema`` values accepted (a trailing ``#`` is ignored): JSON Schema 2020-12 (MCP's default dialect) and the
 two earlier drafts whose meaning for the flat primitive subset is the same. Anything else is an error: MCP
 2026-07-28 ``basic/index`` "JSON Schema Usage" — an unsupported dialect MUST be reported, never validated as
-2020-12 (issue 16 finding 9)."""
+2020-12 (docs/acceptance.md#protocol-and-form-correctness, finding 9)."""
 _COMMON_KEYS = frozenset({"type", "title", "description", "default"})
 _STRING_KEYS = _COMMON_KEYS | {"minLength", "maxLength", "format"}
 _NUMBER_KEYS = _COMMON_KEYS | {"minimum", "maximum"}
@@ -126,7 +127,7 @@ def _count(add: _Add, schema: Mapping[str, Any], key: str, parts: Sequence[str])
 def _bound(add: _Add, schema: Mapping[str, Any], key: str, parts: Sequence[str]) -> int | float | None:
     """A ``minimum``/``maximum``: any finite JSON number. An integer beyond ±2^53 (``9223372036854775807``) is
     kept as the nearest double: answers stay within ±2^53 anyway, and the server's own schema is checked
-    exactly before the retry (issue 16 finding 5)."""
+    exactly before the retry (docs/acceptance.md#protocol-and-form-correctness, finding 5)."""
     if key not in schema:
         return None
     raw = schema[key]
@@ -210,7 +211,8 @@ class _PropertyDecoder:
         default, problems = check_value(field, schema["default"], limits=self.limits)
         if problems or default is None:
             # A default the user could not submit is dropped, not fatal: the field is asked without a
-            # pre-filled value (issue 16 finding 5). Never logged with the value.
+            # pre-filled value (docs/acceptance.md#protocol-and-form-correctness, finding 5). Never logged
+            # with the value.
             log.info("form_default_dropped", extra={"path": self.path("default")})
             return field
         return _with_default(field, default)

@@ -1,4 +1,4 @@
--- Begin a new Host epoch: the fencing token every other script compares (DESIGN.md §4).
+-- Begin a new Host epoch: the fencing token every other script compares (docs/design.md#host-epoch-and-fencing).
 -- From this INCR on, every write of an older epoch is refused (open, close, heartbeat: STALE_EPOCH;
 -- settle of an older-epoch record: STALE), so every form still pending can only end host_restarted.
 -- KEYS: 1 epoch, 2 pending

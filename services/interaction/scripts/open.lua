@@ -1,4 +1,4 @@
--- Open a pending Interaction (DESIGN.md §4). One transition, checked before writing.
+-- Open a pending Interaction (docs/design.md#lua-scripts). One transition, checked before writing.
 -- KEYS: 1 epoch, 2 record, 3 leases:{epoch}, 4 pending, 5 inv:{invocation}, 6 session pending, 7 session events,
 --       8 Host-wide events
 -- ARGV: 1 epoch, 2 id, 3 Interaction pb, 4 InteractionEvent pb, 5 session id, 6 invocation id,

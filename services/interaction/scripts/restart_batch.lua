@@ -1,4 +1,4 @@
--- Close a batch of pending Interactions of older Host epochs as host_restarted (RFC criterion 9; DESIGN.md §4).
+-- Close a batch of pending Interactions of older Host epochs as host_restarted (RFC criterion 9; docs/design.md#host-epoch-and-fencing).
 -- Per form it runs the same checks and writes as settle.lua in 'restart' mode, so it is safe against
 -- concurrent answers, closes, reapers and other replicas: the record exists, its session and epoch match,
 -- it is still pending and its epoch is older than the current one; any other form is skipped unchanged.

@@ -1,4 +1,5 @@
--- Settle a pending Interaction: answer it, or close it with a reason (DESIGN.md §4-5).
+-- Settle a pending Interaction: answer it, or close it with a reason (docs/design.md#lua-scripts;
+-- docs/design.md#settlement).
 -- Compares state, session, epoch, lease and wait before writing, so concurrent settlements have one winner.
 -- KEYS: 1 epoch, 2 record, 3 leases:{record epoch}, 4 pending, 5 inv:{invocation}, 6 session pending,
 --       7 session events, 8 settled, 9 Host-wide events, 10 undelivered

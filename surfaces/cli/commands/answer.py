@@ -1,4 +1,4 @@
-"""``maka answer``: answer one pending form (DESIGN.md §7; MCP ``ElicitResult`` actions).
+"""``maka answer``: answer one pending form (docs/design.md#running-it; MCP ``ElicitResult`` actions).
 
 ``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
 

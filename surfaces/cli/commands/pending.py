@@ -1,4 +1,4 @@
-"""``maka pending``: list the pending forms of the running stack (DESIGN.md §7).
+"""``maka pending``: list the pending forms of the running stack (docs/design.md#running-it).
 
 ``maka pending [--session S ...] [--json]`` prints every pending form the caller may see (or those of the
 given sessions), each field with its limits, default and choices (the first 20; ``--json`` lists all).

@@ -1,4 +1,4 @@
-"""``maka up``: run the whole stack in the foreground (DESIGN.md §7; ``make run``).
+"""``maka up``: run the whole stack in the foreground (docs/design.md#running-it; ``make run``).
 
 ``maka up --config mcp.json [--state-dir DIR] [--ports ephemeral|name=port,...] [--redis-url URL]
 [--redis-mode standalone|sentinel|cluster] [--host-id H] [--no-web] [--log-level L]

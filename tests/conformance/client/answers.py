@@ -89,7 +89,7 @@ def automatic_answer(form: Form) -> Answer:
     """``accept`` with a value for every field of ``form`` (see :func:`field_value`), in form order.
 
     Source rule: the conformance harness's client scenarios expect the client to accept each form-mode
-    ``elicitation/create`` (issue 5: "an automatic answering surface that accepts with defaults").
+    ``elicitation/create`` (the harness expects a client that accepts with the defaults).
     Never raises for a form the form contract admits (select fields always have an option).
     """
     return Answer(action=Action.ACCEPT, values={field.name: field_value(field) for field in form.fields})

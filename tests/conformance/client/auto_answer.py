@@ -1,6 +1,6 @@
 """The automatic answering surface: an ``Attach`` client that accepts every pending form.
 
-It is an ordinary surface (DESIGN.md §2): it reads the Host-owned projection through
+It is an ordinary surface (docs/design.md#surfaces-and-callers): it reads the Host-owned projection through
 :class:`surfaces.common.interaction_client.InteractionClient` and answers with ``Answer``; it keeps no
 pending list of its own. Each form gets :func:`tests.conformance.client.answers.automatic_answer`.
 A ``gate`` lets a driver hold one form pending (e.g. to make another call between MRTR rounds).

@@ -1,4 +1,4 @@
-"""Access control: bearer tokens by role, session scoping, TLS and mutual TLS (DESIGN.md §6)."""
+"""Access control: bearer tokens by role, session scoping, TLS and mutual TLS (docs/design.md#tokens)."""
 
 from __future__ import annotations
 

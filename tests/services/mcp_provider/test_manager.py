@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 ADA = {"action": "accept", "content": {"name": "Ada"}}
 """The bare ElicitResult of ``accept(name="Ada")`` on the profile form: exactly what was answered (``color``,
-left out, is never refilled with its default: issue 16 finding 3)."""
+left out, is never refilled with its default: docs/acceptance.md#protocol-and-form-correctness, finding 3)."""
 
 
 def _text(result: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Protocol findings of the spec review (issue 16), against the real SDK fixture servers.
+"""Protocol findings of the spec review (docs/acceptance.md#protocol-and-form-correctness), against the real
+SDK fixture servers.
 
 - Server-defined JSON-RPC codes (-32000..-32099) are server errors: the server's message travels in the
   failure and neither the connection nor another call on it is touched (only a real transport closure, as

@@ -1,4 +1,4 @@
-"""Running the Host day to day (issue 15), through real processes and the ``maka`` entry point:
+"""Running the Host day to day (README.md "Operations"), through real processes and the ``maka`` entry point:
 ``maka status`` with real failure causes, ``SERVER_UNAVAILABLE``, a server's own error message,
 argument validation, ``maka config check``, and ``maka reload`` / SIGHUP with a call in flight."""
 

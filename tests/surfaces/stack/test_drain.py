@@ -1,6 +1,6 @@
 """A rolling restart of a Host drains: broker and provider get SIGTERM together (one pod's containers),
 new calls are refused ``HOST_UNAVAILABLE`` while the call in flight — and its form — finish, then both
-start again and serve (docs/design.md §8). Without a drain the same call would end ``lost``.
+start again and serve (docs/design.md#scale-out). Without a drain the same call would end ``lost``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OAuth sign-in end to end in real Chromium (issue 20 "Done when"): an OAuth-protected MCP server (the
+"""OAuth sign-in end to end in real Chromium (docs/design.md#callers-and-sign-in): an OAuth-protected MCP server (the
 official conformance harness's ``auth/metadata-default`` resource and authorization servers), the whole
 stack as processes (``maka up`` with the web surface), the Host-owned prompt on the web page, the
 redirect back to ``/oauth/callback``, the call succeeding, tokens surviving a restart of the stack, and

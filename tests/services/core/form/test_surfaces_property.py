@@ -1,4 +1,5 @@
-"""Property tests across the authority and every surface's model (issue 16, "What to build").
+"""Property tests across the authority and every surface's model (one schema, one rule everywhere:
+docs/acceptance.md#protocol-and-form-correctness).
 
 Schemas are generated from MCP 2026-07-28's primitive subset (:mod:`tests.services.core.form.strategies`),
 answers for them too. For every decodable schema:

@@ -73,7 +73,7 @@ class _CloseReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CloseReas
     """
 
 class CloseReason(_CloseReason, metaclass=_CloseReasonEnumTypeWrapper):
-    """CloseReason says why an Interaction stopped being pending (DESIGN.md §3)."""
+    """CloseReason says why an Interaction stopped being pending (docs/design.md#close-reasons)."""
 
 CLOSE_REASON_UNSPECIFIED: CloseReason.ValueType  # 0
 CLOSE_REASON_ANSWERED: CloseReason.ValueType  # 1

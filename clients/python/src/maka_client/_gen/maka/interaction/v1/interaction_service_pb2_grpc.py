@@ -115,7 +115,7 @@ class InteractionServiceServicer:
 
     def ListSurfaces(self, request, context):
         """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
-        docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+        docs/design.md#attached-surfaces): those watching a session the caller may see, never a
         token, never another Host's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -54,7 +54,7 @@ class InteractionServiceStub:
     """GetInteraction returns one Interaction, pending or settled (within retention)."""
     ListSurfaces: _grpc.UnaryUnaryMultiCallable[_interaction_service_pb2.ListSurfacesRequest, _interaction_service_pb2.ListSurfacesResponse]
     """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
-    docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+    docs/design.md#attached-surfaces): those watching a session the caller may see, never a
     token, never another Host's.
     """
 
@@ -84,7 +84,7 @@ class InteractionServiceAsyncStub(InteractionServiceStub):
     """GetInteraction returns one Interaction, pending or settled (within retention)."""
     ListSurfaces: _aio.UnaryUnaryMultiCallable[_interaction_service_pb2.ListSurfacesRequest, _interaction_service_pb2.ListSurfacesResponse]  # type: ignore[assignment]
     """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
-    docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+    docs/design.md#attached-surfaces): those watching a session the caller may see, never a
     token, never another Host's.
     """
 
@@ -147,7 +147,7 @@ class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_interaction_service_pb2.ListSurfacesResponse, _abc.Awaitable[_interaction_service_pb2.ListSurfacesResponse]]:
         """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
-        docs/design.md, "Attached surfaces"): those watching a session the caller may see, never a
+        docs/design.md#attached-surfaces): those watching a session the caller may see, never a
         token, never another Host's.
         """
 
