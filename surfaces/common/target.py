@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import os
 
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from stack.state_dir import add_state_dir_argument, read_endpoints
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:

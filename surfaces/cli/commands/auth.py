@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import grpc.aio
 
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from stack.state_dir import add_state_dir_argument, read_endpoints
 from surfaces.common.sign_in import SignInClient, SignInView
 
 NAME = "auth"

@@ -25,7 +25,7 @@ from pathlib import Path
 import grpc.aio
 
 from services.mcp_provider.config import ConfigError, check_config
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from stack.state_dir import add_state_dir_argument, read_endpoints
 from surfaces.common.server_status import fetch_status
 
 NAME = "reload"

@@ -47,7 +47,7 @@ from services.core import healthcheck
 from services.core.channels import open_channel
 from services.mcp_provider.config import ConfigError, ServerConfig, load_config
 from services.mcp_provider.oauth import generate_key_file
-from surfaces.cli.endpoints import Endpoints, write_endpoints
+from stack.state_dir import Endpoints, write_endpoints
 from surfaces.common.server_status import fetch_status
 
 log = logging.getLogger("maka.stack.supervisor")

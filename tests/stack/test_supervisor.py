@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio
 
-from surfaces.stack import supervisor as supervisor_module
-from surfaces.stack.supervisor import (
+from stack import supervisor as supervisor_module
+from stack.supervisor import (
     ChildSpec,
     Ports,
     Stack,
@@ -380,7 +380,7 @@ def test_the_state_dir_lock_refuses_a_second_holder_naming_the_first_pid(tmp_pat
 ROOT = Path(__file__).resolve().parents[3]
 SUPERVISING = """
 import asyncio, sys
-from surfaces.stack.supervisor import ChildSpec, Supervisor
+from stack.supervisor import ChildSpec, Supervisor
 
 async def main() -> None:
     supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=20)
