@@ -43,7 +43,7 @@ import httpx
 from bench.system import ROOT, machine, process_tree_usage
 from bench.topology import Topology, TopologySpec
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from stack.supervisor import grpc_serving, list_tools
+from stack.probes import grpc_serving, list_tools
 from surfaces.common.interaction_client import CloseReason, InteractionClient, InteractionView
 
 RESULTS = ROOT / "bench" / "results"

@@ -32,7 +32,10 @@ from pathlib import Path
 import httpx
 
 from bench.system import ROOT
-from stack.supervisor import ChildSpec, StackError, Supervisor, free_port, grpc_serving, http_ok
+from stack.errors import StackError
+from stack.ports import free_port
+from stack.probes import grpc_serving, http_ok
+from stack.supervisor import ChildSpec, Supervisor
 from tests.helpers.certs import CertFiles, make_certs
 
 EXAMPLES_CONFIG = ROOT / "examples" / "mcp.json"

@@ -13,17 +13,12 @@ import pytest
 import redis.asyncio
 
 from stack import supervisor as supervisor_module
-from stack.supervisor import (
-    ChildSpec,
-    Ports,
-    Stack,
-    StackError,
-    StackEvent,
-    StackRunning,
-    StateDirLock,
-    Supervisor,
-    parse_metrics_ports,
-)
+from stack import topology
+from stack.errors import StackError
+from stack.ports import Ports, parse_metrics_ports
+from stack.state_dir import StackRunning, StateDirLock
+from stack.supervisor import ChildSpec, StackEvent, Supervisor
+from stack.topology import Stack
 from tests.helpers.waiting import eventually
 
 CHILD = """
@@ -335,8 +330,8 @@ def test_the_stderr_sink_goes_quiet_once_stderr_is_a_broken_pipe(monkeypatch: py
     monkeypatch.setattr(sys, "stderr", broken)
     monkeypatch.setattr(supervisor_module, "_output_closed", False)
     try:
-        supervisor_module._stderr_sink("web", "first line")  # EPIPE: swallowed, not raised
-        supervisor_module._stderr_sink("web", "second line")
+        supervisor_module.stderr_sink("web", "first line")  # EPIPE: swallowed, not raised
+        supervisor_module.stderr_sink("web", "second line")
 
         assert supervisor_module._output_closed
     finally:
@@ -348,7 +343,7 @@ def test_the_stderr_sink_goes_quiet_once_stderr_is_a_broken_pipe(monkeypatch: py
 def test_children_do_not_inherit_maka_metrics_listen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAKA_METRICS_LISTEN", "127.0.0.1:9464")
 
-    env = supervisor_module._python_env({"MAKA_LISTEN": "127.0.0.1:0"})
+    env = topology._python_env({"MAKA_LISTEN": "127.0.0.1:0"})
 
     assert "MAKA_METRICS_LISTEN" not in env
     assert env["MAKA_LISTEN"] == "127.0.0.1:0"
@@ -377,7 +372,7 @@ def test_the_state_dir_lock_refuses_a_second_holder_naming_the_first_pid(tmp_pat
         assert (tmp_path / "state" / "maka.lock").read_text() == f"{os.getpid()}\n"
 
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SUPERVISING = """
 import asyncio, sys
 from stack.supervisor import ChildSpec, Supervisor

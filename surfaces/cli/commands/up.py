@@ -41,18 +41,12 @@ import signal
 import sys
 from pathlib import Path
 
-from stack.state_dir import Endpoints, add_state_dir_argument
-from stack.supervisor import (
-    SUPERSEDED,
-    ConfigInvalid,
-    Ports,
-    Stack,
-    StackEvent,
-    StackRunning,
-    StateDirLock,
-    parse_metrics_ports,
-)
+from stack.ports import Ports, parse_metrics_ports
+from stack.state_dir import Endpoints, StackRunning, StateDirLock
+from stack.supervisor import StackEvent
+from stack.topology import SUPERSEDED, ConfigInvalid, Stack
 from surfaces.cli import logview
+from surfaces.common.target import add_state_dir_argument
 
 NAME = "up"
 HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web) in the foreground"

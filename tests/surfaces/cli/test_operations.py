@@ -20,8 +20,8 @@ from typing import TypeVar
 import httpx
 import pytest
 
+from stack.ports import free_port
 from stack.state_dir import Endpoints, read_endpoints
-from stack.supervisor import free_port
 from surfaces.common.interaction_client import InteractionClient, Snapshot
 from tests.helpers.stack import running_stack
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stack.state_dir import Endpoints, read_endpoints
-from stack.supervisor import StateDirLock, free_port, grpc_serving, redis_ping
+from stack.ports import free_port
+from stack.probes import grpc_serving, redis_ping
+from stack.state_dir import Endpoints, StateDirLock, read_endpoints
 from surfaces.cli.commands import up
 from surfaces.cli.main import build_parser
 from tests.helpers.waiting import eventually
