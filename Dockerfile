@@ -9,6 +9,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY gen ./gen
 COPY services ./services
+COPY stack ./stack
 COPY surfaces ./surfaces
 # The Python client library (maka_client): `maka call`, `maka stop` and `maka tools` run on it.
 COPY clients/python ./clients/python

@@ -42,7 +42,8 @@ from bench.scale import ScaleResult, run_scale
 from bench.servers import example_server
 from bench.stats import ratio
 from bench.system import ROOT, machine, rss_kib, versions
-from surfaces.stack.supervisor import Ports, Stack
+from stack.ports import Ports
+from stack.topology import Stack
 
 log = logging.getLogger("maka.bench.run")
 T = TypeVar("T")

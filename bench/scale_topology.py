@@ -43,8 +43,8 @@ import httpx
 from bench.system import ROOT, machine, process_tree_usage
 from bench.topology import Topology, TopologySpec
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from stack.probes import grpc_serving, list_tools
 from surfaces.common.interaction_client import CloseReason, InteractionClient, InteractionView
-from surfaces.stack.supervisor import grpc_serving, list_tools
 
 RESULTS = ROOT / "bench" / "results"
 SURFACES = ("web", "cli", "polyglot")

@@ -11,7 +11,7 @@ caller ─▶ host-N broker ◀─ host-N provider (stdio example MCP server)   
              redis (AOF)
 ```
 
-Every child runs under :class:`surfaces.stack.supervisor.Supervisor` (a crashed child is restarted on
+Every child runs under :class:`stack.supervisor.Supervisor` (a crashed child is restarted on
 its port, as a Deployment or StatefulSet would). Faults: :meth:`Topology.kill` (SIGKILL),
 :meth:`Topology.restart_host` (SIGTERM broker and provider together, drained, then start again).
 """
@@ -32,7 +32,10 @@ from pathlib import Path
 import httpx
 
 from bench.system import ROOT
-from surfaces.stack.supervisor import ChildSpec, StackError, Supervisor, free_port, grpc_serving, http_ok
+from stack.errors import StackError
+from stack.ports import free_port
+from stack.probes import grpc_serving, http_ok
+from stack.supervisor import ChildSpec, Supervisor
 from tests.helpers.certs import CertFiles, make_certs
 
 EXAMPLES_CONFIG = ROOT / "examples" / "mcp.json"

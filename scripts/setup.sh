@@ -115,5 +115,5 @@ echo "setup: checking the Python packages"
 pip_install requirements/run.lock . "what running needs"
 # The Python client library (clients/python, import name maka_client): the CLI and the bench use it.
 pip_install "" clients/python "the Python client library (maka_client; its dependencies are in the run lock)"
-.venv/bin/python -c 'import maka.form.v1.form_pb2, maka_client, services, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
+.venv/bin/python -c 'import maka.form.v1.form_pb2, maka_client, services, stack, surfaces' || { echo "setup: venv install failed" >&2; exit 1; }
 echo "setup: ok"

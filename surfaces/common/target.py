@@ -3,6 +3,9 @@
 Used by ``maka pending``, ``maka answer``, ``maka tui`` and ``maka web`` (docs/design.md#running-it: every command
 finds the stack through ``--state-dir`` / ``MAKA_STATE_DIR``). ``--host-id`` names the Host whose forms a command
 addresses when the Interaction tier serves several (docs/design.md#many-hosts).
+
+``--state-dir`` and ``--broker`` find the rest of the stack for every ``maka`` command (``endpoints.json``,
+:mod:`stack.state_dir`).
 """
 
 from __future__ import annotations
@@ -10,8 +13,46 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from pathlib import Path
 
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from stack.state_dir import DEFAULT_STATE_DIR, Endpoints, read_endpoints
+
+
+def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--state-dir`` (default: ``$MAKA_STATE_DIR`` or ``./.state``)."""
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(os.environ.get("MAKA_STATE_DIR", str(DEFAULT_STATE_DIR))),
+        help="folder of the running stack's endpoints.json (default: $MAKA_STATE_DIR or ./.state)",
+    )
+
+
+BROKER_ENV = "MAKA_BROKER_TARGET"
+
+
+def add_broker_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--broker HOST:PORT`` (default: ``$MAKA_BROKER_TARGET``, else the stack's ``endpoints.json``)."""
+    parser.add_argument(
+        "--broker",
+        default=None,
+        metavar="HOST:PORT",
+        help="broker address, e.g. through a proxy or in a cluster (default: $MAKA_BROKER_TARGET, else endpoints.json)",
+    )
+
+
+def broker_endpoints(args: argparse.Namespace) -> tuple[Endpoints, str]:
+    """The stack's endpoints (only a broker address when none runs locally) and the broker to dial:
+    ``--broker``, else ``$MAKA_BROKER_TARGET``, else ``endpoints.json``. Raises ``FileNotFoundError``
+    (with a hint) when none of them names a broker."""
+    explicit: str | None = args.broker or os.environ.get(BROKER_ENV) or None
+    try:
+        endpoints = read_endpoints(args.state_dir)
+    except FileNotFoundError:
+        if explicit is None:
+            raise
+        endpoints = Endpoints(interaction="", broker=explicit)
+    return endpoints, explicit or endpoints.broker
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ real MCP servers built with the official SDK, and their JSON-RPC traffic capture
   a stdio server behind :mod:`tests.fixtures.mcp_servers.tee_proxy` (byte-exact ``C->S``/``S->C`` log),
   a dual-era SDK server made legacy-only by :mod:`tests.acceptance.legacy_only_proxy`, and a
   Streamable HTTP server (started by :func:`http_fixture_server`, with its ASGI body logger).
-- :func:`acceptance_stack` starts :class:`~surfaces.stack.supervisor.Stack` (embedded Redis, the
+- :func:`acceptance_stack` starts :class:`~stack.topology.Stack` (embedded Redis, the
   Interaction service, broker and MCP provider as processes; optionally the web surface) with extra
   ``MAKA_*`` environment; yields :class:`~tests.helpers.stack.RunningStack`.
 - :class:`Wire` reads a captured log: requests by method, ``tools/call`` legs, responses by id.
@@ -27,7 +27,8 @@ from typing import Any
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
-from surfaces.stack.supervisor import Ports, Stack
+from stack.ports import Ports
+from stack.topology import Stack
 from tests.helpers.stack import START_TIMEOUT, STOP_TIMEOUT, RunningStack
 from tests.helpers.waiting import eventually
 

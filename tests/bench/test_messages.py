@@ -12,7 +12,8 @@ import pytest
 from bench.callers import StackCaller
 from bench.messages import count_messages
 from bench.servers import example_server
-from surfaces.stack.supervisor import METRICS_SERVICES, Ports, Stack
+from stack.ports import METRICS_SERVICES, Ports
+from stack.topology import Stack
 from tests.helpers.stack import START_TIMEOUT, STOP_TIMEOUT
 
 CALLS = 5

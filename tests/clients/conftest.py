@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from surfaces.stack.supervisor import Stack
+from stack.topology import Stack
 from tests.helpers.nginx import Nginx, grpc_proxy
 from tests.helpers.stack import RunningStack
 from tests.reliability.harness import calls, reliability_stack, tools_ready

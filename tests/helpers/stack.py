@@ -28,8 +28,10 @@ import grpc.aio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
-from surfaces.cli.endpoints import Endpoints
-from surfaces.stack.supervisor import Ports, Stack, StackEvent
+from stack.ports import Ports
+from stack.state_dir import Endpoints
+from stack.supervisor import StackEvent
+from stack.topology import Stack
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_CONFIG = ROOT / "examples" / "mcp.json"

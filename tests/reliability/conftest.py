@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from surfaces.stack.supervisor import Stack
+from stack.topology import Stack
 from tests.helpers.stack import RunningStack
 from tests.reliability.harness import calls, free_port, reliability_stack, tools_ready
 

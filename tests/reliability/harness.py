@@ -32,7 +32,9 @@ from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.channels import open_channel
-from surfaces.stack.supervisor import ChildSpec, Ports, Stack
+from stack.ports import Ports
+from stack.supervisor import ChildSpec
+from stack.topology import Stack
 from tests.helpers.stack import START_TIMEOUT, STOP_TIMEOUT, RunningStack
 
 TERMINAL = frozenset({"result", "failure", "lost", "stopped"})

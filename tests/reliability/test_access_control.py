@@ -25,7 +25,7 @@ from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
-from surfaces.stack.supervisor import Stack
+from stack.topology import Stack
 from tests.helpers.stack import RunningStack
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import (

@@ -26,8 +26,9 @@ import pytest_asyncio
 
 from maka.interaction.v1 import interaction_pb2
 from services.core.status import error_from_rpc
+from stack.supervisor import StackEvent
+from stack.topology import Stack
 from surfaces.common.interaction_client import Answered, Backoff, Disconnected, InteractionClient, Opened, Snapshot
-from surfaces.stack.supervisor import Stack, StackEvent
 from tests.helpers.stack import RunningStack
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import (

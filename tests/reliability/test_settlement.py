@@ -37,7 +37,8 @@ from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
-from surfaces.stack.supervisor import Stack, StackEvent
+from stack.supervisor import StackEvent
+from stack.topology import Stack
 from tests.helpers.stack import RunningStack
 from tests.reliability.harness import (
     ToolCall,

@@ -26,8 +26,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import grpc.aio
 
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from stack.state_dir import read_endpoints
 from surfaces.common.sign_in import SignInClient, SignInView
+from surfaces.common.target import add_state_dir_argument
 
 NAME = "auth"
 HELP = "OAuth sign-in of MCP servers: status, login SERVER (prints the URL and waits), logout SERVER"

@@ -49,7 +49,8 @@ from maka_client import (
     Result,
     Stopped,
 )
-from surfaces.cli.endpoints import Endpoints, add_broker_argument, add_state_dir_argument, broker_endpoints
+from stack.state_dir import Endpoints
+from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
 
 NAME = "call"
 HELP = "call a Tool (SERVER:TOOL) through the broker and print its result"

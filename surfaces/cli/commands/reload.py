@@ -25,8 +25,9 @@ from pathlib import Path
 import grpc.aio
 
 from services.mcp_provider.config import ConfigError, check_config
-from surfaces.cli.endpoints import add_state_dir_argument, read_endpoints
+from stack.state_dir import read_endpoints
 from surfaces.common.server_status import fetch_status
+from surfaces.common.target import add_state_dir_argument
 
 NAME = "reload"
 HELP = "re-read the MCP config: added servers connect, removed ones drain, changed ones reconnect"

@@ -33,10 +33,11 @@ import grpc.aio
 
 from maka.broker.v1 import broker_pb2
 from services.core import healthcheck
-from surfaces.cli.endpoints import Endpoints, add_state_dir_argument, read_endpoints
+from stack.probes import http_ok
+from stack.state_dir import Endpoints, read_endpoints
 from surfaces.common.interaction_client import InteractionClient, InteractionError
 from surfaces.common.server_status import fetch_status, server_lines, status_json
-from surfaces.stack.supervisor import http_ok
+from surfaces.common.target import add_state_dir_argument
 
 NAME = "status"
 HELP = "show services, MCP servers (state, cause, next retry), config reloads, pending forms and attached surfaces"

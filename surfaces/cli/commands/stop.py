@@ -21,7 +21,7 @@ import sys
 
 from maka.broker.v1 import broker_pb2
 from maka_client import BrokerClient, MakaError
-from surfaces.cli.endpoints import add_broker_argument, add_state_dir_argument, broker_endpoints
+from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
 
 NAME = "stop"
 HELP = "stop live Tool calls of a turn, a session, or (--all) the whole Host"

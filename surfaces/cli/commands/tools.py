@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from maka_client import BrokerClient, MakaError, ToolInfo
-from surfaces.cli.endpoints import add_broker_argument, add_state_dir_argument, broker_endpoints
+from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
 
 NAME = "tools"
 HELP = "list the Tools the broker knows (SERVER:TOOL, description; --json adds input schemas)"

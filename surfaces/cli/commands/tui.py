@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
-    from surfaces.cli.endpoints import read_endpoints
+    from stack.state_dir import read_endpoints
     from surfaces.common.server_status import fetch_status, server_json
     from surfaces.common.sign_in import SignInClient, SignInView
     from surfaces.tui.app import MakaTui

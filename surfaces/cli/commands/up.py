@@ -21,8 +21,8 @@ SIGHUP (or ``maka reload``) makes the MCP provider re-read the config and apply 
 A bad config file is refused before anything starts, one ``CONFIG_INVALID:`` line per problem.
 
 Every child's log lines are forwarded to stderr (``--log-format human|json``, see
-:mod:`surfaces.stack.logview`; third-party output such as Redis's banner goes to ``DIR/logs/``); a child that dies is
-reported and restarted (see :mod:`surfaces.stack.supervisor`). Ctrl-C / SIGTERM drains and stops
+:mod:`surfaces.cli.logview`; third-party output such as Redis's banner goes to ``DIR/logs/``); a child that dies is
+reported and restarted (see :mod:`stack.supervisor`). Ctrl-C / SIGTERM drains and stops
 all of them in reverse order, even when stdout/stderr were closed by their reader (``| tee`` killed by
 the same Ctrl-C); on Linux the children also get SIGTERM if ``maka up`` itself dies (``kill -9``).
 Exit codes: 0 stopped by a signal; 2 usage (bad ``--ports`` / ``--metrics``); 3 the stack could not
@@ -41,18 +41,12 @@ import signal
 import sys
 from pathlib import Path
 
-from surfaces.cli.endpoints import Endpoints, add_state_dir_argument
-from surfaces.stack import logview
-from surfaces.stack.supervisor import (
-    SUPERSEDED,
-    ConfigInvalid,
-    Ports,
-    Stack,
-    StackEvent,
-    StackRunning,
-    StateDirLock,
-    parse_metrics_ports,
-)
+from stack.ports import Ports, parse_metrics_ports
+from stack.state_dir import Endpoints, StackRunning, StateDirLock
+from stack.supervisor import StackEvent
+from stack.topology import SUPERSEDED, ConfigInvalid, Stack
+from surfaces.cli import logview
+from surfaces.common.target import add_state_dir_argument
 
 NAME = "up"
 HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web) in the foreground"

@@ -18,8 +18,8 @@ import sys
 
 from pydantic import ValidationError
 
+from stack.state_dir import read_endpoints
 from surfaces.cli.commands.pending import fail
-from surfaces.cli.endpoints import read_endpoints
 from surfaces.common.target import add_target_arguments, host_id, interaction_target
 from surfaces.web.main import build, start_web
 from surfaces.web.settings import WebSettings

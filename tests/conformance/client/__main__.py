@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scenario; returns the exit code documented in the module docstring."""
     from services.core import logs
+    from stack.errors import StackError
     from tests.conformance.client import runner
     from tests.conformance.client.scenarios import UnsupportedScenario
-    from tests.conformance.client.stack import StackError
 
     args = build_parser().parse_args(argv)
     scenario = args.scenario or os.environ.get(SCENARIO_ENV, "")

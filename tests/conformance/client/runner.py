@@ -378,7 +378,7 @@ async def run_scenario(
 ) -> bool:
     """Run ``scenario`` against the harness server at ``server_url``; True when every step met its plan.
 
-    Raises :class:`tests.conformance.client.stack.StackError` when the stack cannot start or the provider
+    Raises :class:`stack.errors.StackError` when the stack cannot start or the provider
     cannot connect to ``server_url``, and ``TimeoutError`` when the Tools are never registered.
     """
     session_id = f"conformance-{uuid.uuid4().hex[:12]}"

@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from services.core.serving import RunningServer, start_server
+from stack.errors import StackError
 
 READY_LINE = b"ready to accept connections"
 """What redis-server logs (to stdout, with ``--logfile ""``) once it serves, compared lower-case
@@ -35,10 +36,6 @@ READY_LINE = b"ready to accept connections"
 
 GRACE_SECONDS = 0.5
 """Shutdown grace of each in-process server: every call has ended by then (the run is over)."""
-
-
-class StackError(RuntimeError):
-    """The stack could not start (redis-server missing or not ready, a service failed to bind)."""
 
 
 class PrivateRedis:

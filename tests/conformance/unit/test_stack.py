@@ -9,7 +9,8 @@ import pytest
 import redis.asyncio
 
 from services.core.healthcheck import serving
-from tests.conformance.client.stack import InProcessStack, PrivateRedis, StackError
+from stack.errors import StackError
+from tests.conformance.client.stack import InProcessStack, PrivateRedis
 
 
 async def test_private_redis_serves_on_its_socket_until_stopped(tmp_path: Path) -> None:

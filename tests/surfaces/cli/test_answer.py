@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from maka.interaction.v1 import interaction_pb2
-from surfaces.cli.endpoints import Endpoints, write_endpoints
+from stack.state_dir import Endpoints, write_endpoints
 from surfaces.cli.main import main
 from surfaces.common.interaction_client import InteractionClient
 from tests.surfaces.helpers import deploy_form, interaction_service

@@ -19,8 +19,8 @@ import pytest
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
+from stack.state_dir import Endpoints, write_endpoints
 from surfaces.cli.commands import call, stop
-from surfaces.cli.endpoints import Endpoints, write_endpoints
 from surfaces.cli.main import build_parser
 
 Script = Callable[[broker_pb2.CallToolRequest], list[broker_pb2.CallToolResponse]]

@@ -20,9 +20,9 @@ from typing import TypeVar
 import httpx
 import pytest
 
-from surfaces.cli.endpoints import Endpoints, read_endpoints
+from stack.ports import free_port
+from stack.state_dir import Endpoints, read_endpoints
 from surfaces.common.interaction_client import InteractionClient, Snapshot
-from surfaces.stack.supervisor import free_port
 from tests.helpers.stack import running_stack
 
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from surfaces.cli.endpoints import Endpoints, write_endpoints
+from stack.state_dir import Endpoints, write_endpoints
 from surfaces.cli.main import main
 from tests.surfaces.helpers import deploy_form, interaction_service
 

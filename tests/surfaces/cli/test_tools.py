@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from maka.broker.v1 import broker_pb2
-from surfaces.cli.endpoints import Endpoints, write_endpoints
+from stack.state_dir import Endpoints, write_endpoints
 from tests.services.broker.conftest import Stack, deploy_tool, start_broker, start_interaction
 
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.core.form import Action
-from surfaces.cli.endpoints import Endpoints, write_endpoints
+from stack.state_dir import Endpoints, write_endpoints
 from surfaces.cli.main import build_parser, main
 from surfaces.common.interaction_client import InteractionClient
 from tests.surfaces.helpers import deploy_form, interaction_service

@@ -17,10 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from stack.ports import free_port
+from stack.probes import grpc_serving, redis_ping
+from stack.state_dir import Endpoints, StateDirLock, read_endpoints
 from surfaces.cli.commands import up
-from surfaces.cli.endpoints import Endpoints, read_endpoints
 from surfaces.cli.main import build_parser
-from surfaces.stack.supervisor import StateDirLock, free_port, grpc_serving, redis_ping
 from tests.helpers.waiting import eventually
 
 

@@ -30,7 +30,7 @@ from services.core.form import (
     StringFormat,
 )
 from services.core.status import ErrorDetail
-from surfaces.cli.endpoints import Endpoints, read_endpoints, write_endpoints
+from stack.state_dir import Endpoints, read_endpoints, write_endpoints
 from surfaces.common.interaction_client import (
     Answered,
     Backoff,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from surfaces.stack.logview import LogView, human_line, resolve
+from surfaces.cli.logview import LogView, human_line, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 

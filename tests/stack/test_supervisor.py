@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
-import redis.asyncio
 
-from surfaces.stack import supervisor as supervisor_module
-from surfaces.stack.supervisor import (
-    ChildSpec,
-    Ports,
-    Stack,
-    StackError,
-    StackEvent,
-    StackRunning,
-    StateDirLock,
-    Supervisor,
-    parse_metrics_ports,
-)
+from stack import supervisor as supervisor_module
+from stack.errors import StackError
+from stack.supervisor import ChildSpec, StackEvent, Supervisor
 from tests.helpers.waiting import eventually
 
 CHILD = """
@@ -225,77 +214,6 @@ async def _never() -> bool:
     return False
 
 
-def test_ports_parse_accepts_ephemeral_defaults_and_named_ports() -> None:
-    assert Ports.parse("ephemeral") == Ports(0, 0, 0, 0)
-    assert Ports.parse("default") == Ports(50051, 50052, 50053, 8765)
-    assert Ports.parse("web=9000,broker=0") == Ports(50051, 0, 50053, 9000)
-
-
-@pytest.mark.parametrize("bad", ["web", "gui=80", "web=http", "web=70000"])
-def test_ports_parse_rejects_bad_specs_with_a_clear_message(bad: str) -> None:
-    with pytest.raises(ValueError, match="bad port"):
-        Ports.parse(bad)
-
-
-async def test_stack_without_a_config_file_fails_with_a_clear_message(tmp_path: Path) -> None:
-    stack = Stack(tmp_path / "missing.json", tmp_path / "state")
-
-    with pytest.raises(StackError, match=r"missing\.json not found"):
-        await stack.start()
-
-
-async def test_stack_rejects_a_config_without_mcp_servers(tmp_path: Path) -> None:
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"servers": {}}))
-
-    with pytest.raises(StackError, match="mcpServers: must be an object"):
-        await Stack(config, tmp_path / "state").start()
-
-
-async def test_stack_without_redis_server_binary_says_how_to_fix_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {}}))
-    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-
-    with pytest.raises(StackError, match=r"redis-server is not installed.*--redis-url"):
-        await Stack(config, tmp_path / "state").start()
-
-
-async def test_embedded_redis_keeps_an_append_only_file_in_the_state_dir(tmp_path: Path) -> None:
-    stack = Stack(tmp_path / "mcp.json", tmp_path / "state")
-    supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=20)
-    (tmp_path / "state").mkdir()
-    await supervisor.start(stack._redis_spec())
-    try:
-        client = redis.asyncio.Redis.from_url(stack.redis_url)
-        config = await client.config_get("appendonly")
-        directory = await client.config_get("dir")
-        await client.aclose()
-    finally:
-        await supervisor.stop()
-
-    assert config == {"appendonly": "yes"}
-    assert directory == {"dir": str(tmp_path / "state" / "redis")}
-    assert stack.redis_url.startswith("unix://")
-
-
-async def test_embedded_redis_socket_moves_to_a_short_path_when_the_state_dir_is_long(tmp_path: Path) -> None:
-    deep = tmp_path / ("d" * 60) / ("e" * 60)
-    deep.mkdir(parents=True)
-    stack = Stack(tmp_path / "mcp.json", deep)
-
-    stack._redis_spec()
-    try:
-        socket_path = stack.redis_url.removeprefix("unix://")
-        assert len(socket_path) < 100
-        assert socket_path.startswith("/tmp/maka-")
-    finally:
-        await stack.stop()
-    assert not Path(socket_path).parent.exists()
-
-
 async def test_stop_takes_named_children_first_then_the_rest_in_reverse(supervisor: Supervisor, tmp_path: Path) -> None:
     for name in ("redis", "interaction", "broker", "web", "provider"):
         await supervisor.start(_child(tmp_path, name))
@@ -335,8 +253,8 @@ def test_the_stderr_sink_goes_quiet_once_stderr_is_a_broken_pipe(monkeypatch: py
     monkeypatch.setattr(sys, "stderr", broken)
     monkeypatch.setattr(supervisor_module, "_output_closed", False)
     try:
-        supervisor_module._stderr_sink("web", "first line")  # EPIPE: swallowed, not raised
-        supervisor_module._stderr_sink("web", "second line")
+        supervisor_module.stderr_sink("web", "first line")  # EPIPE: swallowed, not raised
+        supervisor_module.stderr_sink("web", "second line")
 
         assert supervisor_module._output_closed
     finally:
@@ -345,42 +263,10 @@ def test_the_stderr_sink_goes_quiet_once_stderr_is_a_broken_pipe(monkeypatch: py
             broken.close()
 
 
-def test_children_do_not_inherit_maka_metrics_listen(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MAKA_METRICS_LISTEN", "127.0.0.1:9464")
-
-    env = supervisor_module._python_env({"MAKA_LISTEN": "127.0.0.1:0"})
-
-    assert "MAKA_METRICS_LISTEN" not in env
-    assert env["MAKA_LISTEN"] == "127.0.0.1:0"
-
-
-def test_metrics_specs_parse_to_a_port_per_service() -> None:
-    assert parse_metrics_ports("ephemeral") == {"interaction": 0, "broker": 0, "provider": 0}
-    assert parse_metrics_ports("broker=9101") == {"interaction": 0, "broker": 9101, "provider": 0}
-    with pytest.raises(ValueError, match="bad metrics port spec 'web=1'"):
-        parse_metrics_ports("web=1")
-    with pytest.raises(ValueError, match="bad metrics port number"):
-        parse_metrics_ports("broker=x")
-
-
-def test_the_state_dir_lock_refuses_a_second_holder_naming_the_first_pid(tmp_path: Path) -> None:
-    first = StateDirLock(tmp_path / "state")
-    first.acquire()
-    try:
-        with pytest.raises(StackRunning) as refused:
-            StateDirLock(tmp_path / "state").acquire()
-        assert refused.value.pid == os.getpid()
-    finally:
-        first.release()
-
-    with StateDirLock(tmp_path / "state"):  # free again once released
-        assert (tmp_path / "state" / "maka.lock").read_text() == f"{os.getpid()}\n"
-
-
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SUPERVISING = """
 import asyncio, sys
-from surfaces.stack.supervisor import ChildSpec, Supervisor
+from stack.supervisor import ChildSpec, Supervisor
 
 async def main() -> None:
     supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=20)

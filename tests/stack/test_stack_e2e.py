@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from maka.form.v1 import form_pb2
-from surfaces.cli.endpoints import read_endpoints
+from stack.state_dir import read_endpoints
 from tests.helpers.stack import EXAMPLES_CONFIG, answer, call_tool, result_text, running_stack, wait_for_pending
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
