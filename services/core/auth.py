@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-import grpc
+from services.core.status import PermissionDenied, Unauthenticated
 
 
 class Role(StrEnum):
@@ -197,8 +197,6 @@ def authenticate(
     Returns the principal. Raises ``services.core.status.Unauthenticated`` (no/unknown token) or
     ``PermissionDenied`` (missing role). Open services and a disabled table admit ANONYMOUS.
     """
-    from services.core.status import PermissionDenied, Unauthenticated
-
     service = method.strip("/").split("/", 1)[0]
     if service in OPEN_SERVICES or not table.enabled:
         return ANONYMOUS
@@ -210,12 +208,3 @@ def authenticate(
     if roles is not None and not any(principal.has_role(role) for role in roles):
         raise PermissionDenied("PERMISSION_DENIED", f"{principal.name} may not call {method}", domain="maka.auth")
     return principal
-
-
-def client_metadata_interceptors(token: str | None) -> list[grpc.aio.ClientInterceptor]:
-    """Client interceptors that add ``authorization: Bearer`` to every call (none when no token)."""
-    if not token:
-        return []
-    from services.core.interceptors import BearerClientInterceptors
-
-    return BearerClientInterceptors.all(token)
