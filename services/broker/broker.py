@@ -67,14 +67,11 @@ from services.broker.errors import (
 )
 from services.broker.servers import ServerTable, unavailable_message
 from services.core import metrics
+from services.core.reasons import BrokerErrorReason, InteractionErrorReason
 from services.core.status import NotFound
 
 log = logging.getLogger("maka.broker.broker")
 
-FC = broker_pb2.FailureCode
-RR = broker_pb2.RejectReason
-CR = interaction_pb2.CloseReason
-SIS = broker_pb2.SignInState
 
 MAX_ID_CHARS = 256
 MAX_AUTHORIZATION_URL_CHARS = 8192
@@ -233,7 +230,7 @@ class Invocation:
     """Seconds of provider execution (timer running) of earlier legs: the max-total budget's use."""
     correlation_id: str = ""
     interaction_id: str = ""
-    late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
+    late_form_close: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
     """How to close a form whose open completes after the invocation settled (and why an undelivered
     answer was lost)."""
     undelivered: str = ""
@@ -372,12 +369,12 @@ class Broker:
         if self._liveness is not None:
             self._liveness.cancel()
         for invocation in list(self._invocations.values()):
-            invocation.late_form_close = CR.CLOSE_REASON_STOPPED
+            invocation.late_form_close = interaction_pb2.CLOSE_REASON_STOPPED
             self._settle(
                 invocation,
                 InvocationState.LOST,
                 broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the broker is shutting down")),
-                form_close=CR.CLOSE_REASON_STOPPED,
+                form_close=interaction_pb2.CLOSE_REASON_STOPPED,
                 cancel_reason="broker shutting down",
             )
         for connection in list(self._connections):
@@ -454,14 +451,18 @@ class Broker:
             self._apply(connection, request)
         except FrameRejection as rejection:
             self._counters["rejected_frames"] += 1
-            self._counters[f"rejected_frames.{RR.Name(rejection.reason).removeprefix('REJECT_REASON_')}"] += 1
-            metrics.FRAMES_REJECTED.labels(RR.Name(rejection.reason).removeprefix("REJECT_REASON_")).inc()
+            self._counters[
+                f"rejected_frames.{broker_pb2.RejectReason.Name(rejection.reason).removeprefix('REJECT_REASON_')}"
+            ] += 1
+            metrics.FRAMES_REJECTED.labels(
+                broker_pb2.RejectReason.Name(rejection.reason).removeprefix("REJECT_REASON_")
+            ).inc()
             log.info(
                 "frame_rejected",
                 extra={
                     "connection_id": connection.connection_id,
                     "invocation_id": rejection.invocation_id,
-                    "reject_reason": RR.Name(rejection.reason),
+                    "reject_reason": broker_pb2.RejectReason.Name(rejection.reason),
                 },
             )
             self._send(connection, rejection.to_frame())
@@ -473,7 +474,7 @@ class Broker:
             return
         registration = connection.registration
         if registration is None or not registration.live:
-            raise FrameRejection(RR.REJECT_REASON_NOT_REGISTERED, "", "register first")
+            raise FrameRejection(broker_pb2.REJECT_REASON_NOT_REGISTERED, "", "register first")
         if kind == "heartbeat":
             return
         if kind == "tools_changed":
@@ -491,19 +492,19 @@ class Broker:
         elif kind == "failure":
             self._failure(connection, request.failure)
         else:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
 
     def _register(self, connection: Connection, register: broker_pb2.Register) -> None:
         if connection.registration is not None:
-            raise FrameRejection(RR.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
+            raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
         if self._shutting_down:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
         problem = _check_id("provider_id", register.provider_id)
         tools: dict[str, broker_pb2.ToolDescriptor] = {}
         if problem is None:
             tools, problem = _check_tools(register.tools)
         if problem is not None:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         old = self._registrations.get(register.provider_id)
         if old is not None:
             self._counters["replacements"] += 1
@@ -546,7 +547,7 @@ class Broker:
     def _tools_changed(self, registration: Registration, descriptors: Iterable[broker_pb2.ToolDescriptor]) -> None:
         tools, problem = _check_tools(descriptors)
         if problem is not None:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         for name in registration.tools:
             if self._tools.get(name) is registration:
                 del self._tools[name]
@@ -560,7 +561,7 @@ class Broker:
                     invocation,
                     InvocationState.LOST,
                     broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the Tool binding changed")),
-                    form_close=CR.CLOSE_REASON_SUPERSEDED,
+                    form_close=interaction_pb2.CLOSE_REASON_SUPERSEDED,
                     cancel_reason="tool binding changed",
                 )
 
@@ -570,17 +571,17 @@ class Broker:
             problem = "server must not contain ':'"
         if problem is None and len(status.authorization_url) > MAX_AUTHORIZATION_URL_CHARS:
             problem = "authorization_url is too long"
-        if problem is None and (status.state == SIS.SIGN_IN_STATE_REQUIRED) != bool(status.authorization_url):
+        if problem is None and (status.state == broker_pb2.SIGN_IN_STATE_REQUIRED) != bool(status.authorization_url):
             problem = "authorization_url is required with SIGN_IN_STATE_REQUIRED and only then"
         if problem is not None:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
-        registration.sign_in = status if status.state != SIS.SIGN_IN_STATE_UNSPECIFIED else None
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
+        registration.sign_in = status if status.state != broker_pb2.SIGN_IN_STATE_UNSPECIFIED else None
         log.info(
             "sign_in_status",
             extra={
                 "provider_id": registration.provider_id,
                 "server": status.server,
-                "sign_in_state": SIS.Name(status.state),
+                "sign_in_state": broker_pb2.SignInState.Name(status.state),
             },
         )
 
@@ -597,7 +598,7 @@ class Broker:
         """
         for registration in self._registrations.values():
             status = registration.sign_in
-            if not registration.live or status is None or status.state != SIS.SIGN_IN_STATE_REQUIRED:
+            if not registration.live or status is None or status.state != broker_pb2.SIGN_IN_STATE_REQUIRED:
                 continue
             states = parse_qs(urlsplit(status.authorization_url).query).get("state", [])
             if request.state and states and secrets.compare_digest(states[0], request.state):
@@ -611,7 +612,7 @@ class Broker:
                 self._send(registration.connection, broker_pb2.ConnectResponse(sign_in_callback=callback))
                 log.info("sign_in_forwarded", extra={"provider_id": registration.provider_id, "server": status.server})
                 return status.server
-        raise NotFound("NOT_FOUND", "no pending sign-in matches this redirect", domain=DOMAIN)
+        raise NotFound(BrokerErrorReason.NOT_FOUND, "no pending sign-in matches this redirect", domain=DOMAIN)
 
     def sign_out(self, server: str) -> None:
         """Ask the provider of ``server`` to forget its tokens. Raises :class:`NotFound` ``NOT_FOUND``."""
@@ -622,7 +623,7 @@ class Broker:
                     broker_pb2.ConnectResponse(sign_out=broker_pb2.SignOutRequest(server=server)),
                 )
                 return
-        raise NotFound("NOT_FOUND", f"no provider reported a sign-in for {server}", domain=DOMAIN)
+        raise NotFound(BrokerErrorReason.NOT_FOUND, f"no provider reported a sign-in for {server}", domain=DOMAIN)
 
     def _sign_in_hint(self, server: str) -> str | None:
         for registration in self._registrations.values():
@@ -631,7 +632,7 @@ class Broker:
                 registration.live
                 and status is not None
                 and status.server == server
-                and status.state == SIS.SIGN_IN_STATE_REQUIRED
+                and status.state == broker_pb2.SIGN_IN_STATE_REQUIRED
             ):
                 return f"sign in to {server} first: open {status.authorization_url} (or run `maka auth login {server}`)"
         return None
@@ -647,12 +648,12 @@ class Broker:
             for name in other.tools:
                 self._tools.setdefault(name, other)
         for invocation in list(registration.invocations.values()):
-            invocation.late_form_close = CR.CLOSE_REASON_PROVIDER_LOST
+            invocation.late_form_close = interaction_pb2.CLOSE_REASON_PROVIDER_LOST
             self._settle(
                 invocation,
                 InvocationState.LOST,
                 broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason=reason)),
-                form_close=CR.CLOSE_REASON_PROVIDER_LOST,
+                form_close=interaction_pb2.CLOSE_REASON_PROVIDER_LOST,
                 cancel_reason=reason,
             )
         log.info(
@@ -693,12 +694,14 @@ class Broker:
         if invocation is None:
             owner = self._settled.get(invocation_id)
             if owner is None:
-                raise FrameRejection(RR.REJECT_REASON_UNKNOWN_INVOCATION, invocation_id, "no such invocation")
+                raise FrameRejection(broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION, invocation_id, "no such invocation")
             if owner != connection.connection_id:
-                raise FrameRejection(RR.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
-            raise FrameRejection(RR.REJECT_REASON_INVOCATION_SETTLED, invocation_id, "the invocation already settled")
+                raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
+            raise FrameRejection(
+                broker_pb2.REJECT_REASON_INVOCATION_SETTLED, invocation_id, "the invocation already settled"
+            )
         if invocation.registration is not registration or registration is None:
-            raise FrameRejection(RR.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
+            raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
         return invocation
 
     def _progress(self, connection: Connection, frame: broker_pb2.InvocationProgress) -> None:
@@ -716,7 +719,9 @@ class Broker:
         invocation = self._owned(connection, frame.invocation_id)
         if not frame.interaction_id or frame.interaction_id != invocation.undelivered:
             raise FrameRejection(
-                RR.REJECT_REASON_NO_INTERACTION_PENDING, invocation.invocation_id, "no answer awaits confirmation"
+                broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING,
+                invocation.invocation_id,
+                "no answer awaits confirmation",
             )
         self._delivered(invocation)
 
@@ -731,7 +736,7 @@ class Broker:
         self,
         interaction_id: str,
         delivery: interaction_pb2.DeliveryState.ValueType,
-        lost_reason: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_UNSPECIFIED,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
     ) -> None:
         recorded = await self._host.report_delivery(interaction_id, delivery, lost_reason)
         if recorded is None:  # fenced by a newer epoch, which records it lost (host_restarted)
@@ -742,13 +747,19 @@ class Broker:
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             raise FrameRejection(
-                RR.REJECT_REASON_INTERACTION_ALREADY_PENDING, invocation.invocation_id, "a form is already pending"
+                broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING,
+                invocation.invocation_id,
+                "a form is already pending",
             )
         if not frame.HasField("form"):
             # A field-less form is a valid confirmation; the Interaction service checks the rest.
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the request has no form")
+            raise FrameRejection(
+                broker_pb2.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the request has no form"
+            )
         if len(frame.correlation_id) > MAX_ID_CHARS:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long")
+            raise FrameRejection(
+                broker_pb2.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long"
+            )
         registration = connection.registration
         assert registration is not None
         form = form_pb2.Form()
@@ -792,27 +803,31 @@ class Broker:
             if invocation.state is not InvocationState.OPENING:
                 return
             registration = invocation.registration
-            if refused.reason in ("INVALID_FORM", "INVALID_REQUEST", "LIMIT_EXCEEDED"):
+            if refused.reason in (
+                InteractionErrorReason.INVALID_FORM,
+                InteractionErrorReason.INVALID_REQUEST,
+                InteractionErrorReason.LIMIT_EXCEEDED,
+            ):
                 invocation.state = InvocationState.RUNNING
                 self._counters["rejected_frames"] += 1
                 self._counters["rejected_frames.INVALID_FORM"] += 1
                 metrics.FRAMES_REJECTED.labels("INVALID_FORM").inc()
                 if registration is not None:
                     rejection = FrameRejection(
-                        RR.REJECT_REASON_INVALID_FORM,
+                        broker_pb2.REJECT_REASON_INVALID_FORM,
                         invocation.invocation_id,
                         f"{refused.reason}: {refused.message}"[:MAX_MESSAGE_CHARS],
                     )
                     self._send(registration.connection, rejection.to_frame())
                 return
-            code = FC.FAILURE_CODE_HOST_UNAVAILABLE
-            if refused.reason == "STALE_EPOCH":
-                code = FC.FAILURE_CODE_INTERACTION_CLOSED
+            code = broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
+            if refused.reason == InteractionErrorReason.STALE_EPOCH:
+                code = broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
             self._fail(invocation, code, f"the Interaction service refused the form: {refused.reason}")
             return
         except HostUnavailable as error:
             if invocation.state is InvocationState.OPENING:
-                self._fail(invocation, FC.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
+                self._fail(invocation, broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
             # The open's outcome is unknown (its reply may have been lost with the link): close
             # whatever form it made and fence the invocation against it before the terminal event
             # (this task is part of the settle barrier).
@@ -854,9 +869,9 @@ class Broker:
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             self._fail(
                 invocation,
-                FC.FAILURE_CODE_INCONSISTENT_PROVIDER,
+                broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER,
                 "the provider returned a final result while its form was pending",
-                form_close=CR.CLOSE_REASON_INVOCATION_SETTLED,
+                form_close=interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
                 cancel=False,
             )
             return
@@ -866,7 +881,9 @@ class Broker:
             result = None
         if not isinstance(result, dict):
             raise FrameRejection(
-                RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "call_tool_result_json is not a JSON object"
+                broker_pb2.REJECT_REASON_INVALID_FRAME,
+                invocation.invocation_id,
+                "call_tool_result_json is not a JSON object",
             )
         self._settle(
             invocation,
@@ -883,12 +900,14 @@ class Broker:
     def _failure(self, connection: Connection, frame: broker_pb2.InvocationFailure) -> None:
         invocation = self._owned(connection, frame.invocation_id)
         self._delivered(invocation)
-        code = frame.code if frame.code != FC.FAILURE_CODE_UNSPECIFIED else FC.FAILURE_CODE_PROVIDER_ERROR
+        code = (
+            frame.code if frame.code != broker_pb2.FAILURE_CODE_UNSPECIFIED else broker_pb2.FAILURE_CODE_PROVIDER_ERROR
+        )
         self._fail(
             invocation,
             code,
             frame.message[:MAX_MESSAGE_CHARS],
-            form_close=CR.CLOSE_REASON_INVOCATION_SETTLED,
+            form_close=interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
             cancel=False,
         )
 
@@ -930,7 +949,7 @@ class Broker:
                     interaction_settled=broker_pb2.InteractionSettledEvent(
                         interaction_id=interaction_id,
                         action=interaction.answer.action,
-                        close_reason=CR.CLOSE_REASON_ANSWERED,
+                        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
                     )
                 )
             )
@@ -943,7 +962,7 @@ class Broker:
                         correlation_id=invocation.correlation_id,
                         interaction_id=interaction_id,
                         answer=interaction.answer,
-                        close_reason=CR.CLOSE_REASON_ANSWERED,
+                        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
                     )
                 ),
             )
@@ -968,7 +987,7 @@ class Broker:
                 )
             ),
         )
-        if reason == CR.CLOSE_REASON_STOPPED:
+        if reason == interaction_pb2.CLOSE_REASON_STOPPED:
             self._settle(
                 invocation,
                 InvocationState.STOPPED,
@@ -978,12 +997,17 @@ class Broker:
             )
             return
         code = (
-            FC.FAILURE_CODE_INTERACTION_TIMED_OUT
-            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED, CR.CLOSE_REASON_ROUND_EXPIRED)
-            else FC.FAILURE_CODE_INTERACTION_CLOSED
+            broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
+            if reason
+            in (
+                interaction_pb2.CLOSE_REASON_TIMED_OUT,
+                interaction_pb2.CLOSE_REASON_LEASE_EXPIRED,
+                interaction_pb2.CLOSE_REASON_ROUND_EXPIRED,
+            )
+            else broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
         )
-        why = CR.Name(reason).removeprefix("CLOSE_REASON_").lower()
-        if reason == CR.CLOSE_REASON_ROUND_EXPIRED:
+        why = interaction_pb2.CloseReason.Name(reason).removeprefix("CLOSE_REASON_").lower()
+        if reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED:
             why += " (the server's requestState for this round expired before every form was answered)"
         self._fail(invocation, code, f"the form closed: {why}")
 
@@ -993,7 +1017,7 @@ class Broker:
             if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
                 self._by_interaction.pop(invocation.interaction_id, None)
                 invocation.interaction_id = ""
-                self._fail(invocation, FC.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
+                self._fail(invocation, broker_pb2.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
 
     # --- the caller's side ----------------------------------------------------------------------
 
@@ -1032,7 +1056,9 @@ class Broker:
                 self._settle(
                     invocation,
                     InvocationState.FAILED,
-                    _failure(FC.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"),
+                    _failure(
+                        broker_pb2.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"
+                    ),
                 )
                 return invocation
             self._counters["calls_reattached_by_call_id"] += 1
@@ -1041,7 +1067,9 @@ class Broker:
         try:
             registration = self._route(request, invocation.arguments_json)
         except InvalidRequest as error:
-            self._settle(invocation, InvocationState.FAILED, _failure(FC.FAILURE_CODE_INVALID_REQUEST, error.message))
+            self._settle(
+                invocation, InvocationState.FAILED, _failure(broker_pb2.FAILURE_CODE_INVALID_REQUEST, error.message)
+            )
             return invocation
         except _Refused as refused:
             self._settle(invocation, InvocationState.FAILED, _failure(refused.code, refused.message))
@@ -1113,28 +1141,30 @@ class Broker:
             if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
                 raise InvalidRequest("a live invocation already has this tool_use_id in the session")
         if self._shutting_down:
-            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
+            raise _Refused(broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
         if self._draining:
-            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly")
+            raise _Refused(
+                broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly"
+            )
         registration = self._tools.get(request.tool_name)
         if registration is None or not registration.live:
             hint = self._sign_in_hint(server)
             if hint is not None:
-                raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
+                raise _Refused(broker_pb2.FAILURE_CODE_AUTH_REQUIRED, hint)
             reported = self.servers.find(server)
             if reported is not None and not any(name.partition(":")[0] == server for name in self._tools):
-                raise _Refused(FC.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
-            raise _Refused(FC.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
+                raise _Refused(broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
+            raise _Refused(broker_pb2.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
         hint = self._sign_in_hint(server)
         if hint is not None:  # e.g. a scope step-up is pending on the live connection: nothing is sent
-            raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
+            raise _Refused(broker_pb2.FAILURE_CODE_AUTH_REQUIRED, hint)
         if len(registration.invocations) >= self._max_invocations:
-            raise _Refused(FC.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
+            raise _Refused(broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
         if not request.skip_argument_validation:
             problems = argument_problems(registration.tools[request.tool_name].input_schema_json, arguments)
             if problems:
                 raise _Refused(
-                    FC.FAILURE_CODE_INVALID_ARGUMENTS,
+                    broker_pb2.FAILURE_CODE_INVALID_ARGUMENTS,
                     f"the arguments do not match the inputSchema of {request.tool_name}: " + "; ".join(problems),
                 )
         return registration
@@ -1167,12 +1197,12 @@ class Broker:
 
     def stop_invocation(self, invocation: Invocation, reason: str) -> None:
         """Stop one invocation now (also used when no caller reattached within the grace)."""
-        invocation.late_form_close = CR.CLOSE_REASON_STOPPED
+        invocation.late_form_close = interaction_pb2.CLOSE_REASON_STOPPED
         self._settle(
             invocation,
             InvocationState.STOPPED,
             broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()),
-            form_close=CR.CLOSE_REASON_STOPPED,
+            form_close=interaction_pb2.CLOSE_REASON_STOPPED,
             cancel_reason=reason,
         )
 
@@ -1292,7 +1322,7 @@ class Broker:
         code: broker_pb2.FailureCode.ValueType,
         message: str,
         *,
-        form_close: interaction_pb2.CloseReason.ValueType | None = CR.CLOSE_REASON_INVOCATION_SETTLED,
+        form_close: interaction_pb2.CloseReason.ValueType | None = interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
         cancel: bool = True,
     ) -> None:
         self._settle(
@@ -1300,7 +1330,7 @@ class Broker:
             InvocationState.FAILED,
             _failure(code, message),
             form_close=form_close,
-            cancel_reason=FC.Name(code).removeprefix("FAILURE_CODE_").lower() if cancel else None,
+            cancel_reason=broker_pb2.FailureCode.Name(code).removeprefix("FAILURE_CODE_").lower() if cancel else None,
         )
 
     def _settle(
@@ -1440,7 +1470,7 @@ class Broker:
             message = f"the provider ran {used:.0f} s in total, the maximum execution time ({self._max_execution:g} s)"
         else:
             message = "the provider execution timer fired (no progress within the execution timeout)"
-        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, message)
+        self._fail(invocation, broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT, message)
 
     def _spawn(self, invocation: Invocation | None, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.create_task(coro)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from services.core.reasons import AUTH_DOMAIN, AuthErrorReason
 from services.core.status import PermissionDenied, Unauthenticated
 
 
@@ -203,8 +204,10 @@ def authenticate(
     token = _bearer(metadata)
     principal = table.lookup(token) if token else None
     if principal is None:
-        raise Unauthenticated("UNAUTHENTICATED", "a valid bearer token is required", domain="maka.auth")
+        raise Unauthenticated(AuthErrorReason.UNAUTHENTICATED, "a valid bearer token is required", domain=AUTH_DOMAIN)
     roles = method_roles.get(method)
     if roles is not None and not any(principal.has_role(role) for role in roles):
-        raise PermissionDenied("PERMISSION_DENIED", f"{principal.name} may not call {method}", domain="maka.auth")
+        raise PermissionDenied(
+            AuthErrorReason.PERMISSION_DENIED, f"{principal.name} may not call {method}", domain=AUTH_DOMAIN
+        )
     return principal

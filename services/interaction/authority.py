@@ -43,18 +43,17 @@ MAX_ID_CHARS = 256
 _REAP_BATCH = 100
 RESTART_BATCH = 500
 """Most forms of older epochs closed by one ``restart_batch.lua`` call (and read per pipelined round trip)."""
-_ST = interaction_pb2
 _HOST_RESTARTED = errors.close_reason_name(interaction_pb2.CLOSE_REASON_HOST_RESTARTED)
 _CLOSE_REASONS_BY_NAME = {errors.close_reason_name(v): v for v in interaction_pb2.CloseReason.values()}
 _BROKER_CLOSE_REASONS = frozenset(
     {
-        _ST.CLOSE_REASON_STOPPED,
-        _ST.CLOSE_REASON_PROVIDER_LOST,
-        _ST.CLOSE_REASON_INVOCATION_SETTLED,
-        _ST.CLOSE_REASON_SUPERSEDED,
-        _ST.CLOSE_REASON_TIMED_OUT,
-        _ST.CLOSE_REASON_LEASE_EXPIRED,
-        _ST.CLOSE_REASON_HOST_RESTARTED,
+        interaction_pb2.CLOSE_REASON_STOPPED,
+        interaction_pb2.CLOSE_REASON_PROVIDER_LOST,
+        interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
+        interaction_pb2.CLOSE_REASON_SUPERSEDED,
+        interaction_pb2.CLOSE_REASON_TIMED_OUT,
+        interaction_pb2.CLOSE_REASON_LEASE_EXPIRED,
+        interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
     }
 )
 
@@ -63,8 +62,8 @@ def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2
     """``round_expired`` when the wait that ended was the round's deadline, else ``timed_out``."""
     rounded = interaction.HasField("round") and interaction.round.HasField("deadline")
     if rounded and interaction.round.deadline.ToMilliseconds() <= interaction.expires_at.ToMilliseconds():
-        return _ST.CLOSE_REASON_ROUND_EXPIRED
-    return _ST.CLOSE_REASON_TIMED_OUT
+        return interaction_pb2.CLOSE_REASON_ROUND_EXPIRED
+    return interaction_pb2.CLOSE_REASON_TIMED_OUT
 
 
 OPENED_KEPT = 16384
@@ -265,8 +264,8 @@ class InteractionAuthority:
                 continue
             new = interaction_pb2.Interaction()
             new.CopyFrom(record.interaction)
-            new.state = _ST.INTERACTION_STATE_CLOSED
-            new.close_reason = _ST.CLOSE_REASON_HOST_RESTARTED
+            new.state = interaction_pb2.INTERACTION_STATE_CLOSED
+            new.close_reason = interaction_pb2.CLOSE_REASON_HOST_RESTARTED
             new.settled_at.FromMilliseconds(now)
             closures.append((record, new))
         if not closures:
@@ -293,7 +292,7 @@ class InteractionAuthority:
         epoch: int,
         interaction_id: str,
         delivery: interaction_pb2.DeliveryState.ValueType,
-        lost_reason: interaction_pb2.CloseReason.ValueType = _ST.CLOSE_REASON_UNSPECIFIED,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
         *,
         answered: interaction_pb2.Interaction | None = None,
     ) -> tuple[bool, interaction_pb2.Interaction | None]:
@@ -309,8 +308,8 @@ class InteractionAuthority:
         Raises InvalidRequest for a delivery other than DELIVERED / LOST (or LOST without a closure
         reason) and StaleEpoch when ``epoch`` is not current.
         """
-        if delivery not in (_ST.DELIVERY_STATE_DELIVERED, _ST.DELIVERY_STATE_LOST) or (
-            delivery == _ST.DELIVERY_STATE_LOST and lost_reason not in _BROKER_CLOSE_REASONS
+        if delivery not in (interaction_pb2.DELIVERY_STATE_DELIVERED, interaction_pb2.DELIVERY_STATE_LOST) or (
+            delivery == interaction_pb2.DELIVERY_STATE_LOST and lost_reason not in _BROKER_CLOSE_REASONS
         ):
             raise errors.InvalidRequest(
                 "delivery must be DELIVERED, or LOST with a closure reason other than answered",
@@ -343,11 +342,11 @@ class InteractionAuthority:
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
         new.delivery = delivery
-        if delivery == _ST.DELIVERY_STATE_LOST:
+        if delivery == interaction_pb2.DELIVERY_STATE_LOST:
             new.delivery_lost_reason = lost_reason
         new.delivery_recorded_at.FromMilliseconds(self._now_ms())
-        outcome = "delivered" if delivery == _ST.DELIVERY_STATE_DELIVERED else "lost"
-        reason = errors.close_reason_name(lost_reason) if delivery == _ST.DELIVERY_STATE_LOST else ""
+        outcome = "delivered" if delivery == interaction_pb2.DELIVERY_STATE_DELIVERED else "lost"
+        reason = errors.close_reason_name(lost_reason) if delivery == interaction_pb2.DELIVERY_STATE_LOST else ""
         result = await self.store.deliver(
             mode, record, new, outcome=outcome, lost_reason=reason, caller_epoch=caller_epoch
         )
@@ -381,7 +380,10 @@ class InteractionAuthority:
             if record.epoch >= current or record.state != "answered":
                 continue
             changed, _ = await self._deliver(
-                record, _ST.DELIVERY_STATE_LOST, _ST.CLOSE_REASON_HOST_RESTARTED, DeliveryMode.RESTART
+                record,
+                interaction_pb2.DELIVERY_STATE_LOST,
+                interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
+                DeliveryMode.RESTART,
             )
             lost += int(changed)
         return lost
@@ -452,7 +454,7 @@ class InteractionAuthority:
                 interaction_id=mint_interaction_id(),
                 binding=binding,
                 host_epoch=epoch,
-                state=_ST.INTERACTION_STATE_PENDING,
+                state=interaction_pb2.INTERACTION_STATE_PENDING,
                 form=canonical,
             )
             interaction.created_at.FromMilliseconds(now)
@@ -551,7 +553,7 @@ class InteractionAuthority:
     ) -> tuple[bool, interaction_pb2.Interaction | None]:
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
-        new.state = _ST.INTERACTION_STATE_CLOSED
+        new.state = interaction_pb2.INTERACTION_STATE_CLOSED
         new.close_reason = reason
         new.settled_at.FromMilliseconds(self._now_ms())
         result = await self.store.settle(
@@ -577,7 +579,7 @@ class InteractionAuthority:
             )
             return True, new
         if result.code == "STALE":
-            await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+            await self._close(record, interaction_pb2.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
             after = await self.store.get(record.interaction.interaction_id)
             return False, after.interaction if after else None
         if result.code == "STALE_EPOCH":
@@ -646,10 +648,10 @@ class InteractionAuthority:
             raise errors.InvalidAnswer(error) from error
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
-        new.state = _ST.INTERACTION_STATE_ANSWERED
+        new.state = interaction_pb2.INTERACTION_STATE_ANSWERED
         new.answer.CopyFrom(convert.answer_to_proto(normalized))
-        new.close_reason = _ST.CLOSE_REASON_ANSWERED
-        new.delivery = _ST.DELIVERY_STATE_PENDING
+        new.close_reason = interaction_pb2.CLOSE_REASON_ANSWERED
+        new.delivery = interaction_pb2.DELIVERY_STATE_PENDING
         new.settled_at.FromMilliseconds(self._now_ms())
         result = await self.store.settle(
             Mode.ANSWER,
@@ -680,10 +682,10 @@ class InteractionAuthority:
             raise errors.AlreadySettled(interaction_id)
         if result.code == "CLOSED":
             raise errors.InteractionClosed(
-                interaction_id, _CLOSE_REASONS_BY_NAME.get(result.reason, _ST.CLOSE_REASON_UNSPECIFIED)
+                interaction_id, _CLOSE_REASONS_BY_NAME.get(result.reason, interaction_pb2.CLOSE_REASON_UNSPECIFIED)
             )
         if result.code == "STALE":
-            await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+            await self._close(record, interaction_pb2.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
         elif result.code == "EXPIRED":
             mode = Mode.TIMEOUT if result.reason == "timed_out" else Mode.LEASE
             await self._close(record, _CLOSE_REASONS_BY_NAME[result.reason], mode)
@@ -896,6 +898,6 @@ class InteractionAuthority:
         for interaction_id in await self.store.due_leases(epoch, now, _REAP_BATCH):
             record = await self.store.get(interaction_id)
             if record is not None and record.state == "pending":
-                changed, _ = await self._close(record, _ST.CLOSE_REASON_LEASE_EXPIRED, Mode.LEASE)
+                changed, _ = await self._close(record, interaction_pb2.CLOSE_REASON_LEASE_EXPIRED, Mode.LEASE)
                 closed += int(changed)
         return closed

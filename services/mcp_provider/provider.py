@@ -55,15 +55,14 @@ from services.mcp_provider.status import StatusReporter, server_status
 
 log = logging.getLogger("maka.mcp_provider.provider")
 
-CR = interaction_pb2.CloseReason
 
 _CLOSE_CODES: dict[int, CallErrorCode] = {
-    CR.CLOSE_REASON_STOPPED: CallErrorCode.STOPPED,
-    CR.CLOSE_REASON_TIMED_OUT: CallErrorCode.INTERACTION_TIMED_OUT,
-    CR.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
-    CR.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
-    CR.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
-    CR.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
+    interaction_pb2.CLOSE_REASON_STOPPED: CallErrorCode.STOPPED,
+    interaction_pb2.CLOSE_REASON_TIMED_OUT: CallErrorCode.INTERACTION_TIMED_OUT,
+    interaction_pb2.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
+    interaction_pb2.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
+    interaction_pb2.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
+    interaction_pb2.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
 }
 """A form closed without an answer → why the call aborts (everything else: ``INTERACTION_CLOSED``)."""
 
@@ -415,7 +414,7 @@ class ServerLink:
                 result = await future
             finally:
                 stream.forms.pop((invocation_id, correlation_id), None)
-            if result.close_reason == CR.CLOSE_REASON_ANSWERED and result.HasField("answer"):
+            if result.close_reason == interaction_pb2.CLOSE_REASON_ANSWERED and result.HasField("answer"):
                 # Confirm receipt before the retry: the broker records the answer delivered
                 # (docs/security.md "No answer after settlement").
                 stream.send(
@@ -429,7 +428,7 @@ class ServerLink:
                 )
                 return answer_from_proto(result.answer)
             code = _CLOSE_CODES.get(result.close_reason, CallErrorCode.INTERACTION_CLOSED)
-            raise InteractionAborted(code, f"the form closed: {CR.Name(result.close_reason)}")
+            raise InteractionAborted(code, f"the form closed: {interaction_pb2.CloseReason.Name(result.close_reason)}")
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             frame = broker_pb2.InvocationProgress(invocation_id=invocation_id, progress=progress, message=message or "")

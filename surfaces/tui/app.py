@@ -79,6 +79,7 @@ from services.core.form import (
     SingleSelectField,
     StringField,
 )
+from services.core.reasons import ErrorReason, InteractionErrorReason
 from surfaces.common.form_input import (
     RawInput,
     check_form_input,
@@ -116,7 +117,9 @@ FILTER_THRESHOLD = 8
 
 FILTER_PLACEHOLDER = "type to filter options (Esc clears)"
 
-_SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
+_SETTLED_REASONS = frozenset(
+    {InteractionErrorReason.ALREADY_SETTLED, InteractionErrorReason.CLOSED, InteractionErrorReason.NOT_FOUND}
+)
 
 FOCUS_MARK = "▶ "
 """Prefix of the focused field's label and the focused button (focus is never shown by colour alone)."""
@@ -178,7 +181,7 @@ class Outcome:
     interaction_id: str
     action: Action
     accepted: bool
-    reason: str = ""
+    reason: ErrorReason | str = ""
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -877,7 +880,9 @@ class MakaTui(App[None]):
             else:
                 if self.selected_id == interaction_id:
                     self._show_violations(error)
-                if error.reason == "INVALID_ANSWER":  # a rejected attempt: the next one is a new submission
+                if (
+                    error.reason == InteractionErrorReason.INVALID_ANSWER
+                ):  # a rejected attempt: the next one is a new submission
                     self._submission_ids[interaction_id] = new_submission_id()
                 # otherwise (UNAVAILABLE, ...) a retry reuses the id, so it cannot commit twice
         else:
@@ -906,7 +911,7 @@ class MakaTui(App[None]):
 
 def _settled_reason(error: InteractionError) -> CloseReason | None:
     """The close reason an ALREADY_SETTLED/CLOSED error names (``ErrorInfo.metadata["close_reason"]``)."""
-    if error.reason == "ALREADY_SETTLED":
+    if error.reason == InteractionErrorReason.ALREADY_SETTLED:
         return CloseReason.ANSWERED
     name = error.detail.metadata.get("close_reason", "").removeprefix("CLOSE_REASON_").lower()
     try:

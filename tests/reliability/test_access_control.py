@@ -24,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core.channels import open_channel
+from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
 from surfaces.stack.supervisor import Stack
 from tests.helpers.stack import RunningStack
@@ -208,12 +209,15 @@ async def test_a_surface_token_cannot_see_or_answer_another_sessions_form(secure
                 )
             with pytest.raises(grpc.aio.AioRpcError) as answered:
                 await answer(interaction, interaction_id, "hijack", channel=channel)
-            assert error_from_rpc(answered.value).reason == "NOT_FOUND"
+            assert error_from_rpc(answered.value).reason == InteractionErrorReason.NOT_FOUND
             # Asking for the session explicitly is refused; listing what it may see leaves the form out.
             with pytest.raises(grpc.aio.AioRpcError) as by_session:
                 await stub.ListPending(interaction_service_pb2.ListPendingRequest(session_ids=["sa"]), timeout=10)
             refused = error_from_rpc(by_session.value)
-            assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
+            assert (refused.code, refused.reason) == (
+                grpc.StatusCode.PERMISSION_DENIED,
+                InteractionErrorReason.PERMISSION_DENIED,
+            )
             visible = await stub.ListPending(interaction_service_pb2.ListPendingRequest(), timeout=10)
             assert interaction_id not in [i.interaction_id for i in visible.pending]
             attach = await _refusal(

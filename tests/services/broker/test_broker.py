@@ -21,10 +21,6 @@ from services.broker.broker import Broker, Connection, Invocation, InvocationSta
 from services.broker.errors import HostUnavailable, InvalidRequest, OpenRefused
 from tests.helpers.waiting import eventually
 
-FC = broker_pb2.FailureCode
-RR = broker_pb2.RejectReason
-CR = interaction_pb2.CloseReason
-
 
 class RecordingHost:
     """Records opens and closes; opens succeed with minted ids unless ``refuse`` is set."""
@@ -183,7 +179,7 @@ def _answered(host: RecordingHost, index: int = 0) -> interaction_pb2.Interactio
         answer=form_pb2.Answer(
             action=form_pb2.ACTION_ACCEPT, values={"environment": form_pb2.Value(string_value="staging")}
         ),
-        close_reason=CR.CLOSE_REASON_ANSWERED,
+        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
     )
 
 
@@ -205,11 +201,11 @@ async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker
 async def test_unknown_tool_and_malformed_calls_fail_with_stable_codes(broker: Broker) -> None:
     _register(broker)
     unknown = await _all_events(_call(broker, tool="examples:nope"))
-    assert [e.failure.code for e in unknown] == [FC.FAILURE_CODE_UNKNOWN_TOOL]
+    assert [e.failure.code for e in unknown] == [broker_pb2.FAILURE_CODE_UNKNOWN_TOOL]
     not_object = await _all_events(_call(broker, args="[1]"))
-    assert [e.failure.code for e in not_object] == [FC.FAILURE_CODE_INVALID_REQUEST]
+    assert [e.failure.code for e in not_object] == [broker_pb2.FAILURE_CODE_INVALID_REQUEST]
     unqualified = await _all_events(_call(broker, tool="deploy"))
-    assert [e.failure.code for e in unqualified] == [FC.FAILURE_CODE_INVALID_REQUEST]
+    assert [e.failure.code for e in unqualified] == [broker_pb2.FAILURE_CODE_INVALID_REQUEST]
     assert broker.stats()["live_invocations"] == 0
 
 
@@ -217,7 +213,7 @@ async def test_duplicate_tool_use_id_in_a_session_is_refused_while_the_first_is_
     _register(broker)
     first = _call(broker)
     second = await _all_events(_call(broker))
-    assert second[0].failure.code == FC.FAILURE_CODE_INVALID_REQUEST
+    assert second[0].failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
     assert not first.is_terminal
 
 
@@ -236,7 +232,7 @@ async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(br
     assert events[-1].result.is_error is True
     assert [e.WhichOneof("event") for e in events] == ["accepted", "result"]
     rejected = _frames(connection)[0].rejected
-    assert rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     assert broker.stats()["rejected_frames.INVOCATION_SETTLED"] == 1
 
 
@@ -259,7 +255,7 @@ async def test_frames_for_unknown_or_another_connections_invocations_are_rejecte
         intruder, broker_pb2.ConnectRequest(failure=broker_pb2.InvocationFailure(invocation_id="inv_unknown"))
     )
     reasons = [f.rejected.reason for f in _frames(intruder)]
-    assert reasons == [RR.REJECT_REASON_CROSS_CONNECTION] * 4 + [RR.REJECT_REASON_UNKNOWN_INVOCATION]
+    assert reasons == [broker_pb2.REJECT_REASON_CROSS_CONNECTION] * 4 + [broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION]
     assert invocation.state is InvocationState.RUNNING
     assert [e.WhichOneof("event") for e in _events(invocation)] == ["accepted"]
 
@@ -295,7 +291,7 @@ async def test_a_second_interaction_request_while_one_is_pending_is_rejected(
     _ask(broker, connection, invocation.invocation_id, "corr-2")
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     rejected = [f.rejected.reason for f in _frames(connection) if f.HasField("rejected")]
-    assert rejected == [RR.REJECT_REASON_INTERACTION_ALREADY_PENDING]
+    assert rejected == [broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING]
     assert len(host.opened) == 1
 
 
@@ -318,7 +314,7 @@ async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rea
     assert settled.action == form_pb2.ACTION_ACCEPT
     # The re-armed timer fires after a fresh leg.
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
     assert _frames(connection)[-1].cancel.invocation_id == invocation.invocation_id
 
 
@@ -349,9 +345,9 @@ async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the
         ),
     )
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_INCONSISTENT_PROVIDER
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER
     assert not any(e.HasField("result") for e in events)
-    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
+    await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
     # A late answer changes nothing.
     _frames(connection)
     broker.interaction_settled(_answered(host))
@@ -370,7 +366,7 @@ async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned
     assert not stopping.done()  # Stop waits for the in-flight open so it can close it
     host.gate.set()
     assert await stopping == 1
-    assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
+    assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
     assert (await _all_events(invocation))[-1].HasField("stopped")
 
 
@@ -383,11 +379,11 @@ async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocatio
     _ask(broker, connection, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.RUNNING and broker.stats().get("rejected_frames"))
     rejected = [f.rejected for f in _frames(connection) if f.HasField("rejected")]
-    assert rejected[0].reason == RR.REJECT_REASON_INVALID_FORM
+    assert rejected[0].reason == broker_pb2.REJECT_REASON_INVALID_FORM
     assert "bad schema" in rejected[0].message
 
 
-@pytest.mark.parametrize("reason", [CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED])
+@pytest.mark.parametrize("reason", [interaction_pb2.CLOSE_REASON_TIMED_OUT, interaction_pb2.CLOSE_REASON_LEASE_EXPIRED])
 async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_the_provider(
     broker: Broker, host: RecordingHost, reason: int
 ) -> None:
@@ -406,7 +402,7 @@ async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_
         )
     )
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_INTERACTION_TIMED_OUT
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
     assert _kinds(connection) == ["interaction_result", "cancel"]
 
 
@@ -421,10 +417,10 @@ async def test_host_restarted_close_fails_interaction_closed(broker: Broker, hos
             interaction_id="ix_1",
             binding=binding,
             state=interaction_pb2.INTERACTION_STATE_CLOSED,
-            close_reason=CR.CLOSE_REASON_HOST_RESTARTED,
+            close_reason=interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
         )
     )
-    assert (await _all_events(invocation))[-1].failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+    assert (await _all_events(invocation))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
 
 
 async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones(broker: Broker) -> None:
@@ -434,7 +430,7 @@ async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones
     _ask(broker, connection, awaiting.invocation_id)
     await eventually(lambda: awaiting.state is InvocationState.AWAITING, what="awaiting")
     broker.host_stale()
-    assert (await _all_events(awaiting))[-1].failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+    assert (await _all_events(awaiting))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
     assert running.state is InvocationState.RUNNING
 
 
@@ -447,7 +443,7 @@ async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     new = _register(broker)
     assert (await _all_events(invocation))[-1].HasField("lost")
-    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_PROVIDER_LOST)], what="close")
+    await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_PROVIDER_LOST)], what="close")
     assert old.outbox.closed
     _frames(new)
     second = _call(broker, tool_use="tu2")
@@ -484,7 +480,7 @@ async def test_too_many_invocations_for_a_provider_fail_resource_exhausted(host:
     _register(broker)
     _call(broker)
     second = await _all_events(_call(broker, tool_use="tu2"))
-    assert second[0].failure.code == FC.FAILURE_CODE_RESOURCE_EXHAUSTED
+    assert second[0].failure.code == broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED
     await broker.shutdown(timeout=1)
 
 
@@ -503,9 +499,9 @@ async def test_frames_before_register_and_a_second_register_are_rejected(broker:
     frames = _frames(connection)
     assert [f.WhichOneof("frame") for f in frames] == ["rejected", "rejected", "registered", "rejected"]
     assert [f.rejected.reason for f in frames if f.HasField("rejected")] == [
-        RR.REJECT_REASON_NOT_REGISTERED,
-        RR.REJECT_REASON_INVALID_FRAME,
-        RR.REJECT_REASON_ALREADY_REGISTERED,
+        broker_pb2.REJECT_REASON_NOT_REGISTERED,
+        broker_pb2.REJECT_REASON_INVALID_FRAME,
+        broker_pb2.REJECT_REASON_ALREADY_REGISTERED,
     ]
 
 
@@ -519,7 +515,7 @@ async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: B
         connection, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[_tool("other")]))
     )
     assert (await _all_events(changed))[-1].HasField("lost")
-    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_SUPERSEDED)], what="close")
+    await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_SUPERSEDED)], what="close")
     assert not kept.is_terminal
     assert [t.qualified_name for t in broker.list_tools()] == ["examples:other"]
 
@@ -532,7 +528,7 @@ async def test_shutdown_settles_live_invocations_lost_and_closes_forms_stopped(h
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     await broker.shutdown(timeout=1)
     assert (await _all_events(invocation))[-1].HasField("lost")
-    assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
+    assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
     assert connection.outbox.closed
 
 
@@ -600,17 +596,17 @@ async def test_a_reported_but_unconnected_server_fails_server_unavailable_with_i
     _register(broker)
 
     [down] = await _all_events(_call(broker, tool="remote:anything"))
-    assert down.failure.code == FC.FAILURE_CODE_SERVER_UNAVAILABLE
+    assert down.failure.code == broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE
     assert down.failure.message.startswith("MCP server remote failed to connect: HTTP 401 Unauthorized")
     [unknown] = await _all_events(_call(broker, tool="examples:nope", tool_use="tu2"))
-    assert unknown.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert unknown.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
     [never] = await _all_events(_call(broker, tool="nosuch:tool", tool_use="tu3"))
-    assert never.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert never.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
     assert [s.name for s in broker.status().servers] == ["examples", "remote"]
 
     broker.servers.close(report)  # the provider's stream ended: its servers are forgotten
     [gone] = await _all_events(_call(broker, tool="remote:anything", tool_use="tu4"))
-    assert gone.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert gone.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
 
 
 async def test_arguments_are_checked_against_the_input_schema_unless_skipped(broker: Broker) -> None:
@@ -620,7 +616,7 @@ async def test_arguments_are_checked_against_the_input_schema_unless_skipped(bro
     _frames(connection)
 
     [bad] = await _all_events(_call(broker, tool="examples:count", args='{"n":"x"}'))
-    assert bad.failure.code == FC.FAILURE_CODE_INVALID_ARGUMENTS
+    assert bad.failure.code == broker_pb2.FAILURE_CODE_INVALID_ARGUMENTS
     assert bad.failure.message.endswith('/n: must be of type "integer"')
     assert _kinds(connection) == []  # nothing reached the provider
     skipped = broker.call_tool(
@@ -657,7 +653,7 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
             assert loop.time() - started < 5, "the maximum must end the call"
         elapsed = loop.time() - started
         events = await _all_events(invocation)
-        assert events[-1].failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+        assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
         assert "maximum execution time" in events[-1].failure.message
         assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
     finally:
@@ -672,9 +668,9 @@ async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_fai
     host.unavailable = True
     _ask(broker, connection, invocation.invocation_id)
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_HOST_UNAVAILABLE
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
     # The form may exist in Redis: it is closed and the invocation fenced before the terminal event.
-    assert host.fenced == [(invocation.invocation_id, CR.CLOSE_REASON_INVOCATION_SETTLED)]
+    assert host.fenced == [(invocation.invocation_id, interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)]
 
 
 async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close_returned(
@@ -704,7 +700,7 @@ async def test_an_answer_that_beat_the_stop_is_recorded_lost_before_stopped_is_r
     host.answered_first = True
     assert await broker.stop("s1") == 1
     assert (await _all_events(invocation))[-1].HasField("stopped")
-    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, CR.CLOSE_REASON_STOPPED)]
+    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)]
     assert not any(f.HasField("interaction_result") for f in _frames(connection))
 
 
@@ -733,7 +729,7 @@ async def test_a_provider_confirmation_records_the_answer_delivered(broker: Brok
             )
         ),
     )
-    assert [f.rejected.reason for f in _frames(connection)] == [RR.REJECT_REASON_NO_INTERACTION_PENDING]
+    assert [f.rejected.reason for f in _frames(connection)] == [broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING]
     assert len(host.deliveries) == 1
 
 
@@ -747,4 +743,6 @@ async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_los
     broker.interaction_settled(_answered(host))
     broker.connection_lost(connection)
     assert (await _all_events(invocation))[-1].HasField("lost")
-    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, CR.CLOSE_REASON_PROVIDER_LOST)]
+    assert host.deliveries == [
+        ("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)
+    ]

@@ -11,7 +11,6 @@ from services.broker.broker import Broker, Connection
 from services.core.status import NotFound
 from tests.services.broker.test_broker import RecordingHost, _all_events, _call, _frames, _register, _tool
 
-FC = broker_pb2.FailureCode
 URL = "https://as.example.com/authorize?response_type=code&client_id=c&state=STATE-1&code_challenge=x"
 
 
@@ -47,7 +46,7 @@ async def test_a_call_on_a_server_waiting_for_sign_in_fails_at_once_with_the_hin
 
     events = await _all_events(_call(broker, tool="remote:search"))
 
-    assert [e.failure.code for e in events] == [FC.FAILURE_CODE_AUTH_REQUIRED]
+    assert [e.failure.code for e in events] == [broker_pb2.FAILURE_CODE_AUTH_REQUIRED]
     assert URL in events[0].failure.message
     assert "maka auth login remote" in events[0].failure.message
     assert _frames(connection) == []  # nothing reached the provider
@@ -59,7 +58,7 @@ async def test_a_step_up_on_a_registered_server_also_fails_new_calls_with_auth_r
     _frames(connection)
 
     events = await _all_events(_call(broker, tool="remote:search"))
-    assert [e.failure.code for e in events] == [FC.FAILURE_CODE_AUTH_REQUIRED]
+    assert [e.failure.code for e in events] == [broker_pb2.FAILURE_CODE_AUTH_REQUIRED]
 
     _status(broker, connection, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
     accepted = _call(broker, tool="remote:search", tool_use="tu2")

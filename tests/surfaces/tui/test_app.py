@@ -29,6 +29,7 @@ from services.core.form import (
     StringField,
     StringFormat,
 )
+from services.core.reasons import InteractionErrorReason
 from services.core.status import ErrorDetail
 from surfaces.cli.endpoints import Endpoints, read_endpoints, write_endpoints
 from surfaces.common.interaction_client import (
@@ -341,7 +342,7 @@ async def test_answer_refused_as_already_settled_removes_the_form() -> None:
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         await pilot.click("#decline")
         await settle(pilot, lambda: not app.pending, "the settled form to leave")
-        assert app.outcomes[0].reason == "ALREADY_SETTLED"
+        assert app.outcomes[0].reason == InteractionErrorReason.ALREADY_SETTLED
         assert "ALREADY_SETTLED" in screen_text(app)
 
 
