@@ -3,7 +3,8 @@
 A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts it. Rules (the
 broker issue; RFC "Lifecycle and failure semantics", criteria 7, 8, 10, 16; DESIGN.md §5):
 
-- A provider ``Connection`` registers once; the broker mints the registration and connection ids.
+- A provider stream (``ProviderStream``: one ``Connect`` call) registers once; the broker mints the
+  registration and connection ids.
   A registration with the same provider id replaces the old one: every invocation bound to the old
   one settles ``lost`` (its pending form closes ``provider_lost``) and its stream is ended.
 - An invocation runs ``RUNNING`` → (``OPENING`` → ``AWAITING`` → ``RUNNING``)* → exactly one
@@ -176,7 +177,7 @@ class _Notifier:
 
 
 @dataclass(eq=False)
-class Connection:
+class ProviderStream:
     """One provider ``Connect`` stream."""
 
     connection_id: str
@@ -196,7 +197,7 @@ class Registration:
     registration_id: str
     provider_id: str
     display_name: str
-    connection: Connection
+    stream: ProviderStream
     tools: dict[str, broker_pb2.ToolDescriptor]
     """Qualified ``SERVER:TOOL`` → descriptor."""
     invocations: dict[str, Invocation] = field(default_factory=lambda: dict[str, "Invocation"]())
@@ -327,7 +328,7 @@ class Broker:
         self._settled: OrderedDict[str, str] = OrderedDict()
         """recently settled invocation id → connection id."""
         self._early_settled: OrderedDict[str, interaction_pb2.Interaction] = OrderedDict()
-        self._connections: set[Connection] = set()
+        self._streams: set[ProviderStream] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._counters: Counter[str] = Counter()
         self._liveness: asyncio.Task[None] | None = None
@@ -377,8 +378,8 @@ class Broker:
                 form_close=interaction_pb2.CLOSE_REASON_STOPPED,
                 cancel_reason="broker shutting down",
             )
-        for connection in list(self._connections):
-            connection.outbox.close()
+        for stream in list(self._streams):
+            stream.outbox.close()
         await self._wait(self._tasks, timeout)
 
     # --- stats ----------------------------------------------------------------------------------
@@ -426,29 +427,29 @@ class Broker:
 
     # --- provider connections -------------------------------------------------------------------
 
-    def open_connection(self) -> Connection:
+    def open_provider_stream(self) -> ProviderStream:
         """A new provider stream; the broker mints its connection id."""
-        connection = Connection(connection_id=_mint("conn"), outbox=_Notifier(self._queue_size))
-        self._connections.add(connection)
+        stream = ProviderStream(connection_id=_mint("conn"), outbox=_Notifier(self._queue_size))
+        self._streams.add(stream)
         if self._shutting_down:
-            connection.outbox.close()
-        return connection
+            stream.outbox.close()
+        return stream
 
-    def connection_lost(self, connection: Connection) -> None:
+    def provider_stream_lost(self, stream: ProviderStream) -> None:
         """The provider's stream ended (EOF, cancellation, transport failure): its live
         registration is retired, its invocations settle ``lost``, pending forms close ``provider_lost``."""
-        self._connections.discard(connection)
-        connection.outbox.close()
-        registration = connection.registration
+        self._streams.discard(stream)
+        stream.outbox.close()
+        registration = stream.registration
         if registration is not None and registration.live:
             self._retire(registration, "provider disconnected")
 
-    def handle_frame(self, connection: Connection, request: broker_pb2.ConnectRequest) -> None:
+    def handle_frame(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
         """Apply one provider frame. A refused frame is answered with ``FrameRejected`` on the same
         stream and counted; it never ends the stream and changes nothing else."""
-        connection.last_seen = time.monotonic()
+        stream.last_seen = time.monotonic()
         try:
-            self._apply(connection, request)
+            self._apply(stream, request)
         except FrameRejection as rejection:
             self._counters["rejected_frames"] += 1
             self._counters[
@@ -460,19 +461,19 @@ class Broker:
             log.info(
                 "frame_rejected",
                 extra={
-                    "connection_id": connection.connection_id,
+                    "connection_id": stream.connection_id,
                     "invocation_id": rejection.invocation_id,
                     "reject_reason": broker_pb2.RejectReason.Name(rejection.reason),
                 },
             )
-            self._send(connection, rejection.to_frame())
+            self._send(stream, rejection.to_frame())
 
-    def _apply(self, connection: Connection, request: broker_pb2.ConnectRequest) -> None:
+    def _apply(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
         kind = request.WhichOneof("frame")
         if kind == "register":
-            self._register(connection, request.register)
+            self._register(stream, request.register)
             return
-        registration = connection.registration
+        registration = stream.registration
         if registration is None or not registration.live:
             raise FrameRejection(broker_pb2.REJECT_REASON_NOT_REGISTERED, "", "register first")
         if kind == "heartbeat":
@@ -482,20 +483,20 @@ class Broker:
         elif kind == "sign_in_status":
             self._sign_in_status(registration, request.sign_in_status)
         elif kind == "progress":
-            self._progress(connection, request.progress)
+            self._progress(stream, request.progress)
         elif kind == "interaction_request":
-            self._interaction_request(connection, request.interaction_request)
+            self._interaction_request(stream, request.interaction_request)
         elif kind == "interaction_received":
-            self._interaction_received(connection, request.interaction_received)
+            self._interaction_received(stream, request.interaction_received)
         elif kind == "result":
-            self._result(connection, request.result)
+            self._result(stream, request.result)
         elif kind == "failure":
-            self._failure(connection, request.failure)
+            self._failure(stream, request.failure)
         else:
             raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
 
-    def _register(self, connection: Connection, register: broker_pb2.Register) -> None:
-        if connection.registration is not None:
+    def _register(self, stream: ProviderStream, register: broker_pb2.Register) -> None:
+        if stream.registration is not None:
             raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
         if self._shutting_down:
             raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
@@ -509,15 +510,15 @@ class Broker:
         if old is not None:
             self._counters["replacements"] += 1
             self._retire(old, "provider registration replaced")
-            old.connection.outbox.close()
+            old.stream.outbox.close()
         registration = Registration(
             registration_id=_mint("reg"),
             provider_id=register.provider_id,
             display_name=register.display_name[:MAX_ID_CHARS] or register.provider_id,
-            connection=connection,
+            stream=stream,
             tools=tools,
         )
-        connection.registration = registration
+        stream.registration = registration
         self._registrations[registration.provider_id] = registration
         for name in tools:
             self._tools[name] = registration
@@ -527,18 +528,18 @@ class Broker:
             extra={
                 "provider_id": registration.provider_id,
                 "registration_id": registration.registration_id,
-                "connection_id": connection.connection_id,
+                "connection_id": stream.connection_id,
                 "tools": len(tools),
             },
         )
         interval = duration_pb2.Duration()
         interval.FromNanoseconds(int(self._heartbeat_seconds * 1e9))
         self._send(
-            connection,
+            stream,
             broker_pb2.ConnectResponse(
                 registered=broker_pb2.Registered(
                     registration_id=registration.registration_id,
-                    connection_id=connection.connection_id,
+                    connection_id=stream.connection_id,
                     heartbeat_interval=interval,
                 )
             ),
@@ -609,7 +610,7 @@ class Broker:
                     iss=request.iss,
                     error=request.error,
                 )
-                self._send(registration.connection, broker_pb2.ConnectResponse(sign_in_callback=callback))
+                self._send(registration.stream, broker_pb2.ConnectResponse(sign_in_callback=callback))
                 log.info("sign_in_forwarded", extra={"provider_id": registration.provider_id, "server": status.server})
                 return status.server
         raise NotFound(BrokerErrorReason.NOT_FOUND, "no pending sign-in matches this redirect", domain=DOMAIN)
@@ -619,7 +620,7 @@ class Broker:
         for registration in self._registrations.values():
             if registration.live and registration.sign_in is not None and registration.sign_in.server == server:
                 self._send(
-                    registration.connection,
+                    registration.stream,
                     broker_pb2.ConnectResponse(sign_out=broker_pb2.SignOutRequest(server=server)),
                 )
                 return
@@ -661,13 +662,13 @@ class Broker:
             extra={"provider_id": registration.provider_id, "registration_id": registration.registration_id},
         )
 
-    def _send(self, connection: Connection, frame: broker_pb2.ConnectResponse) -> None:
-        if connection.outbox.push(frame) or connection.outbox.closed:
+    def _send(self, stream: ProviderStream, frame: broker_pb2.ConnectResponse) -> None:
+        if stream.outbox.push(frame) or stream.outbox.closed:
             return
         # The provider does not read its stream: treat it as lost rather than buffer without bound.
         self._counters["provider_queue_overflows"] += 1
-        connection.outbox.close()
-        registration = connection.registration
+        stream.outbox.close()
+        registration = stream.registration
         if registration is not None and registration.live:
             asyncio.get_running_loop().call_soon(self._retire_if_live, registration, "provider stream overflowed")
 
@@ -680,22 +681,22 @@ class Broker:
             await asyncio.sleep(self._heartbeat_seconds)
             deadline = time.monotonic() - 3 * self._heartbeat_seconds
             for registration in list(self._registrations.values()):
-                if registration.connection.last_seen < deadline:
+                if registration.stream.last_seen < deadline:
                     self._counters["providers_timed_out"] += 1
                     self._retire(registration, "provider heartbeat missed")
-                    registration.connection.outbox.close()
+                    registration.stream.outbox.close()
 
     # --- provider frames for invocations --------------------------------------------------------
 
-    def _owned(self, connection: Connection, invocation_id: str) -> Invocation:
+    def _owned(self, stream: ProviderStream, invocation_id: str) -> Invocation:
         """The live invocation ``invocation_id`` of this connection, or a FrameRejection."""
         invocation = self._invocations.get(invocation_id)
-        registration = connection.registration
+        registration = stream.registration
         if invocation is None:
             owner = self._settled.get(invocation_id)
             if owner is None:
                 raise FrameRejection(broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION, invocation_id, "no such invocation")
-            if owner != connection.connection_id:
+            if owner != stream.connection_id:
                 raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
             raise FrameRejection(
                 broker_pb2.REJECT_REASON_INVOCATION_SETTLED, invocation_id, "the invocation already settled"
@@ -704,8 +705,8 @@ class Broker:
             raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
         return invocation
 
-    def _progress(self, connection: Connection, frame: broker_pb2.InvocationProgress) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _progress(self, stream: ProviderStream, frame: broker_pb2.InvocationProgress) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
         if frame.HasField("total"):
             event.total = frame.total
@@ -715,8 +716,8 @@ class Broker:
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
 
-    def _interaction_received(self, connection: Connection, frame: broker_pb2.InteractionReceived) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _interaction_received(self, stream: ProviderStream, frame: broker_pb2.InteractionReceived) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         if not frame.interaction_id or frame.interaction_id != invocation.undelivered:
             raise FrameRejection(
                 broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING,
@@ -742,8 +743,8 @@ class Broker:
         if recorded is None:  # fenced by a newer epoch, which records it lost (host_restarted)
             log.warning("delivery_report_dropped", extra={"interaction_id": interaction_id})
 
-    def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _interaction_request(self, stream: ProviderStream, frame: broker_pb2.InteractionRequest) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             raise FrameRejection(
@@ -760,7 +761,7 @@ class Broker:
             raise FrameRejection(
                 broker_pb2.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long"
             )
-        registration = connection.registration
+        registration = stream.registration
         assert registration is not None
         form = form_pb2.Form()
         form.CopyFrom(frame.form)
@@ -781,7 +782,7 @@ class Broker:
             tool_use_id=invocation.tool_use_id,
             invocation_id=invocation.invocation_id,
             registration_id=registration.registration_id,
-            connection_id=connection.connection_id,
+            connection_id=stream.connection_id,
             provider_correlation_id=frame.correlation_id,
             tool_name=invocation.qualified_name,
         )
@@ -818,7 +819,7 @@ class Broker:
                         invocation.invocation_id,
                         f"{refused.reason}: {refused.message}"[:MAX_MESSAGE_CHARS],
                     )
-                    self._send(registration.connection, rejection.to_frame())
+                    self._send(registration.stream, rejection.to_frame())
                 return
             code = broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
             if refused.reason == InteractionErrorReason.STALE_EPOCH:
@@ -863,8 +864,8 @@ class Broker:
         if early is not None:
             self.interaction_settled(early)
 
-    def _result(self, connection: Connection, frame: broker_pb2.InvocationResult) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _result(self, stream: ProviderStream, frame: broker_pb2.InvocationResult) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             self._fail(
@@ -897,8 +898,8 @@ class Broker:
             cancel_reason=None,
         )
 
-    def _failure(self, connection: Connection, frame: broker_pb2.InvocationFailure) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _failure(self, stream: ProviderStream, frame: broker_pb2.InvocationFailure) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         code = (
             frame.code if frame.code != broker_pb2.FAILURE_CODE_UNSPECIFIED else broker_pb2.FAILURE_CODE_PROVIDER_ERROR
@@ -934,14 +935,14 @@ class Broker:
             or not registration.live
             or binding.invocation_id != invocation.invocation_id
             or binding.registration_id != registration.registration_id
-            or binding.connection_id != registration.connection.connection_id
+            or binding.connection_id != registration.stream.connection_id
         ):
             self._counters["settlements_ignored"] += 1
             return
         del self._by_interaction[interaction_id]
         invocation.interaction_id = ""
         invocation.interaction_expires_at = None
-        connection = registration.connection
+        stream = registration.stream
         if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
             invocation.state = InvocationState.RUNNING
             invocation.emit(
@@ -955,7 +956,7 @@ class Broker:
             )
             invocation.undelivered = interaction_id
             self._send(
-                connection,
+                stream,
                 broker_pb2.ConnectResponse(
                     interaction_result=broker_pb2.InteractionResult(
                         invocation_id=invocation.invocation_id,
@@ -977,7 +978,7 @@ class Broker:
             )
         )
         self._send(
-            connection,
+            stream,
             broker_pb2.ConnectResponse(
                 interaction_result=broker_pb2.InteractionResult(
                     invocation_id=invocation.invocation_id,
@@ -1102,7 +1103,7 @@ class Broker:
             },
         )
         self._send(
-            registration.connection,
+            registration.stream,
             broker_pb2.ConnectResponse(
                 invoke=broker_pb2.Invoke(
                     invocation_id=invocation.invocation_id,
@@ -1363,7 +1364,7 @@ class Broker:
         registration = invocation.registration
         if registration is not None:
             registration.invocations.pop(invocation.invocation_id, None)
-            self._settled[invocation.invocation_id] = registration.connection.connection_id
+            self._settled[invocation.invocation_id] = registration.stream.connection_id
             while len(self._settled) > SETTLED_MEMORY:
                 self._settled.popitem(last=False)
         # The settle barrier (docs/security.md "No answer after settlement"): the terminal event is
@@ -1389,9 +1390,9 @@ class Broker:
             self._spawn(invocation, self._finish(invocation, barrier))
         else:
             self._log_terminal(invocation)
-        if cancel_reason is not None and registration is not None and not registration.connection.outbox.closed:
+        if cancel_reason is not None and registration is not None and not registration.stream.outbox.closed:
             self._send(
-                registration.connection,
+                registration.stream,
                 broker_pb2.ConnectResponse(
                     cancel=broker_pb2.CancelInvocation(invocation_id=invocation.invocation_id, reason=cancel_reason)
                 ),

@@ -1,6 +1,6 @@
 """The provider's side of the broker's ``CapabilityBrokerService.Connect`` (``maka.broker.v1``).
 
-One :class:`ServerLink` per configured MCP server keeps one ``Connect`` stream registered as provider
+One :class:`BrokerLink` per configured MCP server keeps one ``Connect`` stream registered as provider
 ``mcp:<server>`` with that server's Tools (``claimed_server`` = the server name, so the broker
 qualifies them ``SERVER:TOOL``). Rules:
 
@@ -154,7 +154,7 @@ class _Stream:
             self.outbox.put_nowait(frame)
 
 
-class ServerLink:
+class BrokerLink:
     """Keeps MCP server ``connection`` registered with the broker (see module docstring)."""
 
     def __init__(
@@ -510,7 +510,7 @@ class ServerLink:
 
 
 class McpProvider:
-    """Every :class:`ServerLink` of this process over one broker channel, and the status report.
+    """Every :class:`BrokerLink` of this process over one broker channel, and the status report.
 
     :meth:`add_server` / :meth:`remove_server` let a config reload change the set of servers while
     the others keep serving (their links and connections are not touched).
@@ -538,12 +538,12 @@ class McpProvider:
             reconnect_initial_seconds=link_options.get("reconnect_initial_seconds", 0.5),
             reconnect_max_seconds=link_options.get("reconnect_max_seconds", 30.0),
         )
-        self.links: dict[str, ServerLink] = {}
+        self.links: dict[str, BrokerLink] = {}
         for connection in manager.connections.values():
             self._link(connection)
 
-    def _link(self, connection: McpConnection) -> ServerLink:
-        link = ServerLink(connection, self.manager, self._stub, **self._link_options)
+    def _link(self, connection: McpConnection) -> BrokerLink:
+        link = BrokerLink(connection, self.manager, self._stub, **self._link_options)
         link.on_calls_changed = self.reporter.poke_calls
         connection.on_status(self.reporter.poke)
         connection.subscribe(self._poke_async)

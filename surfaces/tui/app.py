@@ -343,7 +343,7 @@ class MakaTui(App[None]):
 
     Public state for drivers and tests: :attr:`pending` (id → view, in arrival order), :attr:`selected_id`,
     :attr:`closed` (id → reason of forms that disappeared), :attr:`outcomes` (answers this app sent),
-    :attr:`connection` (``"connecting"``, ``"connected"``, ``"reconnecting"``, ``"failed: REASON"``).
+    :attr:`attach_state` (``"connecting"``, ``"connected"``, ``"reconnecting"``, ``"failed: REASON"``).
     """
 
     TITLE = "Maka — pending forms"
@@ -400,7 +400,7 @@ class MakaTui(App[None]):
         self.selected_id: str | None = None
         self.closed: dict[str, CloseReason] = {}
         self.outcomes: list[Outcome] = []
-        self.connection = "connecting"
+        self.attach_state = "connecting"
         self._raws: dict[str, list[RawInput]] = {}
         self._submission_ids: dict[str, str] = {}
         self._sent: dict[str, Action] = {}
@@ -510,16 +510,16 @@ class MakaTui(App[None]):
         except NoMatches:
             return  # the static layout (#pending, #form, #status) is only gone while the app shuts down
         except InteractionError as error:
-            self.connection = f"failed: {error.reason}"
+            self.attach_state = f"failed: {error.reason}"
             self._status(f"Cannot attach: {error.reason}")
 
     async def _apply(self, event: AttachEvent) -> None:
         if isinstance(event, Disconnected):
-            self.connection = "reconnecting"
+            self.attach_state = "reconnecting"
             self._status(f"Disconnected; reconnecting in {event.retry_in:.1f}s (attempt {event.attempt})")
             return
-        if self.connection != "connected":
-            self.connection = "connected"
+        if self.attach_state != "connected":
+            self.attach_state = "connected"
             self._status(self._connected_text())
         if isinstance(event, Snapshot):
             fresh = {v.interaction_id: v for v in event.pending}
@@ -625,7 +625,7 @@ class MakaTui(App[None]):
                 f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” closed: {CLOSE_REASON_TEXT[reason]}."
             )
         self._notice(text)
-        if self.connection == "connected":
+        if self.attach_state == "connected":
             self._status(self._connected_text())
         if was_selected:
             following = next(iter(self.pending), None)
