@@ -34,7 +34,7 @@ from services.interaction import errors
 from services.interaction.fanout import FanOut
 from services.interaction.keys import ALL_SESSIONS
 from services.interaction.settings import Settings
-from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, SettleResult
+from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, ScriptCode, SettleResult
 
 log = logging.getLogger("maka.interaction.authority")
 
@@ -350,7 +350,7 @@ class InteractionAuthority:
         result = await self.store.deliver(
             mode, record, new, outcome=outcome, lost_reason=reason, caller_epoch=caller_epoch
         )
-        if result.code == "OK":
+        if result.code is ScriptCode.OK:
             metrics.ANSWER_DELIVERIES.labels(outcome).inc()
             log.info(
                 "delivery_recorded",
@@ -362,7 +362,7 @@ class InteractionAuthority:
                 },
             )
             return True, new
-        if result.code == "STALE_EPOCH":
+        if result.code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(caller_epoch or 0, int(result.reason))
         return False, result.stored
 
@@ -467,7 +467,7 @@ class InteractionAuthority:
                 wait_deadline_ms=wait_deadline,
                 created_ms=now,
             )
-            if code == "OK":
+            if code is ScriptCode.OK:
                 self._remember_opened(
                     Record(interaction, "pending", binding.session_id, epoch, binding.invocation_id, "")
                 )
@@ -481,9 +481,9 @@ class InteractionAuthority:
                     },
                 )
                 return interaction
-            if code == "STALE_EPOCH":
+            if code is ScriptCode.STALE_EPOCH:
                 raise errors.StaleEpoch(epoch, int(detail))
-            if code == "ALREADY_PENDING":
+            if code is ScriptCode.ALREADY_PENDING:
                 if replay and detail:  # the broker re-sends an open its dropped link lost the reply of
                     existing = await self.store.get(detail)
                     if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
@@ -528,7 +528,7 @@ class InteractionAuthority:
         if violations:
             raise errors.InvalidRequest("invocation_id is required", violations)
         code, value = await self.store.fence_invocation(epoch, invocation_id)
-        if code == "STALE_EPOCH":
+        if code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(epoch, int(value))
         log.info("invocation_fenced", extra={"invocation_id": invocation_id, "host_epoch": epoch})
         if not value:
@@ -539,7 +539,7 @@ class InteractionAuthority:
         """Renew every lease of ``epoch``: returns ``(renewed, lease deadline ms)``. Raises StaleEpoch."""
         deadline = self._now_ms() + int(self.settings.lease_seconds * 1000)
         code, value = await self.store.heartbeat(epoch, deadline)
-        if code == "STALE_EPOCH":
+        if code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(epoch, value)
         return value, deadline
 
@@ -567,7 +567,7 @@ class InteractionAuthority:
             caller_epoch=caller_epoch,
         )
         self._opened.pop(record.interaction.interaction_id, None)
-        if result.code == "OK":
+        if result.code is ScriptCode.OK:
             metrics.INTERACTIONS_SETTLED.labels(errors.close_reason_name(reason)).inc()
             log.info(
                 "closed",
@@ -578,11 +578,11 @@ class InteractionAuthority:
                 },
             )
             return True, new
-        if result.code == "STALE":
+        if result.code is ScriptCode.STALE:
             await self._close(record, interaction_pb2.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
             after = await self.store.get(record.interaction.interaction_id)
             return False, after.interaction if after else None
-        if result.code == "STALE_EPOCH":
+        if result.code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(caller_epoch or 0, int(result.reason))
         return False, result.stored
 
@@ -663,7 +663,7 @@ class InteractionAuthority:
             now_ms=self._now_ms(),
         )
         self._opened.pop(interaction_id, None)  # settled now, or settled before: either way no longer pending
-        if result.code == "OK":
+        if result.code is ScriptCode.OK:
             metrics.INTERACTIONS_SETTLED.labels("answered").inc()
             log.info(
                 "answered",
@@ -676,19 +676,20 @@ class InteractionAuthority:
         self, record: Record, result: SettleResult, submission_id: str
     ) -> interaction_pb2.Interaction:
         interaction_id = record.interaction.interaction_id
-        if result.code == "SAME" and result.stored is not None:
+        if result.code is ScriptCode.SAME and result.stored is not None:
             return result.stored
-        if result.code == "ANSWERED":
+        if result.code is ScriptCode.ANSWERED:
             raise errors.AlreadySettled(interaction_id)
-        if result.code == "CLOSED":
+        if result.code is ScriptCode.CLOSED:
             raise errors.InteractionClosed(
                 interaction_id, _CLOSE_REASONS_BY_NAME.get(result.reason, interaction_pb2.CLOSE_REASON_UNSPECIFIED)
             )
-        if result.code == "STALE":
+        if result.code is ScriptCode.STALE:
             await self._close(record, interaction_pb2.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
-        elif result.code == "EXPIRED":
-            mode = Mode.TIMEOUT if result.reason == "timed_out" else Mode.LEASE
-            await self._close(record, _CLOSE_REASONS_BY_NAME[result.reason], mode)
+        elif result.code is ScriptCode.EXPIRED:
+            reason = _CLOSE_REASONS_BY_NAME[result.reason]
+            mode = Mode.TIMEOUT if reason == interaction_pb2.CLOSE_REASON_TIMED_OUT else Mode.LEASE
+            await self._close(record, reason, mode)
         after = await self.store.get(interaction_id)
         if after is None:
             raise errors.InteractionNotFound(interaction_id)
