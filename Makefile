@@ -38,6 +38,7 @@ lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	cd protos && ../$(VENV)/bin/buf lint && ../$(VENV)/bin/buf format --exit-code > /dev/null
 	$(PY) -m scripts.lock --check
 

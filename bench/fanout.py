@@ -37,7 +37,6 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, intera
 from services.core.auth import bearer_metadata
 from services.interaction.redis_client import CLIENT_NAME
 
-pb = interaction_service_pb2
 SERVICE = "maka.interaction.v1.InteractionService"
 STEP_TIMEOUT = 120.0
 """Bound of each phase (snapshots, opens, deliveries, settlements)."""
@@ -241,30 +240,33 @@ class _Link:
         self.host = host
         self.stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         self.metadata = bearer_metadata(token)
-        self.requests: asyncio.Queue[pb.HostLinkRequest | None] = asyncio.Queue()
+        self.requests: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] = asyncio.Queue()
         self.epoch = 0
         self.settled: set[str] = set()
         self.opened: dict[str, interaction_pb2.Interaction] = {}
         self.all_opened = asyncio.Event()
         self.expected_opens = 0
         self.settled_changed = asyncio.Event()
-        self.call: grpc.aio.StreamStreamCall[pb.HostLinkRequest, pb.HostLinkResponse] | None = None
+        self.call: (
+            grpc.aio.StreamStreamCall[interaction_service_pb2.HostLinkRequest, interaction_service_pb2.HostLinkResponse]
+            | None
+        ) = None
         self._reader: asyncio.Task[None] | None = None
 
-    async def _requests(self) -> AsyncIterator[pb.HostLinkRequest]:
+    async def _requests(self) -> AsyncIterator[interaction_service_pb2.HostLinkRequest]:
         while (item := await self.requests.get()) is not None:
             yield item
 
     async def connect(self, resume_epoch: int = 0) -> int:
-        hello = pb.Hello(host_id=self.host)
+        hello = interaction_service_pb2.Hello(host_id=self.host)
         if resume_epoch:
             hello.resume_epoch = resume_epoch
         else:
             hello.begin_new_epoch = True
-        await self.requests.put(pb.HostLinkRequest(hello=hello))
+        await self.requests.put(interaction_service_pb2.HostLinkRequest(hello=hello))
         self.call = self.stub.HostLink(self._requests(), metadata=self.metadata)
         first = await self.call.read()
-        assert isinstance(first, pb.HostLinkResponse), first
+        assert isinstance(first, interaction_service_pb2.HostLinkResponse), first
         assert first.WhichOneof("frame") == "epoch", first
         self.epoch = first.epoch.host_epoch
         self._reader = asyncio.create_task(self._read())
@@ -272,7 +274,7 @@ class _Link:
 
     async def _read(self) -> None:
         assert self.call is not None
-        while isinstance(response := await self.call.read(), pb.HostLinkResponse):
+        while isinstance(response := await self.call.read(), interaction_service_pb2.HostLinkResponse):
             frame = response.WhichOneof("frame")
             if frame == "opened":
                 self.opened[response.opened.request_ref] = response.opened.interaction
@@ -288,8 +290,8 @@ class _Link:
         self.expected_opens = len(sessions)
         for n, session in enumerate(sessions):
             await self.requests.put(
-                pb.HostLinkRequest(
-                    open=pb.OpenInteraction(
+                interaction_service_pb2.HostLinkRequest(
+                    open=interaction_service_pb2.OpenInteraction(
                         request_ref=f"{self.host}-{n}", binding=binding(session, f"inv-{session}"), form=small_form()
                     )
                 )
@@ -326,7 +328,10 @@ class _Subscriber:
         self.token = ""
         self.reconnects = 0
         self.error: BaseException | None = None
-        self.call: grpc.aio.StreamStreamCall[pb.AttachRequest, pb.AttachResponse] | None = None
+        self.call: (
+            grpc.aio.StreamStreamCall[interaction_service_pb2.AttachRequest, interaction_service_pb2.AttachResponse]
+            | None
+        ) = None
         self._reader: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -353,11 +358,13 @@ class _Subscriber:
             self.opened.set()
 
     async def _follow(self) -> None:
-        subscribe = pb.AttachRequest(
-            subscribe=pb.Subscribe(session_ids=[self.session], host_id=self.host, resume_token=self.token)
+        subscribe = interaction_service_pb2.AttachRequest(
+            subscribe=interaction_service_pb2.Subscribe(
+                session_ids=[self.session], host_id=self.host, resume_token=self.token
+            )
         )
 
-        async def requests() -> AsyncIterator[pb.AttachRequest]:
+        async def requests() -> AsyncIterator[interaction_service_pb2.AttachRequest]:
             yield subscribe
             await asyncio.Event().wait()  # keep the request side open
 
@@ -455,7 +462,7 @@ async def run_fanout(
             for host in hosts:
                 interaction = links[host][0].opened[f"{host}-0"]
                 reply = await surface.Answer(
-                    pb.AnswerRequest(
+                    interaction_service_pb2.AnswerRequest(
                         host_id=host,
                         interaction_id=interaction.interaction_id,
                         submission_id=f"sub-{host}",

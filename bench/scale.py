@@ -33,7 +33,6 @@ from services.core.form import Requester, convert, decode_requested_schema
 from services.interaction.keys import Keys
 from surfaces.common.interaction_client import Closed, CloseReason, InteractionClient, Opened, Snapshot
 
-pb = interaction_service_pb2
 OPEN_TIMEOUT = 30.0
 """Seconds one open (or one probe's delivery) may take before the scale run fails."""
 
@@ -93,7 +92,10 @@ class BrokerPlayer:
 
     def __init__(self, stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub) -> None:
         self._stub = stub
-        self._call: grpc.aio.StreamStreamCall[pb.HostLinkRequest, pb.HostLinkResponse] | None = None
+        self._call: (
+            grpc.aio.StreamStreamCall[interaction_service_pb2.HostLinkRequest, interaction_service_pb2.HostLinkResponse]
+            | None
+        ) = None
         self._waiting: dict[str, asyncio.Future[interaction_pb2.Interaction]] = {}
         self._refs = itertools.count()
         self._reader: asyncio.Task[None] | None = None
@@ -101,12 +103,12 @@ class BrokerPlayer:
         self.epoch = 0
         self.closed_count = 0
 
-    async def hello(self, hello: pb.Hello) -> None:
+    async def hello(self, hello: interaction_service_pb2.Hello) -> None:
         """Send ``hello`` and wait for ``EpochBegun`` (sets :attr:`epoch`, :attr:`closed_count`)."""
         self._call = self._stub.HostLink()
-        await self._call.write(pb.HostLinkRequest(hello=hello))
+        await self._call.write(interaction_service_pb2.HostLinkRequest(hello=hello))
         first = await self._call.read()
-        if not isinstance(first, pb.HostLinkResponse) or first.WhichOneof("frame") != "epoch":
+        if not isinstance(first, interaction_service_pb2.HostLinkResponse) or first.WhichOneof("frame") != "epoch":
             raise RuntimeError(f"HostLink answered hello with {first!r}")
         self.epoch = first.epoch.host_epoch
         self.closed_count = first.epoch.closed_count
@@ -116,7 +118,7 @@ class BrokerPlayer:
         assert self._call is not None
         while True:
             response = await self._call.read()
-            if not isinstance(response, pb.HostLinkResponse):
+            if not isinstance(response, interaction_service_pb2.HostLinkResponse):
                 break
             frame = response.WhichOneof("frame")
             if frame == "opened":
@@ -138,7 +140,9 @@ class BrokerPlayer:
         ref = str(next(self._refs))
         future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
         self._waiting[ref] = future
-        frame = pb.HostLinkRequest(open=pb.OpenInteraction(request_ref=ref, binding=binding, form=form))
+        frame = interaction_service_pb2.HostLinkRequest(
+            open=interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding, form=form)
+        )
         async with self._write_lock:
             await self._call.write(frame)
         async with asyncio.timeout(OPEN_TIMEOUT):
@@ -247,7 +251,7 @@ async def run_scale(
                 async with asyncio.timeout(OPEN_TIMEOUT):
                     await subscriber.subscribed.wait()
                 player = BrokerPlayer(stub)
-                await player.hello(pb.Hello(resume_epoch=epoch))
+                await player.hello(interaction_service_pb2.Hello(resume_epoch=epoch))
                 memory_before = await _used_memory(redis_client)
                 rss_before = _rss(pids)
 
@@ -299,7 +303,7 @@ async def run_scale(
                 subscriber.restarted_target = pending + probes
                 new_epoch = BrokerPlayer(stub)
                 t0 = time.perf_counter()
-                await new_epoch.hello(pb.Hello(begin_new_epoch=True))
+                await new_epoch.hello(interaction_service_pb2.Hello(begin_new_epoch=True))
                 reply_s = time.perf_counter() - t0
                 async with asyncio.timeout(OPEN_TIMEOUT * 10):
                     await subscriber.all_restarted.wait()

@@ -4,7 +4,8 @@ A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts i
 criteria 7, 8, 10, 16; docs/design.md#capability-broker,
 docs/design.md#lifecycle):
 
-- A provider ``Connection`` registers once; the broker mints the registration and connection ids.
+- A provider stream (``ProviderStream``: one ``Connect`` call) registers once; the broker mints the
+  registration and connection ids.
   A registration with the same provider id replaces the old one: every invocation bound to the old
   one settles ``lost`` (its pending form closes ``provider_lost``) and its stream is ended.
 - An invocation runs ``RUNNING`` → (``OPENING`` → ``AWAITING`` → ``RUNNING``)* → exactly one
@@ -68,14 +69,11 @@ from services.broker.errors import (
 )
 from services.broker.servers import ServerTable, unavailable_message
 from services.core import metrics
+from services.core.reasons import BrokerErrorReason, InteractionErrorReason
 from services.core.status import NotFound
 
 log = logging.getLogger("maka.broker.broker")
 
-FC = broker_pb2.FailureCode
-RR = broker_pb2.RejectReason
-CR = interaction_pb2.CloseReason
-SIS = broker_pb2.SignInState
 
 MAX_ID_CHARS = 256
 MAX_AUTHORIZATION_URL_CHARS = 8192
@@ -180,7 +178,7 @@ class _Notifier:
 
 
 @dataclass(eq=False)
-class Connection:
+class ProviderStream:
     """One provider ``Connect`` stream."""
 
     connection_id: str
@@ -200,7 +198,7 @@ class Registration:
     registration_id: str
     provider_id: str
     display_name: str
-    connection: Connection
+    stream: ProviderStream
     tools: dict[str, broker_pb2.ToolDescriptor]
     """Qualified ``SERVER:TOOL`` → descriptor."""
     invocations: dict[str, Invocation] = field(default_factory=lambda: dict[str, "Invocation"]())
@@ -234,7 +232,7 @@ class Invocation:
     """Seconds of provider execution (timer running) of earlier legs: the max-total budget's use."""
     correlation_id: str = ""
     interaction_id: str = ""
-    late_form_close: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_INVOCATION_SETTLED
+    late_form_close: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
     """How to close a form whose open completes after the invocation settled (and why an undelivered
     answer was lost)."""
     undelivered: str = ""
@@ -331,7 +329,7 @@ class Broker:
         self._settled: OrderedDict[str, str] = OrderedDict()
         """recently settled invocation id → connection id."""
         self._early_settled: OrderedDict[str, interaction_pb2.Interaction] = OrderedDict()
-        self._connections: set[Connection] = set()
+        self._streams: set[ProviderStream] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._counters: Counter[str] = Counter()
         self._liveness: asyncio.Task[None] | None = None
@@ -373,16 +371,16 @@ class Broker:
         if self._liveness is not None:
             self._liveness.cancel()
         for invocation in list(self._invocations.values()):
-            invocation.late_form_close = CR.CLOSE_REASON_STOPPED
+            invocation.late_form_close = interaction_pb2.CLOSE_REASON_STOPPED
             self._settle(
                 invocation,
                 InvocationState.LOST,
                 broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the broker is shutting down")),
-                form_close=CR.CLOSE_REASON_STOPPED,
+                form_close=interaction_pb2.CLOSE_REASON_STOPPED,
                 cancel_reason="broker shutting down",
             )
-        for connection in list(self._connections):
-            connection.outbox.close()
+        for stream in list(self._streams):
+            stream.outbox.close()
         await self._wait(self._tasks, timeout)
 
     # --- stats ----------------------------------------------------------------------------------
@@ -430,51 +428,55 @@ class Broker:
 
     # --- provider connections -------------------------------------------------------------------
 
-    def open_connection(self) -> Connection:
+    def open_provider_stream(self) -> ProviderStream:
         """A new provider stream; the broker mints its connection id."""
-        connection = Connection(connection_id=_mint("conn"), outbox=_Notifier(self._queue_size))
-        self._connections.add(connection)
+        stream = ProviderStream(connection_id=_mint("conn"), outbox=_Notifier(self._queue_size))
+        self._streams.add(stream)
         if self._shutting_down:
-            connection.outbox.close()
-        return connection
+            stream.outbox.close()
+        return stream
 
-    def connection_lost(self, connection: Connection) -> None:
+    def provider_stream_lost(self, stream: ProviderStream) -> None:
         """The provider's stream ended (EOF, cancellation, transport failure): its live
         registration is retired, its invocations settle ``lost``, pending forms close ``provider_lost``."""
-        self._connections.discard(connection)
-        connection.outbox.close()
-        registration = connection.registration
+        self._streams.discard(stream)
+        stream.outbox.close()
+        registration = stream.registration
         if registration is not None and registration.live:
             self._retire(registration, "provider disconnected")
 
-    def handle_frame(self, connection: Connection, request: broker_pb2.ConnectRequest) -> None:
+    def handle_frame(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
         """Apply one provider frame. A refused frame is answered with ``FrameRejected`` on the same
         stream and counted; it never ends the stream and changes nothing else."""
-        connection.last_seen = time.monotonic()
+        stream.last_seen = time.monotonic()
         try:
-            self._apply(connection, request)
+            self._apply(stream, request)
         except FrameRejection as rejection:
             self._counters["rejected_frames"] += 1
-            self._counters[f"rejected_frames.{RR.Name(rejection.reason).removeprefix('REJECT_REASON_')}"] += 1
-            metrics.FRAMES_REJECTED.labels(RR.Name(rejection.reason).removeprefix("REJECT_REASON_")).inc()
+            self._counters[
+                f"rejected_frames.{broker_pb2.RejectReason.Name(rejection.reason).removeprefix('REJECT_REASON_')}"
+            ] += 1
+            metrics.FRAMES_REJECTED.labels(
+                broker_pb2.RejectReason.Name(rejection.reason).removeprefix("REJECT_REASON_")
+            ).inc()
             log.info(
                 "frame_rejected",
                 extra={
-                    "connection_id": connection.connection_id,
+                    "connection_id": stream.connection_id,
                     "invocation_id": rejection.invocation_id,
-                    "reject_reason": RR.Name(rejection.reason),
+                    "reject_reason": broker_pb2.RejectReason.Name(rejection.reason),
                 },
             )
-            self._send(connection, rejection.to_frame())
+            self._send(stream, rejection.to_frame())
 
-    def _apply(self, connection: Connection, request: broker_pb2.ConnectRequest) -> None:
+    def _apply(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
         kind = request.WhichOneof("frame")
         if kind == "register":
-            self._register(connection, request.register)
+            self._register(stream, request.register)
             return
-        registration = connection.registration
+        registration = stream.registration
         if registration is None or not registration.live:
-            raise FrameRejection(RR.REJECT_REASON_NOT_REGISTERED, "", "register first")
+            raise FrameRejection(broker_pb2.REJECT_REASON_NOT_REGISTERED, "", "register first")
         if kind == "heartbeat":
             return
         if kind == "tools_changed":
@@ -482,42 +484,42 @@ class Broker:
         elif kind == "sign_in_status":
             self._sign_in_status(registration, request.sign_in_status)
         elif kind == "progress":
-            self._progress(connection, request.progress)
+            self._progress(stream, request.progress)
         elif kind == "interaction_request":
-            self._interaction_request(connection, request.interaction_request)
+            self._interaction_request(stream, request.interaction_request)
         elif kind == "interaction_received":
-            self._interaction_received(connection, request.interaction_received)
+            self._interaction_received(stream, request.interaction_received)
         elif kind == "result":
-            self._result(connection, request.result)
+            self._result(stream, request.result)
         elif kind == "failure":
-            self._failure(connection, request.failure)
+            self._failure(stream, request.failure)
         else:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
 
-    def _register(self, connection: Connection, register: broker_pb2.Register) -> None:
-        if connection.registration is not None:
-            raise FrameRejection(RR.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
+    def _register(self, stream: ProviderStream, register: broker_pb2.Register) -> None:
+        if stream.registration is not None:
+            raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
         if self._shutting_down:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
         problem = _check_id("provider_id", register.provider_id)
         tools: dict[str, broker_pb2.ToolDescriptor] = {}
         if problem is None:
             tools, problem = _check_tools(register.tools)
         if problem is not None:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         old = self._registrations.get(register.provider_id)
         if old is not None:
             self._counters["replacements"] += 1
             self._retire(old, "provider registration replaced")
-            old.connection.outbox.close()
+            old.stream.outbox.close()
         registration = Registration(
             registration_id=_mint("reg"),
             provider_id=register.provider_id,
             display_name=register.display_name[:MAX_ID_CHARS] or register.provider_id,
-            connection=connection,
+            stream=stream,
             tools=tools,
         )
-        connection.registration = registration
+        stream.registration = registration
         self._registrations[registration.provider_id] = registration
         for name in tools:
             self._tools[name] = registration
@@ -527,18 +529,18 @@ class Broker:
             extra={
                 "provider_id": registration.provider_id,
                 "registration_id": registration.registration_id,
-                "connection_id": connection.connection_id,
+                "connection_id": stream.connection_id,
                 "tools": len(tools),
             },
         )
         interval = duration_pb2.Duration()
         interval.FromNanoseconds(int(self._heartbeat_seconds * 1e9))
         self._send(
-            connection,
+            stream,
             broker_pb2.ConnectResponse(
                 registered=broker_pb2.Registered(
                     registration_id=registration.registration_id,
-                    connection_id=connection.connection_id,
+                    connection_id=stream.connection_id,
                     heartbeat_interval=interval,
                 )
             ),
@@ -547,7 +549,7 @@ class Broker:
     def _tools_changed(self, registration: Registration, descriptors: Iterable[broker_pb2.ToolDescriptor]) -> None:
         tools, problem = _check_tools(descriptors)
         if problem is not None:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         for name in registration.tools:
             if self._tools.get(name) is registration:
                 del self._tools[name]
@@ -561,7 +563,7 @@ class Broker:
                     invocation,
                     InvocationState.LOST,
                     broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the Tool binding changed")),
-                    form_close=CR.CLOSE_REASON_SUPERSEDED,
+                    form_close=interaction_pb2.CLOSE_REASON_SUPERSEDED,
                     cancel_reason="tool binding changed",
                 )
 
@@ -571,17 +573,17 @@ class Broker:
             problem = "server must not contain ':'"
         if problem is None and len(status.authorization_url) > MAX_AUTHORIZATION_URL_CHARS:
             problem = "authorization_url is too long"
-        if problem is None and (status.state == SIS.SIGN_IN_STATE_REQUIRED) != bool(status.authorization_url):
+        if problem is None and (status.state == broker_pb2.SIGN_IN_STATE_REQUIRED) != bool(status.authorization_url):
             problem = "authorization_url is required with SIGN_IN_STATE_REQUIRED and only then"
         if problem is not None:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, "", problem)
-        registration.sign_in = status if status.state != SIS.SIGN_IN_STATE_UNSPECIFIED else None
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
+        registration.sign_in = status if status.state != broker_pb2.SIGN_IN_STATE_UNSPECIFIED else None
         log.info(
             "sign_in_status",
             extra={
                 "provider_id": registration.provider_id,
                 "server": status.server,
-                "sign_in_state": SIS.Name(status.state),
+                "sign_in_state": broker_pb2.SignInState.Name(status.state),
             },
         )
 
@@ -598,7 +600,7 @@ class Broker:
         """
         for registration in self._registrations.values():
             status = registration.sign_in
-            if not registration.live or status is None or status.state != SIS.SIGN_IN_STATE_REQUIRED:
+            if not registration.live or status is None or status.state != broker_pb2.SIGN_IN_STATE_REQUIRED:
                 continue
             states = parse_qs(urlsplit(status.authorization_url).query).get("state", [])
             if request.state and states and secrets.compare_digest(states[0], request.state):
@@ -609,21 +611,21 @@ class Broker:
                     iss=request.iss,
                     error=request.error,
                 )
-                self._send(registration.connection, broker_pb2.ConnectResponse(sign_in_callback=callback))
+                self._send(registration.stream, broker_pb2.ConnectResponse(sign_in_callback=callback))
                 log.info("sign_in_forwarded", extra={"provider_id": registration.provider_id, "server": status.server})
                 return status.server
-        raise NotFound("NOT_FOUND", "no pending sign-in matches this redirect", domain=DOMAIN)
+        raise NotFound(BrokerErrorReason.NOT_FOUND, "no pending sign-in matches this redirect", domain=DOMAIN)
 
     def sign_out(self, server: str) -> None:
         """Ask the provider of ``server`` to forget its tokens. Raises :class:`NotFound` ``NOT_FOUND``."""
         for registration in self._registrations.values():
             if registration.live and registration.sign_in is not None and registration.sign_in.server == server:
                 self._send(
-                    registration.connection,
+                    registration.stream,
                     broker_pb2.ConnectResponse(sign_out=broker_pb2.SignOutRequest(server=server)),
                 )
                 return
-        raise NotFound("NOT_FOUND", f"no provider reported a sign-in for {server}", domain=DOMAIN)
+        raise NotFound(BrokerErrorReason.NOT_FOUND, f"no provider reported a sign-in for {server}", domain=DOMAIN)
 
     def _sign_in_hint(self, server: str) -> str | None:
         for registration in self._registrations.values():
@@ -632,7 +634,7 @@ class Broker:
                 registration.live
                 and status is not None
                 and status.server == server
-                and status.state == SIS.SIGN_IN_STATE_REQUIRED
+                and status.state == broker_pb2.SIGN_IN_STATE_REQUIRED
             ):
                 return f"sign in to {server} first: open {status.authorization_url} (or run `maka auth login {server}`)"
         return None
@@ -648,12 +650,12 @@ class Broker:
             for name in other.tools:
                 self._tools.setdefault(name, other)
         for invocation in list(registration.invocations.values()):
-            invocation.late_form_close = CR.CLOSE_REASON_PROVIDER_LOST
+            invocation.late_form_close = interaction_pb2.CLOSE_REASON_PROVIDER_LOST
             self._settle(
                 invocation,
                 InvocationState.LOST,
                 broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason=reason)),
-                form_close=CR.CLOSE_REASON_PROVIDER_LOST,
+                form_close=interaction_pb2.CLOSE_REASON_PROVIDER_LOST,
                 cancel_reason=reason,
             )
         log.info(
@@ -661,13 +663,13 @@ class Broker:
             extra={"provider_id": registration.provider_id, "registration_id": registration.registration_id},
         )
 
-    def _send(self, connection: Connection, frame: broker_pb2.ConnectResponse) -> None:
-        if connection.outbox.push(frame) or connection.outbox.closed:
+    def _send(self, stream: ProviderStream, frame: broker_pb2.ConnectResponse) -> None:
+        if stream.outbox.push(frame) or stream.outbox.closed:
             return
         # The provider does not read its stream: treat it as lost rather than buffer without bound.
         self._counters["provider_queue_overflows"] += 1
-        connection.outbox.close()
-        registration = connection.registration
+        stream.outbox.close()
+        registration = stream.registration
         if registration is not None and registration.live:
             asyncio.get_running_loop().call_soon(self._retire_if_live, registration, "provider stream overflowed")
 
@@ -680,30 +682,32 @@ class Broker:
             await asyncio.sleep(self._heartbeat_seconds)
             deadline = time.monotonic() - 3 * self._heartbeat_seconds
             for registration in list(self._registrations.values()):
-                if registration.connection.last_seen < deadline:
+                if registration.stream.last_seen < deadline:
                     self._counters["providers_timed_out"] += 1
                     self._retire(registration, "provider heartbeat missed")
-                    registration.connection.outbox.close()
+                    registration.stream.outbox.close()
 
     # --- provider frames for invocations --------------------------------------------------------
 
-    def _owned(self, connection: Connection, invocation_id: str) -> Invocation:
+    def _owned(self, stream: ProviderStream, invocation_id: str) -> Invocation:
         """The live invocation ``invocation_id`` of this connection, or a FrameRejection."""
         invocation = self._invocations.get(invocation_id)
-        registration = connection.registration
+        registration = stream.registration
         if invocation is None:
             owner = self._settled.get(invocation_id)
             if owner is None:
-                raise FrameRejection(RR.REJECT_REASON_UNKNOWN_INVOCATION, invocation_id, "no such invocation")
-            if owner != connection.connection_id:
-                raise FrameRejection(RR.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
-            raise FrameRejection(RR.REJECT_REASON_INVOCATION_SETTLED, invocation_id, "the invocation already settled")
+                raise FrameRejection(broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION, invocation_id, "no such invocation")
+            if owner != stream.connection_id:
+                raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
+            raise FrameRejection(
+                broker_pb2.REJECT_REASON_INVOCATION_SETTLED, invocation_id, "the invocation already settled"
+            )
         if invocation.registration is not registration or registration is None:
-            raise FrameRejection(RR.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
+            raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
         return invocation
 
-    def _progress(self, connection: Connection, frame: broker_pb2.InvocationProgress) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _progress(self, stream: ProviderStream, frame: broker_pb2.InvocationProgress) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
         if frame.HasField("total"):
             event.total = frame.total
@@ -713,11 +717,13 @@ class Broker:
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
 
-    def _interaction_received(self, connection: Connection, frame: broker_pb2.InteractionReceived) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _interaction_received(self, stream: ProviderStream, frame: broker_pb2.InteractionReceived) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         if not frame.interaction_id or frame.interaction_id != invocation.undelivered:
             raise FrameRejection(
-                RR.REJECT_REASON_NO_INTERACTION_PENDING, invocation.invocation_id, "no answer awaits confirmation"
+                broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING,
+                invocation.invocation_id,
+                "no answer awaits confirmation",
             )
         self._delivered(invocation)
 
@@ -732,25 +738,31 @@ class Broker:
         self,
         interaction_id: str,
         delivery: interaction_pb2.DeliveryState.ValueType,
-        lost_reason: interaction_pb2.CloseReason.ValueType = CR.CLOSE_REASON_UNSPECIFIED,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
     ) -> None:
         recorded = await self._host.report_delivery(interaction_id, delivery, lost_reason)
         if recorded is None:  # fenced by a newer epoch, which records it lost (host_restarted)
             log.warning("delivery_report_dropped", extra={"interaction_id": interaction_id})
 
-    def _interaction_request(self, connection: Connection, frame: broker_pb2.InteractionRequest) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _interaction_request(self, stream: ProviderStream, frame: broker_pb2.InteractionRequest) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             raise FrameRejection(
-                RR.REJECT_REASON_INTERACTION_ALREADY_PENDING, invocation.invocation_id, "a form is already pending"
+                broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING,
+                invocation.invocation_id,
+                "a form is already pending",
             )
         if not frame.HasField("form"):
             # A field-less form is a valid confirmation; the Interaction service checks the rest.
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the request has no form")
+            raise FrameRejection(
+                broker_pb2.REJECT_REASON_INVALID_FORM, invocation.invocation_id, "the request has no form"
+            )
         if len(frame.correlation_id) > MAX_ID_CHARS:
-            raise FrameRejection(RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long")
-        registration = connection.registration
+            raise FrameRejection(
+                broker_pb2.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "correlation id too long"
+            )
+        registration = stream.registration
         assert registration is not None
         form = form_pb2.Form()
         form.CopyFrom(frame.form)
@@ -771,7 +783,7 @@ class Broker:
             tool_use_id=invocation.tool_use_id,
             invocation_id=invocation.invocation_id,
             registration_id=registration.registration_id,
-            connection_id=connection.connection_id,
+            connection_id=stream.connection_id,
             provider_correlation_id=frame.correlation_id,
             tool_name=invocation.qualified_name,
         )
@@ -793,27 +805,31 @@ class Broker:
             if invocation.state is not InvocationState.OPENING:
                 return
             registration = invocation.registration
-            if refused.reason in ("INVALID_FORM", "INVALID_REQUEST", "LIMIT_EXCEEDED"):
+            if refused.reason in (
+                InteractionErrorReason.INVALID_FORM,
+                InteractionErrorReason.INVALID_REQUEST,
+                InteractionErrorReason.LIMIT_EXCEEDED,
+            ):
                 invocation.state = InvocationState.RUNNING
                 self._counters["rejected_frames"] += 1
                 self._counters["rejected_frames.INVALID_FORM"] += 1
                 metrics.FRAMES_REJECTED.labels("INVALID_FORM").inc()
                 if registration is not None:
                     rejection = FrameRejection(
-                        RR.REJECT_REASON_INVALID_FORM,
+                        broker_pb2.REJECT_REASON_INVALID_FORM,
                         invocation.invocation_id,
                         f"{refused.reason}: {refused.message}"[:MAX_MESSAGE_CHARS],
                     )
-                    self._send(registration.connection, rejection.to_frame())
+                    self._send(registration.stream, rejection.to_frame())
                 return
-            code = FC.FAILURE_CODE_HOST_UNAVAILABLE
-            if refused.reason == "STALE_EPOCH":
-                code = FC.FAILURE_CODE_INTERACTION_CLOSED
+            code = broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
+            if refused.reason == InteractionErrorReason.STALE_EPOCH:
+                code = broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
             self._fail(invocation, code, f"the Interaction service refused the form: {refused.reason}")
             return
         except HostUnavailable as error:
             if invocation.state is InvocationState.OPENING:
-                self._fail(invocation, FC.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
+                self._fail(invocation, broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
             # The open's outcome is unknown (its reply may have been lost with the link): close
             # whatever form it made and fence the invocation against it before the terminal event
             # (this task is part of the settle barrier).
@@ -849,15 +865,15 @@ class Broker:
         if early is not None:
             self.interaction_settled(early)
 
-    def _result(self, connection: Connection, frame: broker_pb2.InvocationResult) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _result(self, stream: ProviderStream, frame: broker_pb2.InvocationResult) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
             self._fail(
                 invocation,
-                FC.FAILURE_CODE_INCONSISTENT_PROVIDER,
+                broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER,
                 "the provider returned a final result while its form was pending",
-                form_close=CR.CLOSE_REASON_INVOCATION_SETTLED,
+                form_close=interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
                 cancel=False,
             )
             return
@@ -867,7 +883,9 @@ class Broker:
             result = None
         if not isinstance(result, dict):
             raise FrameRejection(
-                RR.REJECT_REASON_INVALID_FRAME, invocation.invocation_id, "call_tool_result_json is not a JSON object"
+                broker_pb2.REJECT_REASON_INVALID_FRAME,
+                invocation.invocation_id,
+                "call_tool_result_json is not a JSON object",
             )
         self._settle(
             invocation,
@@ -881,15 +899,17 @@ class Broker:
             cancel_reason=None,
         )
 
-    def _failure(self, connection: Connection, frame: broker_pb2.InvocationFailure) -> None:
-        invocation = self._owned(connection, frame.invocation_id)
+    def _failure(self, stream: ProviderStream, frame: broker_pb2.InvocationFailure) -> None:
+        invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
-        code = frame.code if frame.code != FC.FAILURE_CODE_UNSPECIFIED else FC.FAILURE_CODE_PROVIDER_ERROR
+        code = (
+            frame.code if frame.code != broker_pb2.FAILURE_CODE_UNSPECIFIED else broker_pb2.FAILURE_CODE_PROVIDER_ERROR
+        )
         self._fail(
             invocation,
             code,
             frame.message[:MAX_MESSAGE_CHARS],
-            form_close=CR.CLOSE_REASON_INVOCATION_SETTLED,
+            form_close=interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
             cancel=False,
         )
 
@@ -916,14 +936,14 @@ class Broker:
             or not registration.live
             or binding.invocation_id != invocation.invocation_id
             or binding.registration_id != registration.registration_id
-            or binding.connection_id != registration.connection.connection_id
+            or binding.connection_id != registration.stream.connection_id
         ):
             self._counters["settlements_ignored"] += 1
             return
         del self._by_interaction[interaction_id]
         invocation.interaction_id = ""
         invocation.interaction_expires_at = None
-        connection = registration.connection
+        stream = registration.stream
         if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
             invocation.state = InvocationState.RUNNING
             invocation.emit(
@@ -931,20 +951,20 @@ class Broker:
                     interaction_settled=broker_pb2.InteractionSettledEvent(
                         interaction_id=interaction_id,
                         action=interaction.answer.action,
-                        close_reason=CR.CLOSE_REASON_ANSWERED,
+                        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
                     )
                 )
             )
             invocation.undelivered = interaction_id
             self._send(
-                connection,
+                stream,
                 broker_pb2.ConnectResponse(
                     interaction_result=broker_pb2.InteractionResult(
                         invocation_id=invocation.invocation_id,
                         correlation_id=invocation.correlation_id,
                         interaction_id=interaction_id,
                         answer=interaction.answer,
-                        close_reason=CR.CLOSE_REASON_ANSWERED,
+                        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
                     )
                 ),
             )
@@ -959,7 +979,7 @@ class Broker:
             )
         )
         self._send(
-            connection,
+            stream,
             broker_pb2.ConnectResponse(
                 interaction_result=broker_pb2.InteractionResult(
                     invocation_id=invocation.invocation_id,
@@ -969,7 +989,7 @@ class Broker:
                 )
             ),
         )
-        if reason == CR.CLOSE_REASON_STOPPED:
+        if reason == interaction_pb2.CLOSE_REASON_STOPPED:
             self._settle(
                 invocation,
                 InvocationState.STOPPED,
@@ -979,12 +999,17 @@ class Broker:
             )
             return
         code = (
-            FC.FAILURE_CODE_INTERACTION_TIMED_OUT
-            if reason in (CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED, CR.CLOSE_REASON_ROUND_EXPIRED)
-            else FC.FAILURE_CODE_INTERACTION_CLOSED
+            broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
+            if reason
+            in (
+                interaction_pb2.CLOSE_REASON_TIMED_OUT,
+                interaction_pb2.CLOSE_REASON_LEASE_EXPIRED,
+                interaction_pb2.CLOSE_REASON_ROUND_EXPIRED,
+            )
+            else broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
         )
-        why = CR.Name(reason).removeprefix("CLOSE_REASON_").lower()
-        if reason == CR.CLOSE_REASON_ROUND_EXPIRED:
+        why = interaction_pb2.CloseReason.Name(reason).removeprefix("CLOSE_REASON_").lower()
+        if reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED:
             why += " (the server's requestState for this round expired before every form was answered)"
         self._fail(invocation, code, f"the form closed: {why}")
 
@@ -994,7 +1019,7 @@ class Broker:
             if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
                 self._by_interaction.pop(invocation.interaction_id, None)
                 invocation.interaction_id = ""
-                self._fail(invocation, FC.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
+                self._fail(invocation, broker_pb2.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
 
     # --- the caller's side ----------------------------------------------------------------------
 
@@ -1033,7 +1058,9 @@ class Broker:
                 self._settle(
                     invocation,
                     InvocationState.FAILED,
-                    _failure(FC.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"),
+                    _failure(
+                        broker_pb2.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"
+                    ),
                 )
                 return invocation
             self._counters["calls_reattached_by_call_id"] += 1
@@ -1042,7 +1069,9 @@ class Broker:
         try:
             registration = self._route(request, invocation.arguments_json)
         except InvalidRequest as error:
-            self._settle(invocation, InvocationState.FAILED, _failure(FC.FAILURE_CODE_INVALID_REQUEST, error.message))
+            self._settle(
+                invocation, InvocationState.FAILED, _failure(broker_pb2.FAILURE_CODE_INVALID_REQUEST, error.message)
+            )
             return invocation
         except _Refused as refused:
             self._settle(invocation, InvocationState.FAILED, _failure(refused.code, refused.message))
@@ -1075,7 +1104,7 @@ class Broker:
             },
         )
         self._send(
-            registration.connection,
+            registration.stream,
             broker_pb2.ConnectResponse(
                 invoke=broker_pb2.Invoke(
                     invocation_id=invocation.invocation_id,
@@ -1114,28 +1143,30 @@ class Broker:
             if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
                 raise InvalidRequest("a live invocation already has this tool_use_id in the session")
         if self._shutting_down:
-            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
+            raise _Refused(broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
         if self._draining:
-            raise _Refused(FC.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly")
+            raise _Refused(
+                broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly"
+            )
         registration = self._tools.get(request.tool_name)
         if registration is None or not registration.live:
             hint = self._sign_in_hint(server)
             if hint is not None:
-                raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
+                raise _Refused(broker_pb2.FAILURE_CODE_AUTH_REQUIRED, hint)
             reported = self.servers.find(server)
             if reported is not None and not any(name.partition(":")[0] == server for name in self._tools):
-                raise _Refused(FC.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
-            raise _Refused(FC.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
+                raise _Refused(broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
+            raise _Refused(broker_pb2.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
         hint = self._sign_in_hint(server)
         if hint is not None:  # e.g. a scope step-up is pending on the live connection: nothing is sent
-            raise _Refused(FC.FAILURE_CODE_AUTH_REQUIRED, hint)
+            raise _Refused(broker_pb2.FAILURE_CODE_AUTH_REQUIRED, hint)
         if len(registration.invocations) >= self._max_invocations:
-            raise _Refused(FC.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
+            raise _Refused(broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
         if not request.skip_argument_validation:
             problems = argument_problems(registration.tools[request.tool_name].input_schema_json, arguments)
             if problems:
                 raise _Refused(
-                    FC.FAILURE_CODE_INVALID_ARGUMENTS,
+                    broker_pb2.FAILURE_CODE_INVALID_ARGUMENTS,
                     f"the arguments do not match the inputSchema of {request.tool_name}: " + "; ".join(problems),
                 )
         return registration
@@ -1168,12 +1199,12 @@ class Broker:
 
     def stop_invocation(self, invocation: Invocation, reason: str) -> None:
         """Stop one invocation now (also used when no caller reattached within the grace)."""
-        invocation.late_form_close = CR.CLOSE_REASON_STOPPED
+        invocation.late_form_close = interaction_pb2.CLOSE_REASON_STOPPED
         self._settle(
             invocation,
             InvocationState.STOPPED,
             broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()),
-            form_close=CR.CLOSE_REASON_STOPPED,
+            form_close=interaction_pb2.CLOSE_REASON_STOPPED,
             cancel_reason=reason,
         )
 
@@ -1293,7 +1324,7 @@ class Broker:
         code: broker_pb2.FailureCode.ValueType,
         message: str,
         *,
-        form_close: interaction_pb2.CloseReason.ValueType | None = CR.CLOSE_REASON_INVOCATION_SETTLED,
+        form_close: interaction_pb2.CloseReason.ValueType | None = interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
         cancel: bool = True,
     ) -> None:
         self._settle(
@@ -1301,7 +1332,7 @@ class Broker:
             InvocationState.FAILED,
             _failure(code, message),
             form_close=form_close,
-            cancel_reason=FC.Name(code).removeprefix("FAILURE_CODE_").lower() if cancel else None,
+            cancel_reason=broker_pb2.FailureCode.Name(code).removeprefix("FAILURE_CODE_").lower() if cancel else None,
         )
 
     def _settle(
@@ -1334,7 +1365,7 @@ class Broker:
         registration = invocation.registration
         if registration is not None:
             registration.invocations.pop(invocation.invocation_id, None)
-            self._settled[invocation.invocation_id] = registration.connection.connection_id
+            self._settled[invocation.invocation_id] = registration.stream.connection_id
             while len(self._settled) > SETTLED_MEMORY:
                 self._settled.popitem(last=False)
         # The settle barrier (docs/security.md "No answer after settlement"): the terminal event is
@@ -1360,9 +1391,9 @@ class Broker:
             self._spawn(invocation, self._finish(invocation, barrier))
         else:
             self._log_terminal(invocation)
-        if cancel_reason is not None and registration is not None and not registration.connection.outbox.closed:
+        if cancel_reason is not None and registration is not None and not registration.stream.outbox.closed:
             self._send(
-                registration.connection,
+                registration.stream,
                 broker_pb2.ConnectResponse(
                     cancel=broker_pb2.CancelInvocation(invocation_id=invocation.invocation_id, reason=cancel_reason)
                 ),
@@ -1441,7 +1472,7 @@ class Broker:
             message = f"the provider ran {used:.0f} s in total, the maximum execution time ({self._max_execution:g} s)"
         else:
             message = "the provider execution timer fired (no progress within the execution timeout)"
-        self._fail(invocation, FC.FAILURE_CODE_EXECUTION_TIMEOUT, message)
+        self._fail(invocation, broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT, message)
 
     def _spawn(self, invocation: Invocation | None, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.create_task(coro)

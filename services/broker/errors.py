@@ -9,6 +9,7 @@ the stream).
 from __future__ import annotations
 
 from maka.broker.v1 import broker_pb2
+from services.core.reasons import BrokerErrorReason, InteractionErrorReason
 from services.core.status import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unavailable
 
 DOMAIN = "maka.broker.v1"
@@ -18,41 +19,44 @@ class InvalidRequest(InvalidArgument):
     """INVALID_ARGUMENT / ``INVALID_REQUEST``: a malformed Connect register, Stop or CallTool request."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("INVALID_REQUEST", message, domain=DOMAIN)
+        super().__init__(BrokerErrorReason.INVALID_REQUEST, message, domain=DOMAIN)
 
 
 class NotPermitted(PermissionDenied):
     """PERMISSION_DENIED / ``PERMISSION_DENIED``: the caller lacks the role or the session (docs/design.md#tokens)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("PERMISSION_DENIED", message, domain=DOMAIN)
+        super().__init__(BrokerErrorReason.PERMISSION_DENIED, message, domain=DOMAIN)
 
 
 class CallNotFound(NotFound):
     """NOT_FOUND / ``CALL_NOT_FOUND``: WatchCall names no live invocation, nor one settled within the retention."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("CALL_NOT_FOUND", message, domain=DOMAIN)
+        super().__init__(BrokerErrorReason.CALL_NOT_FOUND, message, domain=DOMAIN)
 
 
 class NotRegistered(FailedPrecondition):
     """FAILED_PRECONDITION / ``NOT_REGISTERED``: a Connect stream ended before it registered."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("NOT_REGISTERED", message, domain=DOMAIN)
+        super().__init__(BrokerErrorReason.NOT_REGISTERED, message, domain=DOMAIN)
 
 
 class HostUnavailable(Unavailable):
     """UNAVAILABLE / ``HOST_UNAVAILABLE``: the Interaction service's HostLink is down or stale."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("HOST_UNAVAILABLE", message, domain=DOMAIN)
+        super().__init__(BrokerErrorReason.HOST_UNAVAILABLE, message, domain=DOMAIN)
 
 
 class OpenRefused(Exception):
-    """The Interaction service refused ``OpenInteraction`` (``OpenRejected``): reason name and message."""
+    """The Interaction service refused ``OpenInteraction`` (``OpenRejected``): reason and message.
 
-    def __init__(self, reason: str, message: str) -> None:
+    ``reason`` is the ``InteractionErrorReason`` member, or the name as sent when this broker does not know it.
+    """
+
+    def __init__(self, reason: InteractionErrorReason | str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message

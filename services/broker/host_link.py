@@ -36,6 +36,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.broker.errors import HostUnavailable, OpenRefused
 from services.core.channels import open_channel
+from services.core.reasons import INTERACTION_DOMAIN, InteractionErrorReason, parse_reason
 from services.core.status import error_from_rpc
 
 log = logging.getLogger("maka.broker.host_link")
@@ -382,7 +383,7 @@ class HostLink:
                 raise
             except grpc.aio.AioRpcError as error:
                 detail = error_from_rpc(error)
-                if detail.reason == "STALE_EPOCH":
+                if detail.reason == InteractionErrorReason.STALE_EPOCH:
                     log.error("host_link_stale", extra={"host_epoch": self.epoch})
                     self._down()
                     self.stale = True
@@ -499,7 +500,7 @@ class HostLink:
             open_future = self._opens.get(rejected.request_ref)
             if open_future is not None and not open_future.done():
                 name = interaction_pb2.ErrorReason.Name(rejected.reason).removeprefix("ERROR_REASON_")
-                open_future.set_exception(OpenRefused(name, rejected.message))
+                open_future.set_exception(OpenRefused(parse_reason(INTERACTION_DOMAIN, name), rejected.message))
         elif kind == "closed":
             key = response.closed.interaction_id
             if response.closed.invocation_id:

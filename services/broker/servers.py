@@ -14,18 +14,16 @@ from google.protobuf import timestamp_pb2
 
 from maka.broker.v1 import broker_pb2
 
-SS = broker_pb2.ServerState
-
 MAX_SERVERS_PER_REPORT = 1000
 """Servers one report may carry; more are dropped (counted by the caller)."""
 
 _STATE_TEXT = {
-    SS.SERVER_STATE_CONNECTING: "is connecting",
-    SS.SERVER_STATE_READY: "is connected but has not registered its Tools yet",
-    SS.SERVER_STATE_FAILED: "failed to connect",
-    SS.SERVER_STATE_WAITING_FOR_SIGN_IN: "is waiting for sign-in (see `maka status`)",
-    SS.SERVER_STATE_DISABLED: 'is disabled in the config ("disabled": true)',
-    SS.SERVER_STATE_DRAINING: "was removed from the config (finishing its calls in flight)",
+    broker_pb2.SERVER_STATE_CONNECTING: "is connecting",
+    broker_pb2.SERVER_STATE_READY: "is connected but has not registered its Tools yet",
+    broker_pb2.SERVER_STATE_FAILED: "failed to connect",
+    broker_pb2.SERVER_STATE_WAITING_FOR_SIGN_IN: "is waiting for sign-in (see `maka status`)",
+    broker_pb2.SERVER_STATE_DISABLED: 'is disabled in the config ("disabled": true)',
+    broker_pb2.SERVER_STATE_DRAINING: "was removed from the config (finishing its calls in flight)",
 }
 
 
@@ -65,7 +63,7 @@ class ServerTable:
         found: broker_pb2.ServerStatus | None = None
         for report in self._reports:
             for server in report.request.servers:
-                if server.name == name and (found is None or server.state == SS.SERVER_STATE_READY):
+                if server.name == name and (found is None or server.state == broker_pb2.SERVER_STATE_READY):
                     found = server
         return found
 
@@ -97,9 +95,12 @@ class ServerTable:
 def unavailable_message(server: broker_pb2.ServerStatus, now: float | None = None) -> str:
     """The SERVER_UNAVAILABLE text: ``MCP server NAME <state>: <cause>; next retry in N s``."""
     text = f"MCP server {server.name} {_STATE_TEXT.get(server.state, 'is not connected')}"
-    if server.HasField("last_error") and server.state in (SS.SERVER_STATE_FAILED, SS.SERVER_STATE_CONNECTING):
+    if server.HasField("last_error") and server.state in (
+        broker_pb2.SERVER_STATE_FAILED,
+        broker_pb2.SERVER_STATE_CONNECTING,
+    ):
         text += f": {server.last_error.summary}"
-    if server.HasField("next_retry_time") and server.state == SS.SERVER_STATE_FAILED:
+    if server.HasField("next_retry_time") and server.state == broker_pb2.SERVER_STATE_FAILED:
         wait = server.next_retry_time.ToNanoseconds() / 1e9 - (time.time() if now is None else now)
         text += f"; next retry in {max(0.0, wait):.0f} s"
     return text + " (see `maka status`)"

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.broker.broker import Broker, Connection
+from services.broker.broker import Broker, ProviderStream
 from services.broker.errors import NotPermitted
 from services.core.auth import Role, current_principal
 from services.core.status import ServiceError, abort
@@ -62,27 +62,27 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
             _require(Role.PROVIDER)
         except ServiceError as error:
             await abort(context, error)
-        connection = self._broker.open_connection()
-        reader = asyncio.create_task(self._pump(request_iterator, connection))
+        stream = self._broker.open_provider_stream()
+        reader = asyncio.create_task(self._pump(request_iterator, stream))
         try:
-            async for frame in connection.frames():
+            async for frame in stream.frames():
                 yield frame
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
-            self._broker.connection_lost(connection)
+            self._broker.provider_stream_lost(stream)
 
-    async def _pump(self, requests: AsyncIterator[broker_pb2.ConnectRequest], connection: Connection) -> None:
+    async def _pump(self, requests: AsyncIterator[broker_pb2.ConnectRequest], stream: ProviderStream) -> None:
         try:
             async for request in requests:
-                self._broker.handle_frame(connection, request)
+                self._broker.handle_frame(stream, request)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the transport failed: the provider is gone
             log.info("provider_stream_failed", extra={"error_type": type(error).__name__})
         finally:
-            self._broker.connection_lost(connection)
+            self._broker.provider_stream_lost(stream)
 
     async def CallTool(
         self, request: broker_pb2.CallToolRequest, context: Context

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-import grpc
+from services.core.reasons import AUTH_DOMAIN, AuthErrorReason
+from services.core.status import PermissionDenied, Unauthenticated
 
 
 class Role(StrEnum):
@@ -197,25 +198,16 @@ def authenticate(
     Returns the principal. Raises ``services.core.status.Unauthenticated`` (no/unknown token) or
     ``PermissionDenied`` (missing role). Open services and a disabled table admit ANONYMOUS.
     """
-    from services.core.status import PermissionDenied, Unauthenticated
-
     service = method.strip("/").split("/", 1)[0]
     if service in OPEN_SERVICES or not table.enabled:
         return ANONYMOUS
     token = _bearer(metadata)
     principal = table.lookup(token) if token else None
     if principal is None:
-        raise Unauthenticated("UNAUTHENTICATED", "a valid bearer token is required", domain="maka.auth")
+        raise Unauthenticated(AuthErrorReason.UNAUTHENTICATED, "a valid bearer token is required", domain=AUTH_DOMAIN)
     roles = method_roles.get(method)
     if roles is not None and not any(principal.has_role(role) for role in roles):
-        raise PermissionDenied("PERMISSION_DENIED", f"{principal.name} may not call {method}", domain="maka.auth")
+        raise PermissionDenied(
+            AuthErrorReason.PERMISSION_DENIED, f"{principal.name} may not call {method}", domain=AUTH_DOMAIN
+        )
     return principal
-
-
-def client_metadata_interceptors(token: str | None) -> list[grpc.aio.ClientInterceptor]:
-    """Client interceptors that add ``authorization: Bearer`` to every call (none when no token)."""
-    if not token:
-        return []
-    from services.core.interceptors import BearerClientInterceptors
-
-    return BearerClientInterceptors.all(token)

@@ -15,8 +15,8 @@ import json
 import grpc
 import grpc.aio
 
-from services.core.auth import client_metadata_interceptors
-from services.core.serving import KEEPALIVE_OPTIONS
+from services.core.client_interceptors import client_metadata_interceptors
+from services.core.keepalive import KEEPALIVE_OPTIONS
 from services.core.settings import ClientTlsSettings
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024

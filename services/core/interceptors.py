@@ -1,5 +1,6 @@
-"""gRPC interceptors shared by every service: authentication + principal + request metrics (server),
-bearer token (client).
+"""The gRPC server interceptor shared by every service: authentication + principal + request metrics.
+
+The client side (bearer token on outgoing calls) is :mod:`services.core.client_interceptors`.
 
 The server interceptor authenticates with :func:`services.core.auth.authenticate`, binds the
 principal for the handler (:func:`services.core.auth.current_principal`), and counts each request in
@@ -158,52 +159,3 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             return _refusal(handler, method, error)
         set_current_principal(principal)
         return _rebuild(handler, _wrap(_behavior_of(handler), method, principal, handler.request_streaming))
-
-
-def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
-    metadata = grpc.aio.Metadata(*(details.metadata or ()))
-    metadata.add("authorization", f"Bearer {token}")
-    return grpc.aio.ClientCallDetails(
-        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
-    )
-
-
-class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(_with_token(client_call_details, self._token), request)
-
-
-class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(_with_token(client_call_details, self._token), request)
-
-
-class _StreamUnary(grpc.aio.StreamUnaryClientInterceptor):
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    async def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return await continuation(_with_token(client_call_details, self._token), request_iterator)
-
-
-class _StreamStream(grpc.aio.StreamStreamClientInterceptor):
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    async def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return await continuation(_with_token(client_call_details, self._token), request_iterator)
-
-
-class BearerClientInterceptors:
-    """Client interceptors adding ``authorization: Bearer <token>`` to all four call kinds."""
-
-    @staticmethod
-    def all(token: str) -> list[grpc.aio.ClientInterceptor]:
-        """One interceptor per call kind, for ``grpc.aio.insecure_channel(..., interceptors=...)``."""
-        return [_UnaryUnary(token), _UnaryStream(token), _StreamUnary(token), _StreamStream(token)]

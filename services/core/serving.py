@@ -30,20 +30,11 @@ from grpc_reflection.v1alpha import reflection
 from services.core import tracing
 from services.core.auth import Role, TokenTable
 from services.core.interceptors import ServerInterceptor
+from services.core.keepalive import KEEPALIVE_OPTIONS
 from services.core.metrics import start_metrics_server
 from services.core.settings import GrpcServerSettings
 
 log = logging.getLogger("maka.serving")
-
-KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
-)
-"""Keepalive for long-lived streams (HostLink, Attach, Connect): dead peers are noticed in ~30 s."""
 
 
 class GrpcApp(Protocol):

@@ -19,6 +19,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from services.core.form.errors import Violation
+from services.core.reasons import ErrorReason, parse_reason
 
 _DETAILS_KEY = "grpc-status-details-bin"
 
@@ -28,7 +29,9 @@ class ErrorDetail:
     """What a client learns from an error status: code, stable reason, message, violations."""
 
     code: grpc.StatusCode
-    reason: str
+    reason: ErrorReason | str
+    """The :mod:`services.core.reasons` member for a known domain and reason; a reason this code does not
+    know (a newer server's) stays the string it is, and ``""`` when the status carried no ErrorInfo."""
     message: str
     domain: str = ""
     metadata: Mapping[str, str] = field(default_factory=lambda: dict[str, str]())
@@ -39,16 +42,16 @@ class ErrorDetail:
 class ServiceError(Exception):
     """Base of every error a servicer turns into a gRPC status.
 
-    Subclasses fix ``code``; instances carry the stable ``reason`` (an ``ErrorReason`` enum value
-    name without its prefix, e.g. ``"ALREADY_SETTLED"``), the ``domain`` (proto package), an
-    optional metadata map and field violations.
+    Subclasses fix ``code``; instances carry the stable ``reason`` (a :mod:`services.core.reasons` member;
+    on the wire its ``ErrorReason`` value name without the prefix, e.g. ``"ALREADY_SETTLED"``), the
+    ``domain`` (proto package), an optional metadata map and field violations.
     """
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
 
     def __init__(
         self,
-        reason: str,
+        reason: ErrorReason,
         message: str,
         *,
         domain: str = "maka",
@@ -99,7 +102,7 @@ def to_status(error: ServiceError) -> grpc.Status:
     """Build the rich ``grpc.Status`` (ErrorInfo + BadRequest details) for ``error``."""
     details: list[any_pb2.Any] = []
     info = any_pb2.Any()
-    info.Pack(error_details_pb2.ErrorInfo(reason=error.reason, domain=error.domain, metadata=error.metadata))
+    info.Pack(error_details_pb2.ErrorInfo(reason=error.reason.value, domain=error.domain, metadata=error.metadata))
     details.append(info)
     if error.violations:
         bad = error_details_pb2.BadRequest(
@@ -155,7 +158,7 @@ def error_from_rpc(error: grpc.aio.AioRpcError) -> ErrorDetail:
                 violations.extend((v.field, v.description) for v in bad.field_violations)
     return ErrorDetail(
         code=code,
-        reason=reason,
+        reason=parse_reason(domain, reason),
         message=error.details() or "",
         domain=domain,
         metadata=metadata,

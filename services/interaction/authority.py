@@ -34,7 +34,7 @@ from services.interaction import errors
 from services.interaction.fanout import FanOut
 from services.interaction.keys import ALL_SESSIONS
 from services.interaction.settings import Settings
-from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, SettleResult
+from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, ScriptCode, SettleResult
 
 log = logging.getLogger("maka.interaction.authority")
 
@@ -43,18 +43,17 @@ MAX_ID_CHARS = 256
 _REAP_BATCH = 100
 RESTART_BATCH = 500
 """Most forms of older epochs closed by one ``restart_batch.lua`` call (and read per pipelined round trip)."""
-_ST = interaction_pb2
 _HOST_RESTARTED = errors.close_reason_name(interaction_pb2.CLOSE_REASON_HOST_RESTARTED)
 _CLOSE_REASONS_BY_NAME = {errors.close_reason_name(v): v for v in interaction_pb2.CloseReason.values()}
 _BROKER_CLOSE_REASONS = frozenset(
     {
-        _ST.CLOSE_REASON_STOPPED,
-        _ST.CLOSE_REASON_PROVIDER_LOST,
-        _ST.CLOSE_REASON_INVOCATION_SETTLED,
-        _ST.CLOSE_REASON_SUPERSEDED,
-        _ST.CLOSE_REASON_TIMED_OUT,
-        _ST.CLOSE_REASON_LEASE_EXPIRED,
-        _ST.CLOSE_REASON_HOST_RESTARTED,
+        interaction_pb2.CLOSE_REASON_STOPPED,
+        interaction_pb2.CLOSE_REASON_PROVIDER_LOST,
+        interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
+        interaction_pb2.CLOSE_REASON_SUPERSEDED,
+        interaction_pb2.CLOSE_REASON_TIMED_OUT,
+        interaction_pb2.CLOSE_REASON_LEASE_EXPIRED,
+        interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
     }
 )
 
@@ -63,8 +62,8 @@ def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2
     """``round_expired`` when the wait that ended was the round's deadline, else ``timed_out``."""
     rounded = interaction.HasField("round") and interaction.round.HasField("deadline")
     if rounded and interaction.round.deadline.ToMilliseconds() <= interaction.expires_at.ToMilliseconds():
-        return _ST.CLOSE_REASON_ROUND_EXPIRED
-    return _ST.CLOSE_REASON_TIMED_OUT
+        return interaction_pb2.CLOSE_REASON_ROUND_EXPIRED
+    return interaction_pb2.CLOSE_REASON_TIMED_OUT
 
 
 OPENED_KEPT = 16384
@@ -265,8 +264,8 @@ class InteractionAuthority:
                 continue
             new = interaction_pb2.Interaction()
             new.CopyFrom(record.interaction)
-            new.state = _ST.INTERACTION_STATE_CLOSED
-            new.close_reason = _ST.CLOSE_REASON_HOST_RESTARTED
+            new.state = interaction_pb2.INTERACTION_STATE_CLOSED
+            new.close_reason = interaction_pb2.CLOSE_REASON_HOST_RESTARTED
             new.settled_at.FromMilliseconds(now)
             closures.append((record, new))
         if not closures:
@@ -293,7 +292,7 @@ class InteractionAuthority:
         epoch: int,
         interaction_id: str,
         delivery: interaction_pb2.DeliveryState.ValueType,
-        lost_reason: interaction_pb2.CloseReason.ValueType = _ST.CLOSE_REASON_UNSPECIFIED,
+        lost_reason: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_UNSPECIFIED,
         *,
         answered: interaction_pb2.Interaction | None = None,
     ) -> tuple[bool, interaction_pb2.Interaction | None]:
@@ -309,8 +308,8 @@ class InteractionAuthority:
         Raises InvalidRequest for a delivery other than DELIVERED / LOST (or LOST without a closure
         reason) and StaleEpoch when ``epoch`` is not current.
         """
-        if delivery not in (_ST.DELIVERY_STATE_DELIVERED, _ST.DELIVERY_STATE_LOST) or (
-            delivery == _ST.DELIVERY_STATE_LOST and lost_reason not in _BROKER_CLOSE_REASONS
+        if delivery not in (interaction_pb2.DELIVERY_STATE_DELIVERED, interaction_pb2.DELIVERY_STATE_LOST) or (
+            delivery == interaction_pb2.DELIVERY_STATE_LOST and lost_reason not in _BROKER_CLOSE_REASONS
         ):
             raise errors.InvalidRequest(
                 "delivery must be DELIVERED, or LOST with a closure reason other than answered",
@@ -343,15 +342,15 @@ class InteractionAuthority:
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
         new.delivery = delivery
-        if delivery == _ST.DELIVERY_STATE_LOST:
+        if delivery == interaction_pb2.DELIVERY_STATE_LOST:
             new.delivery_lost_reason = lost_reason
         new.delivery_recorded_at.FromMilliseconds(self._now_ms())
-        outcome = "delivered" if delivery == _ST.DELIVERY_STATE_DELIVERED else "lost"
-        reason = errors.close_reason_name(lost_reason) if delivery == _ST.DELIVERY_STATE_LOST else ""
+        outcome = "delivered" if delivery == interaction_pb2.DELIVERY_STATE_DELIVERED else "lost"
+        reason = errors.close_reason_name(lost_reason) if delivery == interaction_pb2.DELIVERY_STATE_LOST else ""
         result = await self.store.deliver(
             mode, record, new, outcome=outcome, lost_reason=reason, caller_epoch=caller_epoch
         )
-        if result.code == "OK":
+        if result.code is ScriptCode.OK:
             metrics.ANSWER_DELIVERIES.labels(outcome).inc()
             log.info(
                 "delivery_recorded",
@@ -363,7 +362,7 @@ class InteractionAuthority:
                 },
             )
             return True, new
-        if result.code == "STALE_EPOCH":
+        if result.code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(caller_epoch or 0, int(result.reason))
         return False, result.stored
 
@@ -381,7 +380,10 @@ class InteractionAuthority:
             if record.epoch >= current or record.state != "answered":
                 continue
             changed, _ = await self._deliver(
-                record, _ST.DELIVERY_STATE_LOST, _ST.CLOSE_REASON_HOST_RESTARTED, DeliveryMode.RESTART
+                record,
+                interaction_pb2.DELIVERY_STATE_LOST,
+                interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
+                DeliveryMode.RESTART,
             )
             lost += int(changed)
         return lost
@@ -452,7 +454,7 @@ class InteractionAuthority:
                 interaction_id=mint_interaction_id(),
                 binding=binding,
                 host_epoch=epoch,
-                state=_ST.INTERACTION_STATE_PENDING,
+                state=interaction_pb2.INTERACTION_STATE_PENDING,
                 form=canonical,
             )
             interaction.created_at.FromMilliseconds(now)
@@ -465,7 +467,7 @@ class InteractionAuthority:
                 wait_deadline_ms=wait_deadline,
                 created_ms=now,
             )
-            if code == "OK":
+            if code is ScriptCode.OK:
                 self._remember_opened(
                     Record(interaction, "pending", binding.session_id, epoch, binding.invocation_id, "")
                 )
@@ -479,9 +481,9 @@ class InteractionAuthority:
                     },
                 )
                 return interaction
-            if code == "STALE_EPOCH":
+            if code is ScriptCode.STALE_EPOCH:
                 raise errors.StaleEpoch(epoch, int(detail))
-            if code == "ALREADY_PENDING":
+            if code is ScriptCode.ALREADY_PENDING:
                 if replay and detail:  # the broker re-sends an open its dropped link lost the reply of
                     existing = await self.store.get(detail)
                     if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
@@ -526,7 +528,7 @@ class InteractionAuthority:
         if violations:
             raise errors.InvalidRequest("invocation_id is required", violations)
         code, value = await self.store.fence_invocation(epoch, invocation_id)
-        if code == "STALE_EPOCH":
+        if code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(epoch, int(value))
         log.info("invocation_fenced", extra={"invocation_id": invocation_id, "host_epoch": epoch})
         if not value:
@@ -537,7 +539,7 @@ class InteractionAuthority:
         """Renew every lease of ``epoch``: returns ``(renewed, lease deadline ms)``. Raises StaleEpoch."""
         deadline = self._now_ms() + int(self.settings.lease_seconds * 1000)
         code, value = await self.store.heartbeat(epoch, deadline)
-        if code == "STALE_EPOCH":
+        if code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(epoch, value)
         return value, deadline
 
@@ -551,7 +553,7 @@ class InteractionAuthority:
     ) -> tuple[bool, interaction_pb2.Interaction | None]:
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
-        new.state = _ST.INTERACTION_STATE_CLOSED
+        new.state = interaction_pb2.INTERACTION_STATE_CLOSED
         new.close_reason = reason
         new.settled_at.FromMilliseconds(self._now_ms())
         result = await self.store.settle(
@@ -565,7 +567,7 @@ class InteractionAuthority:
             caller_epoch=caller_epoch,
         )
         self._opened.pop(record.interaction.interaction_id, None)
-        if result.code == "OK":
+        if result.code is ScriptCode.OK:
             metrics.INTERACTIONS_SETTLED.labels(errors.close_reason_name(reason)).inc()
             log.info(
                 "closed",
@@ -576,11 +578,11 @@ class InteractionAuthority:
                 },
             )
             return True, new
-        if result.code == "STALE":
-            await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+        if result.code is ScriptCode.STALE:
+            await self._close(record, interaction_pb2.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
             after = await self.store.get(record.interaction.interaction_id)
             return False, after.interaction if after else None
-        if result.code == "STALE_EPOCH":
+        if result.code is ScriptCode.STALE_EPOCH:
             raise errors.StaleEpoch(caller_epoch or 0, int(result.reason))
         return False, result.stored
 
@@ -646,10 +648,10 @@ class InteractionAuthority:
             raise errors.InvalidAnswer(error) from error
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
-        new.state = _ST.INTERACTION_STATE_ANSWERED
+        new.state = interaction_pb2.INTERACTION_STATE_ANSWERED
         new.answer.CopyFrom(convert.answer_to_proto(normalized))
-        new.close_reason = _ST.CLOSE_REASON_ANSWERED
-        new.delivery = _ST.DELIVERY_STATE_PENDING
+        new.close_reason = interaction_pb2.CLOSE_REASON_ANSWERED
+        new.delivery = interaction_pb2.DELIVERY_STATE_PENDING
         new.settled_at.FromMilliseconds(self._now_ms())
         result = await self.store.settle(
             Mode.ANSWER,
@@ -661,7 +663,7 @@ class InteractionAuthority:
             now_ms=self._now_ms(),
         )
         self._opened.pop(interaction_id, None)  # settled now, or settled before: either way no longer pending
-        if result.code == "OK":
+        if result.code is ScriptCode.OK:
             metrics.INTERACTIONS_SETTLED.labels("answered").inc()
             log.info(
                 "answered",
@@ -674,19 +676,20 @@ class InteractionAuthority:
         self, record: Record, result: SettleResult, submission_id: str
     ) -> interaction_pb2.Interaction:
         interaction_id = record.interaction.interaction_id
-        if result.code == "SAME" and result.stored is not None:
+        if result.code is ScriptCode.SAME and result.stored is not None:
             return result.stored
-        if result.code == "ANSWERED":
+        if result.code is ScriptCode.ANSWERED:
             raise errors.AlreadySettled(interaction_id)
-        if result.code == "CLOSED":
+        if result.code is ScriptCode.CLOSED:
             raise errors.InteractionClosed(
-                interaction_id, _CLOSE_REASONS_BY_NAME.get(result.reason, _ST.CLOSE_REASON_UNSPECIFIED)
+                interaction_id, _CLOSE_REASONS_BY_NAME.get(result.reason, interaction_pb2.CLOSE_REASON_UNSPECIFIED)
             )
-        if result.code == "STALE":
-            await self._close(record, _ST.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
-        elif result.code == "EXPIRED":
-            mode = Mode.TIMEOUT if result.reason == "timed_out" else Mode.LEASE
-            await self._close(record, _CLOSE_REASONS_BY_NAME[result.reason], mode)
+        if result.code is ScriptCode.STALE:
+            await self._close(record, interaction_pb2.CLOSE_REASON_HOST_RESTARTED, Mode.RESTART)
+        elif result.code is ScriptCode.EXPIRED:
+            reason = _CLOSE_REASONS_BY_NAME[result.reason]
+            mode = Mode.TIMEOUT if reason == interaction_pb2.CLOSE_REASON_TIMED_OUT else Mode.LEASE
+            await self._close(record, reason, mode)
         after = await self.store.get(interaction_id)
         if after is None:
             raise errors.InteractionNotFound(interaction_id)
@@ -896,6 +899,6 @@ class InteractionAuthority:
         for interaction_id in await self.store.due_leases(epoch, now, _REAP_BATCH):
             record = await self.store.get(interaction_id)
             if record is not None and record.state == "pending":
-                changed, _ = await self._close(record, _ST.CLOSE_REASON_LEASE_EXPIRED, Mode.LEASE)
+                changed, _ = await self._close(record, interaction_pb2.CLOSE_REASON_LEASE_EXPIRED, Mode.LEASE)
                 closed += int(changed)
         return closed

@@ -14,6 +14,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.core import status
 from services.core.form.errors import FormError, Violation
+from services.core.reasons import InteractionErrorReason
 
 DOMAIN = "maka.interaction.v1"
 
@@ -22,7 +23,7 @@ class InvalidRequest(status.InvalidArgument):
     """INVALID_ARGUMENT / INVALID_REQUEST: a malformed request (missing ids, bad shapes)."""
 
     def __init__(self, message: str, violations: Sequence[Violation] = ()) -> None:
-        super().__init__("INVALID_REQUEST", message, domain=DOMAIN, violations=violations)
+        super().__init__(InteractionErrorReason.INVALID_REQUEST, message, domain=DOMAIN, violations=violations)
 
 
 class InvalidForm(status.InvalidArgument):
@@ -30,7 +31,10 @@ class InvalidForm(status.InvalidArgument):
 
     def __init__(self, error: FormError) -> None:
         super().__init__(
-            "INVALID_FORM", "the form breaks the form contract", domain=DOMAIN, violations=error.violations
+            InteractionErrorReason.INVALID_FORM,
+            "the form breaks the form contract",
+            domain=DOMAIN,
+            violations=error.violations,
         )
 
 
@@ -39,7 +43,10 @@ class InvalidAnswer(status.InvalidArgument):
 
     def __init__(self, error: FormError) -> None:
         super().__init__(
-            "INVALID_ANSWER", "the answer does not fit the form", domain=DOMAIN, violations=error.violations
+            InteractionErrorReason.INVALID_ANSWER,
+            "the answer does not fit the form",
+            domain=DOMAIN,
+            violations=error.violations,
         )
 
 
@@ -47,14 +54,14 @@ class InteractionNotFound(status.NotFound):
     """NOT_FOUND: unknown id, or an id of a session the caller may not see (never revealed)."""
 
     def __init__(self, interaction_id: str) -> None:
-        super().__init__("NOT_FOUND", f"no interaction {interaction_id!r}", domain=DOMAIN)
+        super().__init__(InteractionErrorReason.NOT_FOUND, f"no interaction {interaction_id!r}", domain=DOMAIN)
 
 
 class SessionNotFound(status.NotFound):
     """NOT_FOUND: a session the caller may not see (indistinguishable from an unknown one)."""
 
     def __init__(self, session_id: str) -> None:
-        super().__init__("NOT_FOUND", f"no session {session_id!r}", domain=DOMAIN)
+        super().__init__(InteractionErrorReason.NOT_FOUND, f"no session {session_id!r}", domain=DOMAIN)
 
 
 class SessionForbidden(status.PermissionDenied):
@@ -64,7 +71,9 @@ class SessionForbidden(status.PermissionDenied):
     """
 
     def __init__(self, session_id: str) -> None:
-        super().__init__("PERMISSION_DENIED", f"the caller may not see session {session_id!r}", domain=DOMAIN)
+        super().__init__(
+            InteractionErrorReason.PERMISSION_DENIED, f"the caller may not see session {session_id!r}", domain=DOMAIN
+        )
 
 
 class HostForbidden(status.PermissionDenied):
@@ -74,7 +83,7 @@ class HostForbidden(status.PermissionDenied):
     """
 
     def __init__(self) -> None:
-        super().__init__("PERMISSION_DENIED", "the caller may not use this Host", domain=DOMAIN)
+        super().__init__(InteractionErrorReason.PERMISSION_DENIED, "the caller may not use this Host", domain=DOMAIN)
 
 
 class InteractionClosed(status.FailedPrecondition):
@@ -83,7 +92,7 @@ class InteractionClosed(status.FailedPrecondition):
     def __init__(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
         name = close_reason_name(reason)
         super().__init__(
-            "CLOSED",
+            InteractionErrorReason.CLOSED,
             f"interaction {interaction_id!r} is closed ({name})",
             domain=DOMAIN,
             metadata={"close_reason": name},
@@ -95,7 +104,9 @@ class AlreadySettled(status.Aborted):
     """ABORTED / ALREADY_SETTLED: another answer won."""
 
     def __init__(self, interaction_id: str) -> None:
-        super().__init__("ALREADY_SETTLED", f"interaction {interaction_id!r} is already answered", domain=DOMAIN)
+        super().__init__(
+            InteractionErrorReason.ALREADY_SETTLED, f"interaction {interaction_id!r} is already answered", domain=DOMAIN
+        )
 
 
 class StaleEpoch(status.FailedPrecondition):
@@ -103,7 +114,7 @@ class StaleEpoch(status.FailedPrecondition):
 
     def __init__(self, epoch: int, current: int) -> None:
         super().__init__(
-            "STALE_EPOCH",
+            InteractionErrorReason.STALE_EPOCH,
             f"host epoch {epoch} is not the current epoch {current}",
             domain=DOMAIN,
             metadata={"current_epoch": str(current)},
@@ -115,7 +126,9 @@ class AlreadyPending(status.FailedPrecondition):
 
     def __init__(self, invocation_id: str) -> None:
         super().__init__(
-            "ALREADY_PENDING", f"invocation {invocation_id!r} already has a pending interaction", domain=DOMAIN
+            InteractionErrorReason.ALREADY_PENDING,
+            f"invocation {invocation_id!r} already has a pending interaction",
+            domain=DOMAIN,
         )
 
 
@@ -123,7 +136,7 @@ class LimitExceeded(status.ResourceExhausted):
     """RESOURCE_EXHAUSTED / LIMIT_EXCEEDED: a cap was hit before anything was stored."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("LIMIT_EXCEEDED", message, domain=DOMAIN)
+        super().__init__(InteractionErrorReason.LIMIT_EXCEEDED, message, domain=DOMAIN)
 
 
 class StoreUnavailable(status.Unavailable):
@@ -131,7 +144,9 @@ class StoreUnavailable(status.Unavailable):
 
     def __init__(self) -> None:
         super().__init__(
-            "STORE_UNAVAILABLE", "the interaction store (Redis) is unavailable; retry later", domain=DOMAIN
+            InteractionErrorReason.STORE_UNAVAILABLE,
+            "the interaction store (Redis) is unavailable; retry later",
+            domain=DOMAIN,
         )
 
 
@@ -144,7 +159,7 @@ def close_reason_name(reason: interaction_pb2.CloseReason.ValueType) -> str:
 def error_reason(error: status.ServiceError) -> interaction_pb2.ErrorReason.ValueType:
     """The proto ``ErrorReason`` of ``error`` (UNSPECIFIED for reasons outside this service)."""
     try:
-        return interaction_pb2.ErrorReason.Value(f"ERROR_REASON_{error.reason}")
+        return interaction_pb2.ErrorReason.Value(f"ERROR_REASON_{error.reason.value}")
     except ValueError:
         return interaction_pb2.ERROR_REASON_UNSPECIFIED
 

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from maka.interaction.v1 import interaction_service_pb2 as pb
+from maka.interaction.v1 import interaction_service_pb2
 from services.core.auth import Principal
 from services.interaction.errors import StoreUnavailable
 from services.interaction.keys import ALL_SESSIONS
@@ -38,17 +38,17 @@ def clean_kind(kind: str) -> str:
     return "".join(ch for ch in kind if ch.isprintable())[:MAX_KIND_CHARS]
 
 
-def encode_entry(surface: pb.AttachedSurface, expires_ms: int) -> bytes:
+def encode_entry(surface: interaction_service_pb2.AttachedSurface, expires_ms: int) -> bytes:
     """One presence value: ``b"{expires_ms}:"`` + the surface's protobuf bytes."""
     return f"{expires_ms}:".encode() + surface.SerializeToString()
 
 
-def decode_entry(value: bytes) -> tuple[int, pb.AttachedSurface] | None:
+def decode_entry(value: bytes) -> tuple[int, interaction_service_pb2.AttachedSurface] | None:
     """``(expires_ms, surface)`` of one presence value, or None when it is not one."""
     head, sep, body = value.partition(b":")
     if not sep or not head.isdigit():
         return None
-    surface = pb.AttachedSurface()
+    surface = interaction_service_pb2.AttachedSurface()
     try:
         surface.ParseFromString(body)
     except Exception:  # protobuf's DecodeError: a foreign value is skipped, never fatal
@@ -59,7 +59,7 @@ def decode_entry(value: bytes) -> tuple[int, pb.AttachedSurface] | None:
 @dataclass(eq=False)
 class _Entry:
     store: InteractionStore
-    surface: pb.AttachedSurface
+    surface: interaction_service_pb2.AttachedSurface
 
 
 class Presence:
@@ -80,7 +80,7 @@ class Presence:
         stream_id = f"{self.replica_id}:{uuid.uuid4().hex[:12]}"
         all_sessions = ALL_SESSIONS in scopes
         sessions = [] if all_sessions else list(scopes)
-        surface = pb.AttachedSurface(
+        surface = interaction_service_pb2.AttachedSurface(
             principal=principal.name,
             kind=clean_kind(kind),
             session_ids=sessions,
@@ -123,13 +123,13 @@ class Presence:
 
     async def listed(
         self, store: InteractionStore, principal: Principal, cap: int
-    ) -> tuple[list[pb.AttachedSurface], int]:
+    ) -> tuple[list[interaction_service_pb2.AttachedSurface], int]:
         """The Host's live surfaces that watch a session ``principal`` may see, oldest first, at most
         ``cap`` (and how many more were left out). Session ids the principal may not see are removed.
         Deletes expired entries it finds. Raises StoreUnavailable."""
         now = self._now_ms()
         expired: list[str] = []
-        visible: list[pb.AttachedSurface] = []
+        visible: list[interaction_service_pb2.AttachedSurface] = []
         for stream_id, value in (await store.surfaces()).items():
             decoded = decode_entry(value)
             if decoded is None or decoded[0] <= now:

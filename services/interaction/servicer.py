@@ -29,7 +29,6 @@ from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.servicer")
 
-pb = interaction_service_pb2
 _Ctx = grpc.aio.ServicerContext[Any, Any]
 R = TypeVar("R")
 
@@ -90,8 +89,8 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     # --- HostLink ---------------------------------------------------------------------------------
 
     async def HostLink(
-        self, request_iterator: AsyncIterator[pb.HostLinkRequest], context: _Ctx
-    ) -> AsyncIterator[pb.HostLinkResponse]:
+        self, request_iterator: AsyncIterator[interaction_service_pb2.HostLinkRequest], context: _Ctx
+    ) -> AsyncIterator[interaction_service_pb2.HostLinkResponse]:
         """The broker's link: hello → epoch, then open/close/delivery/heartbeat, settled pushed.
 
         ``hello{begin_new_epoch}`` is answered as soon as the new epoch is fenced: ``closed_count`` is
@@ -111,19 +110,25 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         principal = current_principal()
         authority = await self._call(context, lambda: self._resolve(principal, hello.host_id))
         epoch, closed, position, already = await self._call(context, lambda: self._hello(authority, hello))
-        yield pb.HostLinkResponse(epoch=pb.EpochBegun(host_epoch=epoch, closed_count=closed))
+        yield interaction_service_pb2.HostLinkResponse(
+            epoch=interaction_service_pb2.EpochBegun(host_epoch=epoch, closed_count=closed)
+        )
         reported: set[str] = set()
         answered: dict[str, interaction_pb2.Interaction] = {}
         for interaction in already:
             reported.add(interaction.interaction_id)
             _remember_answered(answered, interaction)
-            yield pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction))
-        queue: asyncio.Queue[pb.HostLinkResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
+            yield interaction_service_pb2.HostLinkResponse(
+                settled=interaction_service_pb2.InteractionSettled(interaction=interaction)
+            )
+        queue: asyncio.Queue[interaction_service_pb2.HostLinkResponse | ServiceError | _End] = asyncio.Queue(
+            _QUEUE_SIZE
+        )
         slots = asyncio.Semaphore(OPEN_CONCURRENCY)
         opens: set[asyncio.Task[None]] = set()
         last_open: dict[str, asyncio.Task[None]] = {}
 
-        async def run_open(request: pb.OpenInteraction, before: asyncio.Task[None] | None) -> None:
+        async def run_open(request: interaction_service_pb2.OpenInteraction, before: asyncio.Task[None] | None) -> None:
             try:
                 if before is not None:  # the same invocation's earlier open decides first, as when serial
                     await asyncio.wait([before])
@@ -131,8 +136,10 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                     reply = await self._open(authority, epoch, request)
                 except Exception:  # a bug must not leave the broker waiting: refuse this open only
                     log.exception("open_failed")
-                    reply = pb.HostLinkResponse(
-                        open_rejected=pb.OpenRejected(request_ref=request.request_ref, message="internal error")
+                    reply = interaction_service_pb2.HostLinkResponse(
+                        open_rejected=interaction_service_pb2.OpenRejected(
+                            request_ref=request.request_ref, message="internal error"
+                        )
                     )
                 await queue.put(reply)
             finally:
@@ -169,7 +176,11 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                         reported.discard(interaction.interaction_id)
                         continue
                     _remember_answered(answered, interaction)
-                    await queue.put(pb.HostLinkResponse(settled=pb.InteractionSettled(interaction=interaction)))
+                    await queue.put(
+                        interaction_service_pb2.HostLinkResponse(
+                            settled=interaction_service_pb2.InteractionSettled(interaction=interaction)
+                        )
+                    )
             except SubscriberOverflow:  # the broker resumes (resume_epoch + watched ids): nothing is lost
                 await queue.put(_END)
 
@@ -195,7 +206,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         return self.tier.resolve(principal, host_id)
 
     async def _hello(
-        self, authority: InteractionAuthority, hello: pb.Hello
+        self, authority: InteractionAuthority, hello: interaction_service_pb2.Hello
     ) -> tuple[int, int, str, list[interaction_pb2.Interaction]]:
         position = await authority.settled_position()
         mode = hello.WhichOneof("mode")
@@ -216,46 +227,48 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self,
         authority: InteractionAuthority,
         epoch: int,
-        request: pb.HostLinkRequest,
+        request: interaction_service_pb2.HostLinkRequest,
         answered: dict[str, interaction_pb2.Interaction] | None = None,
-    ) -> pb.HostLinkResponse:
+    ) -> interaction_service_pb2.HostLinkResponse:
         frame = request.WhichOneof("frame")
         if frame == "open":
             return await self._open(authority, epoch, request.open)
         if frame == "close" and request.close.invocation_id and not request.close.interaction_id:
             fence = request.close
             changed, after = await authority.close_invocation(epoch, fence.invocation_id, fence.reason)
-            closed = pb.InteractionClosed(invocation_id=fence.invocation_id, changed=changed)
+            closed = interaction_service_pb2.InteractionClosed(invocation_id=fence.invocation_id, changed=changed)
             if after is not None:
                 closed.interaction_id = after.interaction_id
                 closed.interaction.CopyFrom(after)
-            return pb.HostLinkResponse(closed=closed)
+            return interaction_service_pb2.HostLinkResponse(closed=closed)
         if frame == "close":
             changed, after = await authority.close(epoch, request.close.interaction_id, request.close.reason)
-            closed = pb.InteractionClosed(interaction_id=request.close.interaction_id, changed=changed)
+            closed = interaction_service_pb2.InteractionClosed(
+                interaction_id=request.close.interaction_id, changed=changed
+            )
             if after is not None:
                 closed.interaction.CopyFrom(after)
-            return pb.HostLinkResponse(closed=closed)
+            return interaction_service_pb2.HostLinkResponse(closed=closed)
         if frame == "delivery":
             report = request.delivery
             known = answered.pop(report.interaction_id, None) if answered is not None else None
             changed, after = await authority.record_delivery(
                 epoch, report.interaction_id, report.delivery, report.lost_reason, answered=known
             )
-            recorded = pb.DeliveryRecorded(interaction_id=report.interaction_id, changed=changed)
+            recorded = interaction_service_pb2.DeliveryRecorded(interaction_id=report.interaction_id, changed=changed)
             if after is not None:
                 recorded.interaction.CopyFrom(after)
-            return pb.HostLinkResponse(delivery_recorded=recorded)
+            return interaction_service_pb2.HostLinkResponse(delivery_recorded=recorded)
         if frame == "heartbeat":
             renewed, deadline_ms = await authority.heartbeat(epoch)
-            ack = pb.HeartbeatAck(renewed=renewed)
+            ack = interaction_service_pb2.HeartbeatAck(renewed=renewed)
             ack.lease_deadline.FromMilliseconds(deadline_ms)
-            return pb.HostLinkResponse(heartbeat_ack=ack)
+            return interaction_service_pb2.HostLinkResponse(heartbeat_ack=ack)
         raise errors.InvalidRequest(f"unexpected HostLink frame {frame!r} after hello")
 
     async def _open(
-        self, authority: InteractionAuthority, epoch: int, request: pb.OpenInteraction
-    ) -> pb.HostLinkResponse:
+        self, authority: InteractionAuthority, epoch: int, request: interaction_service_pb2.OpenInteraction
+    ) -> interaction_service_pb2.HostLinkResponse:
         wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
         try:
             round_info = request.round if request.HasField("round") else None
@@ -263,23 +276,23 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 epoch, request.binding, request.form, wait, round_info, replay=request.replay
             )
         except ServiceError as error:
-            return pb.HostLinkResponse(
-                open_rejected=pb.OpenRejected(
+            return interaction_service_pb2.HostLinkResponse(
+                open_rejected=interaction_service_pb2.OpenRejected(
                     request_ref=request.request_ref,
                     reason=errors.error_reason(error),
                     message=error.message,
                     violations=errors.violations_to_proto(error.violations),
                 )
             )
-        return pb.HostLinkResponse(
-            opened=pb.InteractionOpened(request_ref=request.request_ref, interaction=interaction)
+        return interaction_service_pb2.HostLinkResponse(
+            opened=interaction_service_pb2.InteractionOpened(request_ref=request.request_ref, interaction=interaction)
         )
 
     # --- Attach -----------------------------------------------------------------------------------
 
     async def Attach(
-        self, request_iterator: AsyncIterator[pb.AttachRequest], context: _Ctx
-    ) -> AsyncIterator[pb.AttachResponse]:
+        self, request_iterator: AsyncIterator[interaction_service_pb2.AttachRequest], context: _Ctx
+    ) -> AsyncIterator[interaction_service_pb2.AttachResponse]:
         """A surface's stream: subscribe → snapshot or replay → live events; answers on the same stream."""
         principal = current_principal()
         requests = aiter(request_iterator)
@@ -295,10 +308,12 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             lambda: authority.attach_start(principal, list(subscribe.session_ids), subscribe.resume_token),
         )
         if start.snapshot is not None:
-            yield pb.AttachResponse(
-                snapshot=pb.Snapshot(pending=start.snapshot, resume_token=authority.token(start.positions))
+            yield interaction_service_pb2.AttachResponse(
+                snapshot=interaction_service_pb2.Snapshot(
+                    pending=start.snapshot, resume_token=authority.token(start.positions)
+                )
             )
-        queue: asyncio.Queue[pb.AttachResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
+        queue: asyncio.Queue[interaction_service_pb2.AttachResponse | ServiceError | _End] = asyncio.Queue(_QUEUE_SIZE)
 
         async def read() -> None:
             async for request in requests:
@@ -310,7 +325,11 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         async def follow() -> None:
             try:
                 async for event, token in authority.follow_events(start.positions):
-                    await queue.put(pb.AttachResponse(event=pb.Event(event=event, resume_token=token)))
+                    await queue.put(
+                        interaction_service_pb2.AttachResponse(
+                            event=interaction_service_pb2.Event(event=event, resume_token=token)
+                        )
+                    )
             except SubscriberOverflow:  # a resumable end: the surface resumes with its last token
                 await queue.put(_END)
 
@@ -336,7 +355,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
 
     # --- Unary ------------------------------------------------------------------------------------
 
-    async def Answer(self, request: pb.AnswerRequest, context: _Ctx) -> pb.AnswerResponse:
+    async def Answer(
+        self, request: interaction_service_pb2.AnswerRequest, context: _Ctx
+    ) -> interaction_service_pb2.AnswerResponse:
         """Commit an answer (idempotent per submission id); errors per the proto's ErrorReason."""
         principal = current_principal()
         interaction = await self._call(
@@ -349,9 +370,11 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 session_id=request.session_id or None,
             ),
         )
-        return pb.AnswerResponse(interaction=interaction)
+        return interaction_service_pb2.AnswerResponse(interaction=interaction)
 
-    async def ListPending(self, request: pb.ListPendingRequest, context: _Ctx) -> pb.ListPendingResponse:
+    async def ListPending(
+        self, request: interaction_service_pb2.ListPendingRequest, context: _Ctx
+    ) -> interaction_service_pb2.ListPendingResponse:
         """Pending Interactions of the named (or every visible) session."""
         principal = current_principal()
         pending = await self._call(
@@ -360,9 +383,11 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         )
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
-        return pb.ListPendingResponse(pending=pending, as_of=as_of)
+        return interaction_service_pb2.ListPendingResponse(pending=pending, as_of=as_of)
 
-    async def GetInteraction(self, request: pb.GetInteractionRequest, context: _Ctx) -> pb.GetInteractionResponse:
+    async def GetInteraction(
+        self, request: interaction_service_pb2.GetInteractionRequest, context: _Ctx
+    ) -> interaction_service_pb2.GetInteractionResponse:
         """One Interaction visible to the caller, pending or settled."""
         principal = current_principal()
         interaction = await self._call(
@@ -371,20 +396,22 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 principal, request.interaction_id, request.session_id or None
             ),
         )
-        return pb.GetInteractionResponse(interaction=interaction)
+        return interaction_service_pb2.GetInteractionResponse(interaction=interaction)
 
-    async def ListSurfaces(self, request: pb.ListSurfacesRequest, context: _Ctx) -> pb.ListSurfacesResponse:
+    async def ListSurfaces(
+        self, request: interaction_service_pb2.ListSurfacesRequest, context: _Ctx
+    ) -> interaction_service_pb2.ListSurfacesResponse:
         """The Host's attached surfaces that watch a session the caller may see (never a token)."""
         principal = current_principal()
 
-        async def listed() -> tuple[list[pb.AttachedSurface], int]:
+        async def listed() -> tuple[list[interaction_service_pb2.AttachedSurface], int]:
             authority = self.tier.resolve(principal, request.host_id)
             return await self.presence.listed(authority.store, principal, self.surfaces_listed_max)
 
         surfaces, omitted = await self._call(context, listed)
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
-        return pb.ListSurfacesResponse(surfaces=surfaces, omitted=omitted, as_of=as_of)
+        return interaction_service_pb2.ListSurfacesResponse(surfaces=surfaces, omitted=omitted, as_of=as_of)
 
 
 def _remember_answered(

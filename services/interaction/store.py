@@ -112,11 +112,29 @@ class Record:
     submission_id: str
 
 
+class ScriptCode(StrEnum):
+    """The first element of every Lua script's reply (services/interaction/scripts/*.lua)."""
+
+    OK = "OK"
+    SAME = "SAME"
+    ANSWERED = "ANSWERED"
+    CLOSED = "CLOSED"
+    NOT_FOUND = "NOT_FOUND"
+    STALE = "STALE"
+    STALE_EPOCH = "STALE_EPOCH"
+    EXPIRED = "EXPIRED"
+    NOT_DUE = "NOT_DUE"
+    DONE = "DONE"
+    NOT_ANSWERED = "NOT_ANSWERED"
+    ALREADY_PENDING = "ALREADY_PENDING"
+    COLLISION = "COLLISION"
+
+
 @dataclass(frozen=True, slots=True)
 class SettleResult:
     """What ``settle.lua`` answered: ``code`` plus the stored record bytes or a reason when relevant."""
 
-    code: str
+    code: ScriptCode
     """OK | SAME | ANSWERED | CLOSED | NOT_FOUND | STALE | STALE_EPOCH | EXPIRED | NOT_DUE."""
     reason: str = ""
     """CLOSED: the stored close reason; EXPIRED: which deadline passed; STALE_EPOCH: current epoch."""
@@ -258,7 +276,7 @@ class InteractionStore:
                 continue
             if isinstance(result, Exception):
                 raise result
-            if not always and _s(result[0]) != "OK":
+            if not always and ScriptCode(_s(result[0])) is not ScriptCode.OK:
                 return result
             if isinstance(acked, Exception) or int(acked) < self.fence.replicas:
                 raise NotReplicated()
@@ -273,7 +291,7 @@ class InteractionStore:
         lease_deadline_ms: int,
         wait_deadline_ms: int,
         created_ms: int,
-    ) -> tuple[str, str]:
+    ) -> tuple[ScriptCode, str]:
         """Store a new pending Interaction and emit its ``opened`` event.
 
         Returns ``("OK", stream id)``, ``("STALE_EPOCH", current)``, ``("ALREADY_PENDING", id)`` or
@@ -306,7 +324,7 @@ class InteractionStore:
                 self.retention_ms,
             ],
         )
-        code = _s(result[0])
+        code = ScriptCode(_s(result[0]))
         return code, _s(result[1]) if len(result) > 1 else ""
 
     @_store_call
@@ -419,12 +437,12 @@ class InteractionStore:
             result = await self._fenced(self._settle, keys, args, always=False)
         else:
             result = await self._settle(keys=keys, args=args)
-        code = _s(result[0])
-        if code in ("SAME", "ANSWERED"):
+        code = ScriptCode(_s(result[0]))
+        if code in (ScriptCode.SAME, ScriptCode.ANSWERED):
             return SettleResult(code, stored=interaction_pb2.Interaction.FromString(result[1]))
-        if code == "CLOSED":
+        if code is ScriptCode.CLOSED:
             return SettleResult(code, reason=_s(result[1]), stored=interaction_pb2.Interaction.FromString(result[2]))
-        if code in ("EXPIRED", "STALE_EPOCH"):
+        if code in (ScriptCode.EXPIRED, ScriptCode.STALE_EPOCH):
             return SettleResult(code, reason=_s(result[1]))
         return SettleResult(code)
 
@@ -467,15 +485,15 @@ class InteractionStore:
                 self.events_maxlen,
             ],
         )
-        code = _s(result[0])
-        if code in ("DONE", "NOT_ANSWERED"):
+        code = ScriptCode(_s(result[0]))
+        if code in (ScriptCode.DONE, ScriptCode.NOT_ANSWERED):
             return SettleResult(code, reason=_s(result[1]), stored=interaction_pb2.Interaction.FromString(result[2]))
-        if code == "STALE_EPOCH":
+        if code is ScriptCode.STALE_EPOCH:
             return SettleResult(code, reason=_s(result[1]))
         return SettleResult(code)
 
     @_store_call
-    async def fence_invocation(self, epoch: int, invocation_id: str) -> tuple[str, str]:
+    async def fence_invocation(self, epoch: int, invocation_id: str) -> tuple[ScriptCode, str]:
         """Run ``fence_invocation.lua``: no later open for ``invocation_id`` commits. Returns
         ``("OK", pending id or "")`` or ``("STALE_EPOCH", current)``."""
         # Fenced like a committed answer: a failover must not forget that the invocation settled.
@@ -485,7 +503,7 @@ class InteractionStore:
             [epoch, self.retention_ms],
             always=False,
         )
-        return _s(result[0]), _s(result[1])
+        return ScriptCode(_s(result[0])), _s(result[1])
 
     @_store_call
     async def undelivered_ids(self, limit: int) -> list[str]:
@@ -498,10 +516,10 @@ class InteractionStore:
         await self.client.zrem(self.keys.undelivered(), interaction_id)
 
     @_store_call
-    async def heartbeat(self, epoch: int, deadline_ms: int) -> tuple[str, int]:
+    async def heartbeat(self, epoch: int, deadline_ms: int) -> tuple[ScriptCode, int]:
         """Renew every lease of ``epoch``. Returns ``("OK", renewed)`` or ``("STALE_EPOCH", current)``."""
         result = await self._heartbeat(keys=[self.keys.epoch(), self.keys.leases(epoch)], args=[epoch, deadline_ms])
-        return _s(result[0]), int(_s(result[1]))
+        return ScriptCode(_s(result[0])), int(_s(result[1]))
 
     @_store_call
     async def pending_ids(self) -> list[str]:

@@ -60,6 +60,7 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
     REQUEST_TIMEOUT,
     Implementation,
+    PaginatedRequestParams,
     ServerNotification,
     Tool,
     ToolListChangedNotification,
@@ -548,8 +549,6 @@ class McpConnection:
         tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(100):
-            from mcp_types import PaginatedRequestParams
-
             result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
             tools.extend(result.tools)
             cursor = result.next_cursor

@@ -1,6 +1,6 @@
 """The provider's side of the broker's ``CapabilityBrokerService.Connect`` (``maka.broker.v1``).
 
-One :class:`ServerLink` per configured MCP server keeps one ``Connect`` stream registered as provider
+One :class:`BrokerLink` per configured MCP server keeps one ``Connect`` stream registered as provider
 ``mcp:<server>`` with that server's Tools (``claimed_server`` = the server name, so the broker
 qualifies them ``SERVER:TOOL``). Rules:
 
@@ -55,15 +55,14 @@ from services.mcp_provider.status import StatusReporter, server_status
 
 log = logging.getLogger("maka.mcp_provider.provider")
 
-CR = interaction_pb2.CloseReason
 
 _CLOSE_CODES: dict[int, CallErrorCode] = {
-    CR.CLOSE_REASON_STOPPED: CallErrorCode.STOPPED,
-    CR.CLOSE_REASON_TIMED_OUT: CallErrorCode.INTERACTION_TIMED_OUT,
-    CR.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
-    CR.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
-    CR.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
-    CR.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
+    interaction_pb2.CLOSE_REASON_STOPPED: CallErrorCode.STOPPED,
+    interaction_pb2.CLOSE_REASON_TIMED_OUT: CallErrorCode.INTERACTION_TIMED_OUT,
+    interaction_pb2.CLOSE_REASON_LEASE_EXPIRED: CallErrorCode.INTERACTION_TIMED_OUT,
+    interaction_pb2.CLOSE_REASON_PROVIDER_LOST: CallErrorCode.CONNECTION_LOST,
+    interaction_pb2.CLOSE_REASON_SUPERSEDED: CallErrorCode.BINDING_CHANGED,
+    interaction_pb2.CLOSE_REASON_ROUND_EXPIRED: CallErrorCode.ROUND_EXPIRED,
 }
 """A form closed without an answer → why the call aborts (everything else: ``INTERACTION_CLOSED``)."""
 
@@ -155,7 +154,7 @@ class _Stream:
             self.outbox.put_nowait(frame)
 
 
-class ServerLink:
+class BrokerLink:
     """Keeps MCP server ``connection`` registered with the broker (see module docstring)."""
 
     def __init__(
@@ -415,7 +414,7 @@ class ServerLink:
                 result = await future
             finally:
                 stream.forms.pop((invocation_id, correlation_id), None)
-            if result.close_reason == CR.CLOSE_REASON_ANSWERED and result.HasField("answer"):
+            if result.close_reason == interaction_pb2.CLOSE_REASON_ANSWERED and result.HasField("answer"):
                 # Confirm receipt before the retry: the broker records the answer delivered
                 # (docs/security.md "No answer after settlement").
                 stream.send(
@@ -429,7 +428,7 @@ class ServerLink:
                 )
                 return answer_from_proto(result.answer)
             code = _CLOSE_CODES.get(result.close_reason, CallErrorCode.INTERACTION_CLOSED)
-            raise InteractionAborted(code, f"the form closed: {CR.Name(result.close_reason)}")
+            raise InteractionAborted(code, f"the form closed: {interaction_pb2.CloseReason.Name(result.close_reason)}")
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             frame = broker_pb2.InvocationProgress(invocation_id=invocation_id, progress=progress, message=message or "")
@@ -511,7 +510,7 @@ class ServerLink:
 
 
 class McpProvider:
-    """Every :class:`ServerLink` of this process over one broker channel, and the status report.
+    """Every :class:`BrokerLink` of this process over one broker channel, and the status report.
 
     :meth:`add_server` / :meth:`remove_server` let a config reload change the set of servers while
     the others keep serving (their links and connections are not touched).
@@ -539,12 +538,12 @@ class McpProvider:
             reconnect_initial_seconds=link_options.get("reconnect_initial_seconds", 0.5),
             reconnect_max_seconds=link_options.get("reconnect_max_seconds", 30.0),
         )
-        self.links: dict[str, ServerLink] = {}
+        self.links: dict[str, BrokerLink] = {}
         for connection in manager.connections.values():
             self._link(connection)
 
-    def _link(self, connection: McpConnection) -> ServerLink:
-        link = ServerLink(connection, self.manager, self._stub, **self._link_options)
+    def _link(self, connection: McpConnection) -> BrokerLink:
+        link = BrokerLink(connection, self.manager, self._stub, **self._link_options)
         link.on_calls_changed = self.reporter.poke_calls
         connection.on_status(self.reporter.poke)
         connection.subscribe(self._poke_async)

@@ -33,6 +33,7 @@ from services.core.form import (
     Field,
     Form,
     FormError,
+    FormErrorReason,
     FormValue,
     MultiSelectField,
     NumberField,
@@ -337,10 +338,10 @@ def _field_index(form: Form, path: str) -> int | None:
     return None
 
 
-def _describe(reason: str, description: str) -> str:
-    if reason == "ANSWER_MISSING_REQUIRED":
+def _describe(reason: FormErrorReason, description: str) -> str:
+    if reason is FormErrorReason.ANSWER_MISSING_REQUIRED:
         return "required"
-    return description or reason.lower().replace("_", " ")
+    return description or reason.value.lower().replace("_", " ")
 
 
 def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInput]) -> FormCheck:
@@ -380,7 +381,7 @@ def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInpu
     except FormError as error:
         for violation in error.violations:
             where = _field_index(form, violation.path)
-            message = _describe(violation.reason.value, violation.description)
+            message = _describe(violation.reason, violation.description)
             if where is None:
                 form_errors.append(message)
             elif where not in errors:

@@ -41,6 +41,7 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, intera
 from services.core.auth import bearer_metadata
 from services.core.channels import open_channel
 from services.core.form import Answer, Form, FormError, Requester, convert
+from services.core.reasons import ErrorReason
 from services.core.status import ErrorDetail, error_from_rpc
 from surfaces.common.form_input import field_to_json
 
@@ -140,14 +141,14 @@ LOST_TEXT = "your answer was recorded but never reached the Tool: {reason} first
 
 
 class InteractionError(Exception):
-    """A failed Interaction-service call. ``reason`` is the stable ``ErrorReason`` name (``"ALREADY_SETTLED"``,
-    ``"NOT_FOUND"``, ``"INVALID_ANSWER"``, ...) or, without ErrorInfo, the gRPC status code name
-    (``"UNAVAILABLE"``). The message never contains form values.
+    """A failed Interaction-service call. ``reason`` is the stable reason (``InteractionErrorReason.ALREADY_SETTLED``,
+    ``NOT_FOUND``, ``INVALID_ANSWER``, ...; a newer server's unknown one as its string) or, without ErrorInfo, the
+    gRPC status code name (``"UNAVAILABLE"``). The message never contains form values.
     """
 
     def __init__(self, detail: ErrorDetail) -> None:
         self.detail = detail
-        self.reason: str = detail.reason or detail.code.name
+        self.reason: ErrorReason | str = detail.reason or detail.code.name
         super().__init__(f"{self.reason}: {detail.message}" if detail.message else self.reason)
 
     @property

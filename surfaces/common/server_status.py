@@ -14,16 +14,15 @@ from typing import Any
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.channels import open_channel
 
-SS = broker_pb2.ServerState
 STATUS_TIMEOUT_SECONDS = 5.0
 
 STATE_NAMES: dict[int, str] = {
-    SS.SERVER_STATE_CONNECTING: "connecting",
-    SS.SERVER_STATE_READY: "ready",
-    SS.SERVER_STATE_FAILED: "failed",
-    SS.SERVER_STATE_WAITING_FOR_SIGN_IN: "waiting for sign-in",
-    SS.SERVER_STATE_DISABLED: "disabled",
-    SS.SERVER_STATE_DRAINING: "draining",
+    broker_pb2.SERVER_STATE_CONNECTING: "connecting",
+    broker_pb2.SERVER_STATE_READY: "ready",
+    broker_pb2.SERVER_STATE_FAILED: "failed",
+    broker_pb2.SERVER_STATE_WAITING_FOR_SIGN_IN: "waiting for sign-in",
+    broker_pb2.SERVER_STATE_DISABLED: "disabled",
+    broker_pb2.SERVER_STATE_DRAINING: "draining",
 }
 
 
@@ -56,7 +55,7 @@ def server_json(server: broker_pb2.ServerStatus, now: float | None = None) -> di
             "time": _seconds(last.time),
         }
     retry = None
-    if server.HasField("next_retry_time") and server.state == SS.SERVER_STATE_FAILED:
+    if server.HasField("next_retry_time") and server.state == broker_pb2.SERVER_STATE_FAILED:
         retry = round(max(0.0, _seconds(server.next_retry_time) - now), 1)
     return {
         "name": server.name,

@@ -80,6 +80,7 @@ from services.core.form import (
     SingleSelectField,
     StringField,
 )
+from services.core.reasons import ErrorReason, InteractionErrorReason
 from surfaces.common.form_input import (
     RawInput,
     check_form_input,
@@ -117,7 +118,9 @@ FILTER_THRESHOLD = 8
 
 FILTER_PLACEHOLDER = "type to filter options (Esc clears)"
 
-_SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
+_SETTLED_REASONS = frozenset(
+    {InteractionErrorReason.ALREADY_SETTLED, InteractionErrorReason.CLOSED, InteractionErrorReason.NOT_FOUND}
+)
 
 FOCUS_MARK = "▶ "
 """Prefix of the focused field's label and the focused button (focus is never shown by colour alone)."""
@@ -179,7 +182,7 @@ class Outcome:
     interaction_id: str
     action: Action
     accepted: bool
-    reason: str = ""
+    reason: ErrorReason | str = ""
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -341,7 +344,7 @@ class MakaTui(App[None]):
 
     Public state for drivers and tests: :attr:`pending` (id → view, in arrival order), :attr:`selected_id`,
     :attr:`closed` (id → reason of forms that disappeared), :attr:`outcomes` (answers this app sent),
-    :attr:`connection` (``"connecting"``, ``"connected"``, ``"reconnecting"``, ``"failed: REASON"``).
+    :attr:`attach_state` (``"connecting"``, ``"connected"``, ``"reconnecting"``, ``"failed: REASON"``).
     """
 
     TITLE = "Maka — pending forms"
@@ -398,7 +401,7 @@ class MakaTui(App[None]):
         self.selected_id: str | None = None
         self.closed: dict[str, CloseReason] = {}
         self.outcomes: list[Outcome] = []
-        self.connection = "connecting"
+        self.attach_state = "connecting"
         self._raws: dict[str, list[RawInput]] = {}
         self._submission_ids: dict[str, str] = {}
         self._sent: dict[str, Action] = {}
@@ -508,16 +511,16 @@ class MakaTui(App[None]):
         except NoMatches:
             return  # the static layout (#pending, #form, #status) is only gone while the app shuts down
         except InteractionError as error:
-            self.connection = f"failed: {error.reason}"
+            self.attach_state = f"failed: {error.reason}"
             self._status(f"Cannot attach: {error.reason}")
 
     async def _apply(self, event: AttachEvent) -> None:
         if isinstance(event, Disconnected):
-            self.connection = "reconnecting"
+            self.attach_state = "reconnecting"
             self._status(f"Disconnected; reconnecting in {event.retry_in:.1f}s (attempt {event.attempt})")
             return
-        if self.connection != "connected":
-            self.connection = "connected"
+        if self.attach_state != "connected":
+            self.attach_state = "connected"
             self._status(self._connected_text())
         if isinstance(event, Snapshot):
             fresh = {v.interaction_id: v for v in event.pending}
@@ -623,7 +626,7 @@ class MakaTui(App[None]):
                 f"Form “{plain_text(view.form.message, keep_newlines=False)[:60]}” closed: {CLOSE_REASON_TEXT[reason]}."
             )
         self._notice(text)
-        if self.connection == "connected":
+        if self.attach_state == "connected":
             self._status(self._connected_text())
         if was_selected:
             following = next(iter(self.pending), None)
@@ -878,7 +881,9 @@ class MakaTui(App[None]):
             else:
                 if self.selected_id == interaction_id:
                     self._show_violations(error)
-                if error.reason == "INVALID_ANSWER":  # a rejected attempt: the next one is a new submission
+                if (
+                    error.reason == InteractionErrorReason.INVALID_ANSWER
+                ):  # a rejected attempt: the next one is a new submission
                     self._submission_ids[interaction_id] = new_submission_id()
                 # otherwise (UNAVAILABLE, ...) a retry reuses the id, so it cannot commit twice
         else:
@@ -907,7 +912,7 @@ class MakaTui(App[None]):
 
 def _settled_reason(error: InteractionError) -> CloseReason | None:
     """The close reason an ALREADY_SETTLED/CLOSED error names (``ErrorInfo.metadata["close_reason"]``)."""
-    if error.reason == "ALREADY_SETTLED":
+    if error.reason == InteractionErrorReason.ALREADY_SETTLED:
         return CloseReason.ANSWERED
     name = error.detail.metadata.get("close_reason", "").removeprefix("CLOSE_REASON_").lower()
     try:

@@ -21,6 +21,7 @@ import pytest_asyncio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
+from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
 from tests.acceptance.rogue_provider import RogueProvider
@@ -34,7 +35,6 @@ EXECUTION_TIMEOUT = 1.5
 FORM_WAIT = 5.0
 """Seconds one pending form may wait in this module's stack."""
 
-CR = interaction_pb2
 DEPLOY_VALUES = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
 
 
@@ -99,13 +99,13 @@ async def test_c07_stop_while_a_form_is_pending_sends_no_retry_and_leaves_nothin
     assert final.WhichOneof("event") == "stopped", call.kinds()
     assert terminal_count(call) == 1
     record = await wait_settled(timed.interaction, interaction_id)
-    assert record.state == CR.INTERACTION_STATE_CLOSED
-    assert record.close_reason == CR.CLOSE_REASON_STOPPED
+    assert record.state == interaction_pb2.INTERACTION_STATE_CLOSED
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_STOPPED
     assert not record.HasField("answer")  # no made-up cancel answer
     assert await pending_forms(timed.interaction, [session]) == []
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await answer(timed.interaction, record, form_pb2.ACTION_ACCEPT, DEPLOY_VALUES, submission_id="late")
-    assert error_from_rpc(refused.value).reason == "CLOSED"
+    assert error_from_rpc(refused.value).reason == InteractionErrorReason.CLOSED
     # No retry reached the server, and the invocation is gone: a second Stop finds nothing to stop.
     assert await stop(timed.broker, request_) == 0
     # Settle window (docs/acceptance.md#protocol-and-form-correctness, finding 10): a later call on the
@@ -129,7 +129,7 @@ async def test_c10_the_execution_timer_is_suspended_while_the_form_is_pending(ti
         assert timed_out.WhichOneof("event") == "failure", hang.kinds()
         assert timed_out.failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
         form = await get_interaction(timed.interaction, interaction_id)
-        assert form.state == CR.INTERACTION_STATE_PENDING  # the deploy call outlived its execution timeout
+        assert form.state == interaction_pb2.INTERACTION_STATE_PENDING  # the deploy call outlived its execution timeout
         assert "failure" not in call.kinds()
         await answer(timed.interaction, form, form_pb2.ACTION_ACCEPT, DEPLOY_VALUES, submission_id="c10")
         final = await call.terminal(timeout=30)
@@ -144,7 +144,7 @@ async def test_c10_the_execution_timer_is_rearmed_fresh_after_the_answer(timed: 
         async with ToolCall(timed.broker, "timer:hang", {}, session="c10-rearm-hang", turn="t-d") as hang:
             await hang.terminal(timeout=30)  # the form has now been pending longer than the timeout
         form = await get_interaction(timed.interaction, interaction_id)
-        assert form.state == CR.INTERACTION_STATE_PENDING
+        assert form.state == interaction_pb2.INTERACTION_STATE_PENDING
         await answer(timed.interaction, form, form_pb2.ACTION_ACCEPT, {"ok": form_pb2.Value(boolean_value=True)})
         answered_at = time.monotonic()
         final = await call.terminal(timeout=30)
@@ -156,7 +156,7 @@ async def test_c10_the_execution_timer_is_rearmed_fresh_after_the_answer(timed: 
     assert EXECUTION_TIMEOUT * 0.8 <= ended_after < EXECUTION_TIMEOUT + 10
     assert len(timed.timer.tool_calls("ask_then_hang")) == 2
     record = await get_interaction(timed.interaction, interaction_id)
-    assert record.state == CR.INTERACTION_STATE_ANSWERED
+    assert record.state == interaction_pb2.INTERACTION_STATE_ANSWERED
 
 
 async def test_c16_an_unanswered_form_times_out_fails_the_call_and_closes_without_a_retry(timed: Timed) -> None:
@@ -168,8 +168,8 @@ async def test_c16_an_unanswered_form_times_out_fails_the_call_and_closes_withou
     assert final.failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
     assert terminal_count(call) == 1
     record = await wait_settled(timed.interaction, interaction_id)
-    assert record.state == CR.INTERACTION_STATE_CLOSED
-    assert record.close_reason == CR.CLOSE_REASON_TIMED_OUT
+    assert record.state == interaction_pb2.INTERACTION_STATE_CLOSED
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_TIMED_OUT
     assert await pending_forms(timed.interaction, ["c16-t"]) == []
     assert len(timed.examples.tool_calls("deploy", where={"artifact": "c16-timeout"})) == 1
 
@@ -201,5 +201,5 @@ async def test_c16_a_provider_settling_while_its_form_is_pending_closes_the_form
     assert "result" not in call.kinds()  # never both outcomes
     assert terminal_count(call) == 1
     record = await wait_settled(timed.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_INVOCATION_SETTLED
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
     assert await pending_forms(timed.interaction, [session]) == []

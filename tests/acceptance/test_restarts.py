@@ -29,7 +29,6 @@ from tests.reliability.harness import ToolCall, get_interaction, wait_settled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
-CR = interaction_pb2
 PROFILE = {"name": form_pb2.Value(string_value="Ada")}
 
 
@@ -120,7 +119,7 @@ async def test_c09_a_host_restart_closes_the_form_host_restarted_and_never_repla
         while not ((event := await events.get()).kind == "ready" and event.name == "broker"):
             pass
     record = await wait_settled(restartable.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_HOST_RESTARTED
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
     assert record.host_epoch == before.host_epoch
     assert await restartable.refused_late_answer(record) == "CLOSED"
     await restartable.ready()
@@ -142,7 +141,7 @@ async def test_c08_provider_loss_closes_the_form_and_the_committed_answer_reache
     assert final.WhichOneof("event") == "lost", call.kinds()
     assert [k for k in call.kinds() if k in ("result", "failure", "lost", "stopped")] == ["lost"]
     record = await wait_settled(restartable.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     assert await restartable.refused_late_answer(record) == "CLOSED"
     async with asyncio.timeout(90):
         while not ((event := await events.get()).kind == "ready" and event.name == "provider"):
@@ -165,7 +164,7 @@ async def test_c08_an_mcp_reconnect_fails_the_continuation_and_sends_nothing_on_
         final = await call.terminal(timeout=60)
     assert final.WhichOneof("event") == "lost", (call.kinds(), final)  # outcome unknown
     record = await wait_settled(restartable.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST, (record, final)
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_PROVIDER_LOST, (record, final)
     assert await restartable.refused_late_answer(record) == "CLOSED"
     await restartable.ready()
     async with ToolCall(restartable.broker, "fx:echo", {"note": "c08-mcp-after"}, session="c08-m") as echo:
@@ -186,6 +185,6 @@ async def test_c08_a_replaced_tool_binding_closes_the_form_superseded_and_sends_
         final = await call.terminal(timeout=60)
     assert final.WhichOneof("event") == "lost", call.kinds()  # outcome unknown
     record = await wait_settled(restartable.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_SUPERSEDED, final
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_SUPERSEDED, final
     assert await restartable.refused_late_answer(record) == "CLOSED"
     assert len(restartable.hs.tool_calls("ask", where={"note": "c08-stale"})) == 1

@@ -21,7 +21,7 @@ import grpc.aio
 import pytest
 
 from maka.broker.v1 import broker_pb2_grpc
-from services.core.serving import KEEPALIVE_OPTIONS
+from services.core.keepalive import KEEPALIVE_OPTIONS
 from tests.conformance.client.runner import call_tool, wait_for_tools
 from tests.conformance.client.stack import InProcessStack
 from tests.conformance.harness import NODE22, SERVER_EVERYTHING, require_tools

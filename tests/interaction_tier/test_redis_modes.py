@@ -23,9 +23,8 @@ import grpc.aio
 import pytest
 
 from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2 as ix
-from maka.interaction.v1 import interaction_service_pb2 as pb
-from maka.interaction.v1 import interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
 from services.interaction.keys import Keys
 from services.interaction.settings import RedisMode, Settings
@@ -84,9 +83,9 @@ async def _retrying(call: Callable[[], Awaitable[T]], what: str, timeout: float 
 
 
 async def _answer(
-    stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub, request: pb.AnswerRequest
-) -> ix.Interaction:
-    async def once() -> ix.Interaction:
+    stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub, request: interaction_service_pb2.AnswerRequest
+) -> interaction_pb2.Interaction:
+    async def once() -> interaction_pb2.Interaction:
         return (await stub.Answer(request, timeout=10)).interaction
 
     return await _retrying(once, "the answer commits")
@@ -104,32 +103,42 @@ async def _form_round_with_failover(service: Service, failover: object) -> None:
         assert seen == {first.interaction_id, second.interaction_id}
         stub = interaction_service_pb2_grpc.InteractionServiceStub(sch)
         committed = await _answer(
-            stub, pb.AnswerRequest(interaction_id=first.interaction_id, submission_id="sub-1", answer=accept("prod"))
+            stub,
+            interaction_service_pb2.AnswerRequest(
+                interaction_id=first.interaction_id, submission_id="sub-1", answer=accept("prod")
+            ),
         )
-        assert committed.state == ix.INTERACTION_STATE_ANSWERED
+        assert committed.state == interaction_pb2.INTERACTION_STATE_ANSWERED
         assert (await link.next_settled()).interaction_id == first.interaction_id
 
         failover()  # type: ignore[operator]
 
-        async def read_first() -> ix.Interaction:
-            got = await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=first.interaction_id), timeout=10)
+        async def read_first() -> interaction_pb2.Interaction:
+            got = await stub.GetInteraction(
+                interaction_service_pb2.GetInteractionRequest(interaction_id=first.interaction_id), timeout=10
+            )
             return got.interaction
 
         after = await _retrying(read_first, "the record is readable on the new master")
-        assert after.state == ix.INTERACTION_STATE_ANSWERED, "a committed answer survives the failover"
+        assert after.state == interaction_pb2.INTERACTION_STATE_ANSWERED, "a committed answer survives the failover"
         assert after.answer.values["target"].string_value == "prod"
         with pytest.raises(grpc.aio.AioRpcError) as lost:
             await _answer(
                 stub,
-                pb.AnswerRequest(interaction_id=first.interaction_id, submission_id="sub-2", answer=accept("dev")),
+                interaction_service_pb2.AnswerRequest(
+                    interaction_id=first.interaction_id, submission_id="sub-2", answer=accept("dev")
+                ),
             )
-        assert error_from_rpc(lost.value).reason == "ALREADY_SETTLED", "a second answer never wins"
+        assert error_from_rpc(lost.value).reason == InteractionErrorReason.ALREADY_SETTLED, "a second answer never wins"
         other = await _answer(
-            stub, pb.AnswerRequest(interaction_id=second.interaction_id, submission_id="sub-3", answer=accept("qa"))
+            stub,
+            interaction_service_pb2.AnswerRequest(
+                interaction_id=second.interaction_id, submission_id="sub-3", answer=accept("qa")
+            ),
         )
-        assert other.state == ix.INTERACTION_STATE_ANSWERED
+        assert other.state == interaction_pb2.INTERACTION_STATE_ANSWERED
         assert (await link.next_settled()).interaction_id == second.interaction_id, "the broker hears it"
-        answered = [e for e in await surface.events(2) if e.kind == ix.EVENT_KIND_ANSWERED]
+        answered = [e for e in await surface.events(2) if e.kind == interaction_pb2.EVENT_KIND_ANSWERED]
         assert {e.interaction.interaction_id for e in answered} == {first.interaction_id, second.interaction_id}
         await surface.close()
         await link.close()
@@ -186,5 +195,5 @@ async def test_the_acceptance_form_round_passes_on_the_whole_stack_over_each_red
         )
         form = await wait_for_pending(running.endpoints.interaction, mode)
         settled = await answer(running.endpoints.interaction, form, form_pb2.ACTION_ACCEPT, DEPLOY_VALUES)
-        assert settled.state == ix.INTERACTION_STATE_ANSWERED
+        assert settled.state == interaction_pb2.INTERACTION_STATE_ANSWERED
         assert result_text(await call) == f"Deployed build-{mode} to staging."

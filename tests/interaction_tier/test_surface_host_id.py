@@ -19,8 +19,7 @@ import grpc.aio
 import pytest
 
 from bench.fanout import InteractionProcess, binding, replica_env, small_form, write_tokens
-from maka.interaction.v1 import interaction_service_pb2 as pb
-from maka.interaction.v1 import interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 
 pytestmark = [pytest.mark.e2e]
@@ -50,27 +49,33 @@ async def tier(redis_url: str, tmp_path: Path) -> AsyncIterator[Tier]:
 @pytest.fixture
 async def form_on_h01(tier: Tier) -> AsyncIterator[str]:
     """A broker of ``h01`` holds its HostLink open with one pending form; yields the form's id."""
-    requests: asyncio.Queue[pb.HostLinkRequest | None] = asyncio.Queue()
+    requests: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] = asyncio.Queue()
 
-    async def outgoing() -> AsyncIterator[pb.HostLinkRequest]:
+    async def outgoing() -> AsyncIterator[interaction_service_pb2.HostLinkRequest]:
         while (request := await requests.get()) is not None:
             yield request
 
     async with grpc.aio.insecure_channel(tier.target) as channel:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         call = stub.HostLink(outgoing(), metadata=bearer_metadata(tier.tokens["h01"]))
-        await requests.put(pb.HostLinkRequest(hello=pb.Hello(begin_new_epoch=True, host_id="h01")))
+        await requests.put(
+            interaction_service_pb2.HostLinkRequest(
+                hello=interaction_service_pb2.Hello(begin_new_epoch=True, host_id="h01")
+            )
+        )
         async with asyncio.timeout(20):
             first = await call.read()
-            assert isinstance(first, pb.HostLinkResponse), first
+            assert isinstance(first, interaction_service_pb2.HostLinkResponse), first
             assert first.WhichOneof("frame") == "epoch", first
             await requests.put(
-                pb.HostLinkRequest(
-                    open=pb.OpenInteraction(request_ref="r1", binding=binding("s1", "inv-1"), form=small_form())
+                interaction_service_pb2.HostLinkRequest(
+                    open=interaction_service_pb2.OpenInteraction(
+                        request_ref="r1", binding=binding("s1", "inv-1"), form=small_form()
+                    )
                 )
             )
             reply = await call.read()
-            assert isinstance(reply, pb.HostLinkResponse), reply
+            assert isinstance(reply, interaction_service_pb2.HostLinkResponse), reply
         assert reply.WhichOneof("frame") == "opened", reply
         yield reply.opened.interaction.interaction_id
         await requests.put(None)

@@ -16,8 +16,7 @@ import pytest
 import redis.asyncio
 
 from bench.fanout import InteractionProcess, host_ids, replica_env, run_fanout, write_tokens
-from maka.interaction.v1 import interaction_service_pb2 as pb
-from maka.interaction.v1 import interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 from tests.helpers.redis_server import RedisServer
 
@@ -97,7 +96,13 @@ async def test_a_token_touches_only_the_hosts_it_names_and_a_refusal_reveals_not
 
         async def hello(token: str, host: str) -> grpc.aio.AioRpcError:
             call = stub.HostLink(
-                iter([pb.HostLinkRequest(hello=pb.Hello(begin_new_epoch=True, host_id=host))]),
+                iter(
+                    [
+                        interaction_service_pb2.HostLinkRequest(
+                            hello=interaction_service_pb2.Hello(begin_new_epoch=True, host_id=host)
+                        )
+                    ]
+                ),
                 metadata=bearer_metadata(token),
             )
             with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -113,16 +118,20 @@ async def test_a_token_touches_only_the_hosts_it_names_and_a_refusal_reveals_not
         assert HOSTS[0] not in (foreign.details() or "")
 
         scoped = bearer_metadata(tokens["surface-h00"])
-        listed = await stub.ListPending(pb.ListPendingRequest(), metadata=scoped)  # its only Host by default
+        listed = await stub.ListPending(
+            interaction_service_pb2.ListPendingRequest(), metadata=scoped
+        )  # its only Host by default
         assert list(listed.pending) == []
         with pytest.raises(grpc.aio.AioRpcError) as denied:
-            await stub.ListPending(pb.ListPendingRequest(host_id=HOSTS[1]), metadata=scoped)
+            await stub.ListPending(interaction_service_pb2.ListPendingRequest(host_id=HOSTS[1]), metadata=scoped)
         assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
         with pytest.raises(grpc.aio.AioRpcError) as ambiguous:
-            await stub.ListPending(pb.ListPendingRequest(), metadata=bearer_metadata(tokens["surface"]))
+            await stub.ListPending(
+                interaction_service_pb2.ListPendingRequest(), metadata=bearer_metadata(tokens["surface"])
+            )
         assert ambiguous.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         with pytest.raises(grpc.aio.AioRpcError) as not_yours:
             await stub.GetInteraction(
-                pb.GetInteractionRequest(host_id=HOSTS[1], interaction_id="ix_x"), metadata=scoped
+                interaction_service_pb2.GetInteractionRequest(host_id=HOSTS[1], interaction_id="ix_x"), metadata=scoped
             )
         assert not_yours.value.code() == grpc.StatusCode.PERMISSION_DENIED

@@ -24,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core.channels import open_channel
+from services.core.reasons import AuthErrorReason, ErrorReason, InteractionErrorReason
 from services.core.status import error_from_rpc
 from stack.topology import Stack
 from tests.helpers.stack import RunningStack
@@ -138,15 +139,15 @@ async def _first_reply_unary_stream(call: Any) -> Any:
     return reply
 
 
-async def _refusal(target: str, token: str | None, probe: Probe) -> tuple[str, str]:
-    """``(status code name, ErrorInfo reason)`` of ``probe`` with ``token``; ``("OK", "")`` when admitted."""
+async def _refusal(target: str, token: str | None, probe: Probe) -> tuple[grpc.StatusCode, ErrorReason | str]:
+    """``(status code, ErrorInfo reason)`` of ``probe`` with ``token``; ``(OK, "")`` when admitted."""
     async with open_channel(target, token=token) as channel:
         try:
             await probe(channel)
         except grpc.aio.AioRpcError as error:
             detail = error_from_rpc(error)
-            return detail.code.name, detail.reason
-    return "OK", ""
+            return detail.code, detail.reason
+    return grpc.StatusCode.OK, ""
 
 
 async def test_a_form_round_runs_end_to_end_with_a_token_per_role(secured: RunningStack) -> None:
@@ -163,7 +164,7 @@ async def test_every_rpc_refuses_an_unauthenticated_caller(secured: RunningStack
     interaction, broker = _targets(secured)
     refusals = {name: await _refusal(interaction, token, probe) for name, probe in INTERACTION_PROBES.items()}
     refusals |= {name: await _refusal(broker, token, probe) for name, probe in BROKER_PROBES.items()}
-    assert refusals == dict.fromkeys(refusals, ("UNAUTHENTICATED", "UNAUTHENTICATED"))
+    assert refusals == dict.fromkeys(refusals, (grpc.StatusCode.UNAUTHENTICATED, AuthErrorReason.UNAUTHENTICATED))
 
 
 async def test_every_rpc_refuses_a_token_of_the_wrong_role(secured: RunningStack) -> None:
@@ -178,7 +179,7 @@ async def test_every_rpc_refuses_a_token_of_the_wrong_role(secured: RunningStack
     refusals = {name: await _refusal(interaction, wrong[name], probe) for name, probe in INTERACTION_PROBES.items()}
     wrong_broker = {"Connect": CALLER, "CallTool": SURFACE_A, "Stop": PROVIDER, "ListTools": BROKER}
     refusals |= {name: await _refusal(broker, wrong_broker[name], probe) for name, probe in BROKER_PROBES.items()}
-    assert refusals == dict.fromkeys(refusals, ("PERMISSION_DENIED", "PERMISSION_DENIED"))
+    assert refusals == dict.fromkeys(refusals, (grpc.StatusCode.PERMISSION_DENIED, AuthErrorReason.PERMISSION_DENIED))
 
 
 async def test_health_checks_need_no_token(secured: RunningStack) -> None:
@@ -208,12 +209,15 @@ async def test_a_surface_token_cannot_see_or_answer_another_sessions_form(secure
                 )
             with pytest.raises(grpc.aio.AioRpcError) as answered:
                 await answer(interaction, interaction_id, "hijack", channel=channel)
-            assert error_from_rpc(answered.value).reason == "NOT_FOUND"
+            assert error_from_rpc(answered.value).reason == InteractionErrorReason.NOT_FOUND
             # Asking for the session explicitly is refused; listing what it may see leaves the form out.
             with pytest.raises(grpc.aio.AioRpcError) as by_session:
                 await stub.ListPending(interaction_service_pb2.ListPendingRequest(session_ids=["sa"]), timeout=10)
             refused = error_from_rpc(by_session.value)
-            assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
+            assert (refused.code, refused.reason) == (
+                grpc.StatusCode.PERMISSION_DENIED,
+                InteractionErrorReason.PERMISSION_DENIED,
+            )
             visible = await stub.ListPending(interaction_service_pb2.ListPendingRequest(), timeout=10)
             assert interaction_id not in [i.interaction_id for i in visible.pending]
             attach = await _refusal(
@@ -226,7 +230,7 @@ async def test_a_surface_token_cannot_see_or_answer_another_sessions_form(secure
                     ),
                 ),
             )
-            assert attach[0] == "PERMISSION_DENIED"
+            assert attach[0] == grpc.StatusCode.PERMISSION_DENIED
         # Nothing changed: the owner still sees it pending and can answer it.
         record = await get_interaction(interaction, interaction_id, token=SURFACE_A)
         assert record.state == interaction_pb2.INTERACTION_STATE_PENDING

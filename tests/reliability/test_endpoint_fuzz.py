@@ -42,7 +42,6 @@ from tests.reliability.harness import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.asyncio(loop_scope="module")]
 
-pb = interaction_service_pb2
 UNARY = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 STREAMS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -117,34 +116,45 @@ bindings = st.builds(
     texts,
 )
 host_frames = st.one_of(
-    st.builds(lambda e: pb.HostLinkRequest(hello=pb.Hello(resume_epoch=e)), st.integers(10_000, 2**64 - 1)),
     st.builds(
-        lambda ref, b, f: pb.HostLinkRequest(open=pb.OpenInteraction(request_ref=ref, binding=b, form=f)),
+        lambda e: interaction_service_pb2.HostLinkRequest(hello=interaction_service_pb2.Hello(resume_epoch=e)),
+        st.integers(10_000, 2**64 - 1),
+    ),
+    st.builds(
+        lambda ref, b, f: interaction_service_pb2.HostLinkRequest(
+            open=interaction_service_pb2.OpenInteraction(request_ref=ref, binding=b, form=f)
+        ),
         texts,
         bindings,
         forms,
     ),
     st.builds(
-        lambda i, r: pb.HostLinkRequest(close=pb.CloseInteraction(interaction_id=i, reason=r)),
+        lambda i, r: interaction_service_pb2.HostLinkRequest(
+            close=interaction_service_pb2.CloseInteraction(interaction_id=i, reason=r)
+        ),
         texts,
         st.integers(min_value=-1, max_value=12),
     ),
-    st.just(pb.HostLinkRequest(heartbeat=pb.Heartbeat())),
-    st.just(pb.HostLinkRequest()),
+    st.just(interaction_service_pb2.HostLinkRequest(heartbeat=interaction_service_pb2.Heartbeat())),
+    st.just(interaction_service_pb2.HostLinkRequest()),
 )
 attach_frames = st.one_of(
     st.builds(
-        lambda ss, token: pb.AttachRequest(subscribe=pb.Subscribe(session_ids=ss, resume_token=token)),
+        lambda ss, token: interaction_service_pb2.AttachRequest(
+            subscribe=interaction_service_pb2.Subscribe(session_ids=ss, resume_token=token)
+        ),
         st.lists(sessions, max_size=3),
         texts,
     ),
     st.builds(
-        lambda sub, i, a: pb.AttachRequest(answer=pb.SubmitAnswer(submission_id=sub, interaction_id=i, answer=a)),
+        lambda sub, i, a: interaction_service_pb2.AttachRequest(
+            answer=interaction_service_pb2.SubmitAnswer(submission_id=sub, interaction_id=i, answer=a)
+        ),
         texts,
         texts,
         answers,
     ),
-    st.just(pb.AttachRequest()),
+    st.just(interaction_service_pb2.AttachRequest()),
 )
 descriptors = st.builds(
     lambda name, schema: broker_pb2.ToolDescriptor(name=name, input_schema_json=schema), texts, texts
@@ -267,14 +277,18 @@ async def still_healthy(observed: Observed) -> None:
 @UNARY
 @given(
     answer_request=st.builds(
-        lambda i, s, sub, a: pb.AnswerRequest(interaction_id=i, session_id=s, submission_id=sub, answer=a),
+        lambda i, s, sub, a: interaction_service_pb2.AnswerRequest(
+            interaction_id=i, session_id=s, submission_id=sub, answer=a
+        ),
         texts,
         sessions,
         texts,
         answers,
     ),
     listing=st.lists(sessions, max_size=5),
-    get=st.builds(lambda i, s: pb.GetInteractionRequest(interaction_id=i, session_id=s), texts, sessions),
+    get=st.builds(
+        lambda i, s: interaction_service_pb2.GetInteractionRequest(interaction_id=i, session_id=s), texts, sessions
+    ),
 )
 async def test_interaction_unary_endpoints_answer_random_requests_with_stable_errors(
     observed: Observed, answer_request: Any, listing: list[str], get: Any
@@ -282,7 +296,11 @@ async def test_interaction_unary_endpoints_answer_random_requests_with_stable_er
     async with open_channel(observed.interaction) as channel:
         stub = interaction_stub(channel)
         check(await outcome_of(lambda: stub.Answer(answer_request, timeout=10)))
-        check(await outcome_of(lambda: stub.ListPending(pb.ListPendingRequest(session_ids=listing), timeout=10)))
+        check(
+            await outcome_of(
+                lambda: stub.ListPending(interaction_service_pb2.ListPendingRequest(session_ids=listing), timeout=10)
+            )
+        )
         check(await outcome_of(lambda: stub.GetInteraction(get, timeout=10)))
 
 
@@ -366,17 +384,19 @@ async def test_oversized_messages_are_refused_and_the_services_stay_up(observed:
     async with grpc.aio.insecure_channel(observed.interaction, options=options) as channel:
         stub = interaction_stub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as too_big:
-            await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=big), timeout=10)
+            await stub.GetInteraction(interaction_service_pb2.GetInteractionRequest(interaction_id=big), timeout=10)
         assert too_big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     # Under the transport cap but over the domain caps: refused with a stable reason, nothing stored.
     async with open_channel(observed.interaction) as channel:
         stub = interaction_stub(channel)
         near = "y" * (3 * 1024 * 1024)
+        answer = form_pb2.Answer(action=form_pb2.ACTION_ACCEPT, values={"v": form_pb2.Value(string_value=near)})
         error = await outcome_of(
-            lambda: stub.Answer(pb.AnswerRequest(interaction_id="ix_none", submission_id="s", answer=
-                form_pb2.Answer(action=form_pb2.ACTION_ACCEPT, values={"v": form_pb2.Value(string_value=near)})),
-                timeout=10)
-        )  # fmt: skip
+            lambda: stub.Answer(
+                interaction_service_pb2.AnswerRequest(interaction_id="ix_none", submission_id="s", answer=answer),
+                timeout=10,
+            )
+        )
         assert error is not None
         check(error)
     async with open_channel(observed.broker) as channel:

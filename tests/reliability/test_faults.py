@@ -25,6 +25,7 @@ import pytest
 import pytest_asyncio
 
 from maka.interaction.v1 import interaction_pb2
+from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
 from stack.supervisor import StackEvent
 from stack.topology import Stack
@@ -45,7 +46,6 @@ from tests.reliability.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(150), pytest.mark.asyncio(loop_scope="module")]
 
-CR = interaction_pb2.CloseReason
 T = TypeVar("T")
 
 
@@ -125,10 +125,10 @@ async def test_killing_the_provider_while_a_form_is_pending_loses_the_call_and_c
         end = await call.terminal()
         assert end.WhichOneof("event") == "lost", call.kinds()
     record = await wait_settled(faulty.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await answer(faulty.interaction, interaction_id, "late")
-    assert error_from_rpc(refused.value).reason == "CLOSED"
+    assert error_from_rpc(refused.value).reason == InteractionErrorReason.CLOSED
     await _next(events, "ready", "provider")  # restarted by the supervisor; nothing is replayed
     await tools_ready(faulty.running)
     assert faulty.legs("kill-provider") == [("kill-provider", "first")]
@@ -147,7 +147,7 @@ async def test_killing_the_broker_closes_the_form_host_restarted_and_never_calls
         assert call.error.code() == grpc.StatusCode.UNAVAILABLE
     await _next(events, "ready", "broker")
     record = await wait_settled(faulty.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_HOST_RESTARTED
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
     assert record.host_epoch == old.host_epoch
     await tools_ready(faulty.running)
     async with ToolCall(faulty.broker, "counter:ask", {"tag": "after-broker"}) as second:
@@ -246,7 +246,7 @@ async def test_an_unreachable_redis_gives_clear_unavailable_errors_and_recovers(
             # Each Redis command times out after 2.5 s (3 attempts): well inside this 30 s deadline.
             await get_interaction(faulty.interaction, "ix_missing", timeout=30)
         detail = error_from_rpc(refused.value)
-        assert (detail.code, detail.reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+        assert (detail.code, detail.reason) == (grpc.StatusCode.UNAVAILABLE, InteractionErrorReason.STORE_UNAVAILABLE)
     finally:
         os.kill(pid, signal.SIGCONT)
     async with ToolCall(faulty.broker, "counter:ask", {"tag": "redis-back"}) as call:
@@ -267,10 +267,10 @@ async def test_an_mcp_server_crash_between_rounds_fails_stably_without_a_retry_o
         end = await call.terminal()
         assert end.WhichOneof("event") == "lost", call.kinds()  # outcome unknown, never a made-up result
     record = await wait_settled(faulty.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await answer(faulty.interaction, interaction_id, "too late")
-    assert error_from_rpc(refused.value).reason == "CLOSED"
+    assert error_from_rpc(refused.value).reason == InteractionErrorReason.CLOSED
     # The provider reconnects the server; a fresh call runs on the new process, the old one is never retried.
     await tools_ready(faulty.running)
     async with ToolCall(faulty.broker, "counter:echo", {"tag": "after-crash"}) as echo:
@@ -292,7 +292,7 @@ async def test_a_provider_stream_cut_by_the_network_loses_the_call_and_the_provi
         end = await call.terminal()
         assert end.WhichOneof("event") == "lost", call.kinds()
     record = await wait_settled(faulty.interaction, interaction_id)
-    assert record.close_reason == CR.CLOSE_REASON_PROVIDER_LOST
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     await tools_ready(faulty.running)
     assert faulty.proxy.accepted > accepted  # the provider dialled again through the proxy
     async with ToolCall(faulty.broker, "counter:ask", {"tag": "after-cut"}) as again:

@@ -56,7 +56,6 @@ from tests.reliability.harness import (
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(400), pytest.mark.asyncio(loop_scope="module")]
 
-CR = interaction_pb2.CloseReason
 REPEATS = 20
 """How often each window is repeated (at least 20, so a window that loses 1 time in 20 shows up)."""
 FAST_RESTARTS = {"max_restarts": 1000, "restart_window": 1.0, "restart_backoff": 0.05}
@@ -166,7 +165,9 @@ async def _stop(broker: str, session: str) -> int:
     return int(response.stopped_invocations)
 
 
-def _check_record(record: interaction_pb2.Interaction, race: Race, reason: CR.ValueType) -> str:
+def _check_record(
+    record: interaction_pb2.Interaction, race: Race, reason: interaction_pb2.CloseReason.ValueType
+) -> str:
     """The record after settlement: closed with ``reason``, or answered first and recorded lost."""
     assert race.accepted_after_terminal == 0, race
     if record.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
@@ -197,7 +198,7 @@ async def test_stop_right_after_the_interaction_service_is_killed_lets_no_answer
             assert await stopping == 1
         await _next(events, "ready", "interaction")
         record = await get_interaction(settling.interaction, interaction_id)
-        outcomes[_check_record(record, race, CR.CLOSE_REASON_STOPPED)] += 1
+        outcomes[_check_record(record, race, interaction_pb2.CLOSE_REASON_STOPPED)] += 1
         assert settling.legs(tag) == ["first"]
     sys.stderr.write(f"stop-after-interaction-kill x{REPEATS}: {dict(outcomes)}\n")
     assert sum(outcomes.values()) == REPEATS
@@ -219,7 +220,7 @@ async def test_provider_loss_right_after_the_interaction_service_is_killed_lets_
             assert end.WhichOneof("event") == "lost", call.kinds()
         await _next(events, "ready", "interaction")
         record = await get_interaction(settling.interaction, interaction_id)
-        outcomes[_check_record(record, race, CR.CLOSE_REASON_PROVIDER_LOST)] += 1
+        outcomes[_check_record(record, race, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)] += 1
         assert settling.legs(tag) == ["first"]
         await tools_ready(settling.running)
     sys.stderr.write(f"provider-loss-after-interaction-kill x{REPEATS}: {dict(outcomes)}\n")
@@ -258,7 +259,7 @@ async def test_an_answer_dropped_by_a_provider_crash_after_commit_is_recorded_lo
     record = await get_interaction(settling.interaction, interaction_id)
     assert record.state == interaction_pb2.INTERACTION_STATE_ANSWERED
     assert record.delivery == interaction_pb2.DELIVERY_STATE_LOST
-    assert record.delivery_lost_reason == CR.CLOSE_REASON_PROVIDER_LOST
+    assert record.delivery_lost_reason == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     assert settling.legs("dropped") == ["first"]  # nothing reached the server, nothing is replayed
     code, out, err = await _maka("pending", "--id", interaction_id, "--interaction", settling.interaction)
     assert code == 0, err

@@ -40,7 +40,6 @@ SHORT_TTL = 4.0
 """``requestStateTtl`` of ``fxshort``: short enough that a round runs out within the test."""
 LONG_TTL = 120.0
 """``requestStateTtl`` of ``fx``."""
-CR = interaction_pb2
 
 
 class ReviewStack(StackThread):
@@ -210,7 +209,7 @@ async def test_a_form_whose_round_runs_out_closes_round_expired_and_no_retry_is_
         closed = await wait_settled(interaction, second_id, timeout=SHORT_TTL + 30)
         final = await call.terminal(timeout=30)
 
-    assert closed.close_reason == CR.CLOSE_REASON_ROUND_EXPIRED
+    assert closed.close_reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED
     assert final.HasField("failure"), final
     assert final.failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
     assert "requestState" in final.failure.message
@@ -553,7 +552,7 @@ async def test_c08_an_answer_committed_while_the_provider_is_frozen_never_reache
             committed = await answer(
                 interaction, record, form_pb2.ACTION_ACCEPT, {"name": form_pb2.Value(string_value=canary)}
             )
-            assert committed.state == CR.INTERACTION_STATE_ANSWERED  # committed in the Interaction service
+            assert committed.state == interaction_pb2.INTERACTION_STATE_ANSWERED  # committed in the Interaction service
         finally:
             os.kill(pid, signal.SIGKILL)  # ... and the provider dies before it could deliver it
         final = await call.terminal(timeout=60)
@@ -567,4 +566,4 @@ async def test_c08_an_answer_committed_while_the_provider_is_frozen_never_reache
     await _marker(review.fx, broker, "c08-undelivered")  # the replacement provider runs calls on fx again
     assert len(review.fx.tool_calls("ask", where={"note": "c08-undelivered"})) == 1
     assert not [line for direction, line in review.fx.raw() if direction == "C->S" and canary in line]
-    assert (await get_interaction(interaction, form_id)).state == CR.INTERACTION_STATE_ANSWERED
+    assert (await get_interaction(interaction, form_id)).state == interaction_pb2.INTERACTION_STATE_ANSWERED

@@ -28,6 +28,7 @@ def _install() -> None:
     service = next((label for module, label in _MODULES.items() if module in argv), None)
     if not directory or service is None:
         return
+    # Imported only in a profiled service: pyinstrument is a dev dependency and this hook loads in every process.
     from pyinstrument import Profiler
 
     state: dict[str, Any] = {}

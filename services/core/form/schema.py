@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from services.core.form.answer import check_value, is_valid_unicode, safe_number
+from services.core.form.convert import form_to_requested_schema
 from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
 from services.core.form.model import (
     BooleanField,
@@ -489,8 +490,6 @@ def _check_field_semantics(
 
 
 def _check_form_bytes(form: Form, limits: Limits) -> None:
-    from services.core.form.convert import form_to_requested_schema  # convert imports nothing from here
-
     size = _request_bytes(form.message, form_to_requested_schema(form))
     if size > limits.max_request_bytes:
         raise FormError(

@@ -35,6 +35,7 @@ import sys
 import uuid
 from typing import Any, TextIO
 
+from maka.broker.v1 import broker_pb2
 from maka_client import (
     Accepted,
     AwaitingInteraction,
@@ -49,6 +50,7 @@ from maka_client import (
     Result,
     Stopped,
 )
+from services.core.reasons import BrokerErrorReason
 from stack.state_dir import Endpoints
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
 
@@ -117,6 +119,14 @@ def result_text(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _failure_code(name: str) -> broker_pb2.FailureCode.ValueType:
+    """The ``FailureCode`` named ``name`` (without prefix); UNSPECIFIED for a newer broker's unknown one."""
+    try:
+        return broker_pb2.FailureCode.Value(f"FAILURE_CODE_{name}")
+    except ValueError:
+        return broker_pb2.FAILURE_CODE_UNSPECIFIED
+
+
 class _Reporter:
     """Writes progress/form notices (stderr) and the final result (stdout)."""
 
@@ -125,8 +135,9 @@ class _Reporter:
         self.err = err
         self.endpoints = endpoints
         self.as_json = as_json
-        self.failure_code = ""
-        """The broker's ``FailureCode`` name (without prefix) when the call ended with ``failure``."""
+        self.failure_code: broker_pb2.FailureCode.ValueType = broker_pb2.FAILURE_CODE_UNSPECIFIED
+        """The broker's ``FailureCode`` when the call ended with ``failure`` (UNSPECIFIED for one this CLI does
+        not know)."""
 
     def note(self, text: str) -> None:
         print(text, file=self.err, flush=True)
@@ -158,7 +169,7 @@ class _Reporter:
         elif isinstance(event, Result):
             return self.result(event)
         elif isinstance(event, Failure):
-            self.failure_code = event.code
+            self.failure_code = _failure_code(event.code)
             return self.fail(event.code, event.message or "the call failed")
         elif isinstance(event, Lost):
             reason = event.reason or "the provider went away"
@@ -219,11 +230,11 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
             async for event in tool_call:
                 code = reporter.event(event)
                 if code is not None:
-                    if reporter.failure_code == "UNKNOWN_TOOL":
+                    if reporter.failure_code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL:
                         await _list_known_tools(broker, reporter)
                     return code
         except MakaError as error:
-            if error.reason in ("CALL_NOT_FOUND", "NOT_FOUND"):
+            if error.reason in (BrokerErrorReason.CALL_NOT_FOUND, BrokerErrorReason.NOT_FOUND):
                 return reporter.fail("NO_RESULT", "the broker ended the call without a result")
             return reporter.fail(error.code, error.message or "the broker refused the call")
         except asyncio.CancelledError:

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
+    # Imported when the command runs: Textual and the app would slow every `maka` start (`--help` loads all commands).
     from stack.state_dir import read_endpoints
     from surfaces.common.server_status import fetch_status, server_json
     from surfaces.common.sign_in import SignInClient, SignInView

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from services.core.form import Answer, Form
+from services.core.reasons import InteractionErrorReason
 from surfaces.common.interaction_client import (
     InteractionClient,
     InteractionError,
@@ -96,7 +97,7 @@ class AutoAnswerer:
         try:
             await self._client.answer(view.interaction_id, self._answer_for(view.form), session_id=view.session_id)
         except InteractionError as error:
-            if error.reason in ("ALREADY_SETTLED", "CLOSED"):
+            if error.reason in (InteractionErrorReason.ALREADY_SETTLED, InteractionErrorReason.CLOSED):
                 log.info(
                     "form_settled_elsewhere", extra={"interaction_id": view.interaction_id, "reason": error.reason}
                 )

@@ -17,13 +17,9 @@ import pytest
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
-from services.broker.broker import Broker, Connection, Invocation, InvocationState
+from services.broker.broker import Broker, Invocation, InvocationState, ProviderStream
 from services.broker.errors import HostUnavailable, InvalidRequest, OpenRefused
 from tests.helpers.waiting import eventually
-
-FC = broker_pb2.FailureCode
-RR = broker_pb2.RejectReason
-CR = interaction_pb2.CloseReason
 
 
 class RecordingHost:
@@ -100,14 +96,14 @@ def _tool(name: str = "deploy", server: str = "examples") -> broker_pb2.ToolDesc
     return broker_pb2.ToolDescriptor(name=name, description="d", input_schema_json="{}", claimed_server=server)
 
 
-def _frames(connection: Connection) -> list[broker_pb2.ConnectResponse]:
-    items: list[broker_pb2.ConnectResponse] = list(connection.outbox._items)
-    connection.outbox._items.clear()
+def _frames(stream: ProviderStream) -> list[broker_pb2.ConnectResponse]:
+    items: list[broker_pb2.ConnectResponse] = list(stream.outbox._items)
+    stream.outbox._items.clear()
     return items
 
 
-def _kinds(connection: Connection) -> list[str]:
-    return [str(f.WhichOneof("frame")) for f in _frames(connection)]
+def _kinds(stream: ProviderStream) -> list[str]:
+    return [str(f.WhichOneof("frame")) for f in _frames(stream)]
 
 
 _SEEN: weakref.WeakKeyDictionary[Invocation, int] = weakref.WeakKeyDictionary()
@@ -139,15 +135,15 @@ async def broker(host: RecordingHost) -> AsyncIterator[Broker]:
     await b.shutdown(timeout=1)
 
 
-def _register(broker: Broker, provider_id: str = "mcp:examples", *tools: broker_pb2.ToolDescriptor) -> Connection:
-    connection = broker.open_connection()
+def _register(broker: Broker, provider_id: str = "mcp:examples", *tools: broker_pb2.ToolDescriptor) -> ProviderStream:
+    stream = broker.open_provider_stream()
     broker.handle_frame(
-        connection,
+        stream,
         broker_pb2.ConnectRequest(
             register=broker_pb2.Register(provider_id=provider_id, display_name="Examples", tools=tools or [_tool()])
         ),
     )
-    return connection
+    return stream
 
 
 def _call(broker: Broker, tool: str = "examples:deploy", tool_use: str = "tu1", **kw: Any) -> Invocation:
@@ -162,9 +158,9 @@ def _call(broker: Broker, tool: str = "examples:deploy", tool_use: str = "tu1", 
     )
 
 
-def _ask(broker: Broker, connection: Connection, invocation_id: str, correlation: str = "corr-1") -> None:
+def _ask(broker: Broker, stream: ProviderStream, invocation_id: str, correlation: str = "corr-1") -> None:
     broker.handle_frame(
-        connection,
+        stream,
         broker_pb2.ConnectRequest(
             interaction_request=broker_pb2.InteractionRequest(
                 invocation_id=invocation_id, correlation_id=correlation, form=_form()
@@ -183,19 +179,19 @@ def _answered(host: RecordingHost, index: int = 0) -> interaction_pb2.Interactio
         answer=form_pb2.Answer(
             action=form_pb2.ACTION_ACCEPT, values={"environment": form_pb2.Value(string_value="staging")}
         ),
-        close_reason=CR.CLOSE_REASON_ANSWERED,
+        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
     )
 
 
 async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker) -> None:
-    connection = _register(broker)
-    registered = _frames(connection)[0].registered
+    stream = _register(broker)
+    registered = _frames(stream)[0].registered
     assert registered.registration_id.startswith("reg_")
-    assert registered.connection_id == connection.connection_id
+    assert registered.connection_id == stream.connection_id
     assert registered.heartbeat_interval.seconds == 30
 
     invocation = _call(broker)
-    invoke = _frames(connection)[0].invoke
+    invoke = _frames(stream)[0].invoke
     assert invoke.invocation_id == invocation.invocation_id
     assert invoke.tool_name == "deploy"
     assert invoke.arguments_json == '{"artifact":"build-42"}'
@@ -205,11 +201,11 @@ async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker
 async def test_unknown_tool_and_malformed_calls_fail_with_stable_codes(broker: Broker) -> None:
     _register(broker)
     unknown = await _all_events(_call(broker, tool="examples:nope"))
-    assert [e.failure.code for e in unknown] == [FC.FAILURE_CODE_UNKNOWN_TOOL]
+    assert [e.failure.code for e in unknown] == [broker_pb2.FAILURE_CODE_UNKNOWN_TOOL]
     not_object = await _all_events(_call(broker, args="[1]"))
-    assert [e.failure.code for e in not_object] == [FC.FAILURE_CODE_INVALID_REQUEST]
+    assert [e.failure.code for e in not_object] == [broker_pb2.FAILURE_CODE_INVALID_REQUEST]
     unqualified = await _all_events(_call(broker, tool="deploy"))
-    assert [e.failure.code for e in unqualified] == [FC.FAILURE_CODE_INVALID_REQUEST]
+    assert [e.failure.code for e in unqualified] == [broker_pb2.FAILURE_CODE_INVALID_REQUEST]
     assert broker.stats()["live_invocations"] == 0
 
 
@@ -217,26 +213,26 @@ async def test_duplicate_tool_use_id_in_a_session_is_refused_while_the_first_is_
     _register(broker)
     first = _call(broker)
     second = await _all_events(_call(broker))
-    assert second[0].failure.code == FC.FAILURE_CODE_INVALID_REQUEST
+    assert second[0].failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
     assert not first.is_terminal
 
 
 async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(broker: Broker) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _frames(connection)
+    _frames(stream)
     result = broker_pb2.ConnectRequest(
         result=broker_pb2.InvocationResult(
             invocation_id=invocation.invocation_id, call_tool_result_json='{"content":[],"isError":true}'
         )
     )
-    broker.handle_frame(connection, result)
-    broker.handle_frame(connection, result)
+    broker.handle_frame(stream, result)
+    broker.handle_frame(stream, result)
     events = await _all_events(invocation)
     assert events[-1].result.is_error is True
     assert [e.WhichOneof("event") for e in events] == ["accepted", "result"]
-    rejected = _frames(connection)[0].rejected
-    assert rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    rejected = _frames(stream)[0].rejected
+    assert rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     assert broker.stats()["rejected_frames.INVOCATION_SETTLED"] == 1
 
 
@@ -259,7 +255,7 @@ async def test_frames_for_unknown_or_another_connections_invocations_are_rejecte
         intruder, broker_pb2.ConnectRequest(failure=broker_pb2.InvocationFailure(invocation_id="inv_unknown"))
     )
     reasons = [f.rejected.reason for f in _frames(intruder)]
-    assert reasons == [RR.REJECT_REASON_CROSS_CONNECTION] * 4 + [RR.REJECT_REASON_UNKNOWN_INVOCATION]
+    assert reasons == [broker_pb2.REJECT_REASON_CROSS_CONNECTION] * 4 + [broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION]
     assert invocation.state is InvocationState.RUNNING
     assert [e.WhichOneof("event") for e in _events(invocation)] == ["accepted"]
 
@@ -267,13 +263,13 @@ async def test_frames_for_unknown_or_another_connections_invocations_are_rejecte
 async def test_interaction_request_binds_trusted_provenance_and_suspends_the_timer(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     binding, form = host.opened[0]
     assert binding.invocation_id == invocation.invocation_id
-    assert binding.connection_id == connection.connection_id
+    assert binding.connection_id == stream.connection_id
     assert binding.provider_correlation_id == "corr-1"
     assert binding.tool_name == "examples:deploy"
     assert form.requester.provider_id == "mcp:examples"
@@ -289,26 +285,26 @@ async def test_interaction_request_binds_trusted_provenance_and_suspends_the_tim
 async def test_a_second_interaction_request_while_one_is_pending_is_rejected(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
-    _ask(broker, connection, invocation.invocation_id, "corr-2")
+    _ask(broker, stream, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id, "corr-2")
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    rejected = [f.rejected.reason for f in _frames(connection) if f.HasField("rejected")]
-    assert rejected == [RR.REJECT_REASON_INTERACTION_ALREADY_PENDING]
+    rejected = [f.rejected.reason for f in _frames(stream) if f.HasField("rejected")]
+    assert rejected == [broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING]
     assert len(host.opened) == 1
 
 
 async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rearms(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    _frames(connection)
+    _frames(stream)
     broker.interaction_settled(_answered(host))
-    result = _frames(connection)[0].interaction_result
+    result = _frames(stream)[0].interaction_result
     assert result.correlation_id == "corr-1"
     assert result.interaction_id == "ix_1"
     assert result.answer.values["environment"].string_value == "staging"
@@ -318,84 +314,84 @@ async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rea
     assert settled.action == form_pb2.ACTION_ACCEPT
     # The re-armed timer fires after a fresh leg.
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
-    assert _frames(connection)[-1].cancel.invocation_id == invocation.invocation_id
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert _frames(stream)[-1].cancel.invocation_id == invocation.invocation_id
 
 
 async def test_a_settlement_for_another_connection_is_never_delivered(broker: Broker, host: RecordingHost) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    _frames(connection)
+    _frames(stream)
     forged = _answered(host)
     forged.binding.connection_id = "conn_other"
     broker.interaction_settled(forged)
-    assert _frames(connection) == []
+    assert _frames(stream) == []
     assert invocation.state is InvocationState.AWAITING
 
 
 async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     broker.handle_frame(
-        connection,
+        stream,
         broker_pb2.ConnectRequest(
             result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
         ),
     )
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_INCONSISTENT_PROVIDER
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER
     assert not any(e.HasField("result") for e in events)
-    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
+    await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
     # A late answer changes nothing.
-    _frames(connection)
+    _frames(stream)
     broker.interaction_settled(_answered(host))
-    assert _frames(connection) == []
+    assert _frames(stream) == []
 
 
 async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
     host.gate = asyncio.Event()
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     stopping = asyncio.create_task(broker.stop("s1"))
     await eventually(lambda: invocation.is_terminal, what="stopped")
     assert not stopping.done()  # Stop waits for the in-flight open so it can close it
     host.gate.set()
     assert await stopping == 1
-    assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
+    assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
     assert (await _all_events(invocation))[-1].HasField("stopped")
 
 
 async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocation_keeps_running(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
     host.refuse = OpenRefused("INVALID_FORM", "bad schema")
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.RUNNING and broker.stats().get("rejected_frames"))
-    rejected = [f.rejected for f in _frames(connection) if f.HasField("rejected")]
-    assert rejected[0].reason == RR.REJECT_REASON_INVALID_FORM
+    rejected = [f.rejected for f in _frames(stream) if f.HasField("rejected")]
+    assert rejected[0].reason == broker_pb2.REJECT_REASON_INVALID_FORM
     assert "bad schema" in rejected[0].message
 
 
-@pytest.mark.parametrize("reason", [CR.CLOSE_REASON_TIMED_OUT, CR.CLOSE_REASON_LEASE_EXPIRED])
+@pytest.mark.parametrize("reason", [interaction_pb2.CLOSE_REASON_TIMED_OUT, interaction_pb2.CLOSE_REASON_LEASE_EXPIRED])
 async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_the_provider(
     broker: Broker, host: RecordingHost, reason: int
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    _frames(connection)
+    _frames(stream)
     binding, _ = host.opened[0]
     broker.interaction_settled(
         interaction_pb2.Interaction(
@@ -406,14 +402,14 @@ async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_
         )
     )
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_INTERACTION_TIMED_OUT
-    assert _kinds(connection) == ["interaction_result", "cancel"]
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
+    assert _kinds(stream) == ["interaction_result", "cancel"]
 
 
 async def test_host_restarted_close_fails_interaction_closed(broker: Broker, host: RecordingHost) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     binding, _ = host.opened[0]
     broker.interaction_settled(
@@ -421,20 +417,20 @@ async def test_host_restarted_close_fails_interaction_closed(broker: Broker, hos
             interaction_id="ix_1",
             binding=binding,
             state=interaction_pb2.INTERACTION_STATE_CLOSED,
-            close_reason=CR.CLOSE_REASON_HOST_RESTARTED,
+            close_reason=interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
         )
     )
-    assert (await _all_events(invocation))[-1].failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+    assert (await _all_events(invocation))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
 
 
 async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones(broker: Broker) -> None:
-    connection = _register(broker, "mcp:examples", _tool(), _tool("other"))
+    stream = _register(broker, "mcp:examples", _tool(), _tool("other"))
     awaiting = _call(broker)
     running = _call(broker, tool="examples:other", tool_use="tu2")
-    _ask(broker, connection, awaiting.invocation_id)
+    _ask(broker, stream, awaiting.invocation_id)
     await eventually(lambda: awaiting.state is InvocationState.AWAITING, what="awaiting")
     broker.host_stale()
-    assert (await _all_events(awaiting))[-1].failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+    assert (await _all_events(awaiting))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
     assert running.state is InvocationState.RUNNING
 
 
@@ -447,7 +443,7 @@ async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     new = _register(broker)
     assert (await _all_events(invocation))[-1].HasField("lost")
-    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_PROVIDER_LOST)], what="close")
+    await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_PROVIDER_LOST)], what="close")
     assert old.outbox.closed
     _frames(new)
     second = _call(broker, tool_use="tu2")
@@ -484,68 +480,68 @@ async def test_too_many_invocations_for_a_provider_fail_resource_exhausted(host:
     _register(broker)
     _call(broker)
     second = await _all_events(_call(broker, tool_use="tu2"))
-    assert second[0].failure.code == FC.FAILURE_CODE_RESOURCE_EXHAUSTED
+    assert second[0].failure.code == broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED
     await broker.shutdown(timeout=1)
 
 
 async def test_frames_before_register_and_a_second_register_are_rejected(broker: Broker) -> None:
-    connection = broker.open_connection()
-    broker.handle_frame(connection, broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
+    stream = broker.open_provider_stream()
+    broker.handle_frame(stream, broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
     broker.handle_frame(
-        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="", tools=[_tool()]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="", tools=[_tool()]))
     )
     broker.handle_frame(
-        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
     )
     broker.handle_frame(
-        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
     )
-    frames = _frames(connection)
+    frames = _frames(stream)
     assert [f.WhichOneof("frame") for f in frames] == ["rejected", "rejected", "registered", "rejected"]
     assert [f.rejected.reason for f in frames if f.HasField("rejected")] == [
-        RR.REJECT_REASON_NOT_REGISTERED,
-        RR.REJECT_REASON_INVALID_FRAME,
-        RR.REJECT_REASON_ALREADY_REGISTERED,
+        broker_pb2.REJECT_REASON_NOT_REGISTERED,
+        broker_pb2.REJECT_REASON_INVALID_FRAME,
+        broker_pb2.REJECT_REASON_ALREADY_REGISTERED,
     ]
 
 
 async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: Broker, host: RecordingHost) -> None:
-    connection = _register(broker, "mcp:examples", _tool(), _tool("other"))
+    stream = _register(broker, "mcp:examples", _tool(), _tool("other"))
     changed = _call(broker)
     kept = _call(broker, tool="examples:other", tool_use="tu2")
-    _ask(broker, connection, changed.invocation_id)
+    _ask(broker, stream, changed.invocation_id)
     await eventually(lambda: changed.state is InvocationState.AWAITING, what="awaiting")
     broker.handle_frame(
-        connection, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[_tool("other")]))
+        stream, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[_tool("other")]))
     )
     assert (await _all_events(changed))[-1].HasField("lost")
-    await eventually(lambda: host.closed == [("ix_1", CR.CLOSE_REASON_SUPERSEDED)], what="close")
+    await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_SUPERSEDED)], what="close")
     assert not kept.is_terminal
     assert [t.qualified_name for t in broker.list_tools()] == ["examples:other"]
 
 
 async def test_shutdown_settles_live_invocations_lost_and_closes_forms_stopped(host: RecordingHost) -> None:
     broker = Broker(host, execution_timeout=5)
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     await broker.shutdown(timeout=1)
     assert (await _all_events(invocation))[-1].HasField("lost")
-    assert host.closed == [("ix_1", CR.CLOSE_REASON_STOPPED)]
-    assert connection.outbox.closed
+    assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
+    assert stream.outbox.closed
 
 
 async def test_a_provider_that_does_not_read_its_bounded_queue_is_retired_and_its_calls_lost(
     host: RecordingHost,
 ) -> None:
     broker = Broker(host, execution_timeout=5, queue_size=2)
-    connection = _register(broker)  # queue: registered
+    stream = _register(broker)  # queue: registered
     first = _call(broker)  # queue: registered, invoke
     second = _call(broker, tool_use="tu2")  # overflow
     assert (await _all_events(first))[-1].HasField("lost")
     assert (await _all_events(second))[-1].HasField("lost")
-    assert connection.outbox.closed
+    assert stream.outbox.closed
     assert broker.stats()["provider_queue_overflows"] == 1
     assert broker.stats()["live_registrations"] == 0
     await broker.shutdown(timeout=1)
@@ -555,17 +551,17 @@ async def test_the_event_log_keeps_the_newest_progress_up_to_its_bound_and_every
     host: RecordingHost,
 ) -> None:
     broker = Broker(host, execution_timeout=5, queue_size=3)
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)  # events: accepted
-    _frames(connection)
+    _frames(stream)
     for step in range(5):
         broker.handle_frame(
-            connection,
+            stream,
             broker_pb2.ConnectRequest(
                 progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id, progress=step)
             ),
         )
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     events = _events(invocation)
     assert [e.WhichOneof("event") for e in events] == [
@@ -600,29 +596,29 @@ async def test_a_reported_but_unconnected_server_fails_server_unavailable_with_i
     _register(broker)
 
     [down] = await _all_events(_call(broker, tool="remote:anything"))
-    assert down.failure.code == FC.FAILURE_CODE_SERVER_UNAVAILABLE
+    assert down.failure.code == broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE
     assert down.failure.message.startswith("MCP server remote failed to connect: HTTP 401 Unauthorized")
     [unknown] = await _all_events(_call(broker, tool="examples:nope", tool_use="tu2"))
-    assert unknown.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert unknown.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
     [never] = await _all_events(_call(broker, tool="nosuch:tool", tool_use="tu3"))
-    assert never.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert never.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
     assert [s.name for s in broker.status().servers] == ["examples", "remote"]
 
     broker.servers.close(report)  # the provider's stream ended: its servers are forgotten
     [gone] = await _all_events(_call(broker, tool="remote:anything", tool_use="tu4"))
-    assert gone.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert gone.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
 
 
 async def test_arguments_are_checked_against_the_input_schema_unless_skipped(broker: Broker) -> None:
     schema = '{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}'
     tool = broker_pb2.ToolDescriptor(name="count", input_schema_json=schema, claimed_server="examples")
-    connection = _register(broker, "mcp:examples", tool)
-    _frames(connection)
+    stream = _register(broker, "mcp:examples", tool)
+    _frames(stream)
 
     [bad] = await _all_events(_call(broker, tool="examples:count", args='{"n":"x"}'))
-    assert bad.failure.code == FC.FAILURE_CODE_INVALID_ARGUMENTS
+    assert bad.failure.code == broker_pb2.FAILURE_CODE_INVALID_ARGUMENTS
     assert bad.failure.message.endswith('/n: must be of type "integer"')
-    assert _kinds(connection) == []  # nothing reached the provider
+    assert _kinds(stream) == []  # nothing reached the provider
     skipped = broker.call_tool(
         broker_pb2.CallToolRequest(
             session_id="s1",
@@ -633,7 +629,7 @@ async def test_arguments_are_checked_against_the_input_schema_unless_skipped(bro
             skip_argument_validation=True,
         )
     )
-    assert _kinds(connection) == ["invoke"]
+    assert _kinds(stream) == ["invoke"]
     broker.stop_invocation(skipped, "test over")
 
 
@@ -642,13 +638,13 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
     broker = Broker(host, execution_timeout=0.3, max_execution_seconds=1.0, heartbeat_seconds=30, queue_size=64)
     await broker.start()
     try:
-        connection = _register(broker)
+        stream = _register(broker)
         invocation = _call(broker)
         loop = asyncio.get_running_loop()
         started = loop.time()
         while not invocation.is_terminal:
             broker.handle_frame(
-                connection,
+                stream,
                 broker_pb2.ConnectRequest(
                     progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id, progress=1)
                 ),
@@ -657,7 +653,7 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
             assert loop.time() - started < 5, "the maximum must end the call"
         elapsed = loop.time() - started
         events = await _all_events(invocation)
-        assert events[-1].failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+        assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
         assert "maximum execution time" in events[-1].failure.message
         assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
     finally:
@@ -667,22 +663,22 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
 async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_failure_is_reported(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
     host.unavailable = True
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     events = await _all_events(invocation)
-    assert events[-1].failure.code == FC.FAILURE_CODE_HOST_UNAVAILABLE
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
     # The form may exist in Redis: it is closed and the invocation fenced before the terminal event.
-    assert host.fenced == [(invocation.invocation_id, CR.CLOSE_REASON_INVOCATION_SETTLED)]
+    assert host.fenced == [(invocation.invocation_id, interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)]
 
 
 async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close_returned(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     host.close_gate = asyncio.Event()
     stopping = asyncio.create_task(broker.stop("s1"))
@@ -697,25 +693,25 @@ async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close
 async def test_an_answer_that_beat_the_stop_is_recorded_lost_before_stopped_is_reported(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     host.answered_first = True
     assert await broker.stop("s1") == 1
     assert (await _all_events(invocation))[-1].HasField("stopped")
-    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, CR.CLOSE_REASON_STOPPED)]
-    assert not any(f.HasField("interaction_result") for f in _frames(connection))
+    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)]
+    assert not any(f.HasField("interaction_result") for f in _frames(stream))
 
 
 async def test_a_provider_confirmation_records_the_answer_delivered(broker: Broker, host: RecordingHost) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     broker.interaction_settled(_answered(host))
     broker.handle_frame(
-        connection,
+        stream,
         broker_pb2.ConnectRequest(
             interaction_received=broker_pb2.InteractionReceived(
                 invocation_id=invocation.invocation_id, correlation_id="corr-1", interaction_id="ix_1"
@@ -724,27 +720,29 @@ async def test_a_provider_confirmation_records_the_answer_delivered(broker: Brok
     )
     await eventually(lambda: host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_DELIVERED, 0)], what="ack")
     # A second confirmation is refused and records nothing more.
-    _frames(connection)
+    _frames(stream)
     broker.handle_frame(
-        connection,
+        stream,
         broker_pb2.ConnectRequest(
             interaction_received=broker_pb2.InteractionReceived(
                 invocation_id=invocation.invocation_id, interaction_id="ix_1"
             )
         ),
     )
-    assert [f.rejected.reason for f in _frames(connection)] == [RR.REJECT_REASON_NO_INTERACTION_PENDING]
+    assert [f.rejected.reason for f in _frames(stream)] == [broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING]
     assert len(host.deliveries) == 1
 
 
 async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_lost(
     broker: Broker, host: RecordingHost
 ) -> None:
-    connection = _register(broker)
+    stream = _register(broker)
     invocation = _call(broker)
-    _ask(broker, connection, invocation.invocation_id)
+    _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     broker.interaction_settled(_answered(host))
-    broker.connection_lost(connection)
+    broker.provider_stream_lost(stream)
     assert (await _all_events(invocation))[-1].HasField("lost")
-    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, CR.CLOSE_REASON_PROVIDER_LOST)]
+    assert host.deliveries == [
+        ("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)
+    ]

@@ -12,12 +12,8 @@ import grpc.aio
 import pytest
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from maka.interaction.v1 import interaction_pb2
 from tests.helpers.waiting import eventually
 from tests.services.broker.conftest import FRAME_TIMEOUT, Call, Provider, StackFactory, accept_staging, deploy_tool
-
-FC = broker_pb2.FailureCode
-CR = interaction_pb2.CloseReason
 
 
 def _kinds(events: list[broker_pb2.CallToolResponse]) -> list[str]:
@@ -200,7 +196,7 @@ async def test_a_call_id_reused_for_a_different_request_fails_invalid_request(ma
     invoke = await provider.invoked()
     other = stack.call(call_id="call-7", arguments_json='{"artifact":"build-43"}')
     final = await other.terminal()
-    assert final.failure.code == FC.FAILURE_CODE_INVALID_REQUEST
+    assert final.failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
     assert "call_id" in final.failure.message
     await provider.finish(invoke.invocation_id)
     assert (await first.terminal()).HasField("result")
@@ -211,7 +207,7 @@ async def test_a_malformed_call_id_fails_invalid_request(make_stack: StackFactor
     stack = await make_stack(execution_timeout_seconds=30.0)
     await stack.provider()
     final = await stack.call(call_id=call_id).terminal()
-    assert final.failure.code == FC.FAILURE_CODE_INVALID_REQUEST
+    assert final.failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
 
 
 async def _all(call: Call) -> list[broker_pb2.CallToolResponse]:

@@ -27,10 +27,6 @@ from tests.services.broker.conftest import (
     deploy_tool,
 )
 
-FC = broker_pb2.FailureCode
-RR = broker_pb2.RejectReason
-CR = interaction_pb2.CloseReason
-
 
 async def test_one_form_round_trip_delivers_the_answer_to_the_provider_and_one_result_to_the_caller(
     stack: Stack,
@@ -64,7 +60,7 @@ async def test_one_form_round_trip_delivers_the_answer_to_the_provider_and_one_r
     assert result.invocation_id == invoke.invocation_id
     assert result.correlation_id == "provider-corr-7"
     assert result.interaction_id == awaiting.interaction_id
-    assert result.close_reason == CR.CLOSE_REASON_ANSWERED
+    assert result.close_reason == interaction_pb2.CLOSE_REASON_ANSWERED
     assert result.answer.values["environment"].string_value == "staging"
     assert result.answer.values["confirm"].boolean_value is True
 
@@ -107,7 +103,7 @@ async def test_execution_timer_is_suspended_while_the_form_is_pending_and_rearme
     # A control invocation started after the form opened runs out its whole budget ...
     control = stack.call("examples:ping")
     control_invoke = await provider.invoked()
-    assert (await control.terminal()).failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert (await control.terminal()).failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
     cancel = (await provider.next("cancel")).cancel
     assert cancel.invocation_id == control_invoke.invocation_id
     # ... while the one with the pending form has not timed out.
@@ -117,7 +113,7 @@ async def test_execution_timer_is_suspended_while_the_form_is_pending_and_rearme
     await stack.answer(awaiting.interaction_id, accept_staging())
     await provider.next("interaction_result")
     settled_at = time.monotonic()
-    assert (await paused.terminal()).failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert (await paused.terminal()).failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
     assert time.monotonic() - settled_at >= 0.45  # a fresh leg, not the remainder
     assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
 
@@ -135,12 +131,12 @@ async def test_another_connection_cannot_answer_cancel_or_finish_an_invocation(s
     await intruder.send(broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id=iid)))
     await intruder.send(
         broker_pb2.ConnectRequest(
-            failure=broker_pb2.InvocationFailure(invocation_id=iid, code=FC.FAILURE_CODE_PROVIDER_ERROR)
+            failure=broker_pb2.InvocationFailure(invocation_id=iid, code=broker_pb2.FAILURE_CODE_PROVIDER_ERROR)
         )
     )
     await intruder.finish(iid)
     reasons = [(await intruder.next("rejected")).rejected.reason for _ in range(4)]
-    assert reasons == [RR.REJECT_REASON_CROSS_CONNECTION] * 4
+    assert reasons == [broker_pb2.REJECT_REASON_CROSS_CONNECTION] * 4
 
     await stack.answer(awaiting.interaction_id, accept_staging())
     assert (await owner.next("interaction_result")).interaction_result.invocation_id == iid
@@ -157,9 +153,9 @@ async def test_duplicate_late_and_unknown_frames_are_rejected_and_change_nothing
     await provider.ask(invoke.invocation_id)
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     await provider.ask(invoke.invocation_id, "again")
-    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INTERACTION_ALREADY_PENDING
+    assert (await provider.next("rejected")).rejected.reason == broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING
     await provider.send(broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id="inv_nope")))
-    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_UNKNOWN_INVOCATION
+    assert (await provider.next("rejected")).rejected.reason == broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION
     assert [p.interaction_id for p in await stack.pending()] == [awaiting.interaction_id]
 
     await stack.answer(awaiting.interaction_id, accept_staging())
@@ -167,9 +163,9 @@ async def test_duplicate_late_and_unknown_frames_are_rejected_and_change_nothing
     await provider.finish(invoke.invocation_id)
     await call.terminal()
     await provider.finish(invoke.invocation_id)
-    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert (await provider.next("rejected")).rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     await provider.ask(invoke.invocation_id, "late")
-    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert (await provider.next("rejected")).rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     assert await stack.pending() == []
 
 
@@ -184,7 +180,7 @@ async def test_stop_while_form_pending_leaves_nothing_pending_and_delivers_no_re
     assert response.stopped_invocations == 1
     assert (await call.terminal()).HasField("stopped")
     assert await stack.pending() == []
-    assert (await stack.get(awaiting.interaction_id)).close_reason == CR.CLOSE_REASON_STOPPED
+    assert (await stack.get(awaiting.interaction_id)).close_reason == interaction_pb2.CLOSE_REASON_STOPPED
     assert stack.app.broker.stats()["live_invocations"] == 0
     cancel = (await provider.next("cancel")).cancel
     assert cancel.invocation_id == invoke.invocation_id
@@ -196,7 +192,7 @@ async def test_stop_while_form_pending_leaves_nothing_pending_and_delivers_no_re
     await provider.send(
         broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id=invoke.invocation_id))
     )
-    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVOCATION_SETTLED
+    assert (await provider.next("rejected")).rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     assert not any(f.HasField("interaction_result") for f in provider.received)
 
 
@@ -228,7 +224,7 @@ async def test_provider_killed_mid_form_loses_the_call_and_closes_the_form_provi
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     provider.kill()
     assert (await call.terminal()).HasField("lost")
-    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_PROVIDER_LOST
+    assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     assert await stack.pending() == []
 
 
@@ -244,7 +240,7 @@ async def test_reregistration_mid_form_loses_the_old_call_and_the_new_registrati
     new = await stack.provider()
     assert new.registered.registration_id != old.registered.registration_id
     assert (await call.terminal()).HasField("lost")
-    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_PROVIDER_LOST
+    assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_PROVIDER_LOST
     assert (await old.next("cancel")).cancel.invocation_id == invoke.invocation_id
     await eventually(lambda: old.ended.is_set(), what="old stream ended")
 
@@ -264,9 +260,9 @@ async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     await provider.finish(invoke.invocation_id)
     final = await call.terminal()
-    assert final.failure.code == FC.FAILURE_CODE_INCONSISTENT_PROVIDER
+    assert final.failure.code == broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER
     assert not any(e.HasField("result") for e in call.all)
-    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_INVOCATION_SETTLED
+    assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
 
 
 async def test_provider_failure_while_form_pending_closes_the_form(stack: Stack) -> None:
@@ -278,12 +274,12 @@ async def test_provider_failure_while_form_pending_closes_the_form(stack: Stack)
     await provider.send(
         broker_pb2.ConnectRequest(
             failure=broker_pb2.InvocationFailure(
-                invocation_id=invoke.invocation_id, code=FC.FAILURE_CODE_CONNECTION_LOST, message="mcp gone"
+                invocation_id=invoke.invocation_id, code=broker_pb2.FAILURE_CODE_CONNECTION_LOST, message="mcp gone"
             )
         )
     )
-    assert (await call.terminal()).failure.code == FC.FAILURE_CODE_CONNECTION_LOST
-    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_INVOCATION_SETTLED
+    assert (await call.terminal()).failure.code == broker_pb2.FAILURE_CODE_CONNECTION_LOST
+    assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
 
 
 async def test_a_form_that_times_out_fails_interaction_timed_out_and_cancels_the_provider(
@@ -295,14 +291,14 @@ async def test_a_form_that_times_out_fails_interaction_timed_out_and_cancels_the
     invoke = await provider.invoked()
     await provider.ask(invoke.invocation_id)
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
-    assert (await call.terminal()).failure.code == FC.FAILURE_CODE_INTERACTION_TIMED_OUT
+    assert (await call.terminal()).failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
     settled = [e.interaction_settled for e in call.all if e.HasField("interaction_settled")]
-    assert [s.close_reason for s in settled] == [CR.CLOSE_REASON_TIMED_OUT]
+    assert [s.close_reason for s in settled] == [interaction_pb2.CLOSE_REASON_TIMED_OUT]
     result = (await provider.next("interaction_result")).interaction_result
-    assert result.close_reason == CR.CLOSE_REASON_TIMED_OUT
+    assert result.close_reason == interaction_pb2.CLOSE_REASON_TIMED_OUT
     assert not result.HasField("answer")
     assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
-    assert (await stack.get(awaiting.interaction_id)).close_reason == CR.CLOSE_REASON_TIMED_OUT
+    assert (await stack.get(awaiting.interaction_id)).close_reason == interaction_pb2.CLOSE_REASON_TIMED_OUT
 
 
 async def test_an_invalid_form_is_rejected_to_the_provider_and_the_invocation_continues(stack: Stack) -> None:
@@ -315,7 +311,7 @@ async def test_an_invalid_form_is_rejected_to_the_provider_and_the_invocation_co
     )
     await provider.ask(invoke.invocation_id, form=bad)
     rejected = (await provider.next("rejected")).rejected
-    assert rejected.reason == RR.REJECT_REASON_INVALID_FORM
+    assert rejected.reason == broker_pb2.REJECT_REASON_INVALID_FORM
     assert rejected.invocation_id == invoke.invocation_id
     await provider.finish(invoke.invocation_id)
     assert (await call.terminal()).HasField("result")
@@ -333,7 +329,7 @@ async def test_a_caller_that_does_not_reattach_within_the_grace_is_stopped_and_i
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     call.cancel()
     assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
-    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
+    assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_STOPPED
     assert stack.app.broker.stats()["detached_stops"] == 1
 
 
@@ -341,7 +337,7 @@ async def test_unknown_tool_fails_with_a_single_failure_event(stack: Stack) -> N
     await stack.provider()
     call = stack.call("examples:missing")
     final = await call.terminal()
-    assert final.failure.code == FC.FAILURE_CODE_UNKNOWN_TOOL
+    assert final.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
     assert len(call.all) == 1
 
 
@@ -371,8 +367,8 @@ async def test_a_new_broker_epoch_closes_the_old_brokers_forms_and_fails_its_cal
     _, server, app = await start_broker(stack.interaction_target)
     try:
         assert app.host_link.epoch == (first_epoch or 0) + 1
-        assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_HOST_RESTARTED
-        assert (await call.terminal()).failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+        assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
+        assert (await call.terminal()).failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
         await eventually(lambda: stack.app.host_link.stale, what="old broker stale")
     finally:
         await server.stop()
@@ -413,7 +409,7 @@ async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_stopped
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     await stack.broker_server.stop()
     assert (await call.terminal()).HasField("lost")
-    assert (await stack.get(awaiting.interaction_id)).close_reason == CR.CLOSE_REASON_STOPPED
+    assert (await stack.get(awaiting.interaction_id)).close_reason == interaction_pb2.CLOSE_REASON_STOPPED
     await eventually(lambda: provider.ended.is_set(), what="provider stream ended")
     assert any(f.HasField("cancel") for f in provider.received)
 
@@ -546,7 +542,7 @@ async def test_stop_while_the_hostlink_is_down_reports_stopped_only_after_the_cl
     stack.interaction = restarted
     assert (await call.terminal()).HasField("stopped")
     assert (await stopping).stopped_invocations == 1
-    assert await stack.close_reason(awaiting.interaction_id) == CR.CLOSE_REASON_STOPPED
+    assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_STOPPED
     assert await stack.pending() == []
     assert not any(f.HasField("interaction_result") for f in provider.received)
 
@@ -566,12 +562,14 @@ async def test_heartbeats_renew_the_lease_of_a_pending_form_beyond_its_lease(mak
         with contextlib.suppress(TimeoutError):  # heartbeat pacing: wait on the event, bounded
             async with asyncio.timeout(0.05):
                 await control.done.wait()
-    assert (await control.terminal()).failure.code == FC.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert (await control.terminal()).failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
     assert [p.interaction_id for p in await stack.pending()] == [awaiting.interaction_id]
     assert stack.app.host_link.heartbeats_acked >= 3
     await provider.next("cancel")  # the control call's
     await stack.answer(awaiting.interaction_id, accept_staging())
-    assert (await provider.next("interaction_result")).interaction_result.close_reason == CR.CLOSE_REASON_ANSWERED
+    assert (
+        await provider.next("interaction_result")
+    ).interaction_result.close_reason == interaction_pb2.CLOSE_REASON_ANSWERED
 
 
 async def test_a_broker_started_before_the_interaction_service_begins_its_epoch_once_it_is_up(
@@ -626,13 +624,13 @@ async def test_a_resume_refused_as_stale_fails_the_awaiting_call_closed_and_neve
         await eventually(lambda: stack.app.host_link.stale, what="resume refused as stale")
         assert stack.app.host_link.epoch == 1
         final = await call.terminal()
-        assert final.failure.code == FC.FAILURE_CODE_INTERACTION_CLOSED
+        assert final.failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
         assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
         # New forms on the stale broker fail closed instead of beginning a new epoch.
         second = stack.call("examples:ping")
         ping = await provider.invoked()
         await provider.ask(ping.invocation_id)
-        assert (await second.terminal()).failure.code == FC.FAILURE_CODE_HOST_UNAVAILABLE
+        assert (await second.terminal()).failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
         assert other.host_link.epoch == 2
     finally:
         await other_broker.stop()
@@ -648,7 +646,7 @@ async def test_a_field_less_confirmation_form_is_published_and_a_missing_form_is
             interaction_request=broker_pb2.InteractionRequest(invocation_id=invoke.invocation_id, correlation_id="c")
         )
     )
-    assert (await provider.next("rejected")).rejected.reason == RR.REJECT_REASON_INVALID_FORM
+    assert (await provider.next("rejected")).rejected.reason == broker_pb2.REJECT_REASON_INVALID_FORM
     await provider.ask(invoke.invocation_id, form=form_pb2.Form(message="Proceed with the deployment?"))
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     assert awaiting.field_count == 0

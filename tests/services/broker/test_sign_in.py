@@ -7,11 +7,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from maka.broker.v1 import broker_pb2
-from services.broker.broker import Broker, Connection
+from services.broker.broker import Broker, ProviderStream
 from services.core.status import NotFound
 from tests.services.broker.test_broker import RecordingHost, _all_events, _call, _frames, _register, _tool
 
-FC = broker_pb2.FailureCode
 URL = "https://as.example.com/authorize?response_type=code&client_id=c&state=STATE-1&code_challenge=x"
 
 
@@ -23,63 +22,63 @@ async def broker() -> AsyncIterator[Broker]:
     await b.shutdown(timeout=1)
 
 
-def _status(broker: Broker, connection: Connection, state: int, url: str = "", server: str = "remote") -> None:
+def _status(broker: Broker, stream: ProviderStream, state: int, url: str = "", server: str = "remote") -> None:
     broker.handle_frame(
-        connection,
+        stream,
         broker_pb2.ConnectRequest(
             sign_in_status=broker_pb2.SignInStatus(server=server, state=state, authorization_url=url)  # type: ignore[arg-type]
         ),
     )
 
 
-def _sign_in_only(broker: Broker) -> Connection:
-    connection = broker.open_connection()
+def _sign_in_only(broker: Broker) -> ProviderStream:
+    stream = broker.open_provider_stream()
     broker.handle_frame(
-        connection, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="mcp:remote", tools=[]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="mcp:remote", tools=[]))
     )
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
-    _frames(connection)
-    return connection
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
+    _frames(stream)
+    return stream
 
 
 async def test_a_call_on_a_server_waiting_for_sign_in_fails_at_once_with_the_hint(broker: Broker) -> None:
-    connection = _sign_in_only(broker)
+    stream = _sign_in_only(broker)
 
     events = await _all_events(_call(broker, tool="remote:search"))
 
-    assert [e.failure.code for e in events] == [FC.FAILURE_CODE_AUTH_REQUIRED]
+    assert [e.failure.code for e in events] == [broker_pb2.FAILURE_CODE_AUTH_REQUIRED]
     assert URL in events[0].failure.message
     assert "maka auth login remote" in events[0].failure.message
-    assert _frames(connection) == []  # nothing reached the provider
+    assert _frames(stream) == []  # nothing reached the provider
 
 
 async def test_a_step_up_on_a_registered_server_also_fails_new_calls_with_auth_required(broker: Broker) -> None:
-    connection = _register(broker, "mcp:remote", _tool("search", "remote"))
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
-    _frames(connection)
+    stream = _register(broker, "mcp:remote", _tool("search", "remote"))
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
+    _frames(stream)
 
     events = await _all_events(_call(broker, tool="remote:search"))
-    assert [e.failure.code for e in events] == [FC.FAILURE_CODE_AUTH_REQUIRED]
+    assert [e.failure.code for e in events] == [broker_pb2.FAILURE_CODE_AUTH_REQUIRED]
 
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
     accepted = _call(broker, tool="remote:search", tool_use="tu2")
-    assert _frames(connection)[0].invoke.invocation_id == accepted.invocation_id
+    assert _frames(stream)[0].invoke.invocation_id == accepted.invocation_id
 
 
 async def test_sign_ins_are_listed_and_a_redirect_is_forwarded_only_for_the_pending_state(broker: Broker) -> None:
-    connection = _sign_in_only(broker)
+    stream = _sign_in_only(broker)
     [listed] = broker.list_sign_ins()
     assert (listed.server, listed.state, listed.authorization_url) == ("remote", broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
 
     with pytest.raises(NotFound):
         broker.complete_sign_in(broker_pb2.CompleteSignInRequest(code="c", state="FORGED"))
-    assert _frames(connection) == []
+    assert _frames(stream) == []
 
     server = broker.complete_sign_in(
         broker_pb2.CompleteSignInRequest(code="the-code", state="STATE-1", iss="https://as")
     )
     assert server == "remote"
-    [frame] = _frames(connection)
+    [frame] = _frames(stream)
     assert (frame.sign_in_callback.code, frame.sign_in_callback.state, frame.sign_in_callback.iss) == (
         "the-code",
         "STATE-1",
@@ -88,30 +87,30 @@ async def test_sign_ins_are_listed_and_a_redirect_is_forwarded_only_for_the_pend
 
 
 async def test_sign_out_reaches_the_provider_and_an_unknown_server_is_not_found(broker: Broker) -> None:
-    connection = _register(broker, "mcp:remote", _tool("search", "remote"))
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
-    _frames(connection)
+    stream = _register(broker, "mcp:remote", _tool("search", "remote"))
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
+    _frames(stream)
 
     broker.sign_out("remote")
-    assert _frames(connection)[0].sign_out.server == "remote"
+    assert _frames(stream)[0].sign_out.server == "remote"
     with pytest.raises(NotFound):
         broker.sign_out("other")
 
 
 async def test_malformed_sign_in_status_frames_are_rejected_and_change_nothing(broker: Broker) -> None:
-    connection = _register(broker, "mcp:remote", _tool("search", "remote"))
-    _frames(connection)
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_REQUIRED, "")  # REQUIRED needs its URL
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_SIGNED_IN, URL)  # a URL only while REQUIRED
-    _status(broker, connection, broker_pb2.SIGN_IN_STATE_REQUIRED, URL, server="a:b")
+    stream = _register(broker, "mcp:remote", _tool("search", "remote"))
+    _frames(stream)
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, "")  # REQUIRED needs its URL
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_SIGNED_IN, URL)  # a URL only while REQUIRED
+    _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, URL, server="a:b")
 
-    assert [f.rejected.reason for f in _frames(connection)] == [broker_pb2.REJECT_REASON_INVALID_FRAME] * 3
+    assert [f.rejected.reason for f in _frames(stream)] == [broker_pb2.REJECT_REASON_INVALID_FRAME] * 3
     assert broker.list_sign_ins() == []
 
 
 async def test_a_retired_registration_takes_its_sign_in_prompt_with_it(broker: Broker) -> None:
-    connection = _sign_in_only(broker)
-    broker.connection_lost(connection)
+    stream = _sign_in_only(broker)
+    broker.provider_stream_lost(stream)
     assert broker.list_sign_ins() == []
 
 

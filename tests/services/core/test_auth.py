@@ -15,6 +15,7 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, intera
 from services.core import metrics
 from services.core.auth import Role, TokenFileError, TokenTable, current_principal
 from services.core.channels import open_channel
+from services.core.reasons import AuthErrorReason
 from services.core.serving import RunningServer, start_server
 from services.core.settings import ClientTlsSettings, GrpcServerSettings
 from services.core.status import error_from_rpc
@@ -108,7 +109,7 @@ async def test_a_call_without_a_token_is_unauthenticated(server: RunningServer) 
         await _list(server.port, None, ["s1"])
     detail = error_from_rpc(caught.value)
     assert detail.code == grpc.StatusCode.UNAUTHENTICATED
-    assert detail.reason == "UNAUTHENTICATED"
+    assert detail.reason == AuthErrorReason.UNAUTHENTICATED
 
 
 async def test_an_unknown_token_is_unauthenticated(server: RunningServer) -> None:
@@ -122,7 +123,7 @@ async def test_a_token_without_the_methods_role_is_permission_denied(server: Run
         await _list(server.port, "provider-token-1", ["s1"])
     detail = error_from_rpc(caught.value)
     assert detail.code == grpc.StatusCode.PERMISSION_DENIED
-    assert detail.reason == "PERMISSION_DENIED"
+    assert detail.reason == AuthErrorReason.PERMISSION_DENIED
 
 
 async def test_a_surface_token_sees_only_its_sessions(server: RunningServer) -> None:

@@ -21,7 +21,6 @@ from services.core.settings import ClientTlsSettings
 from services.interaction.main import InteractionApp, build
 from services.interaction.settings import Settings
 
-pb = interaction_service_pb2
 BROKER_TOKEN = "broker-token-123"
 ADMIN_SURFACE_TOKEN = "surface-all-123"
 SURFACE_A_TOKEN = "surface-a-12345"
@@ -109,8 +108,8 @@ async def start_service(settings: Settings) -> Service:
 class Link:
     """A broker's HostLink: replies in ``replies``, pushed settlements in ``settled``."""
 
-    call: grpc.aio.StreamStreamCall[pb.HostLinkRequest, pb.HostLinkResponse]
-    replies: asyncio.Queue[pb.HostLinkResponse] = field(default_factory=asyncio.Queue)
+    call: grpc.aio.StreamStreamCall[interaction_service_pb2.HostLinkRequest, interaction_service_pb2.HostLinkResponse]
+    replies: asyncio.Queue[interaction_service_pb2.HostLinkResponse] = field(default_factory=asyncio.Queue)
     settled: asyncio.Queue[interaction_pb2.Interaction] = field(default_factory=asyncio.Queue)
     epoch: int = 0
     closed_count: int = 0
@@ -120,15 +119,15 @@ class Link:
     async def connect(cls, channel: grpc.aio.Channel, *, resume_epoch: int = 0, watched: tuple[str, ...] = ()) -> Link:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         link = cls(stub.HostLink())
-        hello = pb.Hello(watched_interaction_ids=list(watched))
+        hello = interaction_service_pb2.Hello(watched_interaction_ids=list(watched))
         if resume_epoch:
             hello.resume_epoch = resume_epoch
         else:
             hello.begin_new_epoch = True
-        await link.call.write(pb.HostLinkRequest(hello=hello))
+        await link.call.write(interaction_service_pb2.HostLinkRequest(hello=hello))
         async with asyncio.timeout(FRAME_TIMEOUT):
             first = await link.call.read()
-        assert isinstance(first, pb.HostLinkResponse), first
+        assert isinstance(first, interaction_service_pb2.HostLinkResponse), first
         link.epoch, link.closed_count = first.epoch.host_epoch, first.epoch.closed_count
         link._task = asyncio.create_task(link._read())
         return link
@@ -137,14 +136,16 @@ class Link:
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
             while True:
                 frame = await self.call.read()
-                if not isinstance(frame, pb.HostLinkResponse):  # grpc.aio.EOF
+                if not isinstance(frame, interaction_service_pb2.HostLinkResponse):  # grpc.aio.EOF
                     return
                 if frame.WhichOneof("frame") == "settled":
                     await self.settled.put(frame.settled.interaction)
                 else:
                     await self.replies.put(frame)
 
-    async def request(self, request: pb.HostLinkRequest) -> pb.HostLinkResponse:
+    async def request(
+        self, request: interaction_service_pb2.HostLinkRequest
+    ) -> interaction_service_pb2.HostLinkResponse:
         await self.call.write(request)
         async with asyncio.timeout(FRAME_TIMEOUT):
             return await self.replies.get()
@@ -159,22 +160,24 @@ class Link:
 
     async def open_raw(
         self, session: str = "s-a", invocation: str = "inv-1", *, form: form_pb2.Form | None = None, wait: float = 0
-    ) -> pb.HostLinkResponse:
-        request = pb.OpenInteraction(request_ref=f"ref-{invocation}", binding=binding(session, invocation))
+    ) -> interaction_service_pb2.HostLinkResponse:
+        request = interaction_service_pb2.OpenInteraction(
+            request_ref=f"ref-{invocation}", binding=binding(session, invocation)
+        )
         request.form.CopyFrom(form if form is not None else make_form())
         if wait:
             request.wait.FromMilliseconds(int(wait * 1000))
-        return await self.request(pb.HostLinkRequest(open=request))
+        return await self.request(interaction_service_pb2.HostLinkRequest(open=request))
 
     async def send_open(self, ref: str, session: str = "s-a", invocation: str = "inv-1") -> None:
         """Write one open frame without waiting for its reply (pipelining)."""
-        request = pb.OpenInteraction(request_ref=ref, binding=binding(session, invocation))
+        request = interaction_service_pb2.OpenInteraction(request_ref=ref, binding=binding(session, invocation))
         request.form.CopyFrom(make_form())
-        await self.call.write(pb.HostLinkRequest(open=request))
+        await self.call.write(interaction_service_pb2.HostLinkRequest(open=request))
 
-    async def replies_by_ref(self, count: int) -> dict[str, pb.HostLinkResponse]:
+    async def replies_by_ref(self, count: int) -> dict[str, interaction_service_pb2.HostLinkResponse]:
         """The next ``count`` open replies (opened / open_rejected), keyed by ``request_ref``."""
-        out: dict[str, pb.HostLinkResponse] = {}
+        out: dict[str, interaction_service_pb2.HostLinkResponse] = {}
         async with asyncio.timeout(FRAME_TIMEOUT * 3):
             while len(out) < count:
                 reply = await self.replies.get()
@@ -212,11 +215,11 @@ class Link:
 class Surface:
     """A surface's Attach stream: every frame lands in ``frames``."""
 
-    call: grpc.aio.StreamStreamCall[pb.AttachRequest, pb.AttachResponse]
-    frames: asyncio.Queue[pb.AttachResponse] = field(default_factory=asyncio.Queue)
+    call: grpc.aio.StreamStreamCall[interaction_service_pb2.AttachRequest, interaction_service_pb2.AttachResponse]
+    frames: asyncio.Queue[interaction_service_pb2.AttachResponse] = field(default_factory=asyncio.Queue)
     error: grpc.aio.AioRpcError | None = None
     token: str = ""
-    _stash: list[pb.AttachResponse] = field(default_factory=list)
+    _stash: list[interaction_service_pb2.AttachResponse] = field(default_factory=list)
     _task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -224,7 +227,9 @@ class Surface:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         surface = cls(stub.Attach())
         await surface.call.write(
-            pb.AttachRequest(subscribe=pb.Subscribe(session_ids=list(sessions), resume_token=token))
+            interaction_service_pb2.AttachRequest(
+                subscribe=interaction_service_pb2.Subscribe(session_ids=list(sessions), resume_token=token)
+            )
         )
         surface._task = asyncio.create_task(surface._read())
         return surface
@@ -243,7 +248,7 @@ class Surface:
         except asyncio.CancelledError:
             pass
 
-    async def next(self, kind: str | None = None) -> pb.AttachResponse:
+    async def next(self, kind: str | None = None) -> interaction_service_pb2.AttachResponse:
         """The oldest unconsumed frame (of ``kind`` when given; other frames stay queued), bounded by
         FRAME_TIMEOUT. Events and answer outcomes may interleave in either order."""
         async with asyncio.timeout(FRAME_TIMEOUT):
@@ -258,8 +263,10 @@ class Surface:
 
     async def answer(self, submission_id: str, interaction_id: str, answer: form_pb2.Answer) -> None:
         await self.call.write(
-            pb.AttachRequest(
-                answer=pb.SubmitAnswer(submission_id=submission_id, interaction_id=interaction_id, answer=answer)
+            interaction_service_pb2.AttachRequest(
+                answer=interaction_service_pb2.SubmitAnswer(
+                    submission_id=submission_id, interaction_id=interaction_id, answer=answer
+                )
             )
         )
 

@@ -23,7 +23,6 @@ from services.interaction.store import InteractionStore
 from tests.helpers.waiting import eventually
 from tests.services.interaction.harness import accept, binding, make_form
 
-ix = interaction_pb2
 SURFACE_A = Principal(name="a", roles=frozenset({Role.SURFACE}), sessions=frozenset({"s-a"}))
 
 
@@ -58,7 +57,7 @@ async def test_a_token_whose_events_were_trimmed_yields_a_fresh_snapshot(authori
     token = authority.token(start.positions)
     for n in range(120):  # 240 events: whole stream nodes get trimmed past the token
         opened = await authority.open(epoch, binding("s-a", f"inv-{n}"), make_form())
-        await authority.close(epoch, opened.interaction_id, ix.CLOSE_REASON_STOPPED)
+        await authority.close(epoch, opened.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
     last = await authority.open(epoch, binding("s-a", "inv-last"), make_form())
     resumed = await authority.attach_start(ANONYMOUS, ["s-a"], token)
     assert resumed.snapshot is not None
@@ -84,7 +83,7 @@ async def test_an_answer_over_the_byte_cap_is_refused_before_anything_is_read(re
     opened = await authority.open(epoch, binding(), make_form())
     with pytest.raises(errors.LimitExceeded):
         await authority.answer(ANONYMOUS, opened.interaction_id, accept("x" * 100))
-    assert (await authority.get(ANONYMOUS, opened.interaction_id)).state == ix.INTERACTION_STATE_PENDING
+    assert (await authority.get(ANONYMOUS, opened.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
     await client.aclose()
 
 
@@ -97,7 +96,7 @@ async def test_a_scoped_principal_sees_only_its_sessions(authority: InteractionA
         await authority.get(SURFACE_A, theirs.interaction_id)
     with pytest.raises(errors.InteractionNotFound):
         await authority.answer(SURFACE_A, theirs.interaction_id, form_pb2.Answer(action=form_pb2.ACTION_DECLINE))
-    assert (await authority.get(ANONYMOUS, theirs.interaction_id)).state == ix.INTERACTION_STATE_PENDING
+    assert (await authority.get(ANONYMOUS, theirs.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
 async def test_wait_requests_are_capped_by_the_service_maximum(authority: InteractionAuthority) -> None:
@@ -148,16 +147,21 @@ async def test_one_epoch_change_closes_1200_pending_forms_of_several_sessions_wi
     assert (new, older_pending) == (old + 1, 1200)
     records = await roomy.store.get_many(list(opened))
     assert all(r is not None and r.state == "closed" for r in records)
-    assert {r.interaction.close_reason for r in records if r is not None} == {ix.CLOSE_REASON_HOST_RESTARTED}
+    assert {r.interaction.close_reason for r in records if r is not None} == {
+        interaction_pb2.CLOSE_REASON_HOST_RESTARTED
+    }
     assert all(r is not None and r.interaction.settled_at.ToMilliseconds() > 0 for r in records)
     for session in {f"s-{n}" for n in range(7)}:
-        events = [ix.InteractionEvent.FromString(f[b"pb"]) for f in await stream_entries(client, keys.events(session))]
-        closed = {e.interaction.interaction_id for e in events if e.kind == ix.EVENT_KIND_CLOSED}
+        events = [
+            interaction_pb2.InteractionEvent.FromString(f[b"pb"])
+            for f in await stream_entries(client, keys.events(session))
+        ]
+        closed = {e.interaction.interaction_id for e in events if e.kind == interaction_pb2.EVENT_KIND_CLOSED}
         assert closed == {i for i, s in opened.items() if s == session}
         assert all(
-            e.interaction.close_reason == ix.CLOSE_REASON_HOST_RESTARTED
+            e.interaction.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
             for e in events
-            if e.kind == ix.EVENT_KIND_CLOSED
+            if e.kind == interaction_pb2.EVENT_KIND_CLOSED
         )
         assert await client.zcard(keys.session_pending(session)) == 0
     settled = await stream_entries(client, keys.settled())
@@ -185,7 +189,7 @@ async def test_closing_older_epochs_leaves_answered_forms_and_forms_of_the_curre
     assert await roomy.close_older_epochs() == 19
     assert await roomy.close_older_epochs() == 0
 
-    assert (await roomy.get(ANONYMOUS, answered)).state == ix.INTERACTION_STATE_ANSWERED
+    assert (await roomy.get(ANONYMOUS, answered)).state == interaction_pb2.INTERACTION_STATE_ANSWERED
     assert [i.interaction_id for i in await roomy.list_pending(ANONYMOUS)] == [current.interaction_id]
 
 
@@ -220,10 +224,12 @@ async def test_older_forms_left_pending_by_an_interrupted_closer_are_closed_by_t
     assert await roomy.reap_once() == 30
 
     records = await roomy.store.get_many(list(opened))
-    assert all(r is not None and r.interaction.close_reason == ix.CLOSE_REASON_HOST_RESTARTED for r in records)
+    assert all(
+        r is not None and r.interaction.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED for r in records
+    )
     assert await roomy.store.older_pending(new) == 0
     assert await roomy.reap_once() == 0
-    assert (await roomy.get(ANONYMOUS, current.interaction_id)).state == ix.INTERACTION_STATE_PENDING
+    assert (await roomy.get(ANONYMOUS, current.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
 async def test_a_background_closer_finishes_the_job_after_the_fence(roomy: InteractionAuthority) -> None:
@@ -249,20 +255,22 @@ async def test_an_answer_records_delivery_once_and_a_later_report_changes_nothin
     epoch, _ = await authority.begin_epoch()
     opened = await authority.open(epoch, binding(), make_form())
     answered = await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
-    assert answered.delivery == ix.DELIVERY_STATE_PENDING
-    changed, after = await authority.record_delivery(epoch, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+    assert answered.delivery == interaction_pb2.DELIVERY_STATE_PENDING
+    changed, after = await authority.record_delivery(
+        epoch, opened.interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED
+    )
     assert changed
     assert after is not None
-    assert after.delivery == ix.DELIVERY_STATE_DELIVERED
+    assert after.delivery == interaction_pb2.DELIVERY_STATE_DELIVERED
     changed, after = await authority.record_delivery(
-        epoch, opened.interaction_id, ix.DELIVERY_STATE_LOST, ix.CLOSE_REASON_STOPPED
+        epoch, opened.interaction_id, interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED
     )
     assert not changed
     assert after is not None
-    assert after.delivery == ix.DELIVERY_STATE_DELIVERED
+    assert after.delivery == interaction_pb2.DELIVERY_STATE_DELIVERED
     stored = await authority.get(ANONYMOUS, opened.interaction_id)
-    assert stored.delivery == ix.DELIVERY_STATE_DELIVERED
-    assert stored.delivery_lost_reason == ix.CLOSE_REASON_UNSPECIFIED
+    assert stored.delivery == interaction_pb2.DELIVERY_STATE_DELIVERED
+    assert stored.delivery_lost_reason == interaction_pb2.CLOSE_REASON_UNSPECIFIED
 
 
 async def test_a_delivery_report_of_a_closed_form_or_with_a_bad_reason_changes_nothing(
@@ -270,13 +278,17 @@ async def test_a_delivery_report_of_a_closed_form_or_with_a_bad_reason_changes_n
 ) -> None:
     epoch, _ = await authority.begin_epoch()
     opened = await authority.open(epoch, binding(), make_form())
-    await authority.close(epoch, opened.interaction_id, ix.CLOSE_REASON_STOPPED)
-    changed, after = await authority.record_delivery(epoch, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+    await authority.close(epoch, opened.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+    changed, after = await authority.record_delivery(
+        epoch, opened.interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED
+    )
     assert not changed
     assert after is not None
-    assert after.state == ix.INTERACTION_STATE_CLOSED
+    assert after.state == interaction_pb2.INTERACTION_STATE_CLOSED
     with pytest.raises(errors.InvalidRequest):
-        await authority.record_delivery(epoch, opened.interaction_id, ix.DELIVERY_STATE_LOST, ix.CLOSE_REASON_ANSWERED)
+        await authority.record_delivery(
+            epoch, opened.interaction_id, interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_ANSWERED
+        )
 
 
 async def test_a_new_host_epoch_records_an_undelivered_answer_of_the_old_epoch_lost_host_restarted(
@@ -287,14 +299,16 @@ async def test_a_new_host_epoch_records_an_undelivered_answer_of_the_old_epoch_l
     await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
     await authority.begin_epoch()  # the old broker is gone before it confirmed delivery
     record = await authority.get(ANONYMOUS, opened.interaction_id)
-    assert record.state == ix.INTERACTION_STATE_ANSWERED
-    assert record.delivery == ix.DELIVERY_STATE_LOST
-    assert record.delivery_lost_reason == ix.CLOSE_REASON_HOST_RESTARTED
+    assert record.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+    assert record.delivery == interaction_pb2.DELIVERY_STATE_LOST
+    assert record.delivery_lost_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
     # The stale broker's late report changes nothing: the new epoch decided.
-    changed, after = await authority.record_delivery(old, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+    changed, after = await authority.record_delivery(
+        old, opened.interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED
+    )
     assert not changed
     assert after is not None
-    assert after.delivery == ix.DELIVERY_STATE_LOST
+    assert after.delivery == interaction_pb2.DELIVERY_STATE_LOST
     assert await authority.store.undelivered_ids(10) == []
 
 
@@ -304,7 +318,7 @@ async def test_a_stale_broker_cannot_record_a_pending_delivery(authority: Intera
     await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
     await authority.fence_epoch()  # fenced, older deliveries not yet recorded lost
     with pytest.raises(errors.StaleEpoch):
-        await authority.record_delivery(old, opened.interaction_id, ix.DELIVERY_STATE_DELIVERED)
+        await authority.record_delivery(old, opened.interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED)
 
 
 async def test_fencing_an_invocation_closes_its_pending_form_and_refuses_any_later_open(
@@ -312,11 +326,13 @@ async def test_fencing_an_invocation_closes_its_pending_form_and_refuses_any_lat
 ) -> None:
     epoch, _ = await authority.begin_epoch()
     opened = await authority.open(epoch, binding("s-a", "inv-lost-reply"), make_form())
-    changed, after = await authority.close_invocation(epoch, "inv-lost-reply", ix.CLOSE_REASON_INVOCATION_SETTLED)
+    changed, after = await authority.close_invocation(
+        epoch, "inv-lost-reply", interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
+    )
     assert changed
     assert after is not None
     assert after.interaction_id == opened.interaction_id
-    assert after.close_reason == ix.CLOSE_REASON_INVOCATION_SETTLED
+    assert after.close_reason == interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
     # An open of the same invocation that arrives late (its reply would be lost) cannot commit.
     with pytest.raises(errors.AlreadyPending):
         await authority.open(epoch, binding("s-a", "inv-lost-reply"), make_form())
@@ -325,7 +341,7 @@ async def test_fencing_an_invocation_closes_its_pending_form_and_refuses_any_lat
 
 async def test_fencing_an_invocation_before_its_open_arrives_refuses_the_open(authority: InteractionAuthority) -> None:
     epoch, _ = await authority.begin_epoch()
-    changed, after = await authority.close_invocation(epoch, "inv-early", ix.CLOSE_REASON_STOPPED)
+    changed, after = await authority.close_invocation(epoch, "inv-early", interaction_pb2.CLOSE_REASON_STOPPED)
     assert not changed
     assert after is None
     with pytest.raises(errors.AlreadyPending):

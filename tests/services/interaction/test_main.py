@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from maka.interaction.v1 import interaction_pb2, interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.channels import open_channel
 from services.core.settings import ClientTlsSettings
 from tests.helpers.waiting import eventually
-from tests.services.interaction.harness import Link, Surface, pb
+from tests.services.interaction.harness import Link, Surface
 
-ix = interaction_pb2
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -87,11 +86,14 @@ async def test_a_restarted_service_process_resumes_the_link_and_the_surface_with
         second = await link.open("s-a", "inv-2")
         resumed = await Surface.attach(sch, ("s-a",), token=token)
         event = (await resumed.next("event")).event.event
-        assert (event.kind, event.interaction.interaction_id) == (ix.EVENT_KIND_OPENED, second.interaction_id)
+        assert (event.kind, event.interaction.interaction_id) == (
+            interaction_pb2.EVENT_KIND_OPENED,
+            second.interaction_id,
+        )
         stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub = (
             interaction_service_pb2_grpc.InteractionServiceStub(sch)
         )
-        listed = await stub.ListPending(pb.ListPendingRequest(session_ids=["s-a"]))
+        listed = await stub.ListPending(interaction_service_pb2.ListPendingRequest(session_ids=["s-a"]))
         assert [i.interaction_id for i in listed.pending] == [first.interaction_id, second.interaction_id]
         await resumed.close()
         await link.close()

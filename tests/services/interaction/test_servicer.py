@@ -12,7 +12,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2, interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
 from services.interaction.servicer import OPEN_CONCURRENCY
 from tests.helpers.waiting import eventually
@@ -25,10 +26,7 @@ from tests.services.interaction.harness import (
     accept,
     channel,
     make_form,
-    pb,
 )
-
-ix = interaction_pb2
 
 
 async def test_open_snapshot_answer_settles_and_every_side_sees_it(
@@ -39,7 +37,7 @@ async def test_open_snapshot_answer_settles_and_every_side_sees_it(
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
     assert opened.interaction_id.startswith("ix_")
-    assert opened.state == ix.INTERACTION_STATE_PENDING
+    assert opened.state == interaction_pb2.INTERACTION_STATE_PENDING
     assert opened.host_epoch == link.epoch
     assert opened.binding.provider_correlation_id == "corr-1"
 
@@ -53,23 +51,25 @@ async def test_open_snapshot_answer_settles_and_every_side_sees_it(
     outcome = (await surface.next("answer_outcome")).answer_outcome
     assert outcome.accepted, outcome
     assert outcome.submission_id == "sub-1"
-    assert outcome.interaction.state == ix.INTERACTION_STATE_ANSWERED
+    assert outcome.interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED
     assert outcome.interaction.answer.values["target"].string_value == "prod"
 
     event = (await surface.next("event")).event
-    assert event.event.kind == ix.EVENT_KIND_ANSWERED
+    assert event.event.kind == interaction_pb2.EVENT_KIND_ANSWERED
     assert event.event.interaction.interaction_id == opened.interaction_id
     assert event.resume_token != snapshot.resume_token
 
     settled = await link.next_settled()
     assert settled.interaction_id == opened.interaction_id
-    assert settled.state == ix.INTERACTION_STATE_ANSWERED
-    assert settled.close_reason == ix.CLOSE_REASON_ANSWERED
+    assert settled.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+    assert settled.close_reason == interaction_pb2.CLOSE_REASON_ANSWERED
     assert settled.answer.values["replicas"].integer_value == 2
 
-    got = await surface_stub.GetInteraction(pb.GetInteractionRequest(interaction_id=opened.interaction_id))
-    assert got.interaction.state == ix.INTERACTION_STATE_ANSWERED
-    listed = await surface_stub.ListPending(pb.ListPendingRequest(session_ids=["s-a"]))
+    got = await surface_stub.GetInteraction(
+        interaction_service_pb2.GetInteractionRequest(interaction_id=opened.interaction_id)
+    )
+    assert got.interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+    listed = await surface_stub.ListPending(interaction_service_pb2.ListPendingRequest(session_ids=["s-a"]))
     assert list(listed.pending) == []
     await surface.close()
     await link.close()
@@ -83,7 +83,7 @@ async def test_live_open_reaches_an_attached_surface_as_an_opened_event(
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
     event = (await surface.next("event")).event.event
-    assert event.kind == ix.EVENT_KIND_OPENED
+    assert event.kind == interaction_pb2.EVENT_KIND_OPENED
     assert event.interaction.interaction_id == opened.interaction_id
     await surface.close()
     await link.close()
@@ -106,7 +106,7 @@ async def test_fifty_concurrent_answers_from_two_surfaces_have_exactly_one_winne
         winners = [o for o in outcomes if o.accepted]
         assert len(winners) == 1
         losers = [o for o in outcomes if not o.accepted]
-        assert {o.reason for o in losers} == {ix.ERROR_REASON_ALREADY_SETTLED}
+        assert {o.reason for o in losers} == {interaction_pb2.ERROR_REASON_ALREADY_SETTLED}
         winning_value = winners[0].interaction.answer.values["target"].string_value
         assert winning_value == winners[0].submission_id
         assert all(o.interaction.answer.values["target"].string_value == winning_value for o in losers)
@@ -122,18 +122,22 @@ async def test_retrying_the_same_submission_returns_the_same_outcome_and_a_diffe
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
-    request = pb.AnswerRequest(interaction_id=opened.interaction_id, submission_id="sub-x", answer=accept("prod"))
+    request = interaction_service_pb2.AnswerRequest(
+        interaction_id=opened.interaction_id, submission_id="sub-x", answer=accept("prod")
+    )
     first = await surface_stub.Answer(request)
     retry = await surface_stub.Answer(request)
     assert retry.interaction == first.interaction
-    different = pb.AnswerRequest(interaction_id=opened.interaction_id, submission_id="sub-y", answer=accept("dev"))
+    different = interaction_service_pb2.AnswerRequest(
+        interaction_id=opened.interaction_id, submission_id="sub-y", answer=accept("dev")
+    )
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await surface_stub.Answer(different)
     detail = error_from_rpc(caught.value)
     assert detail.code == grpc.StatusCode.ABORTED
-    assert detail.reason == "ALREADY_SETTLED"
+    assert detail.reason == InteractionErrorReason.ALREADY_SETTLED
     # The retry with changed content under the first id still returns the first outcome.
-    same_id_other_content = pb.AnswerRequest(
+    same_id_other_content = interaction_service_pb2.AnswerRequest(
         interaction_id=opened.interaction_id, submission_id="sub-x", answer=accept("dev")
     )
     again = await surface_stub.Answer(same_id_other_content)
@@ -154,19 +158,23 @@ async def test_answer_for_another_sessions_form_is_not_found_like_an_unknown_id(
         for interaction_id in (foreign.interaction_id, "ix_does_not_exist"):
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await stub.Answer(
-                    pb.AnswerRequest(interaction_id=interaction_id, submission_id="s", answer=accept("prod"))
+                    interaction_service_pb2.AnswerRequest(
+                        interaction_id=interaction_id, submission_id="s", answer=accept("prod")
+                    )
                 )
             details.append(error_from_rpc(caught.value))
         assert [d.code for d in details] == [grpc.StatusCode.NOT_FOUND] * 2
-        assert [d.reason for d in details] == ["NOT_FOUND"] * 2
+        assert [d.reason for d in details] == [InteractionErrorReason.NOT_FOUND] * 2
         assert details[0].message.replace(foreign.interaction_id, "X") == details[1].message.replace(
             "ix_does_not_exist", "X"
         )
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await stub.GetInteraction(pb.GetInteractionRequest(interaction_id=foreign.interaction_id))
+            await stub.GetInteraction(
+                interaction_service_pb2.GetInteractionRequest(interaction_id=foreign.interaction_id)
+            )
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
         # The foreign form is untouched.
-        listed = await stub.ListPending(pb.ListPendingRequest())
+        listed = await stub.ListPending(interaction_service_pb2.ListPendingRequest())
         assert list(listed.pending) == []
     await link.close()
 
@@ -178,9 +186,11 @@ async def test_answer_with_the_wrong_session_id_is_not_found(
     opened = await link.open("s-a", "inv-1")
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await surface_stub.Answer(
-            pb.AnswerRequest(interaction_id=opened.interaction_id, session_id="s-b", answer=accept("prod"))
+            interaction_service_pb2.AnswerRequest(
+                interaction_id=opened.interaction_id, session_id="s-b", answer=accept("prod")
+            )
         )
-    assert error_from_rpc(caught.value).reason == "NOT_FOUND"
+    assert error_from_rpc(caught.value).reason == InteractionErrorReason.NOT_FOUND
     await link.close()
 
 
@@ -190,27 +200,33 @@ async def test_answer_after_close_is_refused_with_the_closure_reason(
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
     reply = await link.request(
-        pb.HostLinkRequest(
-            close=pb.CloseInteraction(interaction_id=opened.interaction_id, reason=ix.CLOSE_REASON_STOPPED)
+        interaction_service_pb2.HostLinkRequest(
+            close=interaction_service_pb2.CloseInteraction(
+                interaction_id=opened.interaction_id, reason=interaction_pb2.CLOSE_REASON_STOPPED
+            )
         )
     )
     assert reply.closed.changed
-    assert reply.closed.interaction.close_reason == ix.CLOSE_REASON_STOPPED
+    assert reply.closed.interaction.close_reason == interaction_pb2.CLOSE_REASON_STOPPED
     settled = await link.next_settled()
-    assert settled.close_reason == ix.CLOSE_REASON_STOPPED
+    assert settled.close_reason == interaction_pb2.CLOSE_REASON_STOPPED
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await surface_stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=accept("prod")))
+        await surface_stub.Answer(
+            interaction_service_pb2.AnswerRequest(interaction_id=opened.interaction_id, answer=accept("prod"))
+        )
     detail = error_from_rpc(caught.value)
     assert detail.code == grpc.StatusCode.FAILED_PRECONDITION
-    assert detail.reason == "CLOSED"
+    assert detail.reason == InteractionErrorReason.CLOSED
     assert detail.metadata["close_reason"] == "stopped"
     again = await link.request(
-        pb.HostLinkRequest(
-            close=pb.CloseInteraction(interaction_id=opened.interaction_id, reason=ix.CLOSE_REASON_PROVIDER_LOST)
+        interaction_service_pb2.HostLinkRequest(
+            close=interaction_service_pb2.CloseInteraction(
+                interaction_id=opened.interaction_id, reason=interaction_pb2.CLOSE_REASON_PROVIDER_LOST
+            )
         )
     )
     assert not again.closed.changed
-    assert again.closed.interaction.close_reason == ix.CLOSE_REASON_STOPPED
+    assert again.closed.interaction.close_reason == interaction_pb2.CLOSE_REASON_STOPPED
     await link.close()
 
 
@@ -221,12 +237,14 @@ async def test_invalid_answer_is_refused_with_field_violations_and_the_form_stay
     opened = await link.open("s-a", "inv-1")
     bad = form_pb2.Answer(action=form_pb2.ACTION_ACCEPT, values={"replicas": form_pb2.Value(integer_value=9)})
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await surface_stub.Answer(pb.AnswerRequest(interaction_id=opened.interaction_id, answer=bad))
+        await surface_stub.Answer(
+            interaction_service_pb2.AnswerRequest(interaction_id=opened.interaction_id, answer=bad)
+        )
     detail = error_from_rpc(caught.value)
     assert detail.code == grpc.StatusCode.INVALID_ARGUMENT
-    assert detail.reason == "INVALID_ANSWER"
+    assert detail.reason == InteractionErrorReason.INVALID_ANSWER
     assert {path for path, _ in detail.violations} >= {"/target", "/replicas"}
-    listed = await surface_stub.ListPending(pb.ListPendingRequest(session_ids=["s-a"]))
+    listed = await surface_stub.ListPending(interaction_service_pb2.ListPendingRequest(session_ids=["s-a"]))
     assert [i.interaction_id for i in listed.pending] == [opened.interaction_id]
     await link.close()
 
@@ -238,9 +256,11 @@ async def test_decline_and_cancel_are_answers(
     for n, action in enumerate((form_pb2.ACTION_DECLINE, form_pb2.ACTION_CANCEL)):
         opened = await link.open("s-a", f"inv-{n}")
         answered = await surface_stub.Answer(
-            pb.AnswerRequest(interaction_id=opened.interaction_id, answer=form_pb2.Answer(action=action))
+            interaction_service_pb2.AnswerRequest(
+                interaction_id=opened.interaction_id, answer=form_pb2.Answer(action=action)
+            )
         )
-        assert answered.interaction.state == ix.INTERACTION_STATE_ANSWERED
+        assert answered.interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED
         assert answered.interaction.answer.action == action
     await link.close()
 
@@ -264,15 +284,17 @@ async def test_open_rejects_a_bad_form_and_an_incomplete_binding_without_ending_
     rejected = await link.open_raw("s-a", "inv-1", form=duplicate)
     assert rejected.WhichOneof("frame") == "open_rejected"
     assert rejected.open_rejected.request_ref == "ref-inv-1"
-    assert rejected.open_rejected.reason == ix.ERROR_REASON_INVALID_FORM
+    assert rejected.open_rejected.reason == interaction_pb2.ERROR_REASON_INVALID_FORM
     assert rejected.open_rejected.violations
 
-    request = pb.OpenInteraction(request_ref="r2", binding=ix.Binding(session_id="s-a"), form=make_form())
-    reply = await link.request(pb.HostLinkRequest(open=request))
-    assert reply.open_rejected.reason == ix.ERROR_REASON_INVALID_REQUEST
+    request = interaction_service_pb2.OpenInteraction(
+        request_ref="r2", binding=interaction_pb2.Binding(session_id="s-a"), form=make_form()
+    )
+    reply = await link.request(interaction_service_pb2.HostLinkRequest(open=request))
+    assert reply.open_rejected.reason == interaction_pb2.ERROR_REASON_INVALID_REQUEST
 
-    assert (await link.open("s-a", "inv-1")).state == ix.INTERACTION_STATE_PENDING
-    listed = await surface_stub.ListPending(pb.ListPendingRequest())
+    assert (await link.open("s-a", "inv-1")).state == interaction_pb2.INTERACTION_STATE_PENDING
+    listed = await surface_stub.ListPending(interaction_service_pb2.ListPendingRequest())
     assert len(listed.pending) == 1
     await link.close()
 
@@ -281,7 +303,7 @@ async def test_a_second_pending_form_for_one_invocation_is_rejected(broker_chann
     link = await Link.connect(broker_channel)
     await link.open("s-a", "inv-1")
     reply = await link.open_raw("s-a", "inv-1")
-    assert reply.open_rejected.reason == ix.ERROR_REASON_ALREADY_PENDING
+    assert reply.open_rejected.reason == interaction_pb2.ERROR_REASON_ALREADY_PENDING
     await link.close()
 
 
@@ -318,7 +340,10 @@ async def test_attach_to_a_session_outside_the_token_scope_is_permission_denied(
             await surface._task
         assert surface.error is not None
         detail = error_from_rpc(surface.error)
-        assert (detail.code, detail.reason) == (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED")
+        assert (detail.code, detail.reason) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            InteractionErrorReason.PERMISSION_DENIED,
+        )
 
 
 class GatedOpens:
@@ -395,7 +420,7 @@ async def test_back_to_back_opens_of_one_invocation_are_decided_in_the_order_sen
     replies = await link.replies_by_ref(2)
 
     assert replies["first"].WhichOneof("frame") == "opened"
-    assert replies["second"].open_rejected.reason == ix.ERROR_REASON_ALREADY_PENDING
+    assert replies["second"].open_rejected.reason == interaction_pb2.ERROR_REASON_ALREADY_PENDING
     await link.close()
 
 
@@ -404,8 +429,10 @@ async def test_a_close_sent_before_a_reopen_of_its_invocation_frees_the_invocati
 ) -> None:
     link = await Link.connect(broker_channel)
     opened = await link.open("s-a", "inv-1")
-    close = pb.CloseInteraction(interaction_id=opened.interaction_id, reason=ix.CLOSE_REASON_STOPPED)
-    await link.call.write(pb.HostLinkRequest(close=close))
+    close = interaction_service_pb2.CloseInteraction(
+        interaction_id=opened.interaction_id, reason=interaction_pb2.CLOSE_REASON_STOPPED
+    )
+    await link.call.write(interaction_service_pb2.HostLinkRequest(close=close))
     await link.send_open("again", "s-a", "inv-1")
 
     async with asyncio.timeout(FRAME_TIMEOUT):

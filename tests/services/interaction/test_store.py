@@ -15,7 +15,6 @@ from services.interaction.settings import Settings
 from services.interaction.store import InteractionStore, Record
 from tests.services.interaction.harness import accept, binding, make_form
 
-ix = interaction_pb2
 KEYS = Keys("test")
 
 
@@ -31,8 +30,8 @@ async def authority(redis_url: str) -> AsyncIterator[InteractionAuthority]:
 def closed_copy(record: Record) -> interaction_pb2.Interaction:
     new = interaction_pb2.Interaction()
     new.CopyFrom(record.interaction)
-    new.state = ix.INTERACTION_STATE_CLOSED
-    new.close_reason = ix.CLOSE_REASON_HOST_RESTARTED
+    new.state = interaction_pb2.INTERACTION_STATE_CLOSED
+    new.close_reason = interaction_pb2.CLOSE_REASON_HOST_RESTARTED
     return new
 
 
@@ -69,7 +68,7 @@ async def test_the_batch_script_skips_a_form_answered_after_it_was_read(authorit
     restarted = await authority.store.get(second.interaction_id)
     assert restarted is not None
     assert restarted.state == "closed"
-    assert restarted.interaction.close_reason == ix.CLOSE_REASON_HOST_RESTARTED
+    assert restarted.interaction.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
 
 
 async def test_the_batch_script_refuses_forms_of_the_current_epoch(authority: InteractionAuthority) -> None:

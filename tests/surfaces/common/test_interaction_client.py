@@ -13,6 +13,7 @@ import pytest
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core.form import Action, Answer, MultiSelectField, NumberField, SingleSelectField
+from services.core.reasons import InteractionErrorReason
 from surfaces.common.interaction_client import (
     TOKEN_ENV,
     Answered,
@@ -82,7 +83,7 @@ async def test_answer_commits_once_and_a_second_answer_gets_already_settled(redi
             assert again.state is InteractionState.ANSWERED  # same submission id: same outcome
             with pytest.raises(InteractionError) as refused:
                 await client.answer(opened.interaction_id, Answer(Action.DECLINE), submission_id="sub-2")
-            assert refused.value.reason == "ALREADY_SETTLED"
+            assert refused.value.reason == InteractionErrorReason.ALREADY_SETTLED
             stored = await client.get(opened.interaction_id)
             assert stored.answer is not None
             assert stored.answer.action is Action.ACCEPT
@@ -94,7 +95,7 @@ async def test_invalid_answer_is_refused_with_violations_and_leaves_the_form_pen
         async with InteractionClient.connect(live.address) as client:
             with pytest.raises(InteractionError) as refused:
                 await client.answer(opened.interaction_id, Answer(Action.ACCEPT, {"replicas": 99}))
-            assert refused.value.reason == "INVALID_ANSWER"
+            assert refused.value.reason == InteractionErrorReason.INVALID_ANSWER
             assert any(path == "/replicas" for path, _ in refused.value.detail.violations)
             assert (await client.get(opened.interaction_id)).pending
 
@@ -105,10 +106,10 @@ async def test_unknown_or_other_session_ids_are_not_found(redis_url: str) -> Non
         async with InteractionClient.connect(live.address) as client:
             with pytest.raises(InteractionError) as missing:
                 await client.get("no-such-id")
-            assert missing.value.reason == "NOT_FOUND"
+            assert missing.value.reason == InteractionErrorReason.NOT_FOUND
             with pytest.raises(InteractionError) as elsewhere:
                 await client.answer(opened.interaction_id, Answer(Action.CANCEL), session_id="s2")
-            assert elsewhere.value.reason == "NOT_FOUND"
+            assert elsewhere.value.reason == InteractionErrorReason.NOT_FOUND
 
 
 async def test_attach_yields_snapshot_then_live_opened_answered_and_closed_events(redis_url: str) -> None:

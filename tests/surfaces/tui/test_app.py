@@ -29,6 +29,7 @@ from services.core.form import (
     StringField,
     StringFormat,
 )
+from services.core.reasons import InteractionErrorReason
 from services.core.status import ErrorDetail
 from stack.state_dir import Endpoints, read_endpoints, write_endpoints
 from surfaces.common.interaction_client import (
@@ -123,7 +124,7 @@ async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text
         assert "Deploy [bold red]now[/]? [31mall" in text  # markup not interpreted, controls dropped
         assert "Why [i]deploy[/i]" in text
         assert "4m 05s left" in text
-        assert app.connection == "connected"
+        assert app.attach_state == "connected"
 
 
 async def test_every_field_kind_gets_its_widget_with_defaults_prefilled() -> None:
@@ -341,7 +342,7 @@ async def test_answer_refused_as_already_settled_removes_the_form() -> None:
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         await pilot.click("#decline")
         await settle(pilot, lambda: not app.pending, "the settled form to leave")
-        assert app.outcomes[0].reason == "ALREADY_SETTLED"
+        assert app.outcomes[0].reason == InteractionErrorReason.ALREADY_SETTLED
         assert "ALREADY_SETTLED" in screen_text(app)
 
 
@@ -350,14 +351,14 @@ async def test_disconnect_shows_reconnecting_and_a_new_snapshot_restores_the_lis
     view = view_of(Form(message="survives", fields=()))
     async with running(backend) as (app, pilot):
         await backend.events.put(Snapshot(pending=(view,), resume_token="1"))
-        await settle(pilot, lambda: app.connection == "connected", "connected")
+        await settle(pilot, lambda: app.attach_state == "connected", "connected")
         await backend.events.put(Disconnected(error=None, retry_in=0.4, attempt=1))
-        await settle(pilot, lambda: app.connection == "reconnecting", "reconnecting")
+        await settle(pilot, lambda: app.attach_state == "reconnecting", "reconnecting")
         assert "reconnecting in 0.4s (attempt 1)" in screen_text(app)
         assert "ix-1" in app.pending  # the form stays listed while reconnecting
         backend.known["ix-1"] = replace(view, state=InteractionState.CLOSED, close_reason=CloseReason.HOST_RESTARTED)
         await backend.events.put(Snapshot(pending=(), resume_token="2"))
-        await settle(pilot, lambda: app.connection == "connected" and not app.pending, "the fresh snapshot")
+        await settle(pilot, lambda: app.attach_state == "connected" and not app.pending, "the fresh snapshot")
         await settle(pilot, lambda: "closed: the Host restarted" in screen_text(app), "the reason to be looked up")
         assert app.closed["ix-1"] is CloseReason.HOST_RESTARTED
 
@@ -368,7 +369,7 @@ async def test_attach_refused_shows_the_stable_reason() -> None:
         await backend.events.put(
             InteractionError(ErrorDetail(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", "not yours"))
         )
-        await settle(pilot, lambda: app.connection == "failed: PERMISSION_DENIED", "the failure")
+        await settle(pilot, lambda: app.attach_state == "failed: PERMISSION_DENIED", "the failure")
         assert "Cannot attach: PERMISSION_DENIED" in screen_text(app)
 
 
@@ -694,12 +695,12 @@ async def test_live_reconnect_after_an_outage_keeps_the_form_and_shows_new_ones(
         async with live_tui(live.address) as (app, pilot):
             await settle(pilot, lambda: kept.interaction_id in app.pending, "the live form")
             await live.server.stop()
-            await settle(pilot, lambda: app.connection == "reconnecting", "the outage to show")
+            await settle(pilot, lambda: app.attach_state == "reconnecting", "the outage to show")
             assert "reconnecting in" in screen_text(app)
             async with interaction_service(redis_url, port=port, resume_epoch=epoch) as again:
                 later = await again.link.open(deploy_form("after the outage"), session_id="s1")
                 await settle(pilot, lambda: later.interaction_id in app.pending, "the new form after reconnecting")
-                assert app.connection == "connected"
+                assert app.attach_state == "connected"
                 assert kept.interaction_id in app.pending
                 await pilot.click("#" + app.item_id(later.interaction_id))
                 await settle(pilot, lambda: app.selected_id == later.interaction_id, "the new form to be selected")
@@ -733,10 +734,10 @@ async def test_live_status_says_connected_again_as_soon_as_the_stream_is_back(re
             assert isinstance(app, MakaTui)
             await settle(pilot, lambda: kept.interaction_id in app.pending, "the live form")
             await live.server.stop()
-            await settle(pilot, lambda: app.connection == "reconnecting", "the outage to show")
+            await settle(pilot, lambda: app.attach_state == "reconnecting", "the outage to show")
             async with interaction_service(redis_url, port=port, resume_epoch=epoch):
                 # no form opens or closes: the fresh snapshot alone must end "Disconnected…"
-                await settle(pilot, lambda: app.connection == "connected", "connected again")
+                await settle(pilot, lambda: app.attach_state == "connected", "connected again")
                 assert "Connected · all visible sessions · 1 pending" in screen_text(app)
                 assert kept.interaction_id in app.pending
                 assert backend_box[0].retargets == 0
@@ -763,7 +764,7 @@ async def test_live_reconnect_rereads_endpoints_json_and_follows_a_stack_on_new_
             assert isinstance(app, MakaTui)
             await settle(pilot, lambda: before.interaction_id in app.pending, "the first stack's form")
             await first.server.stop()
-            await settle(pilot, lambda: app.connection == "reconnecting", "the outage to show")
+            await settle(pilot, lambda: app.attach_state == "reconnecting", "the outage to show")
             async with interaction_service(redis_url, resume_epoch=epoch) as moved:
                 assert moved.address != first.address
                 write_endpoints(tmp_path, Endpoints(interaction=moved.address, broker=""))
@@ -771,7 +772,7 @@ async def test_live_reconnect_rereads_endpoints_json_and_follows_a_stack_on_new_
                 await settle(pilot, lambda: later.interaction_id in app.pending, "the moved stack's new form")
                 assert backend_box[0].address == moved.address
                 assert backend_box[0].retargets == 1
-                assert app.connection == "connected"
+                assert app.attach_state == "connected"
                 assert before.interaction_id in app.pending
                 await pilot.click("#" + app.item_id(later.interaction_id))
                 await settle(pilot, lambda: app.selected_id == later.interaction_id, "the new form")

@@ -104,6 +104,7 @@ export interface ProtoGrpcType {
         CompleteSignInResponse: MessageTypeDefinition<_maka_broker_v1_CompleteSignInResponse, _maka_broker_v1_CompleteSignInResponse__Output>
         ConnectRequest: MessageTypeDefinition<_maka_broker_v1_ConnectRequest, _maka_broker_v1_ConnectRequest__Output>
         ConnectResponse: MessageTypeDefinition<_maka_broker_v1_ConnectResponse, _maka_broker_v1_ConnectResponse__Output>
+        ErrorReason: EnumTypeDefinition
         FailureCode: EnumTypeDefinition
         FrameRejected: MessageTypeDefinition<_maka_broker_v1_FrameRejected, _maka_broker_v1_FrameRejected__Output>
         GetStatusRequest: MessageTypeDefinition<_maka_broker_v1_GetStatusRequest, _maka_broker_v1_GetStatusRequest__Output>

@@ -165,6 +165,59 @@ REJECT_REASON_INVALID_FRAME: RejectReason.ValueType  # 8
 REJECT_REASON_INVALID_FORM: RejectReason.ValueType  # 9
 Global___RejectReason: _TypeAlias = RejectReason  # noqa: Y015
 
+class _ErrorReason:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReason.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ERROR_REASON_UNSPECIFIED: _ErrorReason.ValueType  # 0
+    ERROR_REASON_INVALID_REQUEST: _ErrorReason.ValueType  # 1
+    """INVALID_ARGUMENT: a malformed request (Connect register, CallTool, WatchCall resume token, StopTurn)."""
+    ERROR_REASON_CALL_NOT_FOUND: _ErrorReason.ValueType  # 2
+    """NOT_FOUND: WatchCall names no live invocation, nor one settled within the retention."""
+    ERROR_REASON_NOT_FOUND: _ErrorReason.ValueType  # 3
+    """NOT_FOUND: no pending sign-in matches the redirect (CompleteSignIn), or no provider reported a
+    sign-in for the server (SignOut).
+    """
+    ERROR_REASON_NOT_REGISTERED: _ErrorReason.ValueType  # 4
+    """FAILED_PRECONDITION: a Connect stream ended before it registered."""
+    ERROR_REASON_HOST_UNAVAILABLE: _ErrorReason.ValueType  # 5
+    """UNAVAILABLE: the HostLink to the Interaction service is down, stale or full."""
+    ERROR_REASON_UNAUTHENTICATED: _ErrorReason.ValueType  # 6
+    """UNAUTHENTICATED (domain "maka.auth"): no or an unknown bearer token."""
+    ERROR_REASON_PERMISSION_DENIED: _ErrorReason.ValueType  # 7
+    """PERMISSION_DENIED: the caller lacks the role or may not act in the session (domain "maka.auth"
+    when refused before the handler runs).
+    """
+
+class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
+    """ErrorReason is the google.rpc.ErrorInfo.reason (domain "maka.broker.v1") of each error status the broker
+    returns: the value name without the prefix, e.g. "CALL_NOT_FOUND". A failed Tool call is not an error
+    status: CallTool and WatchCall end it with a `failure` event carrying a FailureCode.
+    """
+
+ERROR_REASON_UNSPECIFIED: ErrorReason.ValueType  # 0
+ERROR_REASON_INVALID_REQUEST: ErrorReason.ValueType  # 1
+"""INVALID_ARGUMENT: a malformed request (Connect register, CallTool, WatchCall resume token, StopTurn)."""
+ERROR_REASON_CALL_NOT_FOUND: ErrorReason.ValueType  # 2
+"""NOT_FOUND: WatchCall names no live invocation, nor one settled within the retention."""
+ERROR_REASON_NOT_FOUND: ErrorReason.ValueType  # 3
+"""NOT_FOUND: no pending sign-in matches the redirect (CompleteSignIn), or no provider reported a
+sign-in for the server (SignOut).
+"""
+ERROR_REASON_NOT_REGISTERED: ErrorReason.ValueType  # 4
+"""FAILED_PRECONDITION: a Connect stream ended before it registered."""
+ERROR_REASON_HOST_UNAVAILABLE: ErrorReason.ValueType  # 5
+"""UNAVAILABLE: the HostLink to the Interaction service is down, stale or full."""
+ERROR_REASON_UNAUTHENTICATED: ErrorReason.ValueType  # 6
+"""UNAUTHENTICATED (domain "maka.auth"): no or an unknown bearer token."""
+ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 7
+"""PERMISSION_DENIED: the caller lacks the role or may not act in the session (domain "maka.auth"
+when refused before the handler runs).
+"""
+Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
+
 class _SignInState:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015

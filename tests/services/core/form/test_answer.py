@@ -28,7 +28,6 @@ from services.core.limits import DEFAULT_LIMITS, Limits
 from tests.services.core.form.strategies import requested_schemas, values_for
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-R = FormErrorReason
 SECRET = "hunter2-SECRET-value"
 
 
@@ -75,12 +74,12 @@ def test_an_integral_number_is_accepted_for_an_integer_field_and_sent_as_a_json_
     "bad", [9007199254740993, -9007199254740993, 1.5, 1e300, float("nan"), float("inf"), True, False, "1", None, [1]]
 )
 def test_an_integer_field_rejects_non_integral_unsafe_or_non_numbers(bad: object) -> None:
-    assert rejected(INTEGER, {"n": bad}) == {("/n", R.ANSWER_WRONG_TYPE)}
+    assert rejected(INTEGER, {"n": bad}) == {("/n", FormErrorReason.ANSWER_WRONG_TYPE)}
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), True, "0.5", 2**53 + 1, None])
 def test_a_number_field_rejects_nan_infinity_booleans_and_strings(bad: object) -> None:
-    assert rejected(NUMBER, {"x": bad}) == {("/x", R.ANSWER_WRONG_TYPE)}
+    assert rejected(NUMBER, {"x": bad}) == {("/x", FormErrorReason.ANSWER_WRONG_TYPE)}
 
 
 def test_a_number_field_keeps_ints_and_floats_as_given() -> None:
@@ -92,8 +91,8 @@ def test_numeric_bounds_are_inclusive() -> None:
     form = form_of({"n": {"type": "integer", "minimum": 1, "maximum": 3}})
     assert accept(form, {"n": 1}) == {"n": 1}
     assert accept(form, {"n": 3.0}) == {"n": 3}
-    assert rejected(form, {"n": 0}) == {("/n", R.ANSWER_CONSTRAINT)}
-    assert rejected(form, {"n": 4}) == {("/n", R.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"n": 0}) == {("/n", FormErrorReason.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"n": 4}) == {("/n", FormErrorReason.ANSWER_CONSTRAINT)}
 
 
 # --- strings
@@ -103,19 +102,19 @@ def test_string_lengths_are_counted_in_code_points() -> None:
     form = form_of({"s": {"type": "string", "minLength": 2, "maxLength": 3}})
     assert accept(form, {"s": "😀😀😀"}) == {"s": "😀😀😀"}  # 3 code points, 12 UTF-8 bytes
     assert accept(form, {"s": "e\u0301e"}) == {"s": "e\u0301e"}  # combining accent counts as a code point
-    assert rejected(form, {"s": "😀😀😀😀"}) == {("/s", R.ANSWER_CONSTRAINT)}
-    assert rejected(form, {"s": "😀"}) == {("/s", R.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"s": "😀😀😀😀"}) == {("/s", FormErrorReason.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"s": "😀"}) == {("/s", FormErrorReason.ANSWER_CONSTRAINT)}
 
 
 def test_the_repository_string_cap_applies_without_max_length() -> None:
     form = form_of({"s": {"type": "string"}})
     limits = Limits(max_string_value_chars=5)
     assert accept(form, {"s": "ü" * 5}, limits) == {"s": "ü" * 5}
-    assert rejected(form, {"s": "ü" * 6}, limits) == {("/s", R.LIMIT_EXCEEDED)}
+    assert rejected(form, {"s": "ü" * 6}, limits) == {("/s", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 def test_text_with_unpaired_surrogates_is_rejected() -> None:
-    assert rejected(form_of({"s": {"type": "string"}}), {"s": "a\ud800"}) == {("/s", R.ANSWER_WRONG_TYPE)}
+    assert rejected(form_of({"s": {"type": "string"}}), {"s": "a\ud800"}) == {("/s", FormErrorReason.ANSWER_WRONG_TYPE)}
 
 
 @pytest.mark.parametrize(
@@ -153,7 +152,7 @@ def test_formats_are_checked_with_libraries(fmt: str, good: list[str], bad: list
     for value in good:
         assert accept(form, {"f": value}) == {"f": value}
     for value in bad:
-        assert rejected(form, {"f": value}) == {("/f", R.ANSWER_CONSTRAINT)}, value
+        assert rejected(form, {"f": value}) == {("/f", FormErrorReason.ANSWER_CONSTRAINT)}, value
 
 
 # --- booleans and selects
@@ -163,14 +162,14 @@ def test_a_boolean_field_takes_only_json_booleans() -> None:
     form = form_of({"b": {"type": "boolean"}})
     assert accept(form, {"b": False}) == {"b": False}
     for bad in (0, 1, "true", None):
-        assert rejected(form, {"b": bad}) == {("/b", R.ANSWER_WRONG_TYPE)}
+        assert rejected(form, {"b": bad}) == {("/b", FormErrorReason.ANSWER_WRONG_TYPE)}
 
 
 def test_a_single_select_takes_only_declared_option_values_not_labels() -> None:
     form = form_of({"p": {"oneOf": [{"const": "p1", "title": "Plan one"}]}})
     assert accept(form, {"p": "p1"}) == {"p": "p1"}
-    assert rejected(form, {"p": "Plan one"}) == {("/p", R.ANSWER_CONSTRAINT)}
-    assert rejected(form, {"p": ["p1"]}) == {("/p", R.ANSWER_WRONG_TYPE)}
+    assert rejected(form, {"p": "Plan one"}) == {("/p", FormErrorReason.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"p": ["p1"]}) == {("/p", FormErrorReason.ANSWER_WRONG_TYPE)}
 
 
 MULTI = {"type": "array", "items": {"anyOf": [{"const": c, "title": c.upper()} for c in "abcd"]}, "maxItems": 2}
@@ -182,34 +181,36 @@ def test_a_multi_select_is_normalized_to_a_tuple_in_submitted_order() -> None:
 
 def test_too_many_picks_repeated_picks_and_unknown_picks_are_each_reported() -> None:
     form = form_of({"m": MULTI})
-    assert rejected(form, {"m": ["a", "b", "c"]}) == {("/m", R.ANSWER_CONSTRAINT)}
-    assert rejected(form, {"m": ["a", "a"]}) == {("/m", R.ANSWER_CONSTRAINT)}
-    assert rejected(form, {"m": ["z"]}) == {("/m", R.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"m": ["a", "b", "c"]}) == {("/m", FormErrorReason.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"m": ["a", "a"]}) == {("/m", FormErrorReason.ANSWER_CONSTRAINT)}
+    assert rejected(form, {"m": ["z"]}) == {("/m", FormErrorReason.ANSWER_CONSTRAINT)}
     with pytest.raises(FormError) as caught:
         validate_answer(form, Answer(Action.ACCEPT, {"m": ("a", "a", "z")}))
     assert len(caught.value.violations) == 3  # not a member, not unique, too many
     for bad in ("a", [1], None):
-        assert rejected(form, {"m": bad}) == {("/m", R.ANSWER_WRONG_TYPE)}
+        assert rejected(form, {"m": bad}) == {("/m", FormErrorReason.ANSWER_WRONG_TYPE)}
 
 
 def test_a_required_multi_select_submitted_empty_is_present_unless_min_items_says_otherwise() -> None:
     plain = form_of({"m": {"type": "array", "items": {"type": "string", "enum": ["a"]}}}, required=["m"])
     assert accept(plain, {"m": []}) == {"m": ()}
     at_least_one = form_of({"m": {"type": "array", "items": {"type": "string", "enum": ["a"]}, "minItems": 1}}, ["m"])
-    assert rejected(at_least_one, {"m": []}) == {("/m", R.ANSWER_CONSTRAINT)}
-    assert rejected(at_least_one, {}) == {("/m", R.ANSWER_MISSING_REQUIRED)}
+    assert rejected(at_least_one, {"m": []}) == {("/m", FormErrorReason.ANSWER_CONSTRAINT)}
+    assert rejected(at_least_one, {}) == {("/m", FormErrorReason.ANSWER_MISSING_REQUIRED)}
 
 
 # --- shape of the answer
 
 
 def test_values_for_undeclared_fields_are_rejected() -> None:
-    assert rejected(form_of({"a": {"type": "string"}}), {"a": "x", "b/c": 1}) == {("/b~1c", R.ANSWER_UNKNOWN_FIELD)}
+    assert rejected(form_of({"a": {"type": "string"}}), {"a": "x", "b/c": 1}) == {
+        ("/b~1c", FormErrorReason.ANSWER_UNKNOWN_FIELD)
+    }
 
 
 def test_a_required_field_without_default_must_be_present_and_optional_ones_may_be_left_out() -> None:
     form = form_of({"r": {"type": "string"}, "o": {"type": "string"}}, required=["r"])
-    assert rejected(form, {"o": "x"}) == {("/r", R.ANSWER_MISSING_REQUIRED)}
+    assert rejected(form, {"o": "x"}) == {("/r", FormErrorReason.ANSWER_MISSING_REQUIRED)}
     assert accept(form, {"r": ""}) == {"r": ""}
 
 
@@ -219,13 +220,13 @@ def test_decline_and_cancel_carry_no_values(action: Action) -> None:
     assert validate_answer(form, Answer(action)) == Answer(action)
     with pytest.raises(FormError) as caught:
         validate_answer(form, Answer(action, {"a": "x"}))
-    assert caught.value.reason is R.ANSWER_INVALID_ACTION
+    assert caught.value.reason is FormErrorReason.ANSWER_INVALID_ACTION
 
 
 def test_an_action_outside_the_enum_is_rejected() -> None:
     with pytest.raises(FormError) as caught:
         validate_answer(form_of({}), Answer("accept"))  # type: ignore[arg-type]
-    assert caught.value.reason is R.ANSWER_INVALID_ACTION
+    assert caught.value.reason is FormErrorReason.ANSWER_INVALID_ACTION
 
 
 def test_every_field_violation_is_listed() -> None:
@@ -239,11 +240,11 @@ def test_every_field_violation_is_listed() -> None:
         required=["r"],
     )
     assert rejected(form, {"s": "long", "n": 0.5, "b": "yes", "zz": 1}) == {
-        ("/s", R.ANSWER_CONSTRAINT),
-        ("/n", R.ANSWER_WRONG_TYPE),
-        ("/b", R.ANSWER_WRONG_TYPE),
-        ("/r", R.ANSWER_MISSING_REQUIRED),
-        ("/zz", R.ANSWER_UNKNOWN_FIELD),
+        ("/s", FormErrorReason.ANSWER_CONSTRAINT),
+        ("/n", FormErrorReason.ANSWER_WRONG_TYPE),
+        ("/b", FormErrorReason.ANSWER_WRONG_TYPE),
+        ("/r", FormErrorReason.ANSWER_MISSING_REQUIRED),
+        ("/zz", FormErrorReason.ANSWER_UNKNOWN_FIELD),
     }
 
 
@@ -271,7 +272,7 @@ def test_the_answer_byte_cap_is_inclusive() -> None:
     values = {"s": "é" * 10}
     size = len(json.dumps(values, ensure_ascii=False).encode("utf-8"))
     assert accept(form, values, Limits(max_answer_bytes=size)) == values
-    assert rejected(form, values, Limits(max_answer_bytes=size - 1)) == {("$", R.LIMIT_EXCEEDED)}
+    assert rejected(form, values, Limits(max_answer_bytes=size - 1)) == {("$", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 # --- defaults
@@ -313,13 +314,13 @@ def test_omitted_fields_stay_omitted_and_are_never_refilled_with_their_defaults(
 @pytest.mark.parametrize("default", [True, False])
 def test_a_required_field_left_out_is_missing_even_with_a_default(default: bool) -> None:
     form = form_of({"ok": {"type": "boolean", "default": default}}, required=["ok"])
-    assert rejected(form, {}) == {("/ok", R.ANSWER_MISSING_REQUIRED)}
+    assert rejected(form, {}) == {("/ok", FormErrorReason.ANSWER_MISSING_REQUIRED)}
     assert accept(form, {"ok": default}) == {"ok": default}
 
 
 def test_a_required_boolean_without_default_needs_an_explicit_choice() -> None:
     form = form_of({"ok": {"type": "boolean"}}, required=["ok"])
-    assert rejected(form, {}) == {("/ok", R.ANSWER_MISSING_REQUIRED)}
+    assert rejected(form, {}) == {("/ok", FormErrorReason.ANSWER_MISSING_REQUIRED)}
     assert accept(form, {"ok": False}) == {"ok": False}
     assert accept(form, {"ok": True}) == {"ok": True}
 
@@ -393,12 +394,12 @@ def test_mutated_values_are_rejected_with_the_right_code(
     if mutation == "unknown":
         key = data.draw(st.text(min_size=1, max_size=6).filter(lambda k: k not in {f.name for f in form.fields}))
         values[key] = "x"
-        expected = (pointer(key), R.ANSWER_UNKNOWN_FIELD)
+        expected = (pointer(key), FormErrorReason.ANSWER_UNKNOWN_FIELD)
     elif mutation == "decline":
         values["anything"] = 1
         with pytest.raises(FormError) as caught:
             validate_answer(form, Answer(Action.DECLINE, values))
-        assert caught.value.reason is R.ANSWER_INVALID_ACTION
+        assert caught.value.reason is FormErrorReason.ANSWER_INVALID_ACTION
         return
     else:
         candidates = {
@@ -412,18 +413,18 @@ def test_mutated_values_are_rejected_with_the_right_code(
         field = data.draw(st.sampled_from(list(candidates)))
         if mutation == "wrong-type":
             values[field.name] = _wrong_type(field)  # type: ignore[assignment]
-            expected = (pointer(field.name), R.ANSWER_WRONG_TYPE)
+            expected = (pointer(field.name), FormErrorReason.ANSWER_WRONG_TYPE)
         elif mutation == "missing":
             values.pop(field.name, None)
-            expected = (pointer(field.name), R.ANSWER_MISSING_REQUIRED)
+            expected = (pointer(field.name), FormErrorReason.ANSWER_MISSING_REQUIRED)
         elif mutation == "nan":
             values[field.name] = float("nan")
-            expected = (pointer(field.name), R.ANSWER_WRONG_TYPE)
+            expected = (pointer(field.name), FormErrorReason.ANSWER_WRONG_TYPE)
         else:
             assert isinstance(field, SingleSelectField)
             outsider = "".join(option.value for option in field.options) + "\x00"
             values[field.name] = outsider
-            expected = (pointer(field.name), R.ANSWER_CONSTRAINT)
+            expected = (pointer(field.name), FormErrorReason.ANSWER_CONSTRAINT)
     with pytest.raises(FormError) as caught:
         validate_answer(form, Answer(Action.ACCEPT, values))
     assert expected in {(v.path, v.reason) for v in caught.value.violations}

@@ -40,7 +40,6 @@ from services.core.form import (
 from tests.services.core.form.strategies import requested_schemas, values_for
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-R = FormErrorReason
 
 requesters = st.builds(
     Requester, st.text(max_size=10), st.text(max_size=10), st.text(max_size=10), st.text(max_size=10)
@@ -144,7 +143,9 @@ def test_a_proto_field_without_a_kind_is_rejected() -> None:
     message = form_pb2.Form(message="m", fields=[form_pb2.Field(name="a", label="a")])
     with pytest.raises(FormError) as caught:
         form_from_proto(message)
-    assert [(v.path, v.reason) for v in caught.value.violations] == [("/properties/a", R.SCHEMA_UNSUPPORTED_TYPE)]
+    assert [(v.path, v.reason) for v in caught.value.violations] == [
+        ("/properties/a", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE)
+    ]
 
 
 def test_a_proto_string_field_with_an_unknown_format_number_is_rejected() -> None:
@@ -152,7 +153,7 @@ def test_a_proto_string_field_with_an_unknown_format_number_is_rejected() -> Non
     field.string.format = 99  # type: ignore[assignment]  # a newer peer's enum value
     with pytest.raises(FormError) as caught:
         form_from_proto(form_pb2.Form(message="m", fields=[field]))
-    assert caught.value.reason is R.SCHEMA_INVALID_VALUE
+    assert caught.value.reason is FormErrorReason.SCHEMA_INVALID_VALUE
 
 
 # --- Answer ⇄ protobuf
@@ -201,12 +202,12 @@ def test_integers_use_integer_value_and_numbers_use_number_value() -> None:
 def test_proto_answer_with_unspecified_action_or_values_on_decline_is_rejected() -> None:
     with pytest.raises(FormError) as caught:
         answer_from_proto(form_pb2.Answer())
-    assert caught.value.reason is R.ANSWER_INVALID_ACTION
+    assert caught.value.reason is FormErrorReason.ANSWER_INVALID_ACTION
     declined = form_pb2.Answer(action=form_pb2.ACTION_DECLINE)
     declined.values["a"].string_value = "x"
     with pytest.raises(FormError) as caught:
         answer_from_proto(declined)
-    assert caught.value.reason is R.ANSWER_INVALID_ACTION
+    assert caught.value.reason is FormErrorReason.ANSWER_INVALID_ACTION
 
 
 def test_proto_answer_value_without_a_kind_is_rejected_naming_the_field() -> None:
@@ -214,7 +215,7 @@ def test_proto_answer_value_without_a_kind_is_rejected_naming_the_field() -> Non
     message.values["a"].SetInParent()
     with pytest.raises(FormError) as caught:
         answer_from_proto(message)
-    assert [(v.path, v.reason) for v in caught.value.violations] == [("/a", R.ANSWER_WRONG_TYPE)]
+    assert [(v.path, v.reason) for v in caught.value.violations] == [("/a", FormErrorReason.ANSWER_WRONG_TYPE)]
 
 
 def test_answer_to_proto_rejects_values_protobuf_cannot_carry() -> None:
@@ -222,9 +223,9 @@ def test_answer_to_proto_rejects_values_protobuf_cannot_carry() -> None:
     with pytest.raises(FormError) as caught:
         answer_to_proto(Answer(Action.ACCEPT, bad))
     assert {(v.path, v.reason) for v in caught.value.violations} == {
-        ("/big", R.ANSWER_WRONG_TYPE),
-        ("/obj", R.ANSWER_WRONG_TYPE),
-        ("/text", R.ANSWER_WRONG_TYPE),
+        ("/big", FormErrorReason.ANSWER_WRONG_TYPE),
+        ("/obj", FormErrorReason.ANSWER_WRONG_TYPE),
+        ("/text", FormErrorReason.ANSWER_WRONG_TYPE),
     }
 
 
@@ -242,7 +243,7 @@ def test_elicit_result_shapes_are_bare_and_integers_have_no_fraction() -> None:
 def test_elicit_result_refuses_values_on_decline() -> None:
     with pytest.raises(FormError) as caught:
         answer_to_elicit_result(Answer(Action.DECLINE, {"a": "x"}))
-    assert caught.value.reason is R.ANSWER_INVALID_ACTION
+    assert caught.value.reason is FormErrorReason.ANSWER_INVALID_ACTION
 
 
 def test_accept_without_content_decodes_to_no_values() -> None:
@@ -252,23 +253,23 @@ def test_accept_without_content_decodes_to_no_values() -> None:
 @pytest.mark.parametrize(
     ("result", "path", "reason"),
     [
-        ([], "$", R.ANSWER_INVALID_ACTION),
-        ("accept", "$", R.ANSWER_INVALID_ACTION),
-        ({}, "/action", R.ANSWER_INVALID_ACTION),
-        ({"action": "ACCEPT"}, "/action", R.ANSWER_INVALID_ACTION),
-        ({"action": "submit"}, "/action", R.ANSWER_INVALID_ACTION),
-        ({"action": 1}, "/action", R.ANSWER_INVALID_ACTION),
-        ({"action": "accept", "_meta": {}}, "/_meta", R.ANSWER_INVALID_ACTION),
-        ({"action": "accept", "resultType": "complete"}, "/resultType", R.ANSWER_INVALID_ACTION),
-        ({"action": "decline", "content": {}}, "/content", R.ANSWER_INVALID_ACTION),
-        ({"action": "cancel", "content": {"a": 1}}, "/content", R.ANSWER_INVALID_ACTION),
-        ({"action": "accept", "content": []}, "/content", R.ANSWER_WRONG_TYPE),
-        ({"action": "accept", "content": {"a": None}}, "/a", R.ANSWER_WRONG_TYPE),
-        ({"action": "accept", "content": {"a": {"b": 1}}}, "/a", R.ANSWER_WRONG_TYPE),
-        ({"action": "accept", "content": {"a": [1]}}, "/a", R.ANSWER_WRONG_TYPE),
-        ({"action": "accept", "content": {"a": ["x", None]}}, "/a", R.ANSWER_WRONG_TYPE),
-        ({"action": "accept", "content": {"a": float("nan")}}, "/a", R.ANSWER_WRONG_TYPE),
-        ({"action": "accept", "content": {"a": float("-inf")}}, "/a", R.ANSWER_WRONG_TYPE),
+        ([], "$", FormErrorReason.ANSWER_INVALID_ACTION),
+        ("accept", "$", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({}, "/action", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "ACCEPT"}, "/action", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "submit"}, "/action", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": 1}, "/action", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "accept", "_meta": {}}, "/_meta", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "accept", "resultType": "complete"}, "/resultType", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "decline", "content": {}}, "/content", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "cancel", "content": {"a": 1}}, "/content", FormErrorReason.ANSWER_INVALID_ACTION),
+        ({"action": "accept", "content": []}, "/content", FormErrorReason.ANSWER_WRONG_TYPE),
+        ({"action": "accept", "content": {"a": None}}, "/a", FormErrorReason.ANSWER_WRONG_TYPE),
+        ({"action": "accept", "content": {"a": {"b": 1}}}, "/a", FormErrorReason.ANSWER_WRONG_TYPE),
+        ({"action": "accept", "content": {"a": [1]}}, "/a", FormErrorReason.ANSWER_WRONG_TYPE),
+        ({"action": "accept", "content": {"a": ["x", None]}}, "/a", FormErrorReason.ANSWER_WRONG_TYPE),
+        ({"action": "accept", "content": {"a": float("nan")}}, "/a", FormErrorReason.ANSWER_WRONG_TYPE),
+        ({"action": "accept", "content": {"a": float("-inf")}}, "/a", FormErrorReason.ANSWER_WRONG_TYPE),
     ],
 )
 def test_answer_from_elicit_result_decodes_exact_shapes_only(
@@ -322,8 +323,8 @@ def test_an_unknown_proto_reason_degrades_to_a_generic_code_instead_of_crashing(
     unknown.reason = 999  # type: ignore[assignment]
     schema_side = form_pb2.FieldViolation(path="/properties/a", reason=form_pb2.FORM_ERROR_REASON_UNSPECIFIED)
     assert [v.reason for v in violations_from_proto([unknown, schema_side])] == [
-        R.ANSWER_CONSTRAINT,
-        R.SCHEMA_INVALID_VALUE,
+        FormErrorReason.ANSWER_CONSTRAINT,
+        FormErrorReason.SCHEMA_INVALID_VALUE,
     ]
 
 

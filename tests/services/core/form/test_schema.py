@@ -31,8 +31,6 @@ from tests.services.core.form.strategies import requested_schemas
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-R = FormErrorReason
-
 
 def decode(schema: object, message: str = "Please answer", limits: Limits = DEFAULT_LIMITS) -> Form:
     return decode_requested_schema(schema, message=message, limits=limits)
@@ -93,7 +91,7 @@ def test_sdk_style_schema_with_root_title_decodes_every_kind_in_property_order()
 def test_root_additional_properties_false_is_tolerated_but_true_is_rejected() -> None:
     assert decode(obj({"a": {"type": "string"}}, additionalProperties=False)).fields[0].name == "a"
     error = rejects(obj({"a": {"type": "string"}}, additionalProperties=True))
-    assert codes(error) == {("/additionalProperties", R.SCHEMA_UNSUPPORTED_KEYWORD)}
+    assert codes(error) == {("/additionalProperties", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD)}
 
 
 def test_legacy_enum_names_with_matching_length_become_non_ascii_labels() -> None:
@@ -187,78 +185,86 @@ def test_enum_behind_ref_is_rejected_naming_ref_and_defs() -> None:
     }
     error = rejects(schema)
     assert codes(error) == {
-        ("/$defs", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ("/properties/color/$ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/$defs", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/properties/color/$ref", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
     }
 
 
 @pytest.mark.parametrize(
     ("prop", "path", "reason"),
     [
-        ({"type": "object", "properties": {"x": {"type": "string"}}}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": ["string", "null"]}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "null"}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "array", "items": {"type": "number", "enum": [1]}}, "/items/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "array", "items": {"type": "string"}}, "/items", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "array", "items": {"type": "object"}}, "/items/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "array"}, "/items", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "array", "items": [{"type": "string"}]}, "/items", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "string", "pattern": "^a$"}, "/pattern", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}, "/anyOf", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"allOf": [{"type": "string"}]}, "/allOf", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"type": "string", "enum": ["a"], "minLength": 1}, "/minLength", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"type": "string", "enumNames": ["A"]}, "/enumNames", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"type": "string", "const": "a"}, "/const", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"type": "number", "exclusiveMinimum": 0}, "/exclusiveMinimum", R.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "object", "properties": {"x": {"type": "string"}}}, "/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": ["string", "null"]}, "/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "null"}, "/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        (
+            {"type": "array", "items": {"type": "number", "enum": [1]}},
+            "/items/type",
+            FormErrorReason.SCHEMA_UNSUPPORTED_TYPE,
+        ),
+        ({"type": "array", "items": {"type": "string"}}, "/items", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array", "items": {"type": "object"}}, "/items/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array"}, "/items", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "array", "items": [{"type": "string"}]}, "/items", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "string", "pattern": "^a$"}, "/pattern", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        (
+            {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "/anyOf",
+            FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD,
+        ),
+        ({"allOf": [{"type": "string"}]}, "/allOf", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "string", "enum": ["a"], "minLength": 1}, "/minLength", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "string", "enumNames": ["A"]}, "/enumNames", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "string", "const": "a"}, "/const", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "number", "exclusiveMinimum": 0}, "/exclusiveMinimum", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
         (
             {"type": "array", "items": {"type": "string", "enum": ["a"]}, "uniqueItems": True},
             "/uniqueItems",
-            R.SCHEMA_UNSUPPORTED_KEYWORD,
+            FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD,
         ),
         (
             {"type": "array", "items": {"type": "string", "enum": ["a"], "minLength": 1}},
             "/items/minLength",
-            R.SCHEMA_UNSUPPORTED_KEYWORD,
+            FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD,
         ),
         (
             {"oneOf": [{"const": "a", "title": "A", "description": "d"}]},
             "/oneOf/0/description",
-            R.SCHEMA_UNSUPPORTED_KEYWORD,
+            FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD,
         ),
-        ({"title": "only a title"}, "/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ({"type": "str"}, "/type", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "format": "password"}, "/format", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "format": 5}, "/format", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "minLength": -1}, "/minLength", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "minLength": True}, "/minLength", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "maxLength": 1.5}, "/maxLength", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "maxLength": 2**32}, "/maxLength", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "minLength": 5, "maxLength": 4}, "/minLength", R.SCHEMA_INVALID_VALUE),
-        ({"type": "number", "minimum": 2, "maximum": 1}, "/minimum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "number", "minimum": "0"}, "/minimum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "number", "maximum": False}, "/maximum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "title": 7}, "/title", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "description": ["x"]}, "/description", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "enum": []}, "/enum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "enum": ["a", 1]}, "/enum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "enum": "a"}, "/enum", R.SCHEMA_INVALID_VALUE),
-        ({"type": "string", "enum": ["a"], "enumNames": "A"}, "/enumNames", R.SCHEMA_INVALID_VALUE),
-        ({"oneOf": [{"const": "a"}]}, "/oneOf/0", R.SCHEMA_INVALID_VALUE),
-        ({"oneOf": [{"const": 1, "title": "One"}]}, "/oneOf/0", R.SCHEMA_INVALID_VALUE),
-        ({"oneOf": ["a"]}, "/oneOf/0", R.SCHEMA_INVALID_VALUE),
-        ({"oneOf": {"const": "a"}}, "/oneOf", R.SCHEMA_INVALID_VALUE),
+        ({"title": "only a title"}, "/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ({"type": "str"}, "/type", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "format": "password"}, "/format", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "format": 5}, "/format", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "minLength": -1}, "/minLength", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "minLength": True}, "/minLength", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "maxLength": 1.5}, "/maxLength", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "maxLength": 2**32}, "/maxLength", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "minLength": 5, "maxLength": 4}, "/minLength", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "number", "minimum": 2, "maximum": 1}, "/minimum", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "number", "minimum": "0"}, "/minimum", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "number", "maximum": False}, "/maximum", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "title": 7}, "/title", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "description": ["x"]}, "/description", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": []}, "/enum", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": ["a", 1]}, "/enum", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": "a"}, "/enum", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"type": "string", "enum": ["a"], "enumNames": "A"}, "/enumNames", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"oneOf": [{"const": "a"}]}, "/oneOf/0", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"oneOf": [{"const": 1, "title": "One"}]}, "/oneOf/0", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"oneOf": ["a"]}, "/oneOf/0", FormErrorReason.SCHEMA_INVALID_VALUE),
+        ({"oneOf": {"const": "a"}}, "/oneOf", FormErrorReason.SCHEMA_INVALID_VALUE),
         (
             {"type": "array", "items": {"type": "string", "enum": ["a"]}, "minItems": 2},
             "/minItems",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
         (
             {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 2, "maxItems": 1},
             "/minItems",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
-        ("string", "", R.SCHEMA_INVALID_VALUE),
-        (True, "", R.SCHEMA_INVALID_VALUE),
+        ("string", "", FormErrorReason.SCHEMA_INVALID_VALUE),
+        (True, "", FormErrorReason.SCHEMA_INVALID_VALUE),
     ],
 )
 def test_structures_outside_the_flat_primitive_subset_are_rejected_with_code_and_path(
@@ -271,24 +277,32 @@ def test_structures_outside_the_flat_primitive_subset_are_rejected_with_code_and
 @pytest.mark.parametrize(
     ("schema", "path", "reason"),
     [
-        ([], "$", R.SCHEMA_NOT_OBJECT),
-        ("object", "$", R.SCHEMA_NOT_OBJECT),
-        (None, "$", R.SCHEMA_NOT_OBJECT),
-        ({"type": "array", "properties": {}}, "/type", R.SCHEMA_NOT_OBJECT),
-        ({"properties": {}}, "/type", R.SCHEMA_NOT_OBJECT),
-        ({"type": "object"}, "/properties", R.SCHEMA_NOT_OBJECT),
-        ({"type": "object", "properties": []}, "/properties", R.SCHEMA_NOT_OBJECT),
-        ({"type": "object", "properties": {}, "required": ["ghost"]}, "/required/0", R.SCHEMA_UNKNOWN_REQUIRED),
-        ({"type": "object", "properties": {}, "required": "ghost"}, "/required", R.SCHEMA_INVALID_VALUE),
+        ([], "$", FormErrorReason.SCHEMA_NOT_OBJECT),
+        ("object", "$", FormErrorReason.SCHEMA_NOT_OBJECT),
+        (None, "$", FormErrorReason.SCHEMA_NOT_OBJECT),
+        ({"type": "array", "properties": {}}, "/type", FormErrorReason.SCHEMA_NOT_OBJECT),
+        ({"properties": {}}, "/type", FormErrorReason.SCHEMA_NOT_OBJECT),
+        ({"type": "object"}, "/properties", FormErrorReason.SCHEMA_NOT_OBJECT),
+        ({"type": "object", "properties": []}, "/properties", FormErrorReason.SCHEMA_NOT_OBJECT),
+        (
+            {"type": "object", "properties": {}, "required": ["ghost"]},
+            "/required/0",
+            FormErrorReason.SCHEMA_UNKNOWN_REQUIRED,
+        ),
+        ({"type": "object", "properties": {}, "required": "ghost"}, "/required", FormErrorReason.SCHEMA_INVALID_VALUE),
         (
             {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "a"]},
             "/required/1",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
-        ({"type": "object", "properties": {}, "$defs": {}}, "/$defs", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"type": "object", "properties": {}, "allOf": []}, "/allOf", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ({"type": "object", "properties": {}, "title": 3}, "/title", R.SCHEMA_INVALID_VALUE),
-        ({"type": "object", "properties": {"": {"type": "string"}}}, "/properties/", R.SCHEMA_INVALID_VALUE),
+        ({"type": "object", "properties": {}, "$defs": {}}, "/$defs", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "object", "properties": {}, "allOf": []}, "/allOf", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ({"type": "object", "properties": {}, "title": 3}, "/title", FormErrorReason.SCHEMA_INVALID_VALUE),
+        (
+            {"type": "object", "properties": {"": {"type": "string"}}},
+            "/properties/",
+            FormErrorReason.SCHEMA_INVALID_VALUE,
+        ),
     ],
 )
 def test_bad_roots_are_rejected_with_code_and_path(schema: object, path: str, reason: FormErrorReason) -> None:
@@ -309,7 +323,7 @@ def test_bad_roots_are_rejected_with_code_and_path(schema: object, path: str, re
     ],
 )
 def test_duplicate_option_values_are_rejected_at_the_second_occurrence(prop: dict[str, Any], path: str) -> None:
-    assert codes(rejects(obj({"f": prop}))) == {("/properties/f" + path, R.SCHEMA_DUPLICATE_OPTION)}
+    assert codes(rejects(obj({"f": prop}))) == {("/properties/f" + path, FormErrorReason.SCHEMA_DUPLICATE_OPTION)}
 
 
 @pytest.mark.parametrize(
@@ -353,17 +367,17 @@ def test_every_violation_is_listed_not_just_the_first() -> None:
         **{"$ref": "#/x"},
     )
     assert codes(rejects(schema)) == {
-        ("/$ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ("/required/0", R.SCHEMA_UNKNOWN_REQUIRED),
-        ("/properties/a/type", R.SCHEMA_UNSUPPORTED_TYPE),
-        ("/properties/b/pattern", R.SCHEMA_UNSUPPORTED_KEYWORD),
-        ("/properties/c/enum/1", R.SCHEMA_DUPLICATE_OPTION),
+        ("/$ref", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/required/0", FormErrorReason.SCHEMA_UNKNOWN_REQUIRED),
+        ("/properties/a/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+        ("/properties/b/pattern", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+        ("/properties/c/enum/1", FormErrorReason.SCHEMA_DUPLICATE_OPTION),
     }
 
 
 def test_property_names_are_escaped_as_json_pointers_in_paths() -> None:
     error = rejects(obj({"a/b~c": {"type": "object"}}))
-    assert codes(error) == {("/properties/a~1b~0c/type", R.SCHEMA_UNSUPPORTED_TYPE)}
+    assert codes(error) == {("/properties/a~1b~0c/type", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE)}
 
 
 class _Weird:
@@ -410,7 +424,7 @@ def test_weird_input_raises_form_error_and_nothing_else(schema: object) -> None:
 def test_a_message_that_is_not_a_string_is_rejected() -> None:
     with pytest.raises(FormError) as caught:
         decode_requested_schema(obj({}), message=5)  # type: ignore[arg-type]
-    assert codes(caught.value) == {("/message", R.SCHEMA_INVALID_VALUE)}
+    assert codes(caught.value) == {("/message", FormErrorReason.SCHEMA_INVALID_VALUE)}
 
 
 _json = st.recursive(
@@ -484,19 +498,19 @@ def test_request_exactly_at_the_default_byte_cap_is_accepted_and_one_byte_past_i
     past = copy.deepcopy(at_cap)
     past["properties"]["f0"]["description"] = past["properties"]["f0"]["description"][:-1] + "é"  # +1 byte
     error = rejects(past, "Fill in ✍")
-    assert codes(error) == {("$", R.LIMIT_EXCEEDED)}
+    assert codes(error) == {("$", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 def test_byte_cap_is_checked_first_before_any_structure() -> None:
     huge = {"$ref": "x" * 200, "type": "array"}
     size = _request_bytes(huge, "")
-    assert codes(rejects(huge, "", Limits(max_request_bytes=size - 1))) == {("$", R.LIMIT_EXCEEDED)}
+    assert codes(rejects(huge, "", Limits(max_request_bytes=size - 1))) == {("$", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 def test_a_legacy_schema_whose_canonical_form_outgrows_the_byte_cap_is_rejected_at_decode() -> None:
     schema = obj({"p": {"type": "string", "enum": ["a", "b", "c"], "enumNames": ["A", "B", "C"]}})
     limits = Limits(max_request_bytes=_request_bytes(schema, "m"))
-    assert codes(rejects(schema, "m", limits)) == {("$", R.LIMIT_EXCEEDED)}
+    assert codes(rejects(schema, "m", limits)) == {("$", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 @pytest.mark.parametrize("extra", [0, 1])
@@ -506,7 +520,7 @@ def test_field_count_cap(extra: int) -> None:
     if extra == 0:
         assert len(decode(schema).fields) == count
     else:
-        assert codes(rejects(schema)) == {("/properties", R.LIMIT_EXCEEDED)}
+        assert codes(rejects(schema)) == {("/properties", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 @pytest.mark.parametrize("shape", ["enum", "oneOf", "items.enum", "items.anyOf"])
@@ -527,7 +541,7 @@ def test_option_count_cap_for_every_select_shape(shape: str, extra: int) -> None
         assert len(field.options) == DEFAULT_LIMITS.max_options
     else:
         path = "/properties/s/" + shape.replace(".", "/")
-        assert codes(rejects(obj({"s": prop}))) == {(path, R.LIMIT_EXCEEDED)}
+        assert codes(rejects(obj({"s": prop}))) == {(path, FormErrorReason.LIMIT_EXCEEDED)}
 
 
 def _text_of(chars: int) -> str:
@@ -535,42 +549,43 @@ def _text_of(chars: int) -> str:
     return ("é🎉" * chars)[:chars]
 
 
-_L = DEFAULT_LIMITS
-
-
 @pytest.mark.parametrize(
     ("build", "cap", "path"),
     [
         (
             lambda n: (obj({"a": {"type": "string", "title": _text_of(n)}}), "m"),
-            _L.max_label_chars,
+            DEFAULT_LIMITS.max_label_chars,
             "/properties/a/title",
         ),
         (
             lambda n: (obj({"a": {"type": "string", "description": _text_of(n)}}), "m"),
-            _L.max_description_chars,
+            DEFAULT_LIMITS.max_description_chars,
             "/properties/a/description",
         ),
-        (lambda n: (obj({_text_of(n): {"type": "string"}}), "m"), _L.max_label_chars, "/properties/" + _text_of(201)),
-        (lambda n: (obj({}), _text_of(n)), _L.max_message_chars, "/message"),
+        (
+            lambda n: (obj({_text_of(n): {"type": "string"}}), "m"),
+            DEFAULT_LIMITS.max_label_chars,
+            "/properties/" + _text_of(201),
+        ),
+        (lambda n: (obj({}), _text_of(n)), DEFAULT_LIMITS.max_message_chars, "/message"),
         (
             lambda n: (obj({"a": {"oneOf": [{"const": "v", "title": _text_of(n)}]}}), "m"),
-            _L.max_label_chars,
+            DEFAULT_LIMITS.max_label_chars,
             "/properties/a/oneOf/0",
         ),
         (
             lambda n: (obj({"a": {"type": "string", "enum": ["v"], "enumNames": [_text_of(n)]}}), "m"),
-            _L.max_label_chars,
+            DEFAULT_LIMITS.max_label_chars,
             "/properties/a/enum/0",
         ),
         (
             lambda n: (obj({"a": {"type": "string", "enum": [_text_of(n)]}}), "m"),
-            _L.max_option_value_chars,
+            DEFAULT_LIMITS.max_option_value_chars,
             "/properties/a/enum/0",
         ),
         (
             lambda n: (obj({"a": {"type": "string", "minLength": n}}), "m"),
-            _L.max_string_value_chars,
+            DEFAULT_LIMITS.max_string_value_chars,
             "/properties/a/minLength",
         ),
     ],
@@ -580,14 +595,14 @@ def test_text_caps_count_code_points_exactly_at_accepted_one_past_rejected(build
     schema, message = build(cap)
     decode(schema, message)
     schema, message = build(cap + 1)
-    assert codes(rejects(schema, message)) == {(path, R.LIMIT_EXCEEDED)}
+    assert codes(rejects(schema, message)) == {(path, FormErrorReason.LIMIT_EXCEEDED)}
 
 
 def test_requester_text_over_the_label_cap_is_rejected() -> None:
     requester = Requester(claimed_server="s" * (DEFAULT_LIMITS.max_label_chars + 1))
     with pytest.raises(FormError) as caught:
         decode_requested_schema(obj({}), message="m", requester=requester)
-    assert codes(caught.value) == {("/requester/claimed_server", R.LIMIT_EXCEEDED)}
+    assert codes(caught.value) == {("/requester/claimed_server", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 # --- check_form
@@ -605,56 +620,68 @@ def test_check_form_returns_a_valid_form_unchanged() -> None:
 @pytest.mark.parametrize(
     ("form", "path", "reason"),
     [
-        (_form(StringField(name="", label="x")), "/properties/", R.SCHEMA_INVALID_VALUE),
+        (_form(StringField(name="", label="x")), "/properties/", FormErrorReason.SCHEMA_INVALID_VALUE),
         (
             _form(BooleanField(name="a", label="a"), StringField(name="a", label="b")),
             "/properties/a",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
         (
             _form(SingleSelectField(name="s", label="s", options=(Option("x", "x"), Option("x", "y")))),
             "/properties/s/oneOf/1",
-            R.SCHEMA_DUPLICATE_OPTION,
+            FormErrorReason.SCHEMA_DUPLICATE_OPTION,
         ),
-        (_form(SingleSelectField(name="s", label="s", options=())), "/properties/s/enum", R.SCHEMA_INVALID_VALUE),
+        (
+            _form(SingleSelectField(name="s", label="s", options=())),
+            "/properties/s/enum",
+            FormErrorReason.SCHEMA_INVALID_VALUE,
+        ),
         (
             _form(SingleSelectField(name="s", label="s", options=(Option("x", "x"),), default="y")),
             "/properties/s/default",
-            R.SCHEMA_INVALID_DEFAULT,
+            FormErrorReason.SCHEMA_INVALID_DEFAULT,
         ),
         (
             _form(NumberField(name="n", label="n", integer=True, default=1.5)),
             "/properties/n/default",
-            R.SCHEMA_INVALID_DEFAULT,
+            FormErrorReason.SCHEMA_INVALID_DEFAULT,
         ),
         (
             _form(NumberField(name="n", label="n", minimum=float("nan"))),
             "/properties/n/minimum",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
         (
             _form(NumberField(name="n", label="n", minimum=2, maximum=1)),
             "/properties/n/minimum",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
         (
             _form(StringField(name="t", label="t", min_length=3, max_length=2)),
             "/properties/t/minLength",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
-        (_form(StringField(name="t", label="t", max_length=2**32)), "/properties/t/maxLength", R.SCHEMA_INVALID_VALUE),
-        (_form(StringField(name="t", label="t" * 201)), "/properties/t/title", R.LIMIT_EXCEEDED),
+        (
+            _form(StringField(name="t", label="t", max_length=2**32)),
+            "/properties/t/maxLength",
+            FormErrorReason.SCHEMA_INVALID_VALUE,
+        ),
+        (_form(StringField(name="t", label="t" * 201)), "/properties/t/title", FormErrorReason.LIMIT_EXCEEDED),
         (
             _form(MultiSelectField(name="m", label="m", options=(Option("a", "a"),), min_items=2)),
             "/properties/m/minItems",
-            R.SCHEMA_INVALID_VALUE,
+            FormErrorReason.SCHEMA_INVALID_VALUE,
         ),
-        (_form(message="x" * 4001), "/message", R.LIMIT_EXCEEDED),
-        (_form(*[BooleanField(name=f"b{i}", label="b") for i in range(33)]), "/properties", R.LIMIT_EXCEEDED),
+        (_form(message="x" * 4001), "/message", FormErrorReason.LIMIT_EXCEEDED),
+        (
+            _form(*[BooleanField(name=f"b{i}", label="b") for i in range(33)]),
+            "/properties",
+            FormErrorReason.LIMIT_EXCEEDED,
+        ),
         (
             Form(message="m", fields=(), requester=Requester(claimed_tool="t" * 201)),
             "/requester/claimed_tool",
-            R.LIMIT_EXCEEDED,
+            FormErrorReason.LIMIT_EXCEEDED,
         ),
     ],
 )
@@ -672,7 +699,7 @@ def test_check_form_enforces_the_byte_cap_on_the_canonical_schema() -> None:
     assert check_form(form, limits=Limits(max_request_bytes=size)) is form
     with pytest.raises(FormError) as caught:
         check_form(form, limits=Limits(max_request_bytes=size - 1))
-    assert codes(caught.value) == {("$", R.LIMIT_EXCEEDED)}
+    assert codes(caught.value) == {("$", FormErrorReason.LIMIT_EXCEEDED)}
 
 
 def test_check_form_turns_a_malformed_form_into_form_error() -> None:
@@ -693,11 +720,11 @@ def test_every_schema_from_the_allowed_subset_decodes_and_passes_check_form(sche
 
 
 _MUTATIONS: list[tuple[str, FormErrorReason]] = [
-    ("pattern", R.SCHEMA_UNSUPPORTED_KEYWORD),
-    ("ref", R.SCHEMA_UNSUPPORTED_KEYWORD),
-    ("nested-object", R.SCHEMA_UNSUPPORTED_TYPE),
-    ("union", R.SCHEMA_UNSUPPORTED_TYPE),
-    ("duplicate-option", R.SCHEMA_DUPLICATE_OPTION),
+    ("pattern", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+    ("ref", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD),
+    ("nested-object", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+    ("union", FormErrorReason.SCHEMA_UNSUPPORTED_TYPE),
+    ("duplicate-option", FormErrorReason.SCHEMA_DUPLICATE_OPTION),
 ]
 
 
@@ -773,7 +800,9 @@ def test_a_required_name_that_is_not_a_property_is_rejected(schema: dict[str, An
     if ghost in schema["properties"]:
         return
     schema["required"] = [*schema.get("required", []), ghost]
-    assert (f"/required/{len(schema['required']) - 1}", R.SCHEMA_UNKNOWN_REQUIRED) in codes(rejects(schema))
+    assert (f"/required/{len(schema['required']) - 1}", FormErrorReason.SCHEMA_UNKNOWN_REQUIRED) in codes(
+        rejects(schema)
+    )
 
 
 # --- reasonable schemas no longer fail the whole call (finding 5), dialects (finding 9) of
@@ -816,7 +845,7 @@ def test_a_supported_schema_dialect_is_accepted(dialect: str) -> None:
 )
 def test_an_unsupported_schema_dialect_is_an_error_not_validated_as_2020_12(dialect: str) -> None:
     schema = obj({"s": {"type": "string"}}, **{"$schema": dialect})
-    assert codes(rejects(schema)) == {("/$schema", R.SCHEMA_UNSUPPORTED_KEYWORD)}
+    assert codes(rejects(schema)) == {("/$schema", FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD)}
 
 
 def test_a_time_zone_list_of_a_thousand_options_decodes() -> None:
