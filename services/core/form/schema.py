@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from services.core.form.answer import check_value, is_valid_unicode, safe_number
 from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
+from services.core.form.mcp_json import form_to_requested_schema
 from services.core.form.model import (
     BooleanField,
     Field,
@@ -487,8 +488,6 @@ def _check_field_semantics(
 
 
 def _check_form_bytes(form: Form, limits: Limits) -> None:
-    from services.core.form.convert import form_to_requested_schema  # convert imports nothing from here
-
     size = _request_bytes(form.message, form_to_requested_schema(form))
     if size > limits.max_request_bytes:
         raise FormError(
@@ -539,7 +538,7 @@ def decode_requested_schema(
     violation with a JSON-Pointer path (``$`` = whole request): ``LIMIT_EXCEEDED`` (request bytes — checked first,
     on ``json.dumps({"message", "requestedSchema"}, ensure_ascii=False)`` UTF-8 bytes — message length, field
     count, option count, name/label/description/option lengths; the decoded form must also fit the byte cap in
-    its canonical :func:`~services.core.form.convert.form_to_requested_schema` shape so :func:`check_form` accepts
+    its canonical :func:`~services.core.form.mcp_json.form_to_requested_schema` shape so :func:`check_form` accepts
     it), ``SCHEMA_NOT_OBJECT``, ``SCHEMA_UNSUPPORTED_KEYWORD`` (``$ref``, ``$defs``, ``pattern``, property-level
     ``anyOf``, ...), ``SCHEMA_UNSUPPORTED_TYPE`` (nested object, union, arrays of anything but enum strings),
     ``SCHEMA_INVALID_VALUE``, ``SCHEMA_UNKNOWN_REQUIRED``, ``SCHEMA_DUPLICATE_OPTION``, ``SCHEMA_INVALID_DEFAULT``.
