@@ -32,6 +32,9 @@ and connection, and only while that invocation still awaits it:
   provider loss or replacement (``provider_lost``), a final result / failure / execution timeout while pending
   (``invocation_settled``), a Tool refresh (``superseded``), shutdown (``stopped``) — deliver no
   interaction result to the provider afterwards.
+
+The records the state machine keeps (invocations, registrations, provider streams) are in
+:mod:`services.broker.model`; the shape checks of what it receives, and its caps, in :mod:`services.broker.validation`.
 """
 
 from __future__ import annotations
