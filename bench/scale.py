@@ -29,7 +29,7 @@ from examples.deploy_server import DEPLOY_MESSAGE, DEPLOY_SCHEMA
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.channels import open_channel
-from services.core.form import Requester, convert, decode_requested_schema
+from services.core.form import Requester, decode_requested_schema, form_to_proto
 from services.interaction.keys import Keys
 from surfaces.common.interaction_client import Closed, CloseReason, InteractionClient, Opened, Snapshot
 
@@ -41,7 +41,7 @@ def deploy_form() -> form_pb2.Form:
     """The example ``deploy`` form as the provider would send it (decoded from the server's schema)."""
     requester = Requester("mcp:examples", "examples", "examples", "deploy")
     form = decode_requested_schema(DEPLOY_SCHEMA, message=DEPLOY_MESSAGE, requester=requester)
-    return convert.form_to_proto(form)
+    return form_to_proto(form)
 
 
 @dataclass

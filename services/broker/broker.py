@@ -34,6 +34,9 @@ and connection, and only while that invocation still awaits it:
   provider loss or replacement (``provider_lost``), a final result / failure / execution timeout while pending
   (``invocation_settled``), a Tool refresh (``superseded``), shutdown (``stopped``) — deliver no
   interaction result to the provider afterwards.
+
+The records the state machine keeps (invocations, registrations, provider streams) are in
+:mod:`services.broker.model`; the shape checks of what it receives, and its caps, in :mod:`services.broker.validation`.
 """
 
 from __future__ import annotations
@@ -45,13 +48,11 @@ import logging
 import secrets
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf import duration_pb2
 
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
@@ -67,7 +68,23 @@ from services.broker.errors import (
     NotPermitted,
     OpenRefused,
 )
+from services.broker.model import (
+    Invocation,
+    InvocationState,
+    Notifier,
+    ProviderStream,
+    Registration,
+    call_summary,
+)
 from services.broker.servers import ServerTable, unavailable_message
+from services.broker.validation import (
+    MAX_ID_CHARS,
+    MAX_MESSAGE_CHARS,
+    check_call_request,
+    check_id,
+    check_sign_in_status,
+    check_tools,
+)
 from services.core import metrics
 from services.core.reasons import BrokerErrorReason, InteractionErrorReason
 from services.core.status import NotFound
@@ -75,32 +92,10 @@ from services.core.status import NotFound
 log = logging.getLogger("maka.broker.broker")
 
 
-MAX_ID_CHARS = 256
-MAX_AUTHORIZATION_URL_CHARS = 8192
-"""Cap of a published OAuth authorization URL."""
-"""Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
-MAX_MESSAGE_CHARS = 2000
-"""Provider failure / progress messages are cut to this many code points."""
 RECENT_CALLS = 200
 """Settled invocations kept for activity lists (``GetStatus.recent_calls``)."""
 SETTLED_MEMORY = 4096
 """How many settled invocation ids are remembered to tell late frames from unknown ones."""
-
-
-class InvocationState(StrEnum):
-    """Where one logical Tool invocation is."""
-
-    RUNNING = "running"
-    OPENING = "opening"
-    """The provider asked for a form; the Interaction service has not confirmed it yet."""
-    AWAITING = "awaiting_interaction"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    LOST = "lost"
-    STOPPED = "stopped"
-
-
-TERMINAL = frozenset({InvocationState.SUCCEEDED, InvocationState.FAILED, InvocationState.LOST, InvocationState.STOPPED})
 
 
 class InteractionHost(Protocol):
@@ -132,144 +127,6 @@ class InteractionHost(Protocol):
     ) -> object:
         """Record whether an answer reached its provider; retried like :meth:`close_durably`."""
         ...
-
-
-class _Notifier:
-    """A bounded outgoing queue drained by one stream, with an explicit end."""
-
-    def __init__(self, maxsize: int) -> None:
-        self._items: deque[Any] = deque()
-        self._wake = asyncio.Event()
-        self._maxsize = maxsize
-        self.closed = False
-
-    def push(self, item: Any, *, force: bool = False) -> bool:
-        """Queue ``item``; False when closed or full (the caller decides what full means).
-
-        ``force`` bypasses the bound for lifecycle events that must never be dropped (there are
-        few of them per invocation: accepted, one awaiting/settled pair per bounded round).
-        """
-        if self.closed or (len(self._items) >= self._maxsize and not force):
-            return False
-        self._items.append(item)
-        self._wake.set()
-        return True
-
-    def full(self) -> bool:
-        return len(self._items) >= self._maxsize
-
-    def drop_oldest(self) -> None:
-        if self._items:
-            self._items.popleft()
-
-    def close(self) -> None:
-        self.closed = True
-        self._wake.set()
-
-    async def drain(self) -> AsyncIterator[Any]:
-        """Yield queued items until closed and empty."""
-        while True:
-            self._wake.clear()
-            while self._items:
-                yield self._items.popleft()
-            if self.closed:
-                return
-            await self._wake.wait()
-
-
-@dataclass(eq=False)
-class ProviderStream:
-    """One provider ``Connect`` stream."""
-
-    connection_id: str
-    outbox: _Notifier
-    registration: Registration | None = None
-    last_seen: float = field(default_factory=time.monotonic)
-
-    def frames(self) -> AsyncIterator[broker_pb2.ConnectResponse]:
-        """The frames to write to the provider, ending when the broker ends the stream."""
-        return self.outbox.drain()
-
-
-@dataclass(eq=False)
-class Registration:
-    """A live (or retired) provider registration and the Tools it offers."""
-
-    registration_id: str
-    provider_id: str
-    display_name: str
-    stream: ProviderStream
-    tools: dict[str, broker_pb2.ToolDescriptor]
-    """Qualified ``SERVER:TOOL`` → descriptor."""
-    invocations: dict[str, Invocation] = field(default_factory=lambda: dict[str, "Invocation"]())
-    live: bool = True
-    sign_in: broker_pb2.SignInStatus | None = None
-    """The OAuth sign-in status the provider last published for its server (``sign_in_status``)."""
-
-
-@dataclass(eq=False)
-class Invocation:
-    """One logical Tool invocation (possibly several provider legs around nested forms)."""
-
-    invocation_id: str
-    session_id: str
-    turn_id: str
-    tool_use_id: str
-    qualified_name: str
-    arguments_json: str
-    registration: Registration | None
-    log: CallLog
-    owner: str = ""
-    """The principal that started it (only it may reattach)."""
-    call_id: str = ""
-    state: InvocationState = InvocationState.RUNNING
-    terminal: broker_pb2.CallToolResponse | None = None
-    timer: asyncio.TimerHandle | None = None
-    timer_generation: int = 0
-    run_started: float = 0.0
-    """Monotonic time the running execution timer was armed."""
-    run_spent: float = 0.0
-    """Seconds of provider execution (timer running) of earlier legs: the max-total budget's use."""
-    correlation_id: str = ""
-    interaction_id: str = ""
-    late_form_close: interaction_pb2.CloseReason.ValueType = interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
-    """How to close a form whose open completes after the invocation settled (and why an undelivered
-    answer was lost)."""
-    undelivered: str = ""
-    """The answered form whose InteractionResult went to the provider, receipt not yet confirmed."""
-    tasks: set[asyncio.Task[Any]] = field(default_factory=lambda: set[asyncio.Task[Any]]())
-    interaction_expires_at: timestamp_pb2.Timestamp | None = None
-    """When the pending form's bounded wait ends (for ``status`` events)."""
-    watchers: int = 0
-    """Caller streams following this invocation now (CallTool, WatchCall)."""
-    grace: asyncio.TimerHandle | None = None
-    """Armed while nobody is attached: stops the invocation when the reattach grace ends."""
-    interaction_ids: list[str] = field(default_factory=lambda: list[str]())
-    """Every form this invocation asked for (activity lists)."""
-    started_at: float = field(default_factory=time.time)
-    ended_at: float = 0.0
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.state in TERMINAL
-
-    def emit(self, event: broker_pb2.CallToolResponse) -> None:
-        """Log a lifecycle event for the caller (never dropped; progress may be). Nothing is logged
-        once the invocation settled: its terminal event is the last one."""
-        if self.terminal is None:
-            self.log.append(event)
-
-    def status(self) -> broker_pb2.CallStatus:
-        """The keepalive ``status`` of this invocation now (phase, pending form and its expiry)."""
-        status = broker_pb2.CallStatus(
-            invocation_id=self.invocation_id, phase=broker_pb2.CALL_PHASE_RUNNING, watchers=self.watchers
-        )
-        if self.state is InvocationState.AWAITING and self.interaction_id:
-            status.phase = broker_pb2.CALL_PHASE_AWAITING_INTERACTION
-            status.interaction_id = self.interaction_id
-            if self.interaction_expires_at is not None:
-                status.interaction_expires_at.CopyFrom(self.interaction_expires_at)
-        return status
 
 
 class Broker:
@@ -403,7 +260,7 @@ class Broker:
             if len(out) >= limit:
                 break
             if visible(invocation.session_id):
-                out.append(_summary(invocation))
+                out.append(call_summary(invocation))
         return out
 
     def status(self, visible: Callable[[str], bool] = lambda _session: True) -> broker_pb2.GetStatusResponse:
@@ -430,7 +287,7 @@ class Broker:
 
     def open_provider_stream(self) -> ProviderStream:
         """A new provider stream; the broker mints its connection id."""
-        stream = ProviderStream(connection_id=_mint("conn"), outbox=_Notifier(self._queue_size))
+        stream = ProviderStream(connection_id=_mint("conn"), outbox=Notifier(self._queue_size))
         self._streams.add(stream)
         if self._shutting_down:
             stream.outbox.close()
@@ -501,10 +358,10 @@ class Broker:
             raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
         if self._shutting_down:
             raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
-        problem = _check_id("provider_id", register.provider_id)
+        problem = check_id("provider_id", register.provider_id)
         tools: dict[str, broker_pb2.ToolDescriptor] = {}
         if problem is None:
-            tools, problem = _check_tools(register.tools)
+            tools, problem = check_tools(register.tools)
         if problem is not None:
             raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         old = self._registrations.get(register.provider_id)
@@ -547,7 +404,7 @@ class Broker:
         )
 
     def _tools_changed(self, registration: Registration, descriptors: Iterable[broker_pb2.ToolDescriptor]) -> None:
-        tools, problem = _check_tools(descriptors)
+        tools, problem = check_tools(descriptors)
         if problem is not None:
             raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         for name in registration.tools:
@@ -568,13 +425,7 @@ class Broker:
                 )
 
     def _sign_in_status(self, registration: Registration, status: broker_pb2.SignInStatus) -> None:
-        problem = _check_id("server", status.server)
-        if problem is None and ":" in status.server:
-            problem = "server must not contain ':'"
-        if problem is None and len(status.authorization_url) > MAX_AUTHORIZATION_URL_CHARS:
-            problem = "authorization_url is too long"
-        if problem is None and (status.state == broker_pb2.SIGN_IN_STATE_REQUIRED) != bool(status.authorization_url):
-            problem = "authorization_url is required with SIGN_IN_STATE_REQUIRED and only then"
+        problem = check_sign_in_status(status)
         if problem is not None:
             raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
         registration.sign_in = status if status.state != broker_pb2.SIGN_IN_STATE_UNSPECIFIED else None
@@ -1117,28 +968,10 @@ class Broker:
         return invocation
 
     def _route(self, request: broker_pb2.CallToolRequest, arguments_json: str) -> Registration:
-        for name, value in (
-            ("session_id", request.session_id),
-            ("turn_id", request.turn_id),
-            ("tool_use_id", request.tool_use_id),
-            ("tool_name", request.tool_name),
-        ):
-            problem = _check_id(name, value)
-            if problem is not None:
-                raise InvalidRequest(problem)
-        if request.call_id:
-            problem = _check_id("call_id", request.call_id)
-            if problem is not None:
-                raise InvalidRequest(problem)
-        server, sep, tool = request.tool_name.partition(":")
-        if not sep or not server or not tool:
-            raise InvalidRequest("tool_name must be qualified as SERVER:TOOL")
-        try:
-            arguments = json.loads(arguments_json)
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            raise InvalidRequest("arguments_json must be a JSON object")
+        arguments, problem = check_call_request(request, arguments_json)
+        if problem is not None:
+            raise InvalidRequest(problem)
+        server = request.tool_name.partition(":")[0]
         for other in self._invocations.values():
             if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
                 raise InvalidRequest("a live invocation already has this tool_use_id in the session")
@@ -1498,76 +1331,9 @@ class _Refused(Exception):
         self.message = message
 
 
-def _stamp(seconds: float) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromNanoseconds(int(seconds * 1e9))
-    return stamp
-
-
-def _summary(invocation: Invocation) -> broker_pb2.CallSummary:
-    """Status only: ids, the Tool name, the state and the failure code; never arguments or results."""
-    summary = broker_pb2.CallSummary(
-        invocation_id=invocation.invocation_id,
-        session_id=invocation.session_id,
-        turn_id=invocation.turn_id,
-        tool_name=invocation.qualified_name,
-        state=invocation.state.value,
-        interaction_ids=invocation.interaction_ids,
-        start_time=_stamp(invocation.started_at),
-    )
-    terminal = invocation.terminal
-    if terminal is not None:
-        kind = terminal.WhichOneof("event")
-        if kind == "failure":
-            summary.failure_code = terminal.failure.code
-        elif kind == "result":
-            summary.is_error = terminal.result.is_error
-        summary.end_time.CopyFrom(_stamp(invocation.ended_at))
-    return summary
-
-
 def _failure(code: broker_pb2.FailureCode.ValueType, message: str) -> broker_pb2.CallToolResponse:
     return broker_pb2.CallToolResponse(failure=broker_pb2.CallFailure(code=code, message=message))
 
 
 def _mint(prefix: str) -> str:
     return f"{prefix}_{secrets.token_urlsafe(12)}"
-
-
-def _check_id(name: str, value: str) -> str | None:
-    if not value:
-        return f"{name} is required"
-    if len(value) > MAX_ID_CHARS:
-        return f"{name} is longer than {MAX_ID_CHARS} characters"
-    if not value.isprintable():
-        return f"{name} has control characters"
-    return None
-
-
-def _check_tools(
-    descriptors: Iterable[broker_pb2.ToolDescriptor],
-) -> tuple[dict[str, broker_pb2.ToolDescriptor], str | None]:
-    tools: dict[str, broker_pb2.ToolDescriptor] = {}
-    for descriptor in descriptors:
-        for name, value in (("tool name", descriptor.name), ("claimed_server", descriptor.claimed_server)):
-            problem = _check_id(name, value)
-            if problem is not None:
-                return {}, problem
-        if ":" in descriptor.claimed_server:
-            return {}, "claimed_server must not contain ':'"
-        for field_name, text in (
-            ("input_schema_json", descriptor.input_schema_json),
-            ("output_schema_json", descriptor.output_schema_json),
-        ):
-            if text:
-                try:
-                    schema = json.loads(text)
-                except ValueError:
-                    schema = None
-                if not isinstance(schema, dict):
-                    return {}, f"{field_name} of {descriptor.name} is not a JSON object"
-        qualified = f"{descriptor.claimed_server}:{descriptor.name}"
-        if qualified in tools:
-            return {}, f"duplicate Tool {qualified}"
-        tools[qualified] = descriptor
-    return tools, None

@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.broker.broker import Broker, ProviderStream
+from services.broker.broker import Broker
 from services.broker.errors import NotPermitted
+from services.broker.model import ProviderStream
 from services.core.auth import Role, current_principal
 from services.core.status import ServiceError, abort
 

@@ -27,7 +27,17 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core import metrics
 from services.core.auth import Principal
-from services.core.form import FormError, FormErrorReason, Violation, check_form, convert, validate_answer
+from services.core.form import (
+    FormError,
+    FormErrorReason,
+    Violation,
+    answer_from_proto,
+    answer_to_proto,
+    check_form,
+    form_from_proto,
+    form_to_proto,
+    validate_answer,
+)
 from services.core.limits import DEFAULT_LIMITS, Limits
 from services.core.status import ServiceError
 from services.interaction import errors
@@ -434,7 +444,7 @@ class InteractionAuthority:
         if form.ByteSize() > self.limits.max_request_bytes * 2:
             raise errors.LimitExceeded("the form is larger than the request cap")
         try:
-            canonical = convert.form_to_proto(check_form(convert.form_from_proto(form), limits=self.limits))
+            canonical = form_to_proto(check_form(form_from_proto(form), limits=self.limits))
         except FormError as error:
             raise errors.InvalidForm(error) from error
         wait = self.settings.form_wait_seconds if not wait_seconds or wait_seconds <= 0 else wait_seconds
@@ -642,14 +652,14 @@ class InteractionAuthority:
         record = await self._visible_record(principal, interaction_id, session_id, opened=True)
         self._raise_if_settled(record.interaction, record.state, record.submission_id, submission_id)
         try:
-            form = convert.form_from_proto(record.interaction.form)
-            normalized = validate_answer(form, convert.answer_from_proto(answer), limits=self.limits)
+            form = form_from_proto(record.interaction.form)
+            normalized = validate_answer(form, answer_from_proto(answer), limits=self.limits)
         except FormError as error:
             raise errors.InvalidAnswer(error) from error
         new = interaction_pb2.Interaction()
         new.CopyFrom(record.interaction)
         new.state = interaction_pb2.INTERACTION_STATE_ANSWERED
-        new.answer.CopyFrom(convert.answer_to_proto(normalized))
+        new.answer.CopyFrom(answer_to_proto(normalized))
         new.close_reason = interaction_pb2.CLOSE_REASON_ANSWERED
         new.delivery = interaction_pb2.DELIVERY_STATE_PENDING
         new.settled_at.FromMilliseconds(self._now_ms())

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import grpc.aio
@@ -79,6 +79,44 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self._streams.discard(queue)
         if not self._streams:
             self._idle.set()
+
+    async def _serve_bidi(
+        self,
+        context: _Ctx,
+        queue: asyncio.Queue[R | ServiceError | _End],
+        workers: Iterable[Callable[[], Coroutine[Any, Any, None]]],
+        *,
+        also_cancel: Iterable[asyncio.Task[Any]] = (),
+    ) -> AsyncGenerator[R, None]:
+        """The one-reader/one-writer loop of a bidi stream (HostLink and Attach).
+
+        Starts one task per worker (the request reader and the Redis follower), which feed the bounded
+        ``queue`` (:data:`_QUEUE_SIZE`), and yields what they queue until one queues :data:`_END` (the request
+        side ended, the follower overflowed, or :meth:`drain`). A queued :class:`ServiceError` ends the stream
+        with its status through :func:`abort`; per-frame failures are frames the workers queue. However the
+        stream ends (end, error, cancellation, the client going away), every worker and every task still in
+        ``also_cancel`` (read when the stream ends) is cancelled and awaited, and the stream stops counting
+        for :meth:`drain`. Callers iterate it inside :func:`contextlib.aclosing` so that cleanup runs when
+        their own generator is closed.
+        """
+        tasks = [asyncio.create_task(worker()) for worker in workers]
+        self._track(queue)
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _End):
+                    return
+                if isinstance(item, ServiceError):
+                    await abort(context, item)
+                yield item
+        finally:
+            pending = [*tasks, *also_cancel]
+            for task in pending:
+                task.cancel()
+            for task in pending:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._untrack(queue)
 
     async def _call(self, context: _Ctx, call: Callable[[], Awaitable[R]]) -> R:
         try:
@@ -184,23 +222,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             except SubscriberOverflow:  # the broker resumes (resume_epoch + watched ids): nothing is lost
                 await queue.put(_END)
 
-        tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
-        self._track(queue)
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, _End):
-                    return
-                if isinstance(item, ServiceError):
-                    await abort(context, item)
-                yield item
-        finally:
-            for task in [*tasks, *opens]:
-                task.cancel()
-            for task in [*tasks, *opens]:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            self._untrack(queue)
+        async with contextlib.aclosing(self._serve_bidi(context, queue, (read, follow), also_cancel=opens)) as frames:
+            async for frame in frames:
+                yield frame
 
     async def _resolve(self, principal: Principal, host_id: str) -> InteractionAuthority:
         return self.tier.resolve(principal, host_id)
@@ -333,24 +357,12 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
             except SubscriberOverflow:  # a resumable end: the surface resumes with its last token
                 await queue.put(_END)
 
-        tasks = [asyncio.create_task(read()), asyncio.create_task(follow())]
-        self._track(queue)
         stream_id = await self.presence.join(authority.store, principal, subscribe.surface_kind, list(start.positions))
         try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, _End):
-                    return
-                if isinstance(item, ServiceError):
-                    await abort(context, item)
-                yield item
+            async with contextlib.aclosing(self._serve_bidi(context, queue, (read, follow))) as frames:
+                async for frame in frames:
+                    yield frame
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            self._untrack(queue)
             await asyncio.shield(self.presence.leave(stream_id))
 
     # --- Unary ------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ from pydantic import ValidationError
 from services.core import metrics, tracing
 from services.core.form import Answer, Form, FormError, FormErrorReason, Requester, decode_requested_schema
 from services.core.form import validate_answer as core_validate_answer
-from services.core.form.convert import answer_to_elicit_result
+from services.core.form.mcp_json import answer_to_elicit_result
 from services.core.limits import DEFAULT_LIMITS, Limits
 from services.mcp_provider import capabilities
 from services.mcp_provider.connection import LocalTimeout, McpConnection, ToolBinding, TransportClosed

@@ -47,7 +47,7 @@ import grpc.aio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2
 from services.core.form import Answer, Form
-from services.core.form.convert import answer_from_proto, form_to_proto
+from services.core.form.protobuf import answer_from_proto, form_to_proto
 from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState, SignIn
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round

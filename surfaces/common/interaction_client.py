@@ -40,7 +40,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 from services.core.channels import open_channel
-from services.core.form import Answer, Form, FormError, Requester, convert
+from services.core.form import Answer, Form, FormError, Requester, answer_from_proto, answer_to_proto, form_from_proto
 from services.core.reasons import ErrorReason
 from services.core.status import ErrorDetail, error_from_rpc
 from surfaces.common.form_input import field_to_json
@@ -172,7 +172,7 @@ def _decode_form(message: form_pb2.Form) -> Form:
     """``form_from_proto``, or — when a stored form breaks the contract — a field-less stand-in that says so, so a
     stream never dies on one bad record and the user can still decline or dismiss it."""
     try:
-        return convert.form_from_proto(message)
+        return form_from_proto(message)
     except FormError as error:
         log.warning("form_undecodable", extra={"reason": error.reason.value})
         requester = Requester(
@@ -214,7 +214,7 @@ def state_of(value: int) -> InteractionState:
 class InteractionView:
     """A surface's typed view of one canonical ``maka.interaction.v1.Interaction``.
 
-    ``form`` is decoded with :func:`services.core.form.convert.form_from_proto`; its message and
+    ``form`` is decoded with :func:`services.core.form.protobuf.form_from_proto`; its message and
     labels are untrusted server text, to be shown as plain text. Times are timezone-aware UTC.
     """
 
@@ -295,7 +295,7 @@ class InteractionView:
     def from_proto(cls, message: interaction_pb2.Interaction) -> InteractionView:
         """Decode ``message``. A form that breaks the contract becomes a field-less stand-in whose message says so."""
         binding = message.binding
-        answer = convert.answer_from_proto(message.answer) if message.HasField("answer") else None
+        answer = answer_from_proto(message.answer) if message.HasField("answer") else None
         return cls(
             interaction_id=message.interaction_id,
             session_id=binding.session_id,
@@ -544,7 +544,7 @@ class InteractionClient:
             interaction_id=interaction_id,
             session_id=session_id,
             submission_id=submission_id or new_submission_id(),
-            answer=convert.answer_to_proto(answer),
+            answer=answer_to_proto(answer),
             host_id=self.host_id,
         )
         try:

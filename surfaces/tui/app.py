@@ -31,6 +31,8 @@ implements :class:`FormsBackend` (the real :class:`~surfaces.common.interaction_
 does, and :class:`surfaces.tui.backend.FollowingBackend`, which ``maka tui`` uses, re-locates the stack
 and re-subscribes with a fresh snapshot on every reconnect). ``connect`` is called inside the app's event
 loop, on mount.
+
+The form panel's widgets live in :mod:`surfaces.tui.widgets`; the stylesheet is ``app.tcss`` beside this module.
 """
 
 from __future__ import annotations
@@ -42,17 +44,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import on, work
-from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
-from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import (
     Button,
@@ -62,31 +60,24 @@ from textual.widgets import (
     Label,
     ListItem,
     ListView,
-    RadioButton,
     RadioSet,
     Select,
     SelectionList,
     Static,
 )
-from textual.widgets.option_list import OptionDoesNotExist
 
 from services.core.form import (
     Action,
     Answer,
-    BooleanField,
     Field,
     MultiSelectField,
-    NumberField,
     SingleSelectField,
-    StringField,
 )
 from services.core.reasons import ErrorReason, InteractionErrorReason
 from surfaces.common.form_input import (
     RawInput,
     check_form_input,
-    field_hints,
     filter_options,
-    format_hint,
     format_time_left,
     initial_raws,
     plain_text,
@@ -109,24 +100,11 @@ from surfaces.common.interaction_client import (
     new_submission_id,
 )
 from surfaces.common.sign_in import SignInView
-
-WARNING_TEXT = "⚠ Do not enter passwords, API keys, access tokens or payment details in this form."
-"""The RFC's sensitive-data warning, shown on every form."""
-
-FILTER_THRESHOLD = 8
-"""Select fields with more options than this get a filter box."""
-
-FILTER_PLACEHOLDER = "type to filter options (Esc clears)"
+from surfaces.tui.widgets import ACTION_LABELS, FOCUS_MARK, FieldLabel, FormPanel, option_label
 
 _SETTLED_REASONS = frozenset(
     {InteractionErrorReason.ALREADY_SETTLED, InteractionErrorReason.CLOSED, InteractionErrorReason.NOT_FOUND}
 )
-
-FOCUS_MARK = "▶ "
-"""Prefix of the focused field's label and the focused button (focus is never shown by colour alone)."""
-
-ACTION_LABELS: dict[str, str] = {"submit": "Submit", "decline": "Decline", "dismiss": "Dismiss (Esc)"}
-"""Button id → label of the three answer actions."""
 
 SENT_TEXT: dict[Action, str] = {
     Action.ACCEPT: "Submitted (accept)",
@@ -193,148 +171,6 @@ def shorten_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
-class CheckRadioButton(RadioButton):
-    """A Yes/No choice that shows its state as text — ``[x]`` chosen, ``[ ]`` not — as well as by colour."""
-
-    @property
-    def _button(self) -> Content:
-        style = self.get_visual_style("toggle--button")
-        return Content.assemble(("[x]", style) if self.value else "[ ]")
-
-
-class CheckList(SelectionList[str]):
-    """A multi-select list whose rows start with ``[x]`` (picked) or ``[ ]`` — state as text, not colour alone."""
-
-    def render_line(self, y: int) -> Strip:
-        line = super(SelectionList, self).render_line(y)  # the option prompt, without the colour-only button
-        index = self.scroll_offset.y + y
-        try:
-            selection = self.get_option_at_index(index)
-        except OptionDoesNotExist:
-            return line
-        base = next(iter(line)).style or self.rich_style
-        mark = "[x] " if selection.value in self.selected else "[ ] "
-        return Strip([Segment(mark, style=base + Style(meta={"option": index})), *line])
-
-
-class FilterInput(Input):
-    """The option filter of a long select list: Esc clears typed text first; an empty filter lets Esc through
-    (to Dismiss)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear_filter", "Clear filter", show=False)]
-
-    def action_clear_filter(self) -> None:
-        """Clear the filter text; raises ``SkipAction`` when already empty so the app's Esc binding runs."""
-        if not self.value:
-            raise SkipAction()
-        self.value = ""
-
-
-class FieldLabel(Label):
-    """A field's label; shows :data:`FOCUS_MARK` while the field (or its filter) has focus."""
-
-    def __init__(self, text: str, index: int) -> None:
-        super().__init__("  " + text, id=f"label-{index}", classes="field-label", markup=False)
-        self.text = text
-        self.index = index
-
-    def mark(self, focused: bool) -> None:
-        """Show or hide the focus marker."""
-        self.update((FOCUS_MARK if focused else "  ") + self.text)
-
-
-def _option_label(label: str, value: str) -> str:
-    """An option's display text (the label, or the value when the label is empty), as plain text: callers
-    wrap it in ``Text``/``Content`` so Textual never interprets server text as markup."""
-    text = plain_text(label, keep_newlines=False)
-    return text if text else plain_text(value, keep_newlines=False)
-
-
-class FormPanel(Vertical):
-    """The selected form: provenance header, warning, message, time left, one row per field, actions."""
-
-    def __init__(self, view: InteractionView, raws: list[RawInput], now: datetime) -> None:
-        super().__init__(id="form-panel")
-        self.view = view
-        self.raws = raws
-        self._now = now
-
-    def compose(self) -> ComposeResult:
-        form = self.view.form
-        requester = form.requester
-        provider = plain_text(requester.provider_display_name or requester.provider_id or "unknown provider")
-        if requester.provider_id and requester.provider_display_name:
-            provider += f" ({plain_text(requester.provider_id)})"
-        server = plain_text(requester.claimed_server or "?", keep_newlines=False)
-        tool = plain_text(requester.claimed_tool or "?", keep_newlines=False)
-        yield Static(
-            f"Requested by provider: {provider}\n"
-            f"Claimed MCP server: {server} · claimed Tool: {tool} (claimed by the server — display only)\n"
-            f"Session {self.view.session_id} · call {plain_text(self.view.tool_name)}",
-            id="provenance",
-            markup=False,
-        )
-        yield Static(WARNING_TEXT, id="warning", markup=False)
-        yield Static(plain_text(form.message), id="message", markup=False)
-        yield Static(format_time_left(self.view.expires_at, self._now), id="time-left", markup=False)
-        view = self.view
-        yield Static(
-            round_summary(view.round_position, view.round_size, view.round_deadline, self._now),
-            id="round",
-            markup=False,
-        )
-        for index, f in enumerate(form.fields):
-            yield from self._field_row(index, f)
-        yield Static("", id="form-error", markup=False)
-        with Horizontal(id="actions"):
-            yield Button(ACTION_LABELS["submit"], id="submit", variant="primary")
-            yield Button(ACTION_LABELS["decline"], id="decline", variant="warning")
-            yield Button(ACTION_LABELS["dismiss"], id="dismiss")
-
-    def _field_row(self, index: int, f: Field) -> ComposeResult:
-        label = plain_text(f.label or f.name, keep_newlines=False)
-        hints = ", ".join(field_hints(f))
-        yield FieldLabel(f"{label}{' *' if f.required else ''}  ({hints})", index)
-        if f.description:
-            yield Static(plain_text(f.description), id=f"help-{index}", classes="help", markup=False)
-        raw = self.raws[index]
-        if isinstance(f, StringField | NumberField):
-            yield Input(
-                value=raw if isinstance(raw, str) else "",
-                placeholder=format_hint(f),
-                id=f"field-{index}",
-                select_on_focus=False,
-            )
-        elif isinstance(f, BooleanField):
-            with RadioSet(id=f"field-{index}"):
-                yield CheckRadioButton("Yes", value=raw is True, id=f"field-{index}-yes")
-                yield CheckRadioButton("No", value=raw is False, id=f"field-{index}-no")
-        elif isinstance(f, SingleSelectField):
-            if len(f.options) > FILTER_THRESHOLD:
-                yield FilterInput(
-                    placeholder="type to filter options (Esc clears)", id=f"filter-{index}", classes="filter"
-                )
-            options = [(Text(_option_label(o.label, o.value)), o.value) for o in f.options]
-            yield Select(
-                options,
-                prompt="choose…",
-                allow_blank=True,
-                value=raw if isinstance(raw, str) and raw else Select.NULL,
-                id=f"field-{index}",
-            )
-        elif isinstance(f, MultiSelectField):
-            if len(f.options) > FILTER_THRESHOLD:
-                yield FilterInput(
-                    placeholder="type to filter options (Esc clears)", id=f"filter-{index}", classes="filter"
-                )
-            picks = set(raw) if isinstance(raw, tuple) else set()
-            yield CheckList(
-                *[(Content(_option_label(o.label, o.value)), o.value, o.value in picks) for o in f.options],
-                id=f"field-{index}",
-            )
-        yield Static("", id=f"error-{index}", classes="error", markup=False)
-
-
 SIGN_IN_POLL_SECONDS = 2.0
 """How often the TUI reads the broker's sign-in prompts."""
 
@@ -348,29 +184,8 @@ class MakaTui(App[None]):
     """
 
     TITLE = "Maka — pending forms"
-    CSS: ClassVar[str] = """
-    #pending { width: 40%; max-width: 48; min-width: 28; border-right: solid $accent; }
-    #pending > ListItem { border-left: blank; }
-    #pending > ListItem.-highlight { border-left: solid $accent; text-style: bold; }
-    #pending:focus > ListItem.-highlight { border-left: thick $accent; text-style: bold underline; }
-    OptionList:focus > .option-list--option-highlighted { text-style: bold underline; }
-    #pending Label { width: 1fr; }
-    Input:focus, RadioSet:focus, SelectionList:focus { border: heavy $accent; }
-    Select:focus > SelectCurrent { border: heavy $accent; }
-    Button:focus { text-style: bold reverse underline; }
-    .field-label { text-style: bold; margin-top: 1; }
-    #form { width: 1fr; padding: 0 1; }
-    #form-panel { height: auto; }
-    #warning { color: $warning; text-style: bold; }
-    #provenance { color: $text-muted; }
-    #message { margin: 1 0; }
-    .error, #form-error { color: $error; }
-    .help { color: $text-muted; }
-    #actions { height: auto; margin-top: 1; }
-    #actions Button { margin-right: 1; min-width: 17; }
-    #status, #notice { height: auto; }
-    SelectionList { height: auto; max-height: 12; }
-    """
+    CSS_PATH = "app.tcss"
+    """The app's stylesheet, beside this module (packaged with it)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_form", "Dismiss (cancel)", key_display="Esc"),
         Binding("ctrl+s", "submit_form", "Submit"),
@@ -756,7 +571,7 @@ class MakaTui(App[None]):
             if isinstance(field, SingleSelectField):
                 select = self.query_one(f"#field-{index}", Select)
                 shown = filter_options(field.options, query)
-                select.set_options([(Text(_option_label(o.label, o.value)), o.value) for o in shown])
+                select.set_options([(Text(option_label(o.label, o.value)), o.value) for o in shown])
                 if isinstance(raw, str) and raw in {o.value for o in shown}:
                     select.value = raw
             elif isinstance(field, MultiSelectField):
@@ -765,7 +580,7 @@ class MakaTui(App[None]):
                 selection.clear_options()
                 selection.add_options(
                     [
-                        (Content(_option_label(o.label, o.value)), o.value, o.value in picks)
+                        (Content(option_label(o.label, o.value)), o.value, o.value in picks)
                         for o in filter_options(field.options, query)
                     ]
                 )

@@ -133,6 +133,13 @@ def safe_integer(value: object) -> int | None:
     return number
 
 
+def int_if_integral(value: float) -> int | float:
+    """A double holding an integral value within ±2^53 becomes ``int`` (integer fields); others stay ``float``."""
+    if math.isfinite(value) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    return value
+
+
 def _check_string(field: StringField, value: object, limits: Limits) -> tuple[FormValue | None, list[Problem]]:
     if not isinstance(value, str):
         return None, [(FormErrorReason.ANSWER_WRONG_TYPE, "must be a string")]

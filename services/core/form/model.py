@@ -2,7 +2,8 @@
 
 These are plain frozen dataclasses: the MCP provider decodes an MCP ``requestedSchema`` into a
 :class:`Form`, the Interaction service stores it (as ``maka.form.v1.Form`` protobuf), and surfaces
-render it. Conversions to and from protobuf and MCP JSON live in :mod:`services.core.form.convert`.
+render it. Conversions to and from protobuf live in :mod:`services.core.form.protobuf`, to and from MCP JSON in
+:mod:`services.core.form.mcp_json`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any, cast
 from services.core.form.answer import check_value, is_valid_unicode, safe_number
 from services.core.form.convert import form_to_requested_schema
 from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
+from services.core.form.mcp_json import form_to_requested_schema
 from services.core.form.model import (
     BooleanField,
     Field,
@@ -540,7 +541,7 @@ def decode_requested_schema(
     violation with a JSON-Pointer path (``$`` = whole request): ``LIMIT_EXCEEDED`` (request bytes — checked first,
     on ``json.dumps({"message", "requestedSchema"}, ensure_ascii=False)`` UTF-8 bytes — message length, field
     count, option count, name/label/description/option lengths; the decoded form must also fit the byte cap in
-    its canonical :func:`~services.core.form.convert.form_to_requested_schema` shape so :func:`check_form` accepts
+    its canonical :func:`~services.core.form.mcp_json.form_to_requested_schema` shape so :func:`check_form` accepts
     it), ``SCHEMA_NOT_OBJECT``, ``SCHEMA_UNSUPPORTED_KEYWORD`` (``$ref``, ``$defs``, ``pattern``, property-level
     ``anyOf``, ...), ``SCHEMA_UNSUPPORTED_TYPE`` (nested object, union, arrays of anything but enum strings),
     ``SCHEMA_INVALID_VALUE``, ``SCHEMA_UNKNOWN_REQUIRED``, ``SCHEMA_DUPLICATE_OPTION``, ``SCHEMA_INVALID_DEFAULT``.

@@ -17,8 +17,9 @@ import pytest
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
-from services.broker.broker import Broker, Invocation, InvocationState, ProviderStream
+from services.broker.broker import Broker
 from services.broker.errors import HostUnavailable, InvalidRequest, OpenRefused
+from services.broker.model import Invocation, InvocationState, ProviderStream
 from tests.helpers.waiting import eventually
 
 

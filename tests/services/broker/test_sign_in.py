@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from maka.broker.v1 import broker_pb2
-from services.broker.broker import Broker, ProviderStream
+from services.broker.broker import Broker
+from services.broker.model import ProviderStream
 from services.core.status import NotFound
 from tests.services.broker.test_broker import RecordingHost, _all_events, _call, _frames, _register, _tool
 

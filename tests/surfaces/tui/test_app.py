@@ -48,8 +48,9 @@ from surfaces.common.interaction_client import (
 )
 from surfaces.common.server_status import server_json
 from surfaces.common.sign_in import SignInView
-from surfaces.tui.app import WARNING_TEXT, MakaTui
+from surfaces.tui.app import MakaTui
 from surfaces.tui.backend import FollowingBackend
+from surfaces.tui.widgets import WARNING_TEXT
 from tests.surfaces.helpers import (
     BrokerLink,
     ScriptedBackend,

@@ -37,7 +37,8 @@ from services.core.form import (
     decode_requested_schema,
     validate_answer,
 )
-from services.core.form.convert import answer_to_elicit_result, form_from_proto, form_to_proto
+from services.core.form.mcp_json import answer_to_elicit_result
+from services.core.form.protobuf import form_from_proto, form_to_proto
 from surfaces.cli.commands.pending import _human
 from surfaces.common.form_input import RawInput, check_form_input, field_hints, initial_raws, values_from_json
 from surfaces.common.interaction_client import InteractionView
