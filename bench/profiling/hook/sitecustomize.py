@@ -4,6 +4,9 @@ Active only when ``BENCH_PROFILE_DIR`` is set and the process runs one of the Ma
 (``python -m services.<interaction|broker|mcp_provider>.main``). ``SIGUSR1`` starts a pyinstrument
 profiler on the main thread (the asyncio loop; ``async_mode="disabled"`` samples the real stack, idle
 ``select`` included); ``SIGUSR2`` stops it and writes ``$BENCH_PROFILE_DIR/<service>.txt``.
+
+With ``BENCH_PROFILER=cprofile`` the signals drive :mod:`cProfile` instead (deterministic: exact call counts per
+function, CPU time of the main thread, inflated by its per-call overhead) and ``SIGUSR2`` writes ``<service>.pstats``.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ def _install() -> None:
     service = next((label for module, label in _MODULES.items() if module in argv), None)
     if not directory or service is None:
         return
-    from pyinstrument import Profiler
-
     state: dict[str, Any] = {}
+    if os.environ.get("BENCH_PROFILER") == "cprofile":
+        _install_cprofile(Path(directory) / f"{service}.pstats", state)
+        return
+    from pyinstrument import Profiler
 
     def start(signum: int, frame: FrameType | None) -> None:
         if "profiler" not in state:
@@ -47,6 +52,29 @@ def _install() -> None:
         target = Path(directory) / f"{service}.txt"
         partial = target.with_suffix(".tmp")
         partial.write_text(text)
+        partial.replace(target)
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+
+
+def _install_cprofile(target: Path, state: dict[str, Any]) -> None:
+    import cProfile
+    import time
+
+    def start(signum: int, frame: FrameType | None) -> None:
+        if "profiler" not in state:
+            profiler = cProfile.Profile(time.thread_time)
+            profiler.enable()
+            state["profiler"] = profiler
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        profiler = state.pop("profiler", None)
+        if profiler is None:
+            return
+        profiler.disable()
+        partial = target.with_suffix(".tmp")
+        profiler.dump_stats(str(partial))
         partial.replace(target)
 
     signal.signal(signal.SIGUSR1, start)
