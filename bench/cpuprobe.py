@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bench import profiling
-from bench.callers import StackCaller
+from bench.callers import AnchorCaller, Caller, StackCaller
 from bench.cpu import BENCH_PROCESS, TICKS_PER_S, CpuMeter
 from bench.measure import concurrent
 from bench.run import DEPLOY_ARGS, running_stack
@@ -87,7 +87,7 @@ async def _stack_at(
         await stack_cm.__aexit__(None, None, None)
 
 
-async def _round(caller: StackCaller, pids: dict[str, int], args: argparse.Namespace, label: str) -> dict[str, float]:
+async def _round(caller: Caller, pids: dict[str, int], args: argparse.Namespace, label: str) -> dict[str, float]:
     meter = CpuMeter(pids)
     threads = {name: thread_seconds(pid) for name, pid in pids.items() if args.threads}
     meter.start()
@@ -133,11 +133,18 @@ async def probe(args: argparse.Namespace) -> int:
                     )
                 )
             stacks["this"] = await sides.enter_async_context(_stack_at(None, config, work, args.log_level, env))
-            for caller, pids, _ in stacks.values():
+            for label, (caller, pids, _) in stacks.items():
                 pids["example_server"] = server.pid
+                print("pids", label, json.dumps(pids), flush=True)
                 await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=args.concurrency, calls=args.warmup)
             rounds: dict[str, list[dict[str, float]]] = {label: [] for label in stacks}
+            anchor_pids = {BENCH_PROCESS: os.getpid(), "example_server": server.pid}
+            if args.anchor:
+                rounds["anchor"] = []
             for _ in range(args.rounds):
+                if args.anchor:
+                    async with AnchorCaller(server.url) as anchor:
+                        rounds["anchor"].append(await _round(anchor, anchor_pids, args, "anchor"))
                 for label, (caller, pids, _) in stacks.items():
                     rounds[label].append(await _round(caller, pids, args, label))
             medians = {label: _median(rows) for label, rows in rounds.items()}
@@ -177,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline", type=Path, help="a checkout of the code before (git archive): run both stacks, rounds alternating"
     )
+    parser.add_argument("--anchor", action="store_true", help="also rounds of the SDK's own loop (anchor)")
     parser.add_argument("--threads", action="store_true", help="also CPU per call of each thread")
     parser.add_argument("--log-level", default="WARNING", help="MAKA_LOG_LEVEL of the services")
     args = parser.parse_args(argv)
