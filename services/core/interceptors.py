@@ -37,16 +37,24 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], error: BaseException |
     return "CANCELLED" if type(error).__name__ == "CancelledError" else "UNKNOWN"
 
 
+_FIRST_ONEOF: dict[Any, str] = {}
+"""Message descriptor → the name of its first oneof ("" without one), looked up once per message type."""
+
+
 def _kind(message: Any) -> str:
     """The set case of ``message``'s first oneof (its frame kind), or its type name without one."""
-    oneofs = message.DESCRIPTOR.oneofs
-    if oneofs:
-        return message.WhichOneof(oneofs[0].name) or "unset"
-    return str(message.DESCRIPTOR.name)
+    descriptor = message.DESCRIPTOR
+    oneof = _FIRST_ONEOF.get(descriptor)
+    if oneof is None:
+        oneofs = descriptor.oneofs
+        oneof = _FIRST_ONEOF[descriptor] = oneofs[0].name if oneofs else ""
+    if oneof:
+        return message.WhichOneof(oneof) or "unset"
+    return str(descriptor.name)
 
 
 def _count(method: str, direction: str, message: Any) -> None:
-    metrics.GRPC_MESSAGES.labels(method, direction, _kind(message)).inc()
+    metrics.child(metrics.GRPC_MESSAGES, method, direction, _kind(message)).inc()
 
 
 async def _counted(method: str, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -74,8 +82,8 @@ def _wrap(behavior: _Behavior, method: str, principal: Principal, streaming_requ
                 error = exc
                 raise
             finally:
-                metrics.GRPC_REQUESTS.labels(method, _code_of(context, error)).inc()
-                metrics.GRPC_LATENCY.labels(method).observe(time.monotonic() - start)
+                metrics.child(metrics.GRPC_REQUESTS, method, _code_of(context, error)).inc()
+                metrics.child(metrics.GRPC_LATENCY, method).observe(time.monotonic() - start)
 
         return stream_wrapper
 
@@ -95,8 +103,8 @@ def _wrap(behavior: _Behavior, method: str, principal: Principal, streaming_requ
             error = exc
             raise
         finally:
-            metrics.GRPC_REQUESTS.labels(method, _code_of(context, error)).inc()
-            metrics.GRPC_LATENCY.labels(method).observe(time.monotonic() - start)
+            metrics.child(metrics.GRPC_REQUESTS, method, _code_of(context, error)).inc()
+            metrics.child(metrics.GRPC_LATENCY, method).observe(time.monotonic() - start)
 
     return unary_wrapper
 
