@@ -115,8 +115,8 @@ async def probe(args: argparse.Namespace) -> int:
     env: dict[str, str] | None = None
     if args.profile != "none":
         env = profiling.profile_env(out)
-        if args.profile == "cprofile":
-            env["BENCH_PROFILER"] = "cprofile"
+        if args.profile in ("cprofile", "gc"):
+            env["BENCH_PROFILER"] = args.profile
     async with example_server(work / "example_server.log") as server:
         config = work / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"examples": {"url": server.url}}}))
@@ -155,7 +155,7 @@ async def probe(args: argparse.Namespace) -> int:
                 print("delta this-base", json.dumps(delta), flush=True)
             if args.profile != "none":
                 caller, _, services = stacks["this"]
-                suffix = ".pstats" if args.profile == "cprofile" else ".txt"
+                suffix = {"cprofile": ".pstats", "gc": ".gc.json"}.get(args.profile, ".txt")
                 paths = [out / f"{name}{suffix}" for name in profiling.SERVICES if name in services]
                 for path in paths:
                     path.unlink(missing_ok=True)
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds")
     parser.add_argument("--warmup", type=int, default=40, help="untimed calls first")
     parser.add_argument("--concurrency", type=int, default=10, help="calls in flight")
-    parser.add_argument("--profile", choices=("none", "pyinstrument", "cprofile"), default="none")
+    parser.add_argument("--profile", choices=("none", "pyinstrument", "cprofile", "gc"), default="none")
     parser.add_argument("--out", type=Path, default=Path("/tmp/maka-probe-profile"), help="profile reports")
     parser.add_argument(
         "--baseline", type=Path, help="a checkout of the code before (git archive): run both stacks, rounds alternating"

@@ -35,6 +35,9 @@ def _install() -> None:
     if os.environ.get("BENCH_PROFILER") == "cprofile":
         _install_cprofile(Path(directory) / f"{service}.pstats", state)
         return
+    if os.environ.get("BENCH_PROFILER") == "gc":
+        _install_gc_timer(Path(directory) / f"{service}.gc.json", state)
+        return
     from pyinstrument import Profiler
 
     def start(signum: int, frame: FrameType | None) -> None:
@@ -75,6 +78,47 @@ def _install_cprofile(target: Path, state: dict[str, Any]) -> None:
         profiler.disable()
         partial = target.with_suffix(".tmp")
         profiler.dump_stats(str(partial))
+        partial.replace(target)
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+
+
+def _install_gc_timer(target: Path, state: dict[str, Any]) -> None:
+    """Time the cyclic garbage collector's passes (``gc.callbacks``), per generation, thread CPU."""
+    import gc
+    import json
+    import time
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        totals = state.get("totals")
+        if totals is None:
+            return
+        if phase == "start":
+            state["started"] = time.thread_time()
+            return
+        generation = str(info["generation"])
+        spent, count = totals.get(generation, (0.0, 0))
+        totals[generation] = (spent + time.thread_time() - state.get("started", time.thread_time()), count + 1)
+
+    gc.callbacks.append(callback)
+
+    def start(signum: int, frame: FrameType | None) -> None:
+        state["totals"] = {}
+        state["thread_started"] = time.thread_time()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        totals = state.pop("totals", None)
+        if totals is None:
+            return
+        body = {
+            "main_thread_cpu_s": time.thread_time() - state["thread_started"],
+            "gc": {gen: {"cpu_s": spent, "passes": count} for gen, (spent, count) in totals.items()},
+            "thresholds": gc.get_threshold(),
+            "frozen": gc.get_freeze_count(),
+        }
+        partial = target.with_suffix(".tmp")
+        partial.write_text(json.dumps(body, indent=1))
         partial.replace(target)
 
     signal.signal(signal.SIGUSR1, start)
