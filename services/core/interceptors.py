@@ -139,12 +139,18 @@ def _behavior_of(handler: _Handler) -> _Behavior:
     raise ValueError("handler has no behavior")
 
 
+_WRAPPED_MAX = 4096
+
+
 class ServerInterceptor(grpc.aio.ServerInterceptor):
     """Authenticate, bind the principal, and count every request (see the module docstring)."""
 
     def __init__(self, tokens: TokenTable, method_roles: Mapping[str, frozenset[Role]]) -> None:
         self._tokens = tokens
         self._method_roles = dict(method_roles)
+        self._wrapped: dict[tuple[str, Principal], tuple[_Handler, _Handler]] = {}
+        """(method, principal) → (the service's handler, its wrapped copy): built once, not per request.
+        Bounded: emptied when it reaches :data:`_WRAPPED_MAX` (a token table reload can bring new principals)."""
 
     async def intercept_service(
         self,
@@ -165,7 +171,15 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         except ServiceError as error:
             return _refusal(handler, method, error)
         set_current_principal(principal)
-        return _rebuild(handler, _wrap(_behavior_of(handler), method, principal, handler.request_streaming))
+        key = (method, principal)
+        cached = self._wrapped.get(key)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _rebuild(handler, _wrap(_behavior_of(handler), method, principal, handler.request_streaming))
+        if len(self._wrapped) >= _WRAPPED_MAX:
+            self._wrapped.clear()
+        self._wrapped[key] = (handler, wrapped)
+        return wrapped
 
 
 def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
