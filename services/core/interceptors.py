@@ -57,26 +57,38 @@ def _count(method: str, direction: str, message: Any) -> None:
     metrics.child(metrics.GRPC_MESSAGES, method, direction, _kind(message)).inc()
 
 
-async def _counted(method: str, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    async for request in requests:
-        _count(method, "received", request)
-        yield request
+def _counting(transform: Callable[[Any], Any] | None, method: str, direction: str, *, out: bool) -> Any:
+    """``transform`` (a handler's request deserializer or response serializer) that also counts each message:
+    the one it decoded (``out=False``) or the one it is about to encode (``out=True``). A plain call per
+    message instead of an extra async-generator hop around the stream (None stays None: raw bytes)."""
+    if transform is None:
+        return None
+    if out:
+
+        def serialize(message: Any) -> Any:
+            _count(method, direction, message)
+            return transform(message)
+
+        return serialize
+
+    def deserialize(data: Any) -> Any:
+        message = transform(data)
+        _count(method, direction, message)
+        return message
+
+    return deserialize
 
 
-def _wrap(behavior: _Behavior, method: str, principal: Principal, streaming_request: bool) -> _Behavior:
-    """Bind the principal and record metrics around ``behavior`` (coroutine or async generator)."""
+def _wrap(behavior: _Behavior, method: str, principal: Principal) -> _Behavior:
+    """Bind the principal and record request metrics around ``behavior`` (coroutine or async generator);
+    messages are counted by the handler's (de)serializers (:func:`_counting`)."""
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             set_current_principal(principal)
             start, error = time.monotonic(), None
-            if streaming_request:
-                request = _counted(method, request)
-            else:
-                _count(method, "received", request)
             try:
                 async for item in behavior(request, context):
-                    _count(method, "sent", item)
                     yield item
             except BaseException as exc:
                 error = exc
@@ -90,15 +102,8 @@ def _wrap(behavior: _Behavior, method: str, principal: Principal, streaming_requ
     async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         set_current_principal(principal)
         start, error = time.monotonic(), None
-        if streaming_request:
-            request = _counted(method, request)
-        else:
-            _count(method, "received", request)
         try:
-            response = await behavior(request, context)
-            if response is not None:
-                _count(method, "sent", response)
-            return response
+            return await behavior(request, context)
         except BaseException as exc:
             error = exc
             raise
@@ -117,11 +122,14 @@ def _refusal(handler: _Handler, method: str, error: ServiceError) -> _Handler:
     return _rebuild(handler, refuse)
 
 
-def _rebuild(handler: _Handler, behavior: _Behavior) -> _Handler:
-    kwargs: dict[str, Any] = {
-        "request_deserializer": handler.request_deserializer,
-        "response_serializer": handler.response_serializer,
-    }
+def _rebuild(handler: _Handler, behavior: _Behavior, counted_method: str = "") -> _Handler:
+    """``handler`` with ``behavior``; with ``counted_method``, its messages are counted in
+    ``maka_grpc_messages_total`` as they are decoded and encoded."""
+    deserializer, serializer = handler.request_deserializer, handler.response_serializer
+    if counted_method:
+        deserializer = _counting(deserializer, counted_method, "received", out=False)
+        serializer = _counting(serializer, counted_method, "sent", out=True)
+    kwargs: dict[str, Any] = {"request_deserializer": deserializer, "response_serializer": serializer}
     if handler.request_streaming and handler.response_streaming:
         return grpc.stream_stream_rpc_method_handler(behavior, **kwargs)
     if handler.request_streaming:
@@ -175,7 +183,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         cached = self._wrapped.get(key)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        wrapped = _rebuild(handler, _wrap(_behavior_of(handler), method, principal, handler.request_streaming))
+        behavior = _wrap(_behavior_of(handler), method, principal)
+        wrapped = _rebuild(handler, behavior, method)
         if len(self._wrapped) >= _WRAPPED_MAX:
             self._wrapped.clear()
         self._wrapped[key] = (handler, wrapped)
