@@ -104,7 +104,8 @@ async def _round(caller: Caller, pids: dict[str, int], args: argparse.Namespace,
     return row
 
 
-def _median(rounds: list[dict[str, float]]) -> dict[str, float]:
+def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Per key (process, ``total``, ``errors``), the median over ``rounds`` (each round has every key)."""
     return {name: round(statistics.median(r[name] for r in rounds), 2) for name in rounds[0]}
 
 
@@ -147,7 +148,7 @@ async def probe(args: argparse.Namespace) -> int:
                         rounds["anchor"].append(await _round(anchor, anchor_pids, args, "anchor"))
                 for label, (caller, pids, _) in stacks.items():
                     rounds[label].append(await _round(caller, pids, args, label))
-            medians = {label: _median(rows) for label, rows in rounds.items()}
+            medians = {label: medians(rows) for label, rows in rounds.items()}
             for label, median in medians.items():
                 print("median", label, json.dumps(median), flush=True)
             if "base" in medians:
