@@ -38,66 +38,79 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], error: BaseException |
     return "CANCELLED" if type(error).__name__ == "CancelledError" else "UNKNOWN"
 
 
+_FIRST_ONEOF: dict[Any, str] = {}
+"""Message descriptor → the name of its first oneof ("" without one), looked up once per message type."""
+
+
 def _kind(message: Any) -> str:
     """The set case of ``message``'s first oneof (its frame kind), or its type name without one."""
-    oneofs = message.DESCRIPTOR.oneofs
-    if oneofs:
-        return message.WhichOneof(oneofs[0].name) or "unset"
-    return str(message.DESCRIPTOR.name)
+    descriptor = message.DESCRIPTOR
+    oneof = _FIRST_ONEOF.get(descriptor)
+    if oneof is None:
+        oneofs = descriptor.oneofs
+        oneof = _FIRST_ONEOF[descriptor] = oneofs[0].name if oneofs else ""
+    if oneof:
+        return message.WhichOneof(oneof) or "unset"
+    return str(descriptor.name)
 
 
 def _count(method: str, direction: str, message: Any) -> None:
-    metrics.GRPC_MESSAGES.labels(method, direction, _kind(message)).inc()
+    metrics.child(metrics.GRPC_MESSAGES, method, direction, _kind(message)).inc()
 
 
-async def _counted(method: str, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    async for request in requests:
-        _count(method, "received", request)
-        yield request
+def _counting(transform: Callable[[Any], Any] | None, method: str, direction: str, *, out: bool) -> Any:
+    """``transform`` (a handler's request deserializer or response serializer) that also counts each message:
+    the one it decoded (``out=False``) or the one it is about to encode (``out=True``). A plain call per
+    message instead of an extra async-generator hop around the stream (None stays None: raw bytes)."""
+    if transform is None:
+        return None
+    if out:
+
+        def serialize(message: Any) -> Any:
+            _count(method, direction, message)
+            return transform(message)
+
+        return serialize
+
+    def deserialize(data: Any) -> Any:
+        message = transform(data)
+        _count(method, direction, message)
+        return message
+
+    return deserialize
 
 
-def _wrap(behavior: _Behavior, method: str, principal: Principal, streaming_request: bool) -> _Behavior:
-    """Bind the principal and record metrics around ``behavior`` (coroutine or async generator)."""
+def _wrap(behavior: _Behavior, method: str, principal: Principal) -> _Behavior:
+    """Bind the principal and record request metrics around ``behavior`` (coroutine or async generator);
+    messages are counted by the handler's (de)serializers (:func:`_counting`)."""
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             set_current_principal(principal)
             start, error = time.monotonic(), None
-            if streaming_request:
-                request = _counted(method, request)
-            else:
-                _count(method, "received", request)
             try:
                 async for item in behavior(request, context):
-                    _count(method, "sent", item)
                     yield item
             except BaseException as exc:
                 error = exc
                 raise
             finally:
-                metrics.GRPC_REQUESTS.labels(method, _code_of(context, error)).inc()
-                metrics.GRPC_LATENCY.labels(method).observe(time.monotonic() - start)
+                metrics.child(metrics.GRPC_REQUESTS, method, _code_of(context, error)).inc()
+                metrics.child(metrics.GRPC_LATENCY, method).observe(time.monotonic() - start)
 
         return stream_wrapper
 
     async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         set_current_principal(principal)
         start, error = time.monotonic(), None
-        if streaming_request:
-            request = _counted(method, request)
-        else:
-            _count(method, "received", request)
         try:
-            response = await behavior(request, context)
-            if response is not None:
-                _count(method, "sent", response)
-            return response
+            return await behavior(request, context)
         except BaseException as exc:
             error = exc
             raise
         finally:
-            metrics.GRPC_REQUESTS.labels(method, _code_of(context, error)).inc()
-            metrics.GRPC_LATENCY.labels(method).observe(time.monotonic() - start)
+            metrics.child(metrics.GRPC_REQUESTS, method, _code_of(context, error)).inc()
+            metrics.child(metrics.GRPC_LATENCY, method).observe(time.monotonic() - start)
 
     return unary_wrapper
 
@@ -110,11 +123,14 @@ def _refusal(handler: _Handler, method: str, error: ServiceError) -> _Handler:
     return _rebuild(handler, refuse)
 
 
-def _rebuild(handler: _Handler, behavior: _Behavior) -> _Handler:
-    kwargs: dict[str, Any] = {
-        "request_deserializer": handler.request_deserializer,
-        "response_serializer": handler.response_serializer,
-    }
+def _rebuild(handler: _Handler, behavior: _Behavior, counted_method: str = "") -> _Handler:
+    """``handler`` with ``behavior``; with ``counted_method``, its messages are counted in
+    ``maka_grpc_messages_total`` as they are decoded and encoded."""
+    deserializer, serializer = handler.request_deserializer, handler.response_serializer
+    if counted_method:
+        deserializer = _counting(deserializer, counted_method, "received", out=False)
+        serializer = _counting(serializer, counted_method, "sent", out=True)
+    kwargs: dict[str, Any] = {"request_deserializer": deserializer, "response_serializer": serializer}
     if handler.request_streaming and handler.response_streaming:
         return grpc.stream_stream_rpc_method_handler(behavior, **kwargs)
     if handler.request_streaming:
@@ -132,12 +148,18 @@ def _behavior_of(handler: _Handler) -> _Behavior:
     raise ValueError("handler has no behavior")
 
 
+_WRAPPED_MAX = 4096
+
+
 class ServerInterceptor(grpc.aio.ServerInterceptor):
     """Authenticate, bind the principal, and count every request (see the module docstring)."""
 
     def __init__(self, tokens: TokenTable, method_roles: Mapping[str, frozenset[Role]]) -> None:
         self._tokens = tokens
         self._method_roles = dict(method_roles)
+        self._wrapped: dict[tuple[str, Principal], tuple[_Handler, _Handler]] = {}
+        """(method, principal) → (the service's handler, its wrapped copy): built once, not per request.
+        Bounded: emptied when it reaches :data:`_WRAPPED_MAX` (a token table reload can bring new principals)."""
 
     async def intercept_service(
         self,
@@ -158,4 +180,13 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         except ServiceError as error:
             return _refusal(handler, method, error)
         set_current_principal(principal)
-        return _rebuild(handler, _wrap(_behavior_of(handler), method, principal, handler.request_streaming))
+        key = (method, principal)
+        cached = self._wrapped.get(key)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        behavior = _wrap(_behavior_of(handler), method, principal)
+        wrapped = _rebuild(handler, behavior, method)
+        if len(self._wrapped) >= _WRAPPED_MAX:
+            self._wrapped.clear()
+        self._wrapped[key] = (handler, wrapped)
+        return wrapped

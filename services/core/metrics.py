@@ -7,7 +7,11 @@ values without global collisions.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+M = TypeVar("M", Counter, Gauge, Histogram)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """The registry every ``maka_*`` metric is registered in."""
@@ -49,6 +53,20 @@ FRAMES_REJECTED = Counter(
     "maka_frames_rejected_total", "Provider frames the broker refused (failing closed), by reason.", ["reason"],
     registry=REGISTRY,
 )  # fmt: skip
+
+
+_CHILDREN: dict[tuple[object, tuple[str, ...]], object] = {}
+
+
+def child(metric: M, *labels: str) -> M:
+    """``metric.labels(*labels)``, memoised: the per-message counters run on every gRPC frame, and
+    ``labels()`` takes a lock and re-checks the label names each time. Bounded, since every label set
+    here is a small closed one (see the module docstring)."""
+    key = (metric, labels)
+    found = _CHILDREN.get(key)
+    if found is None:
+        found = _CHILDREN[key] = metric.labels(*labels)
+    return found  # type: ignore[return-value]
 
 
 def exposition() -> bytes:

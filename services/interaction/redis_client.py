@@ -23,6 +23,7 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 
+from services.interaction.command_packing import use_hiredis_packing
 from services.interaction.settings import RedisMode, Settings
 
 CLIENT_NAME = "maka-interaction"
@@ -84,8 +85,10 @@ def redis_client(settings: Settings) -> Client:
     """The process's Redis client for ``settings.redis_mode`` (see the module docstring)."""
     kwargs = _common(settings)
     if settings.redis_mode is RedisMode.STANDALONE:
-        return redis.asyncio.Redis.from_url(
-            settings.redis_url, max_connections=settings.redis_pool_size, health_check_interval=30, **kwargs
+        return use_hiredis_packing(
+            redis.asyncio.Redis.from_url(
+                settings.redis_url, max_connections=settings.redis_pool_size, health_check_interval=30, **kwargs
+            )
         )
     if settings.redis_mode is RedisMode.SENTINEL:
         addresses = parse_addresses(settings.redis_url, 26379)

@@ -111,6 +111,25 @@ def _answer_validator(schema_json: str) -> Validator:
     return validator
 
 
+@functools.lru_cache(maxsize=64)
+def _decoded(schema_json: str, message: str, requester: Requester, limits: Limits) -> Form:
+    """:func:`decode_requested_schema` of the ``requestedSchema`` whose JSON text (key order kept: it is the
+    fields' order) is ``schema_json``, memoised like :func:`_schema_is_valid`: a server asks the same form
+    every call, and decoding re-walks every property and re-measures the request each time. A
+    :class:`Form` is immutable, so one serves every call. Raises :class:`FormError` (never cached)."""
+    return decode_requested_schema(json.loads(schema_json), message=message, requester=requester, limits=limits)
+
+
+def _decode(schema: object, message: str, requester: Requester, limits: Limits) -> Form:
+    """The round's form through :func:`_decoded` (falls back to an unmemoised decode for a schema that has
+    no JSON text, so that one fails exactly as before). Raises :class:`FormError`."""
+    try:
+        text = json.dumps(schema, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return decode_requested_schema(schema, message=message, requester=requester, limits=limits)
+    return _decoded(text, message, requester, limits)
+
+
 def _canonical(schema: Mapping[str, Any]) -> str:
     """The memo key of a ``requestedSchema``: sorted keys, no spaces (key order never changes meaning)."""
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
@@ -639,16 +658,16 @@ class McpClientManager:
             assert isinstance(request.params, ElicitRequestFormParams)
             schema = request.params.requested_schema
             try:
-                form = decode_requested_schema(
+                form = _decode(
                     schema,
-                    message=request.params.message,
-                    requester=Requester(
+                    request.params.message,
+                    Requester(
                         provider_id=self.provider_id,
                         provider_display_name=self.provider_display_name,
                         claimed_server=binding.server,
                         claimed_tool=binding.tool,
                     ),
-                    limits=limits,
+                    limits,
                 )
             except FormError as error:
                 code = (

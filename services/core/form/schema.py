@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from services.core.form.answer import check_value, is_valid_unicode, safe_number
-from services.core.form.convert import form_to_requested_schema
 from services.core.form.errors import FormError, FormErrorReason, Violation, pointer
 from services.core.form.mcp_json import form_to_requested_schema
 from services.core.form.model import (
