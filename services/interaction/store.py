@@ -67,7 +67,8 @@ def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     return wrapper
 
 
-def _load(name: str) -> str:
+def script_text(name: str) -> str:
+    """The Lua source of ``scripts/<name>`` (what ``register_script`` sends; its SHA1 names it in Redis)."""
     return resources.files("services.interaction").joinpath("scripts", name).read_text(encoding="utf-8")
 
 
@@ -206,14 +207,14 @@ class InteractionStore:
         """Bounds the commands in flight (shared by every Host's store of one replica): with the fan-out's
         follower connections, the replica never opens more than ``redis_pool_size`` connections."""
         self.fence = fence
-        self._open = client.register_script(_load("open.lua"))
-        self._settle = client.register_script(_load("settle.lua"))
-        self._heartbeat = client.register_script(_load("heartbeat.lua"))
-        self._begin = client.register_script(_load("begin_epoch.lua"))
-        self._restart_batch = client.register_script(_load("restart_batch.lua"))
-        self._read_records = client.register_script(_load("read_records.lua"))
-        self._deliver = client.register_script(_load("deliver.lua"))
-        self._fence_invocation = client.register_script(_load("fence_invocation.lua"))
+        self._open = client.register_script(script_text("open.lua"))
+        self._settle = client.register_script(script_text("settle.lua"))
+        self._heartbeat = client.register_script(script_text("heartbeat.lua"))
+        self._begin = client.register_script(script_text("begin_epoch.lua"))
+        self._restart_batch = client.register_script(script_text("restart_batch.lua"))
+        self._read_records = client.register_script(script_text("read_records.lua"))
+        self._deliver = client.register_script(script_text("deliver.lua"))
+        self._fence_invocation = client.register_script(script_text("fence_invocation.lua"))
 
     @_store_call
     async def ping(self) -> bool:
