@@ -81,7 +81,7 @@ def provider_id(server: str) -> str:
 
 
 MAX_TOOL_NAME_CHARS = 256
-"""The broker's id cap (``services.broker.broker.MAX_ID_CHARS``)."""
+"""The broker's id cap (``services.broker.validation.MAX_ID_CHARS``)."""
 
 
 def registrable(name: str) -> bool:
