@@ -18,9 +18,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,7 +25,7 @@ from pathlib import Path
 
 import grpc.aio
 
-from bench.fanout import InteractionProcess
+from bench.processes import InteractionProcess, ServiceProcess
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.form import Action, Answer
 from surfaces.common.interaction_client import Disconnected, InteractionClient, InteractionError, Opened, Snapshot
@@ -67,38 +64,6 @@ class ReplicaKillResult:
         return asdict(self)
 
 
-class _Child:
-    """A service process with a port file."""
-
-    def __init__(self, directory: Path, module: str, env: dict[str, str]) -> None:
-        self.directory, self.module = directory, module
-        self.port_file = directory / f"{module}.port"
-        directory.mkdir(parents=True, exist_ok=True)
-        path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
-        full = {**os.environ, **env, "PATH": path, "MAKA_LISTEN": "127.0.0.1:0", "MAKA_PORT_FILE": str(self.port_file)}
-        with (directory / f"{module}.log").open("ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", module], env=full, cwd=ROOT, stdout=log, stderr=log)
-
-    async def port(self, timeout: float = 60.0) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError((self.directory / f"{self.module}.log").read_text()[-2000:])
-            if self.port_file.exists() and self.port_file.read_text().strip():
-                return int(self.port_file.read_text())
-            await asyncio.sleep(0.05)
-        raise TimeoutError(f"{self.module} did not start")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-
-
 @contextlib.asynccontextmanager
 async def replicated_tier(
     redis_url: str, work: Path, hosts: Sequence[str] = HOSTS
@@ -106,20 +71,20 @@ async def replicated_tier(
     """Two Interaction replicas and a broker + provider per Host; yields ``(replicas, target, brokers)``."""
     env = {"MAKA_REDIS_URL": redis_url, "MAKA_HOST_IDS": ",".join(hosts), "MAKA_LOG_LEVEL": "WARNING"}
     replicas = [InteractionProcess(work / f"replica-{n}", env) for n in range(2)]
-    children: list[_Child] = []
+    children: list[ServiceProcess] = []
     try:
         ports = [await r.start() for r in replicas]
         target = "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in ports)
         brokers: dict[str, str] = {}
         for host in hosts:
-            broker = _Child(
+            broker = ServiceProcess(
                 work / f"broker-{host}",
                 "services.broker.main",
                 {"MAKA_HOST_ID": host, "MAKA_INTERACTION_TARGET": target, "MAKA_LOG_LEVEL": "WARNING"},
             )
             children.append(broker)
-            brokers[host] = f"127.0.0.1:{await broker.port()}"
-            provider = _Child(
+            brokers[host] = f"127.0.0.1:{await broker.start()}"
+            provider = ServiceProcess(
                 work / f"provider-{host}",
                 "services.mcp_provider.main",
                 {
@@ -129,7 +94,7 @@ async def replicated_tier(
                 },
             )
             children.append(provider)
-            await provider.port()
+            await provider.start()
             await _wait_for_tool(brokers[host], "examples:deploy")
         yield replicas, target, brokers
     finally:

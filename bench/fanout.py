@@ -19,8 +19,6 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -31,6 +29,7 @@ import grpc.aio
 import redis.asyncio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.processes import InteractionProcess
 from bench.stats import summarize
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
@@ -92,49 +91,6 @@ def binding(session: str, invocation: str) -> interaction_pb2.Binding:
 
 _RESUMABLE = frozenset({grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE})
 """Stream ends a surface resumes from (interaction_client does the same)."""
-
-
-class InteractionProcess:
-    """``python -m services.interaction.main`` as a child process on an ephemeral loopback port."""
-
-    def __init__(self, directory: Path, env: dict[str, str]) -> None:
-        self.directory = directory
-        self.env = env
-        self.port_file = directory / "interaction.port"
-        self.log_path = directory / "interaction.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    async def start(self, timeout: float = 30.0) -> int:
-        """Start and wait (bounded) for the port file; returns the port."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.port_file.unlink(missing_ok=True)
-        env = {**os.environ, **self.env, "MAKA_LISTEN": "127.0.0.1:0", "MAKA_PORT_FILE": str(self.port_file)}
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(  # noqa: ASYNC220 - starting a child, not waiting on it
-                [sys.executable, "-m", "services.interaction.main"], env=env, stdout=log, stderr=log
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"interaction service exited: {self.log_path.read_text()[-2000:]}")
-            if self.port_file.exists() and self.port_file.read_text().strip():
-                return int(self.port_file.read_text())
-            await asyncio.sleep(0.05)
-        raise TimeoutError("the interaction service did not start")
-
-    def stop(self, *, kill: bool = False) -> None:
-        """SIGTERM (or SIGKILL) and wait."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        if kill:
-            self.process.kill()
-        else:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
 
 
 @dataclass

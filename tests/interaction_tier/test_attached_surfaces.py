@@ -22,7 +22,8 @@ import grpc.aio
 import pytest
 import redis.asyncio
 
-from bench.fanout import InteractionProcess, replica_env
+from bench.fanout import replica_env
+from bench.processes import InteractionProcess
 from surfaces.common.interaction_client import InteractionClient, InteractionError, Snapshot, SurfaceView
 
 pytestmark = [pytest.mark.e2e]

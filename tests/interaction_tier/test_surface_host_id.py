@@ -18,7 +18,8 @@ from pathlib import Path
 import grpc.aio
 import pytest
 
-from bench.fanout import InteractionProcess, binding, replica_env, small_form, write_tokens
+from bench.fanout import binding, replica_env, small_form, write_tokens
+from bench.processes import InteractionProcess
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 

@@ -15,7 +15,8 @@ import grpc.aio
 import pytest
 import redis.asyncio
 
-from bench.fanout import InteractionProcess, host_ids, replica_env, run_fanout, write_tokens
+from bench.fanout import host_ids, replica_env, run_fanout, write_tokens
+from bench.processes import InteractionProcess
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 from tests.helpers.redis_server import RedisServer
