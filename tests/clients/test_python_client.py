@@ -14,7 +14,16 @@ import grpc.aio
 import pytest
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from maka_client import Accepted, BrokerClient, MakaError, Reattaching, ReattachPolicy, Result, Status
+from maka_client import (
+    Accepted,
+    BrokerClient,
+    ClientErrorReason,
+    MakaError,
+    Reattaching,
+    ReattachPolicy,
+    Result,
+    Status,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 Context = grpc.aio.ServicerContext[object, object]
@@ -145,7 +154,7 @@ async def test_a_refusal_is_raised_at_once_and_never_reattached() -> None:
                     await call.result()
     finally:
         await server.stop(None)
-    assert raised.value.code == "PERMISSION_DENIED"
+    assert raised.value.grpc_status_code is grpc.StatusCode.PERMISSION_DENIED
     assert servicer.watches == []
 
 
@@ -160,7 +169,8 @@ async def test_reattaching_gives_up_after_the_policy_bound() -> None:
                     await broker.call_tool("x:y").result()
     finally:
         await server.stop(None)
-    assert raised.value.reason == "REATTACH_FAILED"
+    assert raised.value.reason is ClientErrorReason.REATTACH_FAILED
+    assert raised.value.grpc_status_code is grpc.StatusCode.UNAVAILABLE
     assert len(servicer.watches) >= 2
 
 
@@ -169,4 +179,4 @@ async def test_an_unreachable_broker_fails_at_once_with_unavailable() -> None:
         with pytest.raises(MakaError) as raised:
             async with asyncio.timeout(10):
                 await broker.call_tool("x:y").result()
-    assert raised.value.code == "UNAVAILABLE"
+    assert raised.value.grpc_status_code is grpc.StatusCode.UNAVAILABLE

@@ -10,6 +10,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from maka_client import MakaError, SurfaceClient, TlsOptions
@@ -55,7 +56,7 @@ async def test_the_python_client_speaks_mutual_tls(tls_service: tuple[str, CertF
     async with SurfaceClient(target, tls=TlsOptions(ca_file=certs.ca)) as surface:
         with pytest.raises(MakaError) as refused:
             await surface.pending(timeout=5)
-    assert refused.value.code == "UNAVAILABLE"
+    assert refused.value.grpc_status_code is grpc.StatusCode.UNAVAILABLE
 
 
 async def _ts_pending(target: str, env: dict[str, str]) -> object:

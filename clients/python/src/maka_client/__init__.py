@@ -7,6 +7,7 @@ docs/clients.md.
 """
 
 from maka_client._channel import TlsOptions
+from maka_client._codes import BrokerErrorReason, ClientErrorReason, ErrorReason, FailureCode, InteractionErrorReason
 from maka_client._errors import MakaError
 from maka_client.broker import BrokerClient, ReattachPolicy, ToolCall, ToolInfo
 from maka_client.events import (
@@ -41,8 +42,12 @@ __all__ = [
     "Action",
     "AwaitingInteraction",
     "BrokerClient",
+    "BrokerErrorReason",
     "CallEvent",
+    "ClientErrorReason",
+    "ErrorReason",
     "Failure",
+    "FailureCode",
     "Form",
     "FormAnswered",
     "FormClosed",
@@ -50,6 +55,7 @@ __all__ = [
     "FormField",
     "FormOpened",
     "FormSnapshot",
+    "InteractionErrorReason",
     "InteractionSettled",
     "Lost",
     "MakaError",

@@ -1,10 +1,12 @@
-"""Errors of the Maka client: one exception type carrying the gRPC status name and the stable reason."""
+"""Errors of the Maka client: one exception type carrying the gRPC status code and the stable reason."""
 
 from __future__ import annotations
 
 import grpc
 import grpc.aio
 from google.rpc import error_details_pb2, status_pb2
+
+from maka_client._codes import ErrorReason, parse_reason
 
 _DETAILS_KEY = "grpc-status-details-bin"
 
@@ -13,26 +15,35 @@ class MakaError(Exception):
     """A call the Maka services refused or could not complete.
 
     Attributes:
-        code: the gRPC status name (``"UNAVAILABLE"``, ``"PERMISSION_DENIED"``, ...).
-        reason: the stable ``ErrorReason`` from ``google.rpc.ErrorInfo`` when the service sent one
-            (``"CALL_NOT_FOUND"``, ``"ALREADY_SETTLED"``, ...), else the same as ``code``.
+        grpc_status_code: the :class:`grpc.StatusCode` (``UNAVAILABLE``, ``PERMISSION_DENIED``, ...).
+        code: its name (``"UNAVAILABLE"``), the same string the TypeScript client exposes.
+        reason: the stable reason from ``google.rpc.ErrorInfo`` when the service sent one, as a member of
+            :class:`BrokerErrorReason` / :class:`InteractionErrorReason` (``CALL_NOT_FOUND``,
+            ``ALREADY_SETTLED``, ...) or :class:`ClientErrorReason` when this library raised it; a newer
+            server's unknown reason stays a string; without one, the same as ``code``.
         message: human-readable; never contains form values.
         violations: ``(field path, description)`` pairs from ``google.rpc.BadRequest``.
     """
 
     def __init__(
-        self, code: str, message: str, *, reason: str = "", violations: tuple[tuple[str, str], ...] = ()
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        *,
+        reason: ErrorReason | str = "",
+        violations: tuple[tuple[str, str], ...] = (),
     ) -> None:
-        super().__init__(f"{reason or code}: {message}")
-        self.code = code
-        self.reason = reason or code
+        super().__init__(f"{reason or code.name}: {message}")
+        self.grpc_status_code = code
+        self.code = code.name
+        self.reason: ErrorReason | str = reason or code.name
         self.message = message
         self.violations = violations
 
     @classmethod
     def from_rpc(cls, error: grpc.aio.AioRpcError) -> MakaError:
         """Decode a failed RPC, reading ``google.rpc.ErrorInfo`` / ``BadRequest`` from the status details."""
-        reason = ""
+        reason: ErrorReason | str = ""
         violations: list[tuple[str, str]] = []
         for key, value in error.trailing_metadata() or ():
             if key != _DETAILS_KEY or not isinstance(value, bytes):
@@ -42,10 +53,10 @@ class MakaError(Exception):
                 info = error_details_pb2.ErrorInfo()
                 bad = error_details_pb2.BadRequest()
                 if detail.Unpack(info):
-                    reason = info.reason
+                    reason = parse_reason(info.domain, info.reason)
                 elif detail.Unpack(bad):
                     violations += [(v.field, v.description) for v in bad.field_violations]
-        return cls(error.code().name, error.details() or error.code().name, reason=reason, violations=tuple(violations))
+        return cls(error.code(), error.details() or error.code().name, reason=reason, violations=tuple(violations))
 
 
 RETRYABLE = frozenset(

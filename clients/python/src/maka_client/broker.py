@@ -26,6 +26,7 @@ import grpc
 import grpc.aio
 
 from maka_client._channel import TlsOptions, bearer, open_channel
+from maka_client._codes import ClientErrorReason
 from maka_client._errors import RETRYABLE, MakaError
 from maka_client._gen.maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka_client.events import OUTCOMES, Accepted, CallEvent, Outcome, Reattaching, decode
@@ -121,13 +122,19 @@ class ToolCall:
         async for _ in self:
             pass
         if self.outcome is None:
-            raise MakaError("UNKNOWN", "the call ended without an outcome", reason="NO_RESULT")
+            raise MakaError(
+                grpc.StatusCode.UNKNOWN, "the call ended without an outcome", reason=ClientErrorReason.NO_RESULT
+            )
         return self.outcome
 
     async def stop(self) -> int:
         """Stop this call's turn (broker ``Stop``): the form closes ``stopped``, no retry is sent."""
         if not self.session_id:
-            raise MakaError("FAILED_PRECONDITION", "a watched call does not know its session and turn")
+            raise MakaError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "a watched call does not know its session and turn",
+                reason=ClientErrorReason.INVALID_ARGUMENT,
+            )
         return await self._client.stop(self.session_id, self.turn_id)
 
     async def aclose(self) -> None:
@@ -183,9 +190,9 @@ class ToolCall:
             failing_since = failing_since if failing_since is not None else now
             if policy.give_up_after <= 0 or now - failing_since >= policy.give_up_after:
                 raise MakaError(
-                    "UNAVAILABLE",
+                    grpc.StatusCode.UNAVAILABLE,
                     f"the call's stream dropped ({code}) and could not be resumed",
-                    reason="REATTACH_FAILED",
+                    reason=ClientErrorReason.REATTACH_FAILED,
                 )
             attempt += 1
             self.reattaches += 1

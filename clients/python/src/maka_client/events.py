@@ -14,9 +14,12 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeAlias
 
+from maka_client._codes import FailureCode, parse_failure_code
 from maka_client._gen.maka.broker.v1 import broker_pb2
 from maka_client._gen.maka.form.v1 import form_pb2
 from maka_client._gen.maka.interaction.v1 import interaction_pb2
+
+_FAILURE_CODES = frozenset(broker_pb2.FailureCode.values())
 
 
 class Phase(StrEnum):
@@ -119,9 +122,10 @@ class Result:
 
 @dataclass(frozen=True)
 class Failure:
-    """The call failed with a stable code: the ``FailureCode`` name without prefix (``"UNKNOWN_TOOL"``, ...)."""
+    """The call failed with a stable code: a :class:`FailureCode` (``UNKNOWN_TOOL``, ...; equal to the
+    ``FailureCode`` name without prefix), or a newer server's unknown code as a string."""
 
-    code: str
+    code: FailureCode | str
     message: str
     sequence: int
 
@@ -191,8 +195,13 @@ def decode(event: broker_pb2.CallToolResponse) -> CallEvent | None:
             return Failure("INVALID_RESULT", "the broker returned a result that is not a JSON object", seq)
         return Result(parsed, event.result.is_error or parsed.get("isError") is True, seq)
     if kind == "failure":
-        code = broker_pb2.FailureCode.Name(event.failure.code).removeprefix("FAILURE_CODE_")
-        return Failure(code, event.failure.message, seq)
+        # a newer server's code this version does not know is kept as its number, never a crash
+        name = (
+            broker_pb2.FailureCode.Name(event.failure.code)
+            if event.failure.code in _FAILURE_CODES
+            else str(event.failure.code)
+        )
+        return Failure(parse_failure_code(name.removeprefix("FAILURE_CODE_")), event.failure.message, seq)
     if kind == "lost":
         return Lost(event.lost.reason, seq)
     if kind == "stopped":

@@ -15,6 +15,7 @@ import grpc
 import grpc.aio
 
 from maka_client._channel import TlsOptions, bearer, open_channel
+from maka_client._codes import ClientErrorReason
 from maka_client._errors import RETRYABLE, MakaError
 from maka_client._gen.maka.form.v1 import form_pb2
 from maka_client._gen.maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
@@ -134,7 +135,11 @@ def _value(field: FormField | None, name: str, value: AnswerValue) -> form_pb2.V
         return form_pb2.Value(string_value=value)
     if all(isinstance(item, str) for item in value):
         return form_pb2.Value(string_list_value=form_pb2.StringList(values=list(value)))
-    raise MakaError("INVALID_ARGUMENT", f"value of {name!r} must be a string, number, boolean or list of strings")
+    raise MakaError(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"value of {name!r} must be a string, number, boolean or list of strings",
+        reason=ClientErrorReason.INVALID_ARGUMENT,
+    )
 
 
 class SurfaceClient:
