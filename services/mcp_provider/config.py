@@ -69,19 +69,23 @@ class Problem:
 
 class ConfigError(ValueError):
     """The configuration is not a valid ``mcpServers`` file. ``problems`` lists every problem found
-    (``path``/``problem`` are the first one's); ``str()`` is one line per problem."""
+    (``path``/``problem`` are the first one's); ``str()`` is one line per problem. ``warnings`` are the
+    ignored keys found on the way (so a user fixing the file sees them too)."""
 
-    def __init__(self, path: str, problem: str, more: tuple[Problem, ...] = ()) -> None:
+    def __init__(
+        self, path: str, problem: str, more: tuple[Problem, ...] = (), warnings: tuple[Problem, ...] = ()
+    ) -> None:
         self.problems: tuple[Problem, ...] = (Problem(path, problem), *more)
         super().__init__("\n".join(str(p) for p in self.problems))
         self.path = path
         self.problem = problem
+        self.warnings = warnings
 
     @classmethod
-    def of(cls, problems: list[Problem]) -> ConfigError:
-        """A ``ConfigError`` carrying ``problems`` (at least one)."""
+    def of(cls, problems: list[Problem], warnings: list[Problem] | None = None) -> ConfigError:
+        """A ``ConfigError`` carrying ``problems`` (at least one) and the ``warnings`` found with them."""
         first, *rest = problems
-        return cls(first.path, first.message, tuple(rest))
+        return cls(first.path, first.message, tuple(rest), tuple(warnings or ()))
 
 
 @dataclass(frozen=True)
@@ -345,9 +349,9 @@ def read_config(document: object, environ: Mapping[str, str] | None = None) -> C
         server = reader.server(name, entry)
         if server is not None:
             servers.append(server)
-    if reader.problems:
-        raise ConfigError.of(reader.problems)
     warnings = [Problem(w.path.removeprefix("$."), w.message) for w in reader.warnings]
+    if reader.problems:
+        raise ConfigError.of(reader.problems, warnings)
     return Config(servers, warnings)
 
 

@@ -5,7 +5,8 @@ that is ignored, e.g. ``autoApprove`` from another MCP host), then one line per 
 (``name: stdio|http|sse, era E[, disabled]``). ``${VAR}`` / ``${VAR:-default}`` are expanded from this
 shell's environment (the provider expands them from its own). Values never appear in the output.
 
-Exit codes: 0 valid (warnings allowed); 2 invalid (the problems were printed on stderr) or usage.
+Exit codes: 0 valid (warnings allowed); 2 invalid (the problems, then the warnings, were printed on stderr)
+or usage.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         for problem in error.problems:
             print(f"CONFIG_INVALID: {args.file}: {problem}", file=sys.stderr)
+        for warning in error.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         return 2
     for line in describe(config):
         print(line)

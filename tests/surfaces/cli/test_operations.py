@@ -268,7 +268,9 @@ def test_config_check_prints_one_line_per_problem_and_warns_about_other_hosts_ke
         )
     )
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"mcpServers": {"a": {"url": "ftp://x"}, "b": {"command": ""}, "c": "python"}}))
+    bad.write_text(
+        json.dumps({"mcpServers": {"a": {"url": "ftp://x", "autoApprove": []}, "b": {"command": ""}, "c": "python"}})
+    )
 
     ok = subprocess.run([*MAKA, "config", "check", str(good)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert ok.returncode == 0, ok.stderr
@@ -284,6 +286,8 @@ def test_config_check_prints_one_line_per_problem_and_warns_about_other_hosts_ke
         f"CONFIG_INVALID: {bad}: mcpServers.a.url: must be an http:// or https:// URL",
         f"CONFIG_INVALID: {bad}: mcpServers.b.command: must be a non-empty string",
         f"CONFIG_INVALID: {bad}: mcpServers.c: must be an object",
+        # the ignored keys of an invalid file are named too, so one fix round shows everything
+        "warning: mcpServers.a.autoApprove: ignored (used by other MCP hosts, not by Maka)",
     ]
     assert "Traceback" not in refused.stderr
 
