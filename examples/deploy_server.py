@@ -264,7 +264,7 @@ async def release_checklist(release: str, ctx: Context) -> CallToolResult | Inpu
 
 @mcp.tool()
 async def ping() -> str:
-    """Answer ``pong`` (no input, no form)."""
+    """Answer "pong" (no input, no form)."""  # the docstring is the Tool description a model reads: plain text
     return "pong"
 
 
