@@ -92,7 +92,11 @@ class InteractionApp:
         epochs (what they left is finished by the next start or another replica's reaper), close Redis."""
         await self.servicer.drain(self.settings.grace_seconds)
         if self._task is not None:
-            self._task.cancel()
+            # A cancellation delivered inside a Redis call can surface as a Redis error, which the loop
+            # logs and survives: cancel until the task has ended.
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait([self._task], timeout=0.2)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.tier.aclose()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -39,6 +40,7 @@ from services.core.channels import open_channel
 from services.core.status import error_from_rpc
 from surfaces.stack.supervisor import Stack, StackEvent
 from tests.helpers.stack import RunningStack
+from tests.helpers.waiting import eventually
 from tests.reliability.harness import (
     ToolCall,
     answer,
@@ -136,21 +138,21 @@ async def _race_answers(settling: Settling, interaction_id: str, call: ToolCall)
     the caller saw its terminal event, answer again (that one must be refused)."""
     race = Race()
     async with open_channel(settling.interaction) as channel:
-        attempt = 0
-        async with asyncio.timeout(60):
-            while True:
-                attempt += 1
-                terminal_seen = any(k in ("result", "failure", "lost", "stopped") for k in call.kinds())
-                outcome = await _try_answer(channel, interaction_id, f"race-{attempt}", race)
-                if outcome is None:
-                    await asyncio.sleep(0.01)  # retry an unreachable service at once, bounded above
-                    continue
-                if outcome:
-                    if terminal_seen:
-                        race.accepted_after_terminal += 1
-                    else:
-                        race.committed = True
-                break
+        attempts = itertools.count(1)
+
+        async def decided() -> bool | None:
+            terminal_seen = any(k in ("result", "failure", "lost", "stopped") for k in call.kinds())
+            outcome = await _try_answer(channel, interaction_id, f"race-{next(attempts)}", race)
+            if outcome is None:
+                return None  # unreachable: retry at once
+            if outcome:
+                if terminal_seen:
+                    race.accepted_after_terminal += 1
+                else:
+                    race.committed = True
+            return True
+
+        await eventually(decided, timeout=60, interval=0.01, what="an answer attempt accepted or refused")
         await call.terminal(timeout=60)
         if await _try_answer(channel, interaction_id, "after-terminal", race):
             race.accepted_after_terminal += 1

@@ -30,6 +30,7 @@ from maka.interaction.v1 import interaction_pb2
 from surfaces.common.interaction_client import InteractionClient
 from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import answer, call_tool
 from tests.helpers.waiting import eventually
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
@@ -80,7 +81,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """Launch the machine's Chromium by path (never ``playwright install``)."""
     return {
         **browser_type_launch_args,
-        "executable_path": "/usr/bin/chromium",
+        "executable_path": CHROMIUM,
         "args": ["--disable-gpu", "--disable-dev-shm-usage"],
     }
 

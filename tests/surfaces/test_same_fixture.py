@@ -37,6 +37,7 @@ from maka.broker.v1 import broker_pb2
 from surfaces.common.interaction_client import InteractionClient, Opened, Snapshot
 from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import RunningStack, call_tool, result_text
 
 T = TypeVar("T")
@@ -224,7 +225,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """Launch the machine's Chromium by path (never ``playwright install``)."""
     return {
         **browser_type_launch_args,
-        "executable_path": "/usr/bin/chromium",
+        "executable_path": CHROMIUM,
         "args": ["--disable-gpu", "--disable-dev-shm-usage"],
     }
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -49,6 +48,7 @@ from surfaces.common.server_status import server_json
 from surfaces.common.sign_in import SignInView
 from surfaces.tui.app import WARNING_TEXT, MakaTui
 from surfaces.tui.backend import FollowingBackend
+from tests.helpers.waiting import eventually
 from tests.surfaces.helpers import (
     BrokerLink,
     ScriptedBackend,
@@ -101,13 +101,15 @@ async def settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> 
     (generous: Textual is slow on a loaded machine)."""
     app = pilot.app
     assert isinstance(app, MakaTui)
-    try:
-        async with asyncio.timeout(20):
-            while not (app.idle and check()):
-                await pilot.pause(0.01)
-            await pilot.pause()  # let layout catch up before the next click
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
+
+    async def settled() -> bool:
+        if app.idle and check():
+            return True
+        await pilot.pause(0.01)  # Textual's pause: a time slice for the app, then a screen refresh
+        return False
+
+    await eventually(settled, timeout=20, interval=0, what=what)
+    await pilot.pause()  # let layout catch up before the next click
 
 
 async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text() -> None:
@@ -793,8 +795,7 @@ async def test_a_pending_sign_in_is_shown_with_its_full_url_and_goes_away_once_s
         await settle(pilot, lambda: "Sign in to remote" in str(shown.render()), "the sign-in prompt")
         assert url in str(shown.render())
         assert "maka auth login remote" in str(shown.render())
-        prompts[0] = SignInView("remote", "signed_in", "")
-        app._poll_sign_ins()
+        prompts[0] = SignInView("remote", "signed_in", "")  # the next poll (every 2 s) sees it
         await settle(pilot, lambda: str(shown.render()) == "", "the prompt to go away")
 
 
