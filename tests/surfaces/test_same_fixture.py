@@ -24,13 +24,12 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from playwright.sync_api import Page, expect
-from textual.pilot import Pilot
 from textual.widgets import Select
 
 from maka.broker.v1 import broker_pb2
@@ -39,6 +38,7 @@ from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
 from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import RunningStack, call_tool, result_text
+from tests.helpers.tui import settle
 
 T = TypeVar("T")
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
@@ -146,17 +146,6 @@ async def _first_pending(stack: StackThread, session: str) -> str:
 # --- TUI ---------------------------------------------------------------------------------------------
 
 
-async def _settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
-    app = pilot.app
-    assert isinstance(app, MakaTui)
-    try:
-        async with asyncio.timeout(30):
-            while not (app.idle and check()):
-                await pilot.pause(0.01)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_action(
@@ -167,7 +156,7 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
     interaction_id = await _first_pending(shared_stack, session)
     app = MakaTui(lambda: InteractionClient.connect(shared_stack.endpoints.interaction), session_ids=[session])
     async with app.run_test(size=(140, 60)) as pilot:
-        await _settle(pilot, lambda: app.selected_id == interaction_id, "the deploy form to be shown")
+        await settle(pilot, lambda: app.selected_id == interaction_id, "the deploy form to be shown", timeout=30)
         if action == "accept":
             app.query_one("#field-0", Select).value = "staging"
             await pilot.click("#field-1-yes")
@@ -177,7 +166,7 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
             await pilot.click("#decline")
         else:
             await pilot.press("escape")
-        await _settle(pilot, lambda: interaction_id not in app.pending, "the answered form to leave")
+        await settle(pilot, lambda: interaction_id not in app.pending, "the answered form to leave", timeout=30)
         assert [outcome.action.value for outcome in app.outcomes] == [action]
 
     shared_stack.assert_reached_server(artifact, action, await _awaited(call))

@@ -48,7 +48,7 @@ from surfaces.common.server_status import server_json
 from surfaces.common.sign_in import SignInView
 from surfaces.tui.app import WARNING_TEXT, MakaTui
 from surfaces.tui.backend import FollowingBackend
-from tests.helpers.waiting import eventually
+from tests.helpers.tui import settle
 from tests.surfaces.helpers import (
     BrokerLink,
     ScriptedBackend,
@@ -94,22 +94,6 @@ async def running(
     app = MakaTui(lambda: backend, session_ids=sessions, now=now)
     async with app.run_test(size=(140, 90)) as pilot:
         yield app, pilot
-
-
-async def settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
-    """Let the app process messages until it is idle and ``check()`` holds; fail after 20 s naming ``what``
-    (generous: Textual is slow on a loaded machine)."""
-    app = pilot.app
-    assert isinstance(app, MakaTui)
-
-    async def settled() -> bool:
-        if app.idle and check():
-            return True
-        await pilot.pause(0.01)  # Textual's pause: a time slice for the app, then a screen refresh
-        return False
-
-    await eventually(settled, timeout=20, interval=0, what=what)
-    await pilot.pause()  # let layout catch up before the next click
 
 
 async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text() -> None:
