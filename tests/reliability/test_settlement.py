@@ -337,12 +337,16 @@ async def test_a_second_maka_up_on_the_same_redis_and_host_id_makes_the_first_ex
         assert [c["tag"] for c in calls(log)] == ["after-supersede"]
     finally:
         for process in (first, second):
-            if process is not None and process.poll() is None:
+            if process is None:
+                continue
+            if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
                     await asyncio.wait_for(asyncio.to_thread(process.wait), 60)
                 except TimeoutError:
                     os.killpg(process.pid, signal.SIGKILL)
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 async def _maka(*argv: str) -> tuple[int, str, str]:
