@@ -26,7 +26,7 @@ from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
 from services.interaction.keys import Keys
 from services.interaction.presence import Presence
-from services.interaction.redis_client import Client, redis_client
+from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
 from services.interaction.store import Fence, InteractionStore
@@ -101,7 +101,7 @@ class InteractionApp:
                 await self._task
         await self.tier.aclose()
         await self.fanout.aclose()
-        await self.client.aclose()
+        await close_client(self.client)
 
     async def tick(self) -> None:
         """One reaper pass plus the readiness probe (flips health on a Redis outage or recovery)."""
