@@ -88,6 +88,7 @@ class StackThread:
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(30)
+            self.loop.close()
 
     @property
     def endpoints(self) -> Any:
