@@ -65,6 +65,10 @@ class Notifier:
         if self._items:
             self._items.popleft()
 
+    def pop(self) -> Any | None:
+        """The oldest queued item, removed; ``None`` when nothing is queued (never waits)."""
+        return self._items.popleft() if self._items else None
+
     def close(self) -> None:
         self.closed = True
         self._wake.set()
@@ -73,8 +77,8 @@ class Notifier:
         """Yield queued items until closed and empty."""
         while True:
             self._wake.clear()
-            while self._items:
-                yield self._items.popleft()
+            while (item := self.pop()) is not None:
+                yield item
             if self.closed:
                 return
             await self._wake.wait()

@@ -26,7 +26,7 @@ from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
 from services.interaction.keys import Keys
 from services.interaction.presence import Presence
-from services.interaction.redis_client import Client, redis_client
+from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
 from services.interaction.store import Fence, InteractionStore
@@ -92,12 +92,16 @@ class InteractionApp:
         epochs (what they left is finished by the next start or another replica's reaper), close Redis."""
         await self.servicer.drain(self.settings.grace_seconds)
         if self._task is not None:
-            self._task.cancel()
+            # A cancellation delivered inside a Redis call can surface as a Redis error, which the loop
+            # logs and survives: cancel until the task has ended.
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait([self._task], timeout=0.2)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.tier.aclose()
         await self.fanout.aclose()
-        await self.client.aclose()
+        await close_client(self.client)
 
     async def tick(self) -> None:
         """One reaper pass plus the readiness probe (flips health on a Redis outage or recovery)."""

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import redis.asyncio
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import ExponentialBackoff
 
 from services.interaction.command_packing import use_hiredis_packing
@@ -79,6 +79,15 @@ def _common(settings: Settings) -> dict[str, Any]:
     if settings.redis_username:
         kwargs["username"] = settings.redis_username
     return kwargs
+
+
+async def close_client(client: Client) -> None:
+    """Close ``client``'s connections; in sentinel mode also the clients of the sentinels it asked (closing the
+    master's client leaves those open)."""
+    await client.aclose()
+    pool = client.connection_pool if isinstance(client, redis.asyncio.Redis) else None
+    if isinstance(pool, SentinelConnectionPool):
+        await pool.sentinel_manager.aclose()
 
 
 def redis_client(settings: Settings) -> Client:

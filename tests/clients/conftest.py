@@ -9,7 +9,6 @@ gRPC proxy (``grpc_read_timeout 20s``) in front of the broker, started per test.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,33 +16,8 @@ import pytest_asyncio
 
 from stack.topology import Stack
 from tests.helpers.nginx import Nginx, grpc_proxy
-from tests.helpers.stack import RunningStack
-from tests.reliability.harness import calls, reliability_stack, tools_ready
-
-KEEPALIVE_SECONDS = 3.0
-"""The broker's CallTool keepalive on this stack: well inside nginx's 20 s read timeout."""
-GRACE_SECONDS = 8.0
-"""The broker's reattach grace on this stack."""
-
-
-@dataclass
-class Proxied:
-    """The shared stack and the counting server's call log."""
-
-    running: RunningStack = field(repr=False)
-    log: Path
-
-    @property
-    def broker(self) -> str:
-        return self.running.stack.address(Stack.BROKER)
-
-    @property
-    def interaction(self) -> str:
-        return self.running.stack.address(Stack.INTERACTION)
-
-    def calls_of(self, tag: str) -> list[dict[str, object]]:
-        """The ``tools/call`` requests with ``tag`` that reached the MCP server, in order."""
-        return [c for c in calls(self.log) if c["tag"] == tag]
+from tests.helpers.proxied import GRACE_SECONDS, KEEPALIVE_SECONDS, Proxied
+from tests.reliability.harness import reliability_stack, tools_ready
 
 
 @pytest_asyncio.fixture(scope="package", loop_scope="package")

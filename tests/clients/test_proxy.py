@@ -29,8 +29,9 @@ from maka_client import (
     SurfaceClient,
     ToolCall,
 )
-from tests.clients.conftest import GRACE_SECONDS, KEEPALIVE_SECONDS, Proxied
 from tests.helpers.nginx import Nginx
+from tests.helpers.proxied import GRACE_SECONDS, KEEPALIVE_SECONDS, Proxied
+from tests.helpers.waiting import eventually
 from tests.reliability.counting_server import digest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="package")]
@@ -44,12 +45,12 @@ def _logged(events: list[CallEvent]) -> list[CallEvent]:
 
 async def _closed(surface: SurfaceClient, interaction_id: str, timeout: float = 40.0) -> str:
     """Wait (bounded) until the form is no longer pending; its close reason (or ``answered``)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            form = await surface.get(interaction_id)
-            if form.state != "pending":
-                return form.close_reason
-            await asyncio.sleep(0.1)  # polling a remote record, bounded above
+
+    async def close_reason() -> str | None:
+        form = await surface.get(interaction_id)
+        return None if form.state == "pending" else form.close_reason
+
+    return await eventually(close_reason, timeout=timeout, interval=0.1, what=f"{interaction_id} closed")
 
 
 @pytest.mark.slow

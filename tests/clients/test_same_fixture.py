@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from maka_client import SurfaceClient
-from tests.clients.conftest import Proxied
 from tests.helpers.nginx import Nginx
+from tests.helpers.proxied import Proxied
 from tests.reliability.counting_server import digest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="package")]

@@ -17,6 +17,8 @@ import signal
 import socket
 from pathlib import Path
 
+from tests.helpers.waiting import eventually
+
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 START_TIMEOUT = 15.0
 
@@ -84,19 +86,21 @@ class Nginx:
             stderr=asyncio.subprocess.DEVNULL,
         )
         self.starts += 1
-        async with asyncio.timeout(START_TIMEOUT):
-            while True:
-                if self.process.returncode is not None:
-                    raise RuntimeError(f"nginx exited {self.process.returncode}: {self.error_log()}")
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-                except OSError:
-                    await asyncio.sleep(0.05)  # polling a port that is coming up, bounded above
-                    continue
-                writer.close()
-                with contextlib.suppress(OSError):
-                    await writer.wait_closed()
-                return
+        process = self.process
+
+        async def accepting() -> bool:
+            if process.returncode is not None:
+                raise RuntimeError(f"nginx exited {process.returncode}: {self.error_log()}")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                return False  # the port is still coming up
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            return True
+
+        await eventually(accepting, timeout=START_TIMEOUT, interval=0.05, what=f"nginx on port {self.port}")
 
     async def stop(self) -> None:
         """Fast shutdown (SIGTERM): every proxied stream is cut at once."""

@@ -33,3 +33,4 @@ def harness_oauth_server(scenario: str = "auth/metadata-default") -> Iterator[st
     finally:
         process.terminate()
         process.wait(timeout=10)
+        process.stdout.close()

@@ -1,12 +1,33 @@
-"""A real ``redis-server`` for tests: private, on a unix socket, started and stopped by fixtures."""
+"""A real ``redis-server`` for tests: private, on a unix socket, started and stopped by fixtures.
+
+Every probe opens its own client and closes it again (``with redis.Redis(...)``): no socket is left for
+the garbage collector (the suite turns its ResourceWarning into an error).
+"""
 
 from __future__ import annotations
 
+import random
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+import redis
+
+
+def _command(port: int, *args: object, timeout: float = 1.0) -> Any:
+    """``args`` as one command to the server on ``port`` (replies decoded), on a connection closed after."""
+    with redis.Redis(port=port, socket_timeout=timeout, decode_responses=True) as client:
+        return client.execute_command(*args)
+
+
+def _replication(port: int, timeout: float = 1.0) -> dict[str, Any]:
+    """``INFO replication`` of the server on ``port``."""
+    with redis.Redis(port=port, socket_timeout=timeout, decode_responses=True) as client:
+        info: dict[str, Any] = client.info("replication")
+        return info
 
 
 class RedisServer:
@@ -42,14 +63,13 @@ class RedisServer:
         ]  # fmt: skip
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
-        import redis
-
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"redis-server exited with {self.process.returncode}")
             if self.socket.exists():
                 try:
-                    redis.Redis(unix_socket_path=str(self.socket)).ping()
+                    with redis.Redis(unix_socket_path=str(self.socket)) as client:
+                        client.ping()
                     return
                 except redis.exceptions.ConnectionError:
                     pass
@@ -71,9 +91,6 @@ class RedisServer:
 
 def _free_port(low: int = 20000, high: int = 45000) -> int:
     """A loopback port that is free now, and whose cluster-bus port (+10000) is free too."""
-    import random
-    import socket
-
     for _ in range(200):
         port = random.randint(low, high)
         try:
@@ -108,11 +125,9 @@ class _Node:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        log = (self.directory / "redis.log").open("ab")
-        self.process = subprocess.Popen(self.args, cwd=self.directory, stdout=log, stderr=log)
-        import redis
-
-        _wait(lambda: redis.Redis(port=self.port, socket_timeout=1).ping(), f"redis on port {self.port} starts")
+        with (self.directory / "redis.log").open("ab") as log:  # the child keeps its own copy of the fd
+            self.process = subprocess.Popen(self.args, cwd=self.directory, stdout=log, stderr=log)
+        _wait(lambda: _command(self.port, "PING"), f"redis on port {self.port} starts")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -145,8 +160,6 @@ class RedisClusterServers:
         return ",".join(f"127.0.0.1:{p}" for p in self.ports[:3])
 
     def start(self) -> None:
-        import redis
-
         for node in self.nodes:
             node.start()
         subprocess.run(
@@ -157,9 +170,7 @@ class RedisClusterServers:
 
         def ready() -> bool:
             for port in self.ports:
-                info = redis.Redis(port=port, socket_timeout=1, decode_responses=True).execute_command(  # type: ignore[no-untyped-call]
-                    "CLUSTER", "INFO"
-                )
+                info = _command(port, "CLUSTER", "INFO")
                 state = info.get("cluster_state") if isinstance(info, dict) else None
                 if state != "ok" and "cluster_state:ok" not in str(info):
                     return False
@@ -168,9 +179,7 @@ class RedisClusterServers:
         _wait(ready, "the cluster converges", timeout=60)
 
         def replicated() -> bool:
-            roles = [
-                redis.Redis(port=p, socket_timeout=1, decode_responses=True).info("replication") for p in self.ports
-            ]
+            roles = [_replication(p) for p in self.ports]
             replicas = [r for r in roles if r["role"] == "slave"]
             return len(replicas) == len(self.ports) // 2 and all(r["master_link_status"] == "up" for r in replicas)
 
@@ -178,16 +187,13 @@ class RedisClusterServers:
 
     def replica_of_slot(self, key: str) -> int:
         """The port of a replica of the master that serves ``key``'s slot."""
-        import redis
-
-        client = redis.Redis(port=self.ports[0], socket_timeout=2, decode_responses=True)
-        slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))  # type: ignore[no-untyped-call]
+        slot = int(_command(self.ports[0], "CLUSTER", "KEYSLOT", key, timeout=2))
         for port in self.ports:
-            node = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
-            if node.info("replication")["role"] != "slave":
+            replication = _replication(port, timeout=2)
+            if replication["role"] != "slave":
                 continue
-            master_port = int(node.info("replication")["master_port"])
-            for entry in client.execute_command("CLUSTER", "SLOTS"):  # type: ignore[no-untyped-call]
+            master_port = int(replication["master_port"])
+            for entry in _command(self.ports[0], "CLUSTER", "SLOTS", timeout=2):
                 start, end, master = int(entry[0]), int(entry[1]), entry[2]
                 if start <= slot <= end and int(master[1]) == master_port:
                     return port
@@ -195,11 +201,8 @@ class RedisClusterServers:
 
     def failover(self, replica_port: int) -> None:
         """``CLUSTER FAILOVER`` on ``replica_port`` and wait until it is a master."""
-        import redis
-
-        node = redis.Redis(port=replica_port, socket_timeout=5, decode_responses=True)
-        node.execute_command("CLUSTER", "FAILOVER")  # type: ignore[no-untyped-call]
-        _wait(lambda: node.info("replication")["role"] == "master", "the replica takes over", timeout=30)
+        _command(replica_port, "CLUSTER", "FAILOVER", timeout=5)
+        _wait(lambda: _replication(replica_port, timeout=5)["role"] == "master", "the replica takes over", timeout=30)
 
     def stop(self) -> None:
         for node in self.nodes:
@@ -243,29 +246,15 @@ class RedisSentinelServers:
 
     def master_address(self) -> int:
         """The master port the sentinels report now."""
-        import redis
-
-        host_port = redis.Redis(port=self.sentinel_ports[0], socket_timeout=2).execute_command(  # type: ignore[no-untyped-call]
-            "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.SERVICE
-        )
+        host_port = _command(self.sentinel_ports[0], "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.SERVICE, timeout=2)
         return int(host_port[1])
 
     def start(self) -> None:
-        import redis
-
         self.master.start()
         self.replica.start()
+        _wait(lambda: _replication(self.master_port)["connected_slaves"] >= 1, "the replica connects")
         _wait(
-            lambda: (
-                redis.Redis(port=self.master_port, decode_responses=True).info("replication")["connected_slaves"] >= 1
-            ),
-            "the replica connects",
-        )
-        _wait(
-            lambda: (
-                redis.Redis(port=self.replica_port, decode_responses=True).info("replication")["master_link_status"]
-                == "up"
-            ),
+            lambda: _replication(self.replica_port)["master_link_status"] == "up",
             "the replica finished its initial sync",
         )
         for sentinel in self.sentinels:
@@ -273,8 +262,8 @@ class RedisSentinelServers:
 
         def known() -> bool:
             for port in self.sentinel_ports:
-                client = redis.Redis(port=port, socket_timeout=1, decode_responses=True)
-                fields: dict[str, Any] = client.sentinel_master(self.SERVICE)  # type: ignore[assignment]
+                with redis.Redis(port=port, socket_timeout=1, decode_responses=True) as client:
+                    fields: dict[str, Any] = client.sentinel_master(self.SERVICE)
                 if int(fields["num-other-sentinels"]) < 2 or int(fields["num-slaves"]) < 1:
                     return False
             return True
@@ -283,13 +272,11 @@ class RedisSentinelServers:
 
     def failover(self) -> None:
         """``SENTINEL FAILOVER`` and wait until the replica is the reported, writable master."""
-        import redis
-
         before = self.master_address()
-        redis.Redis(port=self.sentinel_ports[0], socket_timeout=5).execute_command("SENTINEL", "FAILOVER", self.SERVICE)  # type: ignore[no-untyped-call]
+        _command(self.sentinel_ports[0], "SENTINEL", "FAILOVER", self.SERVICE, timeout=5)
         _wait(lambda: self.master_address() != before, "the sentinels promote the replica", timeout=60)
-        new = redis.Redis(port=self.master_address(), decode_responses=True)
-        _wait(lambda: new.info("replication")["role"] == "master", "the new master is writable", timeout=30)
+        new = self.master_address()
+        _wait(lambda: _replication(new)["role"] == "master", "the new master is writable", timeout=30)
 
     def stop(self) -> None:
         for node in [*self.sentinels, self.replica, self.master]:

@@ -32,6 +32,7 @@ from stack.ports import Ports
 from stack.state_dir import Endpoints
 from stack.supervisor import StackEvent
 from stack.topology import Stack
+from tests.helpers.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_CONFIG = ROOT / "examples" / "mcp.json"
@@ -130,12 +131,12 @@ async def wait_for_pending(
     interaction: str, session: str = "default", *, timeout: float = 30.0
 ) -> interaction_pb2.Interaction:
     """The first pending form of ``session``, polling (bounded by ``timeout`` s) until one exists."""
-    async with asyncio.timeout(timeout):
-        while True:
-            pending = await pending_forms(interaction, [session])
-            if pending:
-                return pending[0]
-            await asyncio.sleep(0.05)
+
+    async def first() -> interaction_pb2.Interaction | None:
+        pending = await pending_forms(interaction, [session])
+        return pending[0] if pending else None
+
+    return await eventually(first, timeout=timeout, interval=0.05, what=f"a pending form in {session}")
 
 
 async def answer(

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -25,6 +25,7 @@ import redis.asyncio
 from bench.fanout import replica_env
 from bench.processes import InteractionProcess
 from surfaces.common.interaction_client import InteractionClient, InteractionError, Snapshot, SurfaceView
+from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.e2e]
 
@@ -36,7 +37,6 @@ TOKENS = {
     "team-b": "team-b-surface-token",
 }
 PRESENCE_SECONDS = 3.0
-T = TypeVar("T")
 
 
 def _tokens_file(path: Path) -> None:
@@ -117,16 +117,6 @@ async def attached(client: InteractionClient, sessions: list[str]) -> AsyncItera
             await task
 
 
-async def until(check: Callable[[], Awaitable[T | None]], *, timeout: float) -> T:
-    """Poll the async ``check`` (a listing served by another process) until it returns a value; bounded."""
-    async with asyncio.timeout(timeout):
-        while True:
-            value = await check()
-            if value is not None:
-                return value
-            await asyncio.sleep(0.1)  # polling a remote listing, bounded above
-
-
 def _by_principal(surfaces: list[SurfaceView]) -> dict[str, SurfaceView]:
     return {s.principal: s for s in surfaces}
 
@@ -139,7 +129,7 @@ async def _listing_of(client: InteractionClient, principals: set[str]) -> tuple[
         listed, omitted = await client.list_surfaces()
         return (listed, omitted) if set(_by_principal(listed)) == principals else None
 
-    return await until(check, timeout=20)
+    return await eventually(check, timeout=20, interval=0.1, what=f"a listing of exactly {sorted(principals)}")
 
 
 async def _redis_text(url: str) -> str:
@@ -206,7 +196,8 @@ async def test_every_replica_lists_the_hosts_surfaces_scoped_by_token_and_never_
         now, _ = await ops_on_a.list_surfaces()
         return now if "alice" not in _by_principal(now) else None
 
-    assert await until(alice_gone, timeout=10) == []  # every stream ended: nothing stays listed
+    # every stream ended: nothing stays listed
+    assert await eventually(alice_gone, timeout=10, interval=0.1, what="alice unlisted") == []
 
 
 async def test_the_surfaces_of_a_replica_that_dies_leave_the_list_within_the_presence_ttl(tier: Tier) -> None:
@@ -222,7 +213,7 @@ async def test_the_surfaces_of_a_replica_that_dies_leave_the_list_within_the_pre
             now, _ = await lister.list_surfaces()
             return now if "ops" not in _by_principal(now) else None
 
-        after = await until(ops_gone, timeout=PRESENCE_SECONDS * 4)
+        after = await eventually(ops_gone, timeout=PRESENCE_SECONDS * 4, interval=0.1, what="ops' entries expired")
         assert set(_by_principal(after)) == {"alice"}  # the live replica's stream is refreshed, still listed
         await asyncio.sleep(PRESENCE_SECONDS)  # let one whole TTL pass: alice's entry lives only if refreshed
         still, _ = await lister.list_surfaces()

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,6 +29,7 @@ from services.interaction.keys import Keys
 from services.interaction.settings import RedisMode, Settings
 from tests.helpers.redis_server import RedisClusterServers, RedisSentinelServers
 from tests.helpers.stack import answer, call_tool, result_text, running_stack, wait_for_pending
+from tests.helpers.waiting import eventually, none_while_unavailable
 from tests.services.interaction.harness import (
     ADMIN_SURFACE_TOKEN,
     BROKER_TOKEN,
@@ -68,27 +68,13 @@ def sentinel() -> Iterator[RedisSentinelServers]:
             servers.stop()
 
 
-async def _retrying(call: Callable[[], Awaitable[T]], what: str, timeout: float = 60.0) -> T:
-    """Call like a surface: UNAVAILABLE (the failover window) is retried (an Answer keeps its submission id)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await call()
-        except grpc.aio.AioRpcError as error:
-            if error.code() != grpc.StatusCode.UNAVAILABLE:
-                raise
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what}: still UNAVAILABLE after {timeout}s") from error
-        await asyncio.sleep(0.2)
-
-
 async def _answer(
     stub: interaction_service_pb2_grpc.InteractionServiceAsyncStub, request: interaction_service_pb2.AnswerRequest
 ) -> interaction_pb2.Interaction:
     async def once() -> interaction_pb2.Interaction:
         return (await stub.Answer(request, timeout=10)).interaction
 
-    return await _retrying(once, "the answer commits")
+    return await eventually(none_while_unavailable(once), timeout=60, interval=0.2, what="the answer commits")
 
 
 async def _form_round_with_failover(service: Service, failover: object) -> None:
@@ -119,7 +105,9 @@ async def _form_round_with_failover(service: Service, failover: object) -> None:
             )
             return got.interaction
 
-        after = await _retrying(read_first, "the record is readable on the new master")
+        after = await eventually(
+            none_while_unavailable(read_first), timeout=60, interval=0.2, what="the record readable on the new master"
+        )
         assert after.state == interaction_pb2.INTERACTION_STATE_ANSWERED, "a committed answer survives the failover"
         assert after.answer.values["target"].string_value == "prod"
         with pytest.raises(grpc.aio.AioRpcError) as lost:

@@ -9,42 +9,12 @@ into its captured output and serves ``/metrics`` on its own port (``Observed.met
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from stack.topology import Stack
-from tests.helpers.stack import RunningStack
-from tests.reliability.harness import calls, free_port, reliability_stack, tools_ready
-
-SERVICES = (Stack.INTERACTION, Stack.BROKER, Stack.PROVIDER)
-
-
-@dataclass
-class Observed:
-    """The shared stack, the counting server's call log and each service's metrics port."""
-
-    running: RunningStack = field(repr=False)
-    log: Path
-    metrics: dict[str, int]
-
-    @property
-    def broker(self) -> str:
-        return self.running.stack.address(Stack.BROKER)
-
-    @property
-    def interaction(self) -> str:
-        return self.running.stack.address(Stack.INTERACTION)
-
-    @property
-    def redis_url(self) -> str:
-        return self.running.stack.redis_url
-
-    def calls_of(self, *tags: str) -> list[dict[str, object]]:
-        """The ``tools/call`` requests of ``tags`` that reached the MCP server, in order."""
-        return [c for c in calls(self.log) if c["tag"] in tags]
+from tests.helpers.observed import SERVICES, Observed
+from tests.reliability.harness import free_port, reliability_stack, tools_ready
 
 
 @pytest_asyncio.fixture(scope="package", loop_scope="package")

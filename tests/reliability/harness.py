@@ -36,6 +36,7 @@ from stack.ports import Ports
 from stack.supervisor import ChildSpec
 from stack.topology import Stack
 from tests.helpers.stack import START_TIMEOUT, STOP_TIMEOUT, RunningStack
+from tests.helpers.waiting import eventually, none_while_unavailable
 
 TERMINAL = frozenset({"result", "failure", "lost", "stopped"})
 """``CallToolResponse`` events that end a call."""
@@ -129,18 +130,18 @@ async def reliability_stack(
 
 async def tools_ready(running: RunningStack, *, token: str | None = None, timeout: float = 60.0) -> None:
     """Wait (bounded) until the broker lists the counting server's Tools again (after a restart or cut)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                async with open_channel(running.stack.address(Stack.BROKER), token=token) as channel:
-                    listed = await broker_pb2_grpc.CapabilityBrokerServiceStub(channel).ListTools(
-                        broker_pb2.ListToolsRequest(), timeout=5
-                    )
-                if any(tool.qualified_name == "counter:ask" for tool in listed.tools):
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.05)  # polling a remote listing, bounded by the timeout
+
+    async def listed() -> bool:
+        try:
+            async with open_channel(running.stack.address(Stack.BROKER), token=token) as channel:
+                listing = await broker_pb2_grpc.CapabilityBrokerServiceStub(channel).ListTools(
+                    broker_pb2.ListToolsRequest(), timeout=5
+                )
+        except grpc.aio.AioRpcError:
+            return False  # the broker is still coming back
+        return any(tool.qualified_name == "counter:ask" for tool in listing.tools)
+
+    await eventually(listed, timeout=timeout, interval=0.05, what="the broker listing counter:ask")
 
 
 class ToolCall:
@@ -260,17 +261,13 @@ async def wait_settled(
     interaction: str, interaction_id: str, *, token: str | None = None, timeout: float = 30.0
 ) -> interaction_pb2.Interaction:
     """Poll ``GetInteraction`` (bounded) until the record is no longer pending; retries UNAVAILABLE."""
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                record = await get_interaction(interaction, interaction_id, token=token)
-            except grpc.aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-            else:
-                if record.state != interaction_pb2.INTERACTION_STATE_PENDING:
-                    return record
-            await asyncio.sleep(0.05)  # polling a remote record, bounded by the timeout
+    read = none_while_unavailable(lambda: get_interaction(interaction, interaction_id, token=token))
+
+    async def settled() -> interaction_pb2.Interaction | None:
+        record = await read()
+        return record if record is not None and record.state != interaction_pb2.INTERACTION_STATE_PENDING else None
+
+    return await eventually(settled, timeout=timeout, interval=0.05, what=f"{interaction_id} settled")
 
 
 async def answer(

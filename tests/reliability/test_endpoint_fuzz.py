@@ -29,7 +29,7 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core import healthcheck
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
-from tests.reliability.conftest import SERVICES, Observed
+from tests.helpers.observed import SERVICES, Observed
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import (
     ToolCall,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -31,6 +31,7 @@ from stack.supervisor import StackEvent
 from stack.topology import Stack
 from surfaces.common.interaction_client import Answered, Backoff, Disconnected, InteractionClient, Opened, Snapshot
 from tests.helpers.stack import RunningStack
+from tests.helpers.waiting import eventually, none_while_unavailable
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import (
     ToolCall,
@@ -101,18 +102,6 @@ async def _next(events: asyncio.Queue[StackEvent], kind: str, name: str, timeout
             event = await events.get()
             if event.kind == kind and event.name == name:
                 return
-
-
-async def _retrying(make: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
-    """Await ``make()`` until it stops failing UNAVAILABLE (bounded)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                return await make()
-            except grpc.aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-            await asyncio.sleep(0.1)  # bounded retry of an unavailable dependency
 
 
 async def test_killing_the_provider_while_a_form_is_pending_loses_the_call_and_closes_the_form(
@@ -193,7 +182,12 @@ async def test_restarting_the_interaction_service_keeps_the_form_and_the_answer_
             late = await anext(late_surface.attach(["default"]))
             assert isinstance(late, Snapshot)
             assert _has(late, interaction_id)
-            await _retrying(lambda: answer(faulty.interaction, interaction_id, "after-restart"))
+            await eventually(
+                none_while_unavailable(lambda: answer(faulty.interaction, interaction_id, "after-restart")),
+                timeout=30,
+                interval=0.1,
+                what="the answer after the restart",
+            )
             # The first surface reconnects with its resume token and sees the answer.
             async with asyncio.timeout(30):
                 async for event in feed:
@@ -224,9 +218,19 @@ async def test_restarting_redis_loses_neither_a_pending_form_nor_a_committed_ans
         # Both records came back from the append-only file.
         kept = await wait_settled(faulty.interaction, answered_id)
         assert kept.answer.values["value"].string_value == "committed"
-        still = await _retrying(lambda: get_interaction(faulty.interaction, pending_id))
+        still = await eventually(
+            none_while_unavailable(lambda: get_interaction(faulty.interaction, pending_id)),
+            timeout=30,
+            interval=0.1,
+            what="the form readable again",
+        )
         assert still.state == interaction_pb2.INTERACTION_STATE_PENDING
-        await _retrying(lambda: answer(faulty.interaction, pending_id, "after-redis"))
+        await eventually(
+            none_while_unavailable(lambda: answer(faulty.interaction, pending_id, "after-redis")),
+            timeout=30,
+            interval=0.1,
+            what="the answer after Redis returned",
+        )
         done = await pending_call.terminal(timeout=60)
         assert result_payload(done)["digest"] == digest("after-redis")
     assert sorted(faulty.legs("redis-pending", "redis-answered")) == [
@@ -251,7 +255,12 @@ async def test_an_unreachable_redis_gives_clear_unavailable_errors_and_recovers(
         os.kill(pid, signal.SIGCONT)
     async with ToolCall(faulty.broker, "counter:ask", {"tag": "redis-back"}) as call:
         interaction_id = await call.awaiting(timeout=60)
-        await _retrying(lambda: answer(faulty.interaction, interaction_id, "recovered"))
+        await eventually(
+            none_while_unavailable(lambda: answer(faulty.interaction, interaction_id, "recovered")),
+            timeout=30,
+            interval=0.1,
+            what="the answer once the store recovered",
+        )
         done = await call.terminal()
         assert result_payload(done)["digest"] == digest("recovered")
     assert faulty.legs("redis-back") == [("redis-back", "first"), ("redis-back", "retry")]

@@ -15,7 +15,7 @@ import pytest
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.channels import open_channel
 from stack.topology import Stack
-from tests.reliability.conftest import Observed
+from tests.helpers.observed import Observed
 from tests.reliability.harness import ToolCall, answer, metric_value, scrape
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="package")]

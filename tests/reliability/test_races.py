@@ -19,7 +19,8 @@ from maka.interaction.v1 import interaction_pb2
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
 from surfaces.common.interaction_client import Answered, AttachEvent, InteractionClient, Snapshot
-from tests.reliability.conftest import Observed
+from tests.helpers.observed import Observed
+from tests.helpers.waiting import eventually, none_while_unavailable
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import ToolCall, answer, get_interaction, result_payload
 
@@ -90,14 +91,14 @@ async def _answer_retrying_unavailable(
 ) -> None:
     """Answer like a surface does: UNAVAILABLE (a store call timed out under load) is retried with the same
     ``submission_id``, which makes the retry idempotent. Bounded by the caller's timeout."""
-    while True:
-        try:
-            await answer(observed.interaction, interaction_id, value, submission_id=submission_id, channel=channel)
-            return
-        except grpc.aio.AioRpcError as error:
-            if error.code() != grpc.StatusCode.UNAVAILABLE:
-                raise
-        await asyncio.sleep(0.1)  # back off before retrying an unavailable store
+    await eventually(
+        none_while_unavailable(
+            lambda: answer(observed.interaction, interaction_id, value, submission_id=submission_id, channel=channel)
+        ),
+        timeout=120,
+        interval=0.1,
+        what=f"the answer {submission_id} committed",
+    )
 
 
 async def test_two_hundred_concurrent_calls_with_forms_each_complete_with_their_own_answer(

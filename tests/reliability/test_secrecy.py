@@ -16,8 +16,8 @@ import secrets
 import pytest
 
 from surfaces.common.interaction_client import Answered, InteractionClient, Snapshot
+from tests.helpers.observed import SERVICES, Observed
 from tests.helpers.waiting import eventually
-from tests.reliability.conftest import SERVICES, Observed
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import ToolCall, answer, redis_dump, result_payload, scrape
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -40,6 +41,7 @@ from services.core.status import error_from_rpc
 from stack.supervisor import StackEvent
 from stack.topology import Stack
 from tests.helpers.stack import RunningStack
+from tests.helpers.waiting import eventually
 from tests.reliability.harness import (
     ToolCall,
     answer,
@@ -136,21 +138,21 @@ async def _race_answers(settling: Settling, interaction_id: str, call: ToolCall)
     the caller saw its terminal event, answer again (that one must be refused)."""
     race = Race()
     async with open_channel(settling.interaction) as channel:
-        attempt = 0
-        async with asyncio.timeout(60):
-            while True:
-                attempt += 1
-                terminal_seen = any(k in ("result", "failure", "lost", "stopped") for k in call.kinds())
-                outcome = await _try_answer(channel, interaction_id, f"race-{attempt}", race)
-                if outcome is None:
-                    await asyncio.sleep(0.01)  # retry an unreachable service at once, bounded above
-                    continue
-                if outcome:
-                    if terminal_seen:
-                        race.accepted_after_terminal += 1
-                    else:
-                        race.committed = True
-                break
+        attempts = itertools.count(1)
+
+        async def decided() -> bool | None:
+            terminal_seen = any(k in ("result", "failure", "lost", "stopped") for k in call.kinds())
+            outcome = await _try_answer(channel, interaction_id, f"race-{next(attempts)}", race)
+            if outcome is None:
+                return None  # unreachable: retry at once
+            if outcome:
+                if terminal_seen:
+                    race.accepted_after_terminal += 1
+                else:
+                    race.committed = True
+            return True
+
+        await eventually(decided, timeout=60, interval=0.01, what="an answer attempt accepted or refused")
         await call.terminal(timeout=60)
         if await _try_answer(channel, interaction_id, "after-terminal", race):
             race.accepted_after_terminal += 1
@@ -337,12 +339,16 @@ async def test_a_second_maka_up_on_the_same_redis_and_host_id_makes_the_first_ex
         assert [c["tag"] for c in calls(log)] == ["after-supersede"]
     finally:
         for process in (first, second):
-            if process is not None and process.poll() is None:
+            if process is None:
+                continue
+            if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
                     await asyncio.wait_for(asyncio.to_thread(process.wait), 60)
                 except TimeoutError:
                     os.killpg(process.pid, signal.SIGKILL)
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 async def _maka(*argv: str) -> tuple[int, str, str]:

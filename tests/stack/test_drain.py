@@ -14,6 +14,7 @@ from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from services.core.healthcheck import serving
 from tests.helpers.stack import answer, call_tool, result_text, running_stack, wait_for_pending
+from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -21,11 +22,10 @@ DEPLOY_ANSWER = {"environment": form_pb2.Value(string_value="staging"), "confirm
 
 
 async def _not_serving(target: str, timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while True:
-            if not await serving(target, timeout=1.0):
-                return
-            await asyncio.sleep(0.05)  # polling a remote health status, bounded above
+    async def stopped_serving() -> bool:
+        return not await serving(target, timeout=1.0)
+
+    await eventually(stopped_serving, timeout=timeout, interval=0.05, what=f"{target} not serving")
 
 
 async def test_a_rolling_restart_lets_the_call_in_flight_and_its_form_finish_and_refuses_new_calls(

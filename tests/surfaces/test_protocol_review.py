@@ -31,10 +31,12 @@ from maka.interaction.v1 import interaction_pb2
 from surfaces.common.interaction_client import InteractionClient
 from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import answer, call_tool
+from tests.helpers.tui import settle
 from tests.helpers.waiting import eventually
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
-from tests.surfaces.test_same_fixture import TIMEOUT_MS, StackThread, _first_pending, _maka, _settle
+from tests.surfaces.test_same_fixture import TIMEOUT_MS, StackThread, _first_pending, _maka
 
 SHORT_TTL = 4.0
 """``requestStateTtl`` of ``fxshort``: short enough that a round runs out within the test."""
@@ -80,7 +82,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """Launch the machine's Chromium by path (never ``playwright install``)."""
     return {
         **browser_type_launch_args,
-        "executable_path": "/usr/bin/chromium",
+        "executable_path": CHROMIUM,
         "args": ["--disable-gpu", "--disable-dev-shm-usage"],
     }
 
@@ -174,7 +176,7 @@ async def test_every_form_of_a_round_shows_its_position_and_the_one_round_deadli
 
         app = MakaTui(lambda: InteractionClient.connect(interaction), session_ids=[session])
         async with app.run_test(size=(140, 60)) as pilot:
-            await _settle(pilot, lambda: app.selected_id == first.interaction_id, "form 1")
+            await settle(pilot, lambda: app.selected_id == first.interaction_id, "form 1", timeout=30)
             assert _round_line(app).startswith("form 1 of 2 · the round ends ")
             await answer(
                 interaction,
@@ -184,7 +186,7 @@ async def test_every_form_of_a_round_shows_its_position_and_the_one_round_deadli
                 submission_id="r1",
             )
             second = await get_interaction(interaction, await _nth_awaiting(call, 2))
-            await _settle(pilot, lambda: app.selected_id == second.interaction_id, "form 2")
+            await settle(pilot, lambda: app.selected_id == second.interaction_id, "form 2", timeout=30)
             assert _round_line(app).startswith("form 2 of 2 · the round ends ")
         assert (second.round.position, second.round.size) == (2, 2)
         assert second.round.deadline == first.round.deadline  # one deadline for the whole round
@@ -420,11 +422,11 @@ async def test_tui_cleared_defaults_stay_cleared_and_an_empty_required_multi_sel
     form_id = await _first_pending(review, session)
     app = MakaTui(lambda: InteractionClient.connect(interaction), session_ids=[session])
     async with app.run_test(size=(140, 70)) as pilot:
-        await _settle(pilot, lambda: app.selected_id == form_id, "the form")
+        await settle(pilot, lambda: app.selected_id == form_id, "the form", timeout=30)
         app.query_one("#field-0", Input).value = ""  # note: cleared
         await pilot.pause()
         await pilot.click("#submit")
-        await _settle(pilot, lambda: form_id not in app.pending, "the answered form to leave")
+        await settle(pilot, lambda: form_id not in app.pending, "the answered form to leave", timeout=30)
     assert (await asyncio.wait_for(call, 90))[-1].HasField("result")
     assert _content(review, tag) == {"count": 2, "tags": ["a"], "region": "eu", "picks": []}
 
@@ -437,16 +439,16 @@ async def test_tui_a_required_boolean_without_default_needs_a_choice(review: Rev
     form_id = await _first_pending(review, session)
     app = MakaTui(lambda: InteractionClient.connect(interaction), session_ids=[session])
     async with app.run_test(size=(140, 60)) as pilot:
-        await _settle(pilot, lambda: app.selected_id == form_id, "the form")
+        await settle(pilot, lambda: app.selected_id == form_id, "the form", timeout=30)
         assert app.query_one("#submit", Button).disabled  # nothing chosen for the required boolean
         app.action_submit_form()
-        await _settle(pilot, lambda: app.field_error(0) == "required", "required on the boolean")
+        await settle(pilot, lambda: app.field_error(0) == "required", "required on the boolean", timeout=30)
         assert app.field_error(1) == ""  # the optional one may stay unset
         assert form_id in app.pending
         await pilot.click("#field-0-no")
         await pilot.pause()
         await pilot.click("#submit")
-        await _settle(pilot, lambda: form_id not in app.pending, "the answered form to leave")
+        await settle(pilot, lambda: form_id not in app.pending, "the answered form to leave", timeout=30)
     assert (await asyncio.wait_for(call, 90))[-1].HasField("result")
     assert _content(review, tag) == {"ok": False}
 

@@ -24,20 +24,21 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from playwright.sync_api import Page, expect
-from textual.pilot import Pilot
 from textual.widgets import Select
 
 from maka.broker.v1 import broker_pb2
 from surfaces.common.interaction_client import InteractionClient, Opened, Snapshot
 from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import RunningStack, call_tool, result_text
+from tests.helpers.tui import settle
 
 T = TypeVar("T")
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
@@ -87,6 +88,7 @@ class StackThread:
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(30)
+            self.loop.close()
 
     @property
     def endpoints(self) -> Any:
@@ -145,17 +147,6 @@ async def _first_pending(stack: StackThread, session: str) -> str:
 # --- TUI ---------------------------------------------------------------------------------------------
 
 
-async def _settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
-    app = pilot.app
-    assert isinstance(app, MakaTui)
-    try:
-        async with asyncio.timeout(30):
-            while not (app.idle and check()):
-                await pilot.pause(0.01)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_action(
@@ -166,7 +157,7 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
     interaction_id = await _first_pending(shared_stack, session)
     app = MakaTui(lambda: InteractionClient.connect(shared_stack.endpoints.interaction), session_ids=[session])
     async with app.run_test(size=(140, 60)) as pilot:
-        await _settle(pilot, lambda: app.selected_id == interaction_id, "the deploy form to be shown")
+        await settle(pilot, lambda: app.selected_id == interaction_id, "the deploy form to be shown", timeout=30)
         if action == "accept":
             app.query_one("#field-0", Select).value = "staging"
             await pilot.click("#field-1-yes")
@@ -176,7 +167,7 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
             await pilot.click("#decline")
         else:
             await pilot.press("escape")
-        await _settle(pilot, lambda: interaction_id not in app.pending, "the answered form to leave")
+        await settle(pilot, lambda: interaction_id not in app.pending, "the answered form to leave", timeout=30)
         assert [outcome.action.value for outcome in app.outcomes] == [action]
 
     shared_stack.assert_reached_server(artifact, action, await _awaited(call))
@@ -224,7 +215,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """Launch the machine's Chromium by path (never ``playwright install``)."""
     return {
         **browser_type_launch_args,
-        "executable_path": "/usr/bin/chromium",
+        "executable_path": CHROMIUM,
         "args": ["--disable-gpu", "--disable-dev-shm-usage"],
     }
 

@@ -44,6 +44,7 @@ from tests.conformance.client.auto_answer import AutoAnswerer
 from tests.conformance.client.scenarios import Scenario, Step, era_for, scenario_for
 from tests.conformance.client.sign_in import AutoSignIn
 from tests.conformance.client.stack import InProcessStack
+from tests.helpers.waiting import eventually, none_while_unavailable
 
 log = logging.getLogger("maka.tests.conformance.client.runner")
 
@@ -149,21 +150,16 @@ async def wait_for_tools(
 ) -> list[broker_pb2.Tool]:
     """Poll ``ListTools`` until every qualified name in ``names`` is registered; returns the listing.
 
-    Raises ``TimeoutError`` after ``timeout`` seconds (the provider could not connect or list).
+    Raises ``AssertionError`` after ``timeout`` seconds (the provider could not connect or list).
     """
-    delay = 0.02
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                tools = list((await broker.ListTools(broker_pb2.ListToolsRequest(), timeout=5)).tools)
-            except grpc.aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-            else:
-                if names <= {tool.qualified_name for tool in tools}:
-                    return tools
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+    listing = none_while_unavailable(lambda: broker.ListTools(broker_pb2.ListToolsRequest(), timeout=5))
+
+    async def registered() -> list[broker_pb2.Tool] | None:
+        listed = await listing()
+        tools = list(listed.tools) if listed is not None else []
+        return tools if names <= {tool.qualified_name for tool in tools} else None
+
+    return await eventually(registered, timeout=timeout, interval=0.1, what=f"the Tools {sorted(names)} listed")
 
 
 class _Holds:

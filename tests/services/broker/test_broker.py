@@ -98,8 +98,10 @@ def _tool(name: str = "deploy", server: str = "examples") -> broker_pb2.ToolDesc
 
 
 def _frames(stream: ProviderStream) -> list[broker_pb2.ConnectResponse]:
-    items: list[broker_pb2.ConnectResponse] = list(stream.outbox._items)
-    stream.outbox._items.clear()
+    """The frames queued for the provider since the last read, taken as its stream would take them."""
+    items: list[broker_pb2.ConnectResponse] = []
+    while (frame := stream.outbox.pop()) is not None:
+        items.append(frame)
     return items
 
 
@@ -378,7 +380,10 @@ async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocatio
     invocation = _call(broker)
     host.refuse = OpenRefused("INVALID_FORM", "bad schema")
     _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.RUNNING and broker.stats().get("rejected_frames"))
+    await eventually(
+        lambda: invocation.state is InvocationState.RUNNING and bool(broker.stats().get("rejected_frames")),
+        what="the frame rejected",
+    )
     rejected = [f.rejected for f in _frames(stream) if f.HasField("rejected")]
     assert rejected[0].reason == broker_pb2.REJECT_REASON_INVALID_FORM
     assert "bad schema" in rejected[0].message

@@ -17,8 +17,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
+from tests.helpers.broker import Call, Provider, accept_staging, deploy_tool
 from tests.helpers.waiting import eventually
-from tests.services.broker.conftest import Call, Provider, accept_staging, deploy_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -33,8 +33,8 @@ async def _spawn(module: str, env: dict[str, str], log: Path) -> asyncio.subproc
 
 
 async def _port(path: Path) -> int:
-    def read() -> str:
-        return path.read_text() if path.exists() else ""
+    def read() -> str | None:
+        return (path.read_text() or None) if path.exists() else None
 
     return int(await eventually(read, timeout=30, what=path.name))
 

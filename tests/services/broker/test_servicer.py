@@ -16,8 +16,7 @@ import pytest
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from tests.helpers.waiting import eventually
-from tests.services.broker.conftest import (
+from tests.helpers.broker import (
     FRAME_TIMEOUT,
     Call,
     Provider,
@@ -25,7 +24,11 @@ from tests.services.broker.conftest import (
     StackFactory,
     accept_staging,
     deploy_tool,
+    start_broker,
+    start_interaction,
+    stop_interaction,
 )
+from tests.helpers.waiting import eventually
 
 
 async def test_one_form_round_trip_delivers_the_answer_to_the_provider_and_one_result_to_the_caller(
@@ -354,8 +357,6 @@ async def test_list_tools_names_qualified_tools_of_live_registrations(stack: Sta
 async def test_a_new_broker_epoch_closes_the_old_brokers_forms_and_fails_its_call_closed(
     make_stack: StackFactory,
 ) -> None:
-    from tests.services.broker.conftest import start_broker
-
     stack = await make_stack(execution_timeout_seconds=5.0, heartbeat_seconds=0.2)
     provider = await stack.provider()
     call = stack.call()
@@ -377,8 +378,6 @@ async def test_a_new_broker_epoch_closes_the_old_brokers_forms_and_fails_its_cal
 async def test_hostlink_drop_resumes_the_same_epoch_and_delivers_an_answer_given_meanwhile(
     make_stack: StackFactory, redis_url: str
 ) -> None:
-    from tests.services.broker.conftest import start_interaction, stop_interaction
-
     stack = await make_stack(execution_timeout_seconds=5.0)
     provider = await stack.provider()
     call = stack.call()
@@ -520,8 +519,6 @@ async def test_callers_are_scoped_to_their_sessions_and_roles(make_stack: StackF
 async def test_stop_while_the_hostlink_is_down_reports_stopped_only_after_the_close_is_durable(
     make_stack: StackFactory, redis_url: str
 ) -> None:
-    from tests.services.broker.conftest import start_interaction, stop_interaction
-
     stack = await make_stack(execution_timeout_seconds=5.0)
     provider = await stack.provider()
     call = stack.call()
@@ -578,7 +575,6 @@ async def test_a_broker_started_before_the_interaction_service_begins_its_epoch_
     from services.broker.main import build
     from services.broker.settings import Settings
     from services.core.serving import start_server
-    from tests.services.broker.conftest import start_interaction, stop_interaction
 
     _, probe = await start_interaction(redis_url)
     port = probe.port
@@ -602,8 +598,6 @@ async def test_a_broker_started_before_the_interaction_service_begins_its_epoch_
 async def test_a_resume_refused_as_stale_fails_the_awaiting_call_closed_and_never_begins_an_epoch(
     make_stack: StackFactory, redis_url: str
 ) -> None:
-    from tests.services.broker.conftest import start_broker, start_interaction, stop_interaction
-
     stack = await make_stack(execution_timeout_seconds=5.0)
     provider = await stack.provider("mcp:examples", [deploy_tool(), deploy_tool("ping")])
     call = stack.call()

@@ -83,9 +83,9 @@ async def test_a_service_process_exports_its_rpc_spans_to_an_otlp_collector(
     process = start_service(env)
     try:
 
-        def ready() -> str:
+        def ready() -> str | None:
             assert process.poll() is None, "service exited"
-            return port_file.read_text() if port_file.exists() else ""
+            return (port_file.read_text() or None) if port_file.exists() else None
 
         port = int(await eventually(ready, timeout=30, what="port file"))
         async with open_channel(f"127.0.0.1:{port}", tls=ClientTlsSettings()) as channel:

@@ -258,6 +258,12 @@ class Surface:
                         return self._stash.pop(index)
                 self._stash.append(await self.frames.get())
 
+    async def ended(self) -> None:
+        """Wait (bounded by FRAME_TIMEOUT) until the stream ended; its error, if any, is in ``error``."""
+        assert self._task is not None
+        async with asyncio.timeout(FRAME_TIMEOUT):
+            await self._task
+
     async def events(self, count: int) -> list[interaction_pb2.InteractionEvent]:
         return [(await self.next("event")).event.event for _ in range(count)]
 

@@ -37,9 +37,9 @@ def _start(redis_url: str, port_file: Path) -> subprocess.Popen[bytes]:
 
 
 async def _port(port_file: Path, process: subprocess.Popen[bytes]) -> int:
-    def ready() -> str:
+    def ready() -> str | None:
         assert process.poll() is None, "service exited"
-        return port_file.read_text() if port_file.exists() else ""
+        return (port_file.read_text() or None) if port_file.exists() else None
 
     return int(await eventually(ready, timeout=30, what="port file"))
 

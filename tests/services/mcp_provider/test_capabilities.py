@@ -15,7 +15,7 @@ from services.core.form import Action, Answer
 from services.mcp_provider import capabilities
 from services.mcp_provider.config import Era
 from services.mcp_provider.connection import MakaDispatcher
-from tests.services.mcp_provider.conftest import ALL_SERVERS, ScriptedForms, accept, serve_mcp
+from tests.helpers.mcp_servers import ALL_SERVERS, ScriptedForms, accept, serve_mcp
 
 CAPS = CLIENT_CAPABILITIES_META_KEY
 

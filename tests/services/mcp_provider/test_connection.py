@@ -13,8 +13,8 @@ from services.core.form import Action, Answer, Form
 from services.mcp_provider.config import Era
 from services.mcp_provider.connection import normalize_result, reject_unknown_input_requests
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+from tests.helpers.mcp_servers import ScriptedForms, accept, serve_mcp
 from tests.helpers.waiting import eventually
-from tests.services.mcp_provider.conftest import ScriptedForms, accept, serve_mcp
 
 MODERN_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
 
@@ -185,7 +185,7 @@ async def test_stop_cancels_the_in_flight_request_on_the_wire(tmp_path: Path) ->
     async with serve_mcp(tmp_path, kind="high") as served:
         stop = asyncio.Event()
         call = asyncio.create_task(served.manager.call_tool("fx", "slow", {}, stop=stop))
-        await eventually(lambda: served.wire.tool_calls("slow"), what="slow call sent")
+        await eventually(lambda: bool(served.wire.tool_calls("slow")), what="slow call sent")
         stop.set()
         with pytest.raises(McpToolCallError) as caught:
             async with asyncio.timeout(10):
@@ -194,9 +194,9 @@ async def test_stop_cancels_the_in_flight_request_on_the_wire(tmp_path: Path) ->
         assert caught.value.code is CallErrorCode.STOPPED
         [sent] = served.wire.tool_calls("slow")
         await eventually(
-            lambda: [
-                m for m in served.wire.requests("notifications/cancelled") if m["params"]["requestId"] == sent["id"]
-            ],
+            lambda: any(
+                m["params"]["requestId"] == sent["id"] for m in served.wire.requests("notifications/cancelled")
+            ),
             what="notifications/cancelled",
         )
 
@@ -228,7 +228,7 @@ async def test_configured_http_headers_are_sent_on_every_request(tmp_path: Path)
 async def test_http_server_gone_between_calls_is_noticed_through_the_listen_stream(tmp_path: Path) -> None:
     async with serve_mcp(tmp_path, kind="high", transport="http") as served:
         assert served.process is not None
-        await eventually(lambda: served.wire.requests("subscriptions/listen"), what="listen stream opened")
+        await eventually(lambda: bool(served.wire.requests("subscriptions/listen")), what="listen stream opened")
         served.process.kill()  # uvicorn's graceful SIGTERM would wait for the open listen stream
         await served.process.wait()
 

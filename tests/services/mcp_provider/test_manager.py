@@ -18,8 +18,8 @@ from services.mcp_provider import capabilities
 from services.mcp_provider.errors import CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager
 from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS, PROMPT_STATE
+from tests.helpers.mcp_servers import ALL_SERVERS, LOW_SERVERS, ScriptedForms, Served, accept, serve_mcp
 from tests.helpers.waiting import eventually
-from tests.services.mcp_provider.conftest import ALL_SERVERS, LOW_SERVERS, ScriptedForms, Served, accept, serve_mcp
 
 pytestmark = pytest.mark.slow
 
@@ -433,13 +433,12 @@ async def test_stop_during_state_only_pacing_ends_the_call_without_another_leg(t
     async with serve_mcp(tmp_path, manager=manager) as served:
         stop = asyncio.Event()
         call = asyncio.create_task(served.manager.call_tool("fx", "forever_state", {}, stop=stop))
-        await eventually(
-            lambda: (
-                served.wire.tool_calls("forever_state")
-                and served.wire.response(served.wire.tool_calls("forever_state")[0]["id"])
-            ),
-            what="first state-only result",
-        )
+
+        def first_leg_answered() -> bool:
+            legs = served.wire.tool_calls("forever_state")
+            return bool(legs) and served.wire.responded(legs[0]["id"])
+
+        await eventually(first_leg_answered, what="first state-only result")
         stop.set()
         with pytest.raises(McpToolCallError) as caught:
             async with asyncio.timeout(10):

@@ -20,8 +20,8 @@ import pytest
 from services.core.form import Action, Answer, Form
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 from services.mcp_provider.manager import RoundSlot, current_round
+from tests.helpers.mcp_servers import LOW_SERVERS, serve_mcp
 from tests.helpers.waiting import eventually
-from tests.services.mcp_provider.conftest import LOW_SERVERS, serve_mcp
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,8 @@ from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider import main as provider_main
 from services.mcp_provider.main import ProviderApp
 from services.mcp_provider.settings import Settings as ProviderSettings
+from tests.helpers.mcp_servers import ROOT, Wire
 from tests.helpers.waiting import eventually
-from tests.services.mcp_provider.conftest import ROOT, Wire
 
 pytestmark = pytest.mark.slow
 
@@ -306,5 +306,4 @@ async def test_a_tool_list_change_reaches_the_broker_as_tools_changed(stack: Sta
         tools = await _tools(stack)
         return "hi:ask" in tools and tools["hi:ask"].description == "redefined"
 
-    check: Callable[[], bool | Awaitable[bool]] = redefined
-    await eventually(check, what="ToolsChanged applied by the broker")
+    await eventually(redefined, what="ToolsChanged applied by the broker")

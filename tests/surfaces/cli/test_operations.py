@@ -12,10 +12,9 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
@@ -24,6 +23,7 @@ from stack.ports import free_port
 from stack.state_dir import Endpoints, read_endpoints
 from surfaces.common.interaction_client import InteractionClient, Snapshot
 from tests.helpers.stack import running_stack
+from tests.helpers.waiting import eventually
 
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
 ROOT = Path(__file__).resolve().parents[3]
@@ -78,19 +78,6 @@ async def refusing_401() -> AsyncIterator[int]:
         server.close()
 
 
-T = TypeVar("T")
-
-
-async def until(check: Callable[[], Awaitable[T | None]], *, timeout: float, what: str) -> T:
-    """Poll the async ``check`` (a remote status) until it returns a value; bounded by ``timeout`` s."""
-    async with asyncio.timeout(timeout):
-        while True:
-            value = await check()
-            if value is not None and value is not False:
-                return value
-            await asyncio.sleep(0.2)  # polling a remote report, bounded above
-
-
 def _servers(ran: Ran) -> dict[str, dict[str, object]]:
     return {s["name"]: s for s in json.loads(ran.out)["servers"]}
 
@@ -138,7 +125,7 @@ async def test_a_new_user_diagnoses_failing_servers_from_maka_status_alone(
                 human = await maka("status", state_dir=state)
                 return (ran, human) if "stderr: " in human.out else None
 
-            settled, human = await until(all_settled, timeout=60, what="every server settled")
+            settled, human = await eventually(all_settled, timeout=60, interval=0.2, what="every server settled")
             assert settled.code == 1  # something is not ready
             servers = _servers(settled)
             assert servers["ops"]["tools"] == 5
@@ -230,7 +217,7 @@ async def test_maka_status_lists_the_attached_surfaces_a_web_page_and_a_client_l
                 kinds = sorted(s["kind"] for s in surfaces["attached"]) if surfaces else []
                 return ran if kinds == ["maka-client-py", "web"] else None
 
-            ran = await until(both_listed, timeout=30, what="both surfaces listed")
+            ran = await eventually(both_listed, timeout=30, interval=0.2, what="both surfaces listed")
             by_kind = {s["kind"]: s for s in json.loads(ran.out)["surfaces"]["attached"]}
             assert by_kind["maka-client-py"]["sessions"] == ["s-lib", "s-other"]
             assert by_kind["web"]["sessions"] == "all"
@@ -251,7 +238,7 @@ async def test_maka_status_lists_the_attached_surfaces_a_web_page_and_a_client_l
             ran = await maka("status", "--json", state_dir=state)
             return ran if ran.out and json.loads(ran.out)["surfaces"]["attached"] == [] else None
 
-        await until(none_left, timeout=30, what="the closed streams left the list")
+        await eventually(none_left, timeout=30, interval=0.2, what="the closed streams left the list")
 
 
 def test_config_check_prints_one_line_per_problem_and_warns_about_other_hosts_keys(tmp_path: Path) -> None:
@@ -358,7 +345,7 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
             servers = _servers(await maka("status", "--json", state_dir=state))
             return servers["keep"]["liveCalls"] == 1 and servers["old"]["liveCalls"] == 1
 
-        await until(keep_busy, timeout=30, what="the call in flight on keep")
+        await eventually(keep_busy, timeout=30, interval=0.2, what="the call in flight on keep")
 
         original = config.read_text()
         config.write_text('{"mcpServers": {"x": {"command": 1}}}')
@@ -389,7 +376,7 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
             ok = servers.get("new", {}).get("state") == "ready" and servers.get("chg", {}).get("state") == "ready"
             return servers if ok else None
 
-        servers = await until(new_ready, timeout=60, what="the reloaded servers ready")
+        servers = await eventually(new_ready, timeout=60, interval=0.2, what="the reloaded servers ready")
         assert servers["keep"]["liveCalls"] == 1  # untouched: still the same call
         assert servers["old"]["state"] == "draining"  # removed, finishing its call in flight
         hello = await maka("call", "new:hello", state_dir=state)
@@ -403,7 +390,7 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
         async def chg_removed() -> bool:
             return "chg" not in _servers(await maka("status", "--json", state_dir=state))
 
-        await until(chg_removed, timeout=60, what="SIGHUP applied")
+        await eventually(chg_removed, timeout=60, interval=0.2, what="SIGHUP applied")
 
         gate.write_text("open")
         done = await in_flight
@@ -414,7 +401,7 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
         async def old_gone() -> bool:
             return "old" not in _servers(await maka("status", "--json", state_dir=state))
 
-        await until(old_gone, timeout=30, what="the drained server closed")
+        await eventually(old_gone, timeout=30, interval=0.2, what="the drained server closed")
 
 
 @pytest.mark.e2e

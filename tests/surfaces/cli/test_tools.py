@@ -15,7 +15,7 @@ import pytest
 
 from maka.broker.v1 import broker_pb2
 from stack.state_dir import Endpoints, write_endpoints
-from tests.services.broker.conftest import Stack, deploy_tool, start_broker, start_interaction
+from tests.helpers.broker import Stack, deploy_tool, start_broker, start_interaction
 
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,7 +6,6 @@ import asyncio
 import shutil
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from services.core.form import Action
 from stack.state_dir import Endpoints, write_endpoints
 from surfaces.cli.main import build_parser, main
 from surfaces.common.interaction_client import InteractionClient
+from tests.helpers.waiting import eventually
 from tests.surfaces.helpers import deploy_form, interaction_service
 
 
@@ -29,16 +29,6 @@ def test_tui_accepts_repeated_sessions_and_an_explicit_address() -> None:
     assert "tui" in commands
     assert args.session == ["s1", "s2"]
     assert args.interaction == "127.0.0.1:9"
-
-
-async def until(check: Callable[[], Awaitable[bool]], *, timeout: float, what: str) -> None:
-    """Poll the async ``check`` until it holds; fail after ``timeout`` seconds naming ``what``."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not await check():  # noqa: ASYNC110 - polls an external process (tmux pane, the service)
-                await asyncio.sleep(0.1)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
 
 
 @pytest.mark.slow
@@ -68,7 +58,7 @@ async def test_maka_tui_in_a_real_terminal_shows_the_form_and_escape_cancels_it(
                 text = await screen()
                 return "Claimed MCP server: deployer" in text and "Do not enter passwords" in text
 
-            await until(shows_form, timeout=30, what="the TUI to show the form")
+            await eventually(shows_form, timeout=30, interval=0.1, what="the TUI to show the form")
             text = await screen()
             assert "Deploy build-42 — 部署 — פריסה" in text
             await tmux_run("send-keys", "Escape")
@@ -77,7 +67,7 @@ async def test_maka_tui_in_a_real_terminal_shows_the_form_and_escape_cancels_it(
                 async def answered() -> bool:
                     return not (await client.get(opened.interaction_id)).pending
 
-                await until(answered, timeout=15, what="the cancel to reach the service")
+                await eventually(answered, timeout=15, interval=0.1, what="the cancel to reach the service")
                 stored = await client.get(opened.interaction_id)
             assert stored.answer is not None
             assert stored.answer.action is Action.CANCEL

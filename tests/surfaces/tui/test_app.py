@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -51,6 +50,7 @@ from surfaces.common.sign_in import SignInView
 from surfaces.tui.app import MakaTui
 from surfaces.tui.backend import FollowingBackend
 from surfaces.tui.widgets import WARNING_TEXT
+from tests.helpers.tui import settle
 from tests.surfaces.helpers import (
     BrokerLink,
     ScriptedBackend,
@@ -96,20 +96,6 @@ async def running(
     app = MakaTui(lambda: backend, session_ids=sessions, now=now)
     async with app.run_test(size=(140, 90)) as pilot:
         yield app, pilot
-
-
-async def settle(pilot: Pilot[None], check: Callable[[], object], what: str) -> None:
-    """Let the app process messages until it is idle and ``check()`` holds; fail after 20 s naming ``what``
-    (generous: Textual is slow on a loaded machine)."""
-    app = pilot.app
-    assert isinstance(app, MakaTui)
-    try:
-        async with asyncio.timeout(20):
-            while not (app.idle and check()):
-                await pilot.pause(0.01)
-            await pilot.pause()  # let layout catch up before the next click
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
 
 
 async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text() -> None:
@@ -795,8 +781,7 @@ async def test_a_pending_sign_in_is_shown_with_its_full_url_and_goes_away_once_s
         await settle(pilot, lambda: "Sign in to remote" in str(shown.render()), "the sign-in prompt")
         assert url in str(shown.render())
         assert "maka auth login remote" in str(shown.render())
-        prompts[0] = SignInView("remote", "signed_in", "")
-        app._poll_sign_ins()
+        prompts[0] = SignInView("remote", "signed_in", "")  # the next poll (every 2 s) sees it
         await settle(pilot, lambda: str(shown.render()) == "", "the prompt to go away")
 
 

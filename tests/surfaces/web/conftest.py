@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.redis_server import RedisServer
 from tests.surfaces.web.stack import StackThread
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
 
 

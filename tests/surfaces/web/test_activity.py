@@ -46,9 +46,12 @@ class ProcessStack:
         )
 
     def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._cm.__aexit__(None, None, None), self._loop).result(120)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        try:
+            asyncio.run_coroutine_threadsafe(self._cm.__aexit__(None, None, None), self._loop).result(120)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
 
 
 @pytest.fixture(scope="module")

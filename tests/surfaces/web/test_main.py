@@ -25,7 +25,9 @@ async def _serve_as_process(argv: list[str], env: dict[str, str], port_file: Pat
         *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     try:
-        port_text = await eventually(lambda: port_file.exists() and port_file.read_text(), what="the port file")
+        port_text = await eventually(
+            lambda: (port_file.read_text() or None) if port_file.exists() else None, what="the port file"
+        )
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port_text}", timeout=5) as client:
             pending = (await client.get("/api/pending")).json()["pending"]
             assert [p["session_id"] for p in pending] == [target_session]

@@ -20,9 +20,10 @@ from playwright.async_api import async_playwright
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from tests.conformance.client.runner import call_tool
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.oauth_server import harness_oauth_server
 from tests.helpers.stack import running_stack
-from tests.surfaces.web.conftest import CHROMIUM
+from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -42,13 +43,11 @@ async def _broker(target: str) -> tuple[grpc.aio.Channel, broker_pb2_grpc.Capabi
 
 
 async def _tools(broker: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub, *, timeout: float = 30.0) -> list[str]:
-    async with asyncio.timeout(timeout):
-        while True:
-            listed = await broker.ListTools(broker_pb2.ListToolsRequest(), timeout=5)
-            names = [tool.qualified_name for tool in listed.tools if tool.qualified_name.startswith(f"{SERVER}:")]
-            if names:
-                return names
-            await asyncio.sleep(0.1)  # polling a remote listing, bounded above
+    async def names() -> list[str] | None:
+        listed = await broker.ListTools(broker_pb2.ListToolsRequest(), timeout=5)
+        return [t.qualified_name for t in listed.tools if t.qualified_name.startswith(f"{SERVER}:")] or None
+
+    return await eventually(names, timeout=timeout, interval=0.1, what=f"{SERVER}'s Tools listed")
 
 
 def _access_tokens(state: Path) -> list[str]:

@@ -25,7 +25,7 @@ from services.mcp_provider.connection import McpConnection
 from services.mcp_provider.manager import McpClientManager
 from tests.helpers.waiting import eventually
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 
 
@@ -54,6 +54,10 @@ class Wire:
     def requests(self, method: str) -> list[dict[str, Any]]:
         """Client requests of ``method`` in order."""
         return [m for d, m in self.messages() if d == "C->S" and m.get("method") == method]
+
+    def responded(self, request_id: Any) -> bool:
+        """Whether the server has answered ``request_id`` yet."""
+        return any(d == "S->C" and m.get("id") == request_id and "method" not in m for d, m in self.messages())
 
     def response(self, request_id: Any) -> dict[str, Any]:
         """The server's response to ``request_id``."""
