@@ -41,6 +41,9 @@ AT_LEAST = frozenset({"calls_per_s_ratio_10", "calls_per_s_ratio_50", "calls_per
 CPU_TARGET_LEVEL = 10
 """The sweep level whose CPU ratio is judged (the other levels are reported)."""
 
+PROFILE_NOTES = "profile-notes.md"
+"""The written analysis of the profiles, kept in bench/results/ beside the report."""
+
 
 def _sweep_level(results: Mapping[str, Any], level: int) -> Mapping[str, Any]:
     return next((point for point in results.get("sweep", []) if point.get("concurrency") == level), {})
@@ -144,6 +147,13 @@ def markdown(results: Mapping[str, Any]) -> str:
         value = "-" if row["measured"] is None else f"{row['measured']:.3f}"
         met = "-" if row["met"] is None else ("yes" if row["met"] else "**no**")
         lines.append(f"| {row['target']} | {value} | {met} |")
+    if any(row["met"] is False for row in results["targets"]):
+        lines += [
+            "",
+            f"Where the time of the targets not met goes, per process, and why each remaining cost is needed: "
+            f"[{PROFILE_NOTES}]({PROFILE_NOTES}) beside this report (the CPU profile of every service, measured "
+            "side by side with `python -m bench.cpuprobe`).",
+        ]
     latency = results["latency"]
     lines += [
         "",

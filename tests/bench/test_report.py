@@ -125,3 +125,13 @@ def test_write_produces_json_markdown_and_a_png(tmp_path: Path) -> None:
     assert "| 10 | 1.00 | 3.00 | 4.00 | 1.00 | 7.00 | 8.00 | 2.0 |" in markdown
     assert (tmp_path / "run.json").read_text().startswith("{")
     assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_report_with_a_target_not_met_points_to_the_profile_analysis_and_one_with_all_met_does_not(
+    tmp_path: Path,
+) -> None:
+    report.write(_results(2.0, 1.0, 1.0, 1.0), {"anchor deploy": [1.0, 2.0]}, [1.0, 1.5], tmp_path, "missed")
+    assert f"]({report.PROFILE_NOTES}) beside this report" in (tmp_path / "missed.md").read_text()
+    met = _results(1.2, 4.9, 19.0, 4000, throughput_ratio=0.6, cpu_ratio=2.5)
+    report.write(met, {"anchor deploy": [1.0, 2.0]}, [1.0, 1.5], tmp_path, "met")
+    assert report.PROFILE_NOTES not in (tmp_path / "met.md").read_text()

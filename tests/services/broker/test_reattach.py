@@ -12,7 +12,6 @@ import grpc.aio
 import pytest
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from maka.interaction.v1 import interaction_pb2
 from tests.helpers.broker import FRAME_TIMEOUT, Call, Provider, StackFactory, accept_staging, deploy_tool
 from tests.helpers.waiting import eventually
 
