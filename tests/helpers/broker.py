@@ -1,7 +1,7 @@
 """Integration harness for the broker: the real Interaction service over the real redis-server,
 the real broker on loopback, and synthetic providers/callers/surfaces that are real gRPC clients.
 
-The ``make_stack`` and ``stack`` fixtures (tests/services/broker/conftest.py) build a :class:`Stack`."""
+The ``make_stack`` and ``stack`` fixtures (tests/services/broker/conftest.py) build a :class:`BrokerStack`."""
 
 from __future__ import annotations
 
@@ -224,7 +224,7 @@ class Call:
 
 
 @dataclass
-class Stack:
+class BrokerStack:
     """The running Interaction service and broker plus clients of both."""
 
     interaction_settings: InteractionSettings
@@ -343,7 +343,7 @@ class Stack:
             await channel.close()
 
 
-StackFactory = Callable[..., Awaitable[Stack]]
+StackFactory = Callable[..., Awaitable[BrokerStack]]
 
 
 async def stop_interaction(running: RunningServer) -> None:

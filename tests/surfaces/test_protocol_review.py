@@ -36,7 +36,7 @@ from tests.helpers.stack import answer, call_tool
 from tests.helpers.tui import settle
 from tests.helpers.waiting import eventually
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
-from tests.surfaces.test_same_fixture import TIMEOUT_MS, StackThread, _first_pending, _maka
+from tests.surfaces.test_same_fixture import TIMEOUT_MS, AcceptanceStackThread, _first_pending, _maka
 
 SHORT_TTL = 4.0
 """``requestStateTtl`` of ``fxshort``: short enough that a round runs out within the test."""
@@ -44,7 +44,7 @@ LONG_TTL = 120.0
 """``requestStateTtl`` of ``fx``."""
 
 
-class ReviewStack(StackThread):
+class ReviewStack(AcceptanceStackThread):
     """The stack with ``fx`` and ``fxshort`` (see the module docstring)."""
 
     def __init__(self, directory: Path) -> None:

@@ -23,7 +23,6 @@ import concurrent.futures
 import json
 import re
 import sys
-import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,6 +36,7 @@ from surfaces.common.interaction_client import InteractionClient, Opened, Snapsh
 from surfaces.tui.app import MakaTui
 from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
 from tests.helpers.chromium import CHROMIUM
+from tests.helpers.loop_thread import LoopThread
 from tests.helpers.stack import RunningStack, call_tool, result_text
 from tests.helpers.tui import settle
 
@@ -57,19 +57,18 @@ EXPECTED = {
 ACTIONS = list(EXPECTED)
 
 
-class StackThread:
+class AcceptanceStackThread:
     """The stack on an event loop in a background thread; :meth:`run` / :meth:`submit` use that loop."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.wire = Wire(directory / "examples.log")
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="same-fixture-stack", daemon=True)
+        self.thread = LoopThread("same-fixture-stack")
         self._cm: Any = None
         self.running: RunningStack | None = None
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return self.thread.submit(coro)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
         return self.submit(coro).result(timeout)
@@ -86,9 +85,7 @@ class StackThread:
             if self._cm is not None:
                 self.run(self._cm.__aexit__(None, None, None))
         finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(30)
-            self.loop.close()
+            self.thread.stop(30)
 
     @property
     def endpoints(self) -> Any:
@@ -115,8 +112,8 @@ class StackThread:
 
 
 @pytest.fixture(scope="module")
-def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackThread]:
-    thread = StackThread(tmp_path_factory.mktemp("same-fixture"))
+def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AcceptanceStackThread]:
+    thread = AcceptanceStackThread(tmp_path_factory.mktemp("same-fixture"))
     try:
         thread.start()
         yield thread
@@ -129,7 +126,7 @@ async def _awaited(future: concurrent.futures.Future[T], timeout: float = 90.0) 
         return await asyncio.wrap_future(future)
 
 
-async def _first_pending(stack: StackThread, session: str) -> str:
+async def _first_pending(stack: AcceptanceStackThread, session: str) -> str:
     """The id of the first form of ``session``, from the Interaction service's ``Attach`` feed (bounded)."""
     async with InteractionClient.connect(stack.endpoints.interaction) as client, asyncio.timeout(60):
         feed = client.attach([session])
@@ -150,7 +147,7 @@ async def _first_pending(stack: StackThread, session: str) -> str:
 @pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_action(
-    shared_stack: StackThread, action: str
+    shared_stack: AcceptanceStackThread, action: str
 ) -> None:
     session, artifact = f"tui-{action}", f"tui-build-{action}"
     call = shared_stack.deploy(artifact, session)
@@ -189,7 +186,7 @@ async def _maka(*argv: str) -> tuple[int, str, str]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_cli_answers_the_deploy_fixture_and_the_server_gets_that_action(
-    shared_stack: StackThread, action: str
+    shared_stack: AcceptanceStackThread, action: str
 ) -> None:
     session, artifact = f"cli-{action}", f"cli-build-{action}"
     state = str(shared_stack.state_dir)
@@ -223,7 +220,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
 @pytest.mark.browser
 @pytest.mark.parametrize("action", ACTIONS)
 def test_the_web_page_answers_the_deploy_fixture_and_the_server_gets_that_action(
-    page: Page, shared_stack: StackThread, action: str
+    page: Page, shared_stack: AcceptanceStackThread, action: str
 ) -> None:
     session, artifact = f"web-{action}", f"web-build-{action}"
     call = shared_stack.deploy(artifact, session)

@@ -15,7 +15,7 @@ import pytest
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
-from tests.surfaces.web.stack import Stack, every_kind_form, running_stack, text_form
+from tests.surfaces.web.stack import WebStack, every_kind_form, running_stack, text_form
 
 pytestmark = pytest.mark.slow
 
@@ -59,18 +59,18 @@ async def surface(target: str, *args: str) -> Run:
 
 
 @pytest.fixture
-async def stack(redis_url: str, node_modules: Path) -> AsyncIterator[Stack]:
+async def stack(redis_url: str, node_modules: Path) -> AsyncIterator[WebStack]:
     async with running_stack(redis_url) as running:
         yield running
 
 
-async def stored(stack: Stack, interaction_id: str) -> interaction_pb2.Interaction:
+async def stored(stack: WebStack, interaction_id: str) -> interaction_pb2.Interaction:
     stub = interaction_service_pb2_grpc.InteractionServiceStub(stack.channel)
     request = interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id)
     return (await stub.GetInteraction(request)).interaction
 
 
-async def test_node_surface_lists_pending_forms_with_provenance_and_field_kinds(stack: Stack) -> None:
+async def test_node_surface_lists_pending_forms_with_provenance_and_field_kinds(stack: WebStack) -> None:
     ix = await stack.link.open(every_kind_form(), session_id="node-s1")
     await stack.link.open(text_form("other"), session_id="node-s2")
     run = await surface(stack.target, "list", "--session", "node-s1")
@@ -89,7 +89,7 @@ async def test_node_surface_lists_pending_forms_with_provenance_and_field_kinds(
     assert kinds["contact"] == "email"
 
 
-async def test_node_surface_answers_a_form_with_values_typed_by_field_kind(stack: Stack) -> None:
+async def test_node_surface_answers_a_form_with_values_typed_by_field_kind(stack: WebStack) -> None:
     ix = await stack.link.open(every_kind_form(), session_id="node-s1")
     values = {"environment": "production", "region": "region-03", "replicas": 5, "canary": 1, "channels": ["email"]}
     run = await surface(stack.target, "answer", ix.interaction_id, "accept", json.dumps(values))
@@ -104,7 +104,7 @@ async def test_node_surface_answers_a_form_with_values_typed_by_field_kind(stack
     assert "note" not in answer.values, "a field left out stays out: the service never refills a default"
 
 
-async def test_node_surface_reports_the_stable_reason_and_violations_of_a_refused_answer(stack: Stack) -> None:
+async def test_node_surface_reports_the_stable_reason_and_violations_of_a_refused_answer(stack: WebStack) -> None:
     ix = await stack.link.open(every_kind_form(), session_id="node-s1")
     refused = await surface(stack.target, "answer", ix.interaction_id, "accept", '{"replicas": 99}')
     assert refused.code == 3
@@ -119,7 +119,7 @@ async def test_node_surface_reports_the_stable_reason_and_violations_of_a_refuse
     assert (await stored(stack, ix.interaction_id)).answer.action == form_pb2.ACTION_DECLINE
 
 
-async def test_node_surface_refuses_bad_usage_without_calling_the_service(stack: Stack) -> None:
+async def test_node_surface_refuses_bad_usage_without_calling_the_service(stack: WebStack) -> None:
     ix = await stack.link.open(text_form("usage"), session_id="node-s1")
     assert (await surface(stack.target, "answer", ix.interaction_id, "maybe")).code == 2
     assert (await surface(stack.target, "answer", ix.interaction_id, "accept", "[1]")).code == 2

@@ -18,9 +18,9 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from tests.helpers.broker import (
     FRAME_TIMEOUT,
+    BrokerStack,
     Call,
     Provider,
-    Stack,
     StackFactory,
     accept_staging,
     deploy_tool,
@@ -32,7 +32,7 @@ from tests.helpers.waiting import eventually
 
 
 async def test_one_form_round_trip_delivers_the_answer_to_the_provider_and_one_result_to_the_caller(
-    stack: Stack,
+    stack: BrokerStack,
 ) -> None:
     provider = await stack.provider()
     call = stack.call()
@@ -78,7 +78,7 @@ async def test_one_form_round_trip_delivers_the_answer_to_the_provider_and_one_r
     assert stack.app.broker.stats()["live_invocations"] == 0
 
 
-async def test_decline_and_cancel_answers_reach_the_provider_distinctly(stack: Stack) -> None:
+async def test_decline_and_cancel_answers_reach_the_provider_distinctly(stack: BrokerStack) -> None:
     provider = await stack.provider()
     for action in (form_pb2.ACTION_DECLINE, form_pb2.ACTION_CANCEL):
         call = stack.call()
@@ -121,7 +121,7 @@ async def test_execution_timer_is_suspended_while_the_form_is_pending_and_rearme
     assert (await provider.next("cancel")).cancel.invocation_id == invoke.invocation_id
 
 
-async def test_another_connection_cannot_answer_cancel_or_finish_an_invocation(stack: Stack) -> None:
+async def test_another_connection_cannot_answer_cancel_or_finish_an_invocation(stack: BrokerStack) -> None:
     owner = await stack.provider()
     intruder = await stack.provider("mcp:intruder", [deploy_tool("other", "intruder")])
     call = stack.call()
@@ -149,7 +149,7 @@ async def test_another_connection_cannot_answer_cancel_or_finish_an_invocation(s
     assert stack.app.broker.stats()["rejected_frames.CROSS_CONNECTION"] == 4
 
 
-async def test_duplicate_late_and_unknown_frames_are_rejected_and_change_nothing(stack: Stack) -> None:
+async def test_duplicate_late_and_unknown_frames_are_rejected_and_change_nothing(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -172,7 +172,7 @@ async def test_duplicate_late_and_unknown_frames_are_rejected_and_change_nothing
     assert await stack.pending() == []
 
 
-async def test_stop_while_form_pending_leaves_nothing_pending_and_delivers_no_result(stack: Stack) -> None:
+async def test_stop_while_form_pending_leaves_nothing_pending_and_delivers_no_result(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call(session="s1", turn="t1")
     invoke = await provider.invoked()
@@ -199,7 +199,7 @@ async def test_stop_while_form_pending_leaves_nothing_pending_and_delivers_no_re
     assert not any(f.HasField("interaction_result") for f in provider.received)
 
 
-async def test_stop_of_a_turn_leaves_other_turns_running(stack: Stack) -> None:
+async def test_stop_of_a_turn_leaves_other_turns_running(stack: BrokerStack) -> None:
     provider = await stack.provider()
     t1 = stack.call(turn="t1")
     await provider.invoked()
@@ -213,13 +213,13 @@ async def test_stop_of_a_turn_leaves_other_turns_running(stack: Stack) -> None:
     assert (await t2.terminal()).HasField("result")
 
 
-async def test_stop_with_a_bad_scope_is_invalid_argument(stack: Stack) -> None:
+async def test_stop_with_a_bad_scope_is_invalid_argument(stack: BrokerStack) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as error:
         await stack.broker.Stop(broker_pb2.StopRequest(session_id="s1", all=True))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_provider_killed_mid_form_loses_the_call_and_closes_the_form_provider_lost(stack: Stack) -> None:
+async def test_provider_killed_mid_form_loses_the_call_and_closes_the_form_provider_lost(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -232,7 +232,7 @@ async def test_provider_killed_mid_form_loses_the_call_and_closes_the_form_provi
 
 
 async def test_reregistration_mid_form_loses_the_old_call_and_the_new_registration_serves_new_calls(
-    stack: Stack,
+    stack: BrokerStack,
 ) -> None:
     old = await stack.provider()
     call = stack.call()
@@ -255,7 +255,7 @@ async def test_reregistration_mid_form_loses_the_old_call_and_the_new_registrati
     assert not any(f.HasField("invoke") and f.invoke.invocation_id == routed.invocation_id for f in old.received)
 
 
-async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(stack: Stack) -> None:
+async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -268,7 +268,7 @@ async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the
     assert await stack.close_reason(awaiting.interaction_id) == interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED
 
 
-async def test_provider_failure_while_form_pending_closes_the_form(stack: Stack) -> None:
+async def test_provider_failure_while_form_pending_closes_the_form(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -304,7 +304,7 @@ async def test_a_form_that_times_out_fails_interaction_timed_out_and_cancels_the
     assert (await stack.get(awaiting.interaction_id)).close_reason == interaction_pb2.CLOSE_REASON_TIMED_OUT
 
 
-async def test_an_invalid_form_is_rejected_to_the_provider_and_the_invocation_continues(stack: Stack) -> None:
+async def test_an_invalid_form_is_rejected_to_the_provider_and_the_invocation_continues(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -336,7 +336,7 @@ async def test_a_caller_that_does_not_reattach_within_the_grace_is_stopped_and_i
     assert stack.app.broker.stats()["detached_stops"] == 1
 
 
-async def test_unknown_tool_fails_with_a_single_failure_event(stack: Stack) -> None:
+async def test_unknown_tool_fails_with_a_single_failure_event(stack: BrokerStack) -> None:
     await stack.provider()
     call = stack.call("examples:missing")
     final = await call.terminal()
@@ -344,7 +344,7 @@ async def test_unknown_tool_fails_with_a_single_failure_event(stack: Stack) -> N
     assert len(call.all) == 1
 
 
-async def test_list_tools_names_qualified_tools_of_live_registrations(stack: Stack) -> None:
+async def test_list_tools_names_qualified_tools_of_live_registrations(stack: BrokerStack) -> None:
     provider = await stack.provider("mcp:examples", [deploy_tool(), deploy_tool("ping")])
     tools = (await stack.broker.ListTools(broker_pb2.ListToolsRequest())).tools
     assert [t.qualified_name for t in tools] == ["examples:deploy", "examples:ping"]
@@ -400,7 +400,7 @@ async def test_hostlink_drop_resumes_the_same_epoch_and_delivers_an_answer_given
     assert (await call.terminal()).HasField("result")
 
 
-async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_stopped(stack: Stack) -> None:
+async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_stopped(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -424,7 +424,7 @@ async def test_a_silent_provider_is_retired_after_three_heartbeat_intervals(make
     assert stack.app.broker.stats()["providers_timed_out"] == 1
 
 
-async def test_progress_reaches_the_caller_in_order_before_the_result(stack: Stack) -> None:
+async def test_progress_reaches_the_caller_in_order_before_the_result(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -631,7 +631,7 @@ async def test_a_resume_refused_as_stale_fails_the_awaiting_call_closed_and_neve
         await stop_interaction(replica)
 
 
-async def test_a_field_less_confirmation_form_is_published_and_a_missing_form_is_rejected(stack: Stack) -> None:
+async def test_a_field_less_confirmation_form_is_published_and_a_missing_form_is_rejected(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()

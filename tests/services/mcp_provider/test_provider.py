@@ -35,7 +35,7 @@ PYTHON = sys.executable
 
 
 @dataclass
-class Stack:
+class ProviderStack:
     broker: broker_pb2_grpc.CapabilityBrokerServiceAsyncStub
     interaction: interaction_service_pb2_grpc.InteractionServiceAsyncStub
     provider: ProviderApp
@@ -43,7 +43,7 @@ class Stack:
 
 
 @pytest.fixture
-async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[ProviderStack]:
     wire = Wire(tmp_path / "wire.log")
     config = tmp_path / "mcp.json"
     args = ["-m", "tests.fixtures.mcp_servers.tee_proxy", str(wire.path), "--"]
@@ -81,7 +81,7 @@ async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
         broker_channel = grpc.aio.insecure_channel(f"127.0.0.1:{broker.port}")
         interaction_channel = grpc.aio.insecure_channel(f"127.0.0.1:{interaction.port}")
         channels += [broker_channel, interaction_channel]
-        result = Stack(
+        result = ProviderStack(
             broker_pb2_grpc.CapabilityBrokerServiceStub(broker_channel),
             interaction_service_pb2_grpc.InteractionServiceStub(interaction_channel),
             provider.app,
@@ -96,17 +96,17 @@ async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
             await server.stop()
 
 
-def _registered(stack: Stack) -> bool:
+def _registered(stack: ProviderStack) -> bool:
     assert stack.provider.provider is not None
     return all(link.registered for link in stack.provider.provider.links.values())
 
 
-async def _tools(stack: Stack) -> dict[str, broker_pb2.Tool]:
+async def _tools(stack: ProviderStack) -> dict[str, broker_pb2.Tool]:
     response = await stack.broker.ListTools(broker_pb2.ListToolsRequest())
     return {tool.qualified_name: tool for tool in response.tools}
 
 
-def _call(stack: Stack, tool: str, arguments: dict[str, Any], tool_use_id: str = "tu-1") -> Any:
+def _call(stack: ProviderStack, tool: str, arguments: dict[str, Any], tool_use_id: str = "tu-1") -> Any:
     return stack.broker.CallTool(
         broker_pb2.CallToolRequest(
             session_id="s1", turn_id="t1", tool_use_id=tool_use_id, tool_name=tool, arguments_json=json.dumps(arguments)
@@ -124,7 +124,7 @@ async def _next(events: Any, kind: str) -> Any:
     raise AssertionError(f"stream ended before {kind}")
 
 
-async def test_provider_registers_each_server_as_mcp_provider_with_qualified_tools(stack: Stack) -> None:
+async def test_provider_registers_each_server_as_mcp_provider_with_qualified_tools(stack: ProviderStack) -> None:
     tools = await _tools(stack)
 
     assert "fx:ask" in tools
@@ -133,7 +133,7 @@ async def test_provider_registers_each_server_as_mcp_provider_with_qualified_too
     assert json.loads(tools["fx:ask"].input_schema_json) == {"type": "object"}
 
 
-async def test_two_round_tool_call_through_the_broker_and_a_host_form_completes_once(stack: Stack) -> None:
+async def test_two_round_tool_call_through_the_broker_and_a_host_form_completes_once(stack: ProviderStack) -> None:
     events = _call(stack, "fx:ask", {"state": "kept-in-provider"})
     awaiting = await _next(events, "awaiting_interaction")
     answer = form_pb2.Answer(action=form_pb2.ACTION_ACCEPT)
@@ -151,7 +151,7 @@ async def test_two_round_tool_call_through_the_broker_and_a_host_form_completes_
     assert len(stack.wire.tool_calls("ask")) == 2
 
 
-async def test_stop_while_the_form_is_pending_sends_no_retry(stack: Stack) -> None:
+async def test_stop_while_the_form_is_pending_sends_no_retry(stack: ProviderStack) -> None:
     events = _call(stack, "fx:ask", {})
     await _next(events, "awaiting_interaction")
     stopped = await stack.broker.Stop(broker_pb2.StopRequest(session_id="s1"))
@@ -161,14 +161,14 @@ async def test_stop_while_the_form_is_pending_sends_no_retry(stack: Stack) -> No
     assert len(stack.wire.tool_calls("ask")) == 1
 
 
-async def test_unsupported_input_request_fails_through_the_broker_with_its_stable_code(stack: Stack) -> None:
+async def test_unsupported_input_request_fails_through_the_broker_with_its_stable_code(stack: ProviderStack) -> None:
     failure = await _next(_call(stack, "fx:mixed", {}), "failure")
 
     assert failure.code == broker_pb2.FAILURE_CODE_UNSUPPORTED_INPUT_REQUEST
     assert len(stack.wire.tool_calls("mixed")) == 1
 
 
-async def test_mcp_reconnect_re_registers_and_the_pending_call_is_lost_without_a_retry(stack: Stack) -> None:
+async def test_mcp_reconnect_re_registers_and_the_pending_call_is_lost_without_a_retry(stack: ProviderStack) -> None:
     assert stack.provider.provider is not None
     link = stack.provider.provider.links["fx"]
     connection = stack.provider.manager.connection("fx")
@@ -186,7 +186,7 @@ async def test_mcp_reconnect_re_registers_and_the_pending_call_is_lost_without_a
     assert "fx:ask" in await _tools(stack)
 
 
-async def test_mcp_progress_reaches_the_caller_as_call_progress(stack: Stack) -> None:
+async def test_mcp_progress_reaches_the_caller_as_call_progress(stack: ProviderStack) -> None:
     events = _call(stack, "hi:progress", {})
     progress = await _next(events, "progress")
     result = await _next(events, "result")
@@ -195,7 +195,7 @@ async def test_mcp_progress_reaches_the_caller_as_call_progress(stack: Stack) ->
     assert json.loads(result.call_tool_result_json)["content"][0]["text"] == "done"
 
 
-async def test_heartbeats_keep_the_registration_alive_past_three_intervals(stack: Stack) -> None:
+async def test_heartbeats_keep_the_registration_alive_past_three_intervals(stack: ProviderStack) -> None:
     assert stack.provider.provider is not None
     link = stack.provider.provider.links["fx"]
     registrations = link.registrations
@@ -233,7 +233,7 @@ def test_tools_the_broker_would_refuse_are_left_out_of_the_registration() -> Non
     ],
 )
 async def test_a_field_less_confirmation_form_completes_through_the_broker_and_host_with_the_users_action(
-    stack: Stack, action: form_pb2.Action.ValueType, expected: dict[str, Any]
+    stack: ProviderStack, action: form_pb2.Action.ValueType, expected: dict[str, Any]
 ) -> None:
     events = _call(stack, "fx:empty_form", {})
     awaiting = await _next(events, "awaiting_interaction")
@@ -261,7 +261,7 @@ async def test_a_field_less_confirmation_form_completes_through_the_broker_and_h
     assert retry["params"]["requestState"] == "empty"
 
 
-async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_no_retry(stack: Stack) -> None:
+async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_no_retry(stack: ProviderStack) -> None:
     assert stack.provider.provider is not None
     link = stack.provider.provider.links["fx"]
     registrations = link.registrations
@@ -299,7 +299,7 @@ async def test_registration_replacement_loses_the_call_and_a_late_answer_sends_n
         impostor.cancel()
 
 
-async def test_a_tool_list_change_reaches_the_broker_as_tools_changed(stack: Stack) -> None:
+async def test_a_tool_list_change_reaches_the_broker_as_tools_changed(stack: ProviderStack) -> None:
     await _next(_call(stack, "hi:mutate", {"description": "redefined"}), "result")
 
     async def redefined() -> bool:

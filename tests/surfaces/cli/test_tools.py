@@ -15,7 +15,7 @@ import pytest
 
 from maka.broker.v1 import broker_pb2
 from stack.state_dir import Endpoints, write_endpoints
-from tests.helpers.broker import Stack, deploy_tool, start_broker, start_interaction
+from tests.helpers.broker import BrokerStack, deploy_tool, start_broker, start_interaction
 
 MAKA = [sys.executable, "-m", "surfaces.cli.main"]
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,11 +30,11 @@ PING = broker_pb2.ToolDescriptor(
 
 
 @pytest.fixture
-async def registered(redis_url: str, tmp_path: Path) -> AsyncIterator[tuple[Stack, Path]]:
+async def registered(redis_url: str, tmp_path: Path) -> AsyncIterator[tuple[BrokerStack, Path]]:
     """A real broker with ``examples:deploy`` and ``examples:ping`` registered; endpoints.json in tmp_path."""
     interaction_settings, interaction = await start_interaction(redis_url)
     broker_settings, broker, app = await start_broker(f"127.0.0.1:{interaction.port}")
-    stack = Stack(interaction_settings, interaction, broker_settings, broker, app)
+    stack = BrokerStack(interaction_settings, interaction, broker_settings, broker, app)
     try:
         await stack.provider(tools=[deploy_tool(), PING])
         write_endpoints(tmp_path, Endpoints(interaction=stack.interaction_target, broker=stack.broker_target))
@@ -55,7 +55,7 @@ async def _maka(*argv: str, stdout: int = asyncio.subprocess.PIPE) -> tuple[int,
 
 
 async def test_tools_lists_each_qualified_name_with_the_first_line_of_its_description(
-    registered: tuple[Stack, Path],
+    registered: tuple[BrokerStack, Path],
 ) -> None:
     _, state_dir = registered
 
@@ -65,7 +65,9 @@ async def test_tools_lists_each_qualified_name_with_the_first_line_of_its_descri
     assert out.splitlines() == ["examples:deploy  Deploy an artifact", "examples:ping  Answer pong"]
 
 
-async def test_tools_json_gives_name_description_and_the_parsed_input_schema(registered: tuple[Stack, Path]) -> None:
+async def test_tools_json_gives_name_description_and_the_parsed_input_schema(
+    registered: tuple[BrokerStack, Path],
+) -> None:
     _, state_dir = registered
 
     code, out, _ = await _maka("tools", "--json", "--state-dir", str(state_dir))
@@ -85,7 +87,7 @@ async def test_tools_without_a_stack_exits_3_with_no_stack(tmp_path: Path) -> No
 
 
 async def test_calling_an_unknown_tool_prints_unknown_tool_then_the_known_tool_names(
-    registered: tuple[Stack, Path],
+    registered: tuple[BrokerStack, Path],
 ) -> None:
     _, state_dir = registered
 
@@ -100,7 +102,7 @@ async def test_calling_an_unknown_tool_prints_unknown_tool_then_the_known_tool_n
 
 @pytest.mark.parametrize("command", ["tools", "pending"])
 async def test_a_command_whose_stdout_reader_went_away_exits_141_without_a_traceback(
-    registered: tuple[Stack, Path], command: str
+    registered: tuple[BrokerStack, Path], command: str
 ) -> None:
     _, state_dir = registered
     read_end, write_end = os.pipe()

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers.chromium import CHROMIUM
 from tests.helpers.redis_server import RedisServer
-from tests.surfaces.web.stack import StackThread
+from tests.surfaces.web.stack import WebStackThread
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
 
@@ -27,9 +27,9 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
 
 
 @pytest.fixture(scope="module")
-def stack_thread(redis_server: RedisServer) -> Iterator[StackThread]:
+def stack_thread(redis_server: RedisServer) -> Iterator[WebStackThread]:
     """The Interaction service + broker link in a background loop, shared by a module's browser tests."""
-    thread = StackThread(redis_server.url)
+    thread = WebStackThread(redis_server.url)
     thread.start()
     try:
         yield thread

@@ -2,14 +2,12 @@
 ``HostLink`` played by :class:`tests.surfaces.helpers.BrokerLink`, and the web surface on uvicorn.
 
 - :func:`running_stack` — async context manager for async tests (everything in the test's loop).
-- :class:`StackThread` — the same stack in a background thread with its own loop, for the sync
+- :class:`WebStackThread` — the same stack in a background thread with its own loop, for the sync
   Playwright tests (the sync Playwright API cannot run inside an active asyncio loop).
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
@@ -27,6 +25,7 @@ from services.interaction.settings import Settings as InteractionSettings
 from surfaces.web.main import RunningWeb, WebApp, start_web
 from surfaces.web.main import build as build_web
 from surfaces.web.settings import WebSettings
+from tests.helpers.loop_thread import LoopThread
 from tests.surfaces.helpers import BrokerLink
 
 T = TypeVar("T")
@@ -139,7 +138,7 @@ def text_form(message: str, *, claimed_tool: str = "deploy", required: bool = Tr
 
 
 @dataclass
-class Stack:
+class WebStack:
     """A running Interaction service, a broker link on it, and (optionally) web surfaces."""
 
     interaction: RunningServer
@@ -171,7 +170,7 @@ def interaction_settings(redis_url: str) -> InteractionSettings:
 
 
 @asynccontextmanager
-async def running_stack(redis_url: str) -> AsyncIterator[Stack]:
+async def running_stack(redis_url: str) -> AsyncIterator[WebStack]:
     """The Interaction service + a broker link, in this loop; stopped on exit."""
     settings = interaction_settings(redis_url)
     app = await build_interaction(settings)
@@ -180,13 +179,13 @@ async def running_stack(redis_url: str) -> AsyncIterator[Stack]:
     channel = grpc.aio.insecure_channel(target)
     try:
         async with BrokerLink(channel) as link:
-            yield Stack(interaction=server, target=target, channel=channel, link=link)
+            yield WebStack(interaction=server, target=target, channel=channel, link=link)
     finally:
         await channel.close()
         await server.stop()
 
 
-class StackThread:
+class WebStackThread:
     """:func:`running_stack` in a background thread with its own event loop (for sync browser tests).
 
     ``run(coro)`` executes a coroutine on that loop and returns its result (bounded wait).
@@ -194,13 +193,12 @@ class StackThread:
 
     def __init__(self, redis_url: str) -> None:
         self._redis_url = redis_url
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="web-test-stack", daemon=True)
+        self._thread = LoopThread("web-test-stack")
         self._cm: Any = None
-        self.stack: Stack | None = None
+        self.stack: WebStack | None = None
         self._webs: list[tuple[WebApp, RunningWeb]] = []
 
-    def start(self) -> Stack:
+    def start(self) -> WebStack:
         """Start the loop and the stack; returns the stack."""
         self._thread.start()
         self._cm = running_stack(self._redis_url)
@@ -209,7 +207,7 @@ class StackThread:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 20.0) -> T:
         """Run ``coro`` on the stack's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        return self._thread.run(coro, timeout)
 
     def web(self, sessions: Sequence[str] = (), token: str = "") -> str:
         """Start a web surface for ``sessions``; returns its base URL (stopped with the stack)."""
@@ -262,6 +260,4 @@ class StackThread:
         try:
             self.run(shutdown())
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop.close()
+            self._thread.stop(10)

@@ -15,11 +15,11 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from surfaces.web.app import MAX_ANSWER_BODY_BYTES
 from surfaces.web.security import COOKIE_NAME, CSRF_HEADER
-from tests.surfaces.web.stack import Stack, every_kind_form, running_stack, text_form
+from tests.surfaces.web.stack import WebStack, every_kind_form, running_stack, text_form
 
 
 @pytest.fixture
-async def stack(redis_url: str) -> AsyncIterator[Stack]:
+async def stack(redis_url: str) -> AsyncIterator[WebStack]:
     async with running_stack(redis_url) as running:
         yield running
 
@@ -32,7 +32,7 @@ class Web:
 
 
 @pytest.fixture
-async def web(stack: Stack) -> AsyncIterator[Web]:
+async def web(stack: WebStack) -> AsyncIterator[Web]:
     app, running = await stack.web(sessions=["s1"])
     async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
         csrf = (await client.get("/api/session")).json()["csrf"]
@@ -45,7 +45,7 @@ def post_headers(web: Web) -> dict[str, str]:
     return {CSRF_HEADER: web.csrf, "Origin": web.base, "Content-Type": "application/json"}
 
 
-async def get_interaction(stack: Stack, interaction_id: str) -> interaction_pb2.Interaction:
+async def get_interaction(stack: WebStack, interaction_id: str) -> interaction_pb2.Interaction:
     stub = interaction_service_pb2_grpc.InteractionServiceStub(stack.channel)
     response = await stub.GetInteraction(interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id))
     return response.interaction
@@ -73,7 +73,7 @@ async def test_page_is_served_with_a_strict_csp_and_no_inline_script(web: Web) -
     assert js.headers["content-security-policy"] == csp
 
 
-async def test_pending_lists_only_the_configured_sessions_forms(stack: Stack, web: Web) -> None:
+async def test_pending_lists_only_the_configured_sessions_forms(stack: WebStack, web: Web) -> None:
     mine = await stack.link.open(every_kind_form(), session_id="s1")
     await stack.link.open(text_form("other session"), session_id="s2")
     response = await web.client.get("/api/pending")
@@ -106,7 +106,7 @@ async def test_pending_lists_only_the_configured_sessions_forms(stack: Stack, we
     assert view["state"] == "pending"
 
 
-async def test_accept_commits_values_typed_by_field_kind(stack: Stack, web: Web) -> None:
+async def test_accept_commits_values_typed_by_field_kind(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(every_kind_form(), session_id="s1")
     body = {
         "session_id": "s1",
@@ -132,7 +132,7 @@ async def test_accept_commits_values_typed_by_field_kind(stack: Stack, web: Web)
     assert values["region"].string_value == "mars-base"
 
 
-async def test_decline_and_cancel_are_distinct_answers(stack: Stack, web: Web) -> None:
+async def test_decline_and_cancel_are_distinct_answers(stack: WebStack, web: Web) -> None:
     first = await stack.link.open(text_form("one"), session_id="s1")
     second = await stack.link.open(text_form("two"), session_id="s1")
     for ix, action, expected in (
@@ -149,7 +149,7 @@ async def test_decline_and_cancel_are_distinct_answers(stack: Stack, web: Web) -
 
 
 async def test_invalid_values_get_the_services_field_violations_and_the_form_stays_pending(
-    stack: Stack, web: Web
+    stack: WebStack, web: Web
 ) -> None:
     ix = await stack.link.open(every_kind_form(), session_id="s1")
     body = {"session_id": "s1", "action": "accept", "values": {"environment": "staging", "replicas": 99}}
@@ -166,7 +166,7 @@ async def test_invalid_values_get_the_services_field_violations_and_the_form_sta
     assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
-async def test_second_answer_gets_conflict_and_the_settled_interaction(stack: Stack, web: Web) -> None:
+async def test_second_answer_gets_conflict_and_the_settled_interaction(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(text_form("race"), session_id="s1")
     url = f"/api/interactions/{ix.interaction_id}/answer"
     first = await web.client.post(url, json={"session_id": "s1", "action": "decline"}, headers=post_headers(web))
@@ -180,7 +180,7 @@ async def test_second_answer_gets_conflict_and_the_settled_interaction(stack: St
     assert second.json()["interaction"]["answer_action"] == "decline"
 
 
-async def test_answer_to_a_closed_form_reports_the_close_reason(stack: Stack, web: Web) -> None:
+async def test_answer_to_a_closed_form_reports_the_close_reason(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(text_form("stop me"), session_id="s1")
     await stack.link.close(ix.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
     response = await web.client.post(
@@ -195,7 +195,7 @@ async def test_answer_to_a_closed_form_reports_the_close_reason(stack: Stack, we
     assert response.json()["interaction"]["close_text"] == "the Tool call was stopped"
 
 
-async def test_answer_for_a_session_the_surface_does_not_show_is_not_found(stack: Stack, web: Web) -> None:
+async def test_answer_for_a_session_the_surface_does_not_show_is_not_found(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(text_form("elsewhere"), session_id="s2")
     response = await web.client.post(
         f"/api/interactions/{ix.interaction_id}/answer",
@@ -206,7 +206,7 @@ async def test_answer_for_a_session_the_surface_does_not_show_is_not_found(stack
     assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
-async def test_malformed_answer_bodies_are_refused_and_lose_nothing(stack: Stack, web: Web) -> None:
+async def test_malformed_answer_bodies_are_refused_and_lose_nothing(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(text_form("shape"), session_id="s1")
     url = f"/api/interactions/{ix.interaction_id}/answer"
     not_json = await web.client.post(url, content=b"{nope", headers=post_headers(web))
@@ -226,7 +226,7 @@ async def test_malformed_answer_bodies_are_refused_and_lose_nothing(stack: Stack
     assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
-async def test_answer_body_over_the_cap_is_refused_before_the_service_sees_it(stack: Stack, web: Web) -> None:
+async def test_answer_body_over_the_cap_is_refused_before_the_service_sees_it(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(text_form("big"), session_id="s1")
     huge = {"session_id": "s1", "action": "accept", "values": {"target": "x" * (MAX_ANSWER_BODY_BYTES + 1)}}
     response = await web.client.post(
@@ -237,7 +237,7 @@ async def test_answer_body_over_the_cap_is_refused_before_the_service_sees_it(st
     assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
-async def test_posts_without_the_csrf_token_or_from_another_origin_are_refused(stack: Stack, web: Web) -> None:
+async def test_posts_without_the_csrf_token_or_from_another_origin_are_refused(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(text_form("csrf"), session_id="s1")
     url = f"/api/interactions/{ix.interaction_id}/answer"
     body = {"session_id": "s1", "action": "decline"}
@@ -256,7 +256,7 @@ async def test_a_foreign_host_header_is_refused_on_a_loopback_surface(web: Web) 
     assert response.status_code == 400
 
 
-async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(stack: Stack) -> None:
+async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(stack: WebStack) -> None:
     app, running = await stack.web(sessions=["s1"], token="t0ken-secret")
     try:
         async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
@@ -321,7 +321,7 @@ async def next_event(events: AsyncIterator[SseEvent]) -> SseEvent:
         return await anext(events)
 
 
-async def test_events_stream_a_snapshot_then_opened_and_closed_changes(stack: Stack, web: Web) -> None:
+async def test_events_stream_a_snapshot_then_opened_and_closed_changes(stack: WebStack, web: Web) -> None:
     before = await stack.link.open(text_form("already here"), session_id="s1")
     async with web.client.stream("GET", "/api/events") as response:
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -342,7 +342,7 @@ async def test_events_stream_a_snapshot_then_opened_and_closed_changes(stack: St
         assert closed.data["interaction"]["close_text"] == "the provider disconnected"
 
 
-async def test_events_stream_a_committed_answer_recorded_lost_as_a_delivery_event(stack: Stack, web: Web) -> None:
+async def test_events_stream_a_committed_answer_recorded_lost_as_a_delivery_event(stack: WebStack, web: Web) -> None:
     form = await stack.link.open(text_form("answered, then lost"), session_id="s1")
     async with web.client.stream("GET", "/api/events") as response:
         events = sse_events(response)
@@ -364,7 +364,7 @@ async def test_events_stream_a_committed_answer_recorded_lost_as_a_delivery_even
         assert "answer_values" not in lost.data["interaction"]
 
 
-async def test_events_resume_from_last_event_id_without_a_new_snapshot(stack: Stack, web: Web) -> None:
+async def test_events_resume_from_last_event_id_without_a_new_snapshot(stack: WebStack, web: Web) -> None:
     async with web.client.stream("GET", "/api/events") as response:
         events = sse_events(response)
         snapshot = await next_event(events)
@@ -379,7 +379,9 @@ async def test_events_resume_from_last_event_id_without_a_new_snapshot(stack: St
         assert first.data["interaction"]["id"] == missed.interaction_id
 
 
-async def test_when_the_service_goes_away_answers_get_503_and_events_say_disconnected(stack: Stack, web: Web) -> None:
+async def test_when_the_service_goes_away_answers_get_503_and_events_say_disconnected(
+    stack: WebStack, web: Web
+) -> None:
     ix = await stack.link.open(text_form("soon unreachable"), session_id="s1")
     async with web.client.stream("GET", "/api/events") as response:
         events = sse_events(response)

@@ -11,7 +11,7 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Locator, Page, R
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from tests.surfaces.web.stack import StackThread, every_kind_form, text_form
+from tests.surfaces.web.stack import WebStackThread, every_kind_form, text_form
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +46,7 @@ def open_page(page: Page, url: str) -> list[str]:
 
 
 def test_every_field_kind_renders_with_provenance_defaults_help_and_time_left(
-    page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
+    page: Page, stack_thread: WebStackThread, session_id: str, artifacts: Path
 ) -> None:
     ix = stack_thread.open(every_kind_form(), session_id, wait_seconds=300)
     errors = open_page(page, stack_thread.web([session_id]))
@@ -104,7 +104,7 @@ def test_every_field_kind_renders_with_provenance_defaults_help_and_time_left(
 
 
 def test_submit_sends_typed_values_for_every_field_kind(
-    page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
+    page: Page, stack_thread: WebStackThread, session_id: str, artifacts: Path
 ) -> None:
     ix = stack_thread.open(every_kind_form(), session_id)
     open_page(page, stack_thread.web([session_id]))
@@ -141,7 +141,7 @@ def test_submit_sends_typed_values_for_every_field_kind(
     assert values["note"].string_value == "Holiday hotfix"
 
 
-def test_decline_and_dismiss_send_distinct_answers(page: Page, stack_thread: StackThread, session_id: str) -> None:
+def test_decline_and_dismiss_send_distinct_answers(page: Page, stack_thread: WebStackThread, session_id: str) -> None:
     first = stack_thread.open(text_form("decline me"), session_id)
     second = stack_thread.open(text_form("dismiss me"), session_id)
     open_page(page, stack_thread.web([session_id]))
@@ -158,7 +158,7 @@ def test_decline_and_dismiss_send_distinct_answers(page: Page, stack_thread: Sta
 
 
 def test_inline_validation_blocks_submit_until_the_fields_are_fixed(
-    page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
+    page: Page, stack_thread: WebStackThread, session_id: str, artifacts: Path
 ) -> None:
     ix = stack_thread.open(every_kind_form(), session_id)
     open_page(page, stack_thread.web([session_id]))
@@ -191,7 +191,9 @@ def test_inline_validation_blocks_submit_until_the_fields_are_fixed(
     assert "contact" not in stored.answer.values, "an emptied optional field is left out"
 
 
-def test_the_services_field_violations_are_shown_inline(page: Page, stack_thread: StackThread, session_id: str) -> None:
+def test_the_services_field_violations_are_shown_inline(
+    page: Page, stack_thread: WebStackThread, session_id: str
+) -> None:
     ix = stack_thread.open(every_kind_form(), session_id)
     open_page(page, stack_thread.web([session_id]))
     card = card_of(page, ix.interaction_id)
@@ -208,7 +210,7 @@ def test_the_services_field_violations_are_shown_inline(page: Page, stack_thread
 
 
 def test_an_answer_recorded_lost_shows_a_notice_that_it_never_reached_the_tool(
-    page: Page, stack_thread: StackThread, session_id: str
+    page: Page, stack_thread: WebStackThread, session_id: str
 ) -> None:
     ix = stack_thread.open(text_form("answered, then lost", claimed_tool="migrate"), session_id)
     open_page(page, stack_thread.web([session_id]))
@@ -225,7 +227,7 @@ def test_an_answer_recorded_lost_shows_a_notice_that_it_never_reached_the_tool(
 
 
 def test_a_form_closed_elsewhere_disappears_with_its_reason(
-    page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
+    page: Page, stack_thread: WebStackThread, session_id: str, artifacts: Path
 ) -> None:
     ix = stack_thread.open(text_form("about to be stopped", claimed_tool="migrate"), session_id)
     open_page(page, stack_thread.web([session_id]))
@@ -240,7 +242,7 @@ def test_a_form_closed_elsewhere_disappears_with_its_reason(
 
 
 def test_new_forms_appear_live_and_reload_rehydrates_several_sessions_and_rounds(
-    page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
+    page: Page, stack_thread: WebStackThread, session_id: str, artifacts: Path
 ) -> None:
     other_session = session_id + "-b"
     url = stack_thread.web([session_id, other_session])
@@ -265,7 +267,7 @@ def test_new_forms_appear_live_and_reload_rehydrates_several_sessions_and_rounds
 
 
 def test_two_tabs_racing_one_form_have_one_winner_and_the_other_sees_it_settled(
-    context: BrowserContext, stack_thread: StackThread, session_id: str
+    context: BrowserContext, stack_thread: WebStackThread, session_id: str
 ) -> None:
     ix = stack_thread.open(text_form("who wins?", required=False), session_id)
     url = stack_thread.web([session_id])
@@ -304,7 +306,7 @@ def test_two_tabs_racing_one_form_have_one_winner_and_the_other_sees_it_settled(
 
 
 def test_server_text_with_markup_is_shown_as_text_and_never_runs(
-    page: Page, stack_thread: StackThread, session_id: str, artifacts: Path
+    page: Page, stack_thread: WebStackThread, session_id: str, artifacts: Path
 ) -> None:
     payload = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b>'
     form = text_form(payload, claimed_tool='<svg onload="window.__pwned=3">')
@@ -326,7 +328,7 @@ def test_server_text_with_markup_is_shown_as_text_and_never_runs(
     assert not [e for e in errors if "Content Security Policy" in e], errors
 
 
-def test_the_time_left_counts_down(page: Page, stack_thread: StackThread, session_id: str) -> None:
+def test_the_time_left_counts_down(page: Page, stack_thread: WebStackThread, session_id: str) -> None:
     ix = stack_thread.open(text_form("hurry"), session_id, wait_seconds=45)
     open_page(page, stack_thread.web([session_id]))
     timer = card_of(page, ix.interaction_id).locator(".timer")
@@ -336,7 +338,7 @@ def test_the_time_left_counts_down(page: Page, stack_thread: StackThread, sessio
     expect(timer).not_to_have_text(first or "", timeout=3_000)
 
 
-def test_with_a_surface_token_the_page_needs_a_login(page: Page, stack_thread: StackThread, session_id: str) -> None:
+def test_with_a_surface_token_the_page_needs_a_login(page: Page, stack_thread: WebStackThread, session_id: str) -> None:
     ix = stack_thread.open(text_form("behind a login"), session_id)
     url = stack_thread.web([session_id], token="browser-t0ken")
     page.goto(url)
@@ -352,7 +354,7 @@ def test_with_a_surface_token_the_page_needs_a_login(page: Page, stack_thread: S
 
 
 def test_a_form_whose_time_runs_out_is_closed_as_timed_out(
-    page: Page, stack_thread: StackThread, session_id: str
+    page: Page, stack_thread: WebStackThread, session_id: str
 ) -> None:
     ix = stack_thread.open(text_form("quick"), session_id, wait_seconds=4)
     open_page(page, stack_thread.web([session_id]))
@@ -363,7 +365,7 @@ def test_a_form_whose_time_runs_out_is_closed_as_timed_out(
 
 
 def test_a_long_multi_select_is_filterable_and_keeps_picks_while_filtered(
-    page: Page, stack_thread: StackThread, session_id: str
+    page: Page, stack_thread: WebStackThread, session_id: str
 ) -> None:
     options = [form_pb2.Option(value=f"svc-{i}", label=f"Service {i:02d}") for i in range(1, 13)]
     form = form_pb2.Form(
@@ -398,7 +400,7 @@ def test_a_long_multi_select_is_filterable_and_keeps_picks_while_filtered(
 
 
 def test_a_select_with_a_thousand_options_filters_as_you_type(
-    page: Page, stack_thread: StackThread, session_id: str
+    page: Page, stack_thread: WebStackThread, session_id: str
 ) -> None:
     options = [form_pb2.Option(value=f"Zone/City_{i:04d}", label=f"City {i:04d}") for i in range(1000)]
     form = form_pb2.Form(

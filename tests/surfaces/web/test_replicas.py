@@ -25,13 +25,13 @@ from surfaces.web.security import COOKIE_NAME, CSRF_HEADER
 from surfaces.web.settings import WebSettings
 from tests.helpers.certs import CertFiles, make_certs
 from tests.helpers.nginx import Nginx, free_port
-from tests.surfaces.web.stack import Stack, running_stack, text_form
+from tests.surfaces.web.stack import WebStack, running_stack, text_form
 
 TOKEN = "surface-token-for-replicas"
 
 
 @pytest.fixture
-async def stack(redis_url: str) -> AsyncIterator[Stack]:
+async def stack(redis_url: str) -> AsyncIterator[WebStack]:
     async with running_stack(redis_url) as running:
         yield running
 
@@ -42,7 +42,7 @@ class Replicas:
 
 
 async def start_replicas(
-    stack: Stack, exit_stack: AsyncExitStack, secret_files: list[Path | None], **extra: str
+    stack: WebStack, exit_stack: AsyncExitStack, secret_files: list[Path | None], **extra: str
 ) -> Replicas:
     urls = []
     for secret_file in secret_files:
@@ -68,7 +68,7 @@ def secret_file(tmp_path: Path, name: str) -> Path:
     return path
 
 
-async def get_interaction(stack: Stack, interaction_id: str) -> interaction_pb2.Interaction:
+async def get_interaction(stack: WebStack, interaction_id: str) -> interaction_pb2.Interaction:
     stub = interaction_service_pb2_grpc.InteractionServiceStub(stack.channel)
     response = await stub.GetInteraction(interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id))
     return response.interaction
@@ -89,7 +89,7 @@ async def login(client: httpx.AsyncClient) -> str:
 
 
 async def test_a_csrf_token_from_one_replica_is_accepted_by_another_with_the_same_secret(
-    stack: Stack, tmp_path: Path
+    stack: WebStack, tmp_path: Path
 ) -> None:
     shared = secret_file(tmp_path, "web-secret")
     async with AsyncExitStack() as exit_stack:
@@ -111,7 +111,7 @@ async def test_a_csrf_token_from_one_replica_is_accepted_by_another_with_the_sam
 
 
 async def test_replicas_with_different_secrets_refuse_each_others_token_and_keep_the_form(
-    stack: Stack, tmp_path: Path
+    stack: WebStack, tmp_path: Path
 ) -> None:
     async with AsyncExitStack() as exit_stack:
         replicas = await start_replicas(stack, exit_stack, [secret_file(tmp_path, "a"), secret_file(tmp_path, "b")])
@@ -164,7 +164,7 @@ async def tls_proxy(tmp_path: Path, certs: CertFiles, upstreams: list[str], port
     ids=["forwarded-proto", "public-origin"],
 )
 async def test_an_answer_through_a_tls_terminating_proxy_to_two_replicas_is_accepted(
-    stack: Stack, tmp_path: Path, trust: dict[str, str]
+    stack: WebStack, tmp_path: Path, trust: dict[str, str]
 ) -> None:
     certs = make_certs(mkdir(tmp_path / "certs"))
     shared = secret_file(tmp_path, "web-secret")
@@ -193,7 +193,7 @@ async def test_an_answer_through_a_tls_terminating_proxy_to_two_replicas_is_acce
         assert (await get_interaction(stack, ix.interaction_id)).state == interaction_pb2.INTERACTION_STATE_ANSWERED
 
 
-async def test_without_proxy_trust_an_https_origin_is_refused_as_cross_origin(stack: Stack, tmp_path: Path) -> None:
+async def test_without_proxy_trust_an_https_origin_is_refused_as_cross_origin(stack: WebStack, tmp_path: Path) -> None:
     certs = make_certs(mkdir(tmp_path / "certs"))
     shared = secret_file(tmp_path, "web-secret")
     async with AsyncExitStack() as exit_stack:
