@@ -86,20 +86,26 @@ class _Child:
     was_ready: bool = False
 
 
-_output_closed = False
+class StderrSink:
+    """A :data:`LogSink` writing ``[name] line`` to stderr; once stderr is closed (the reader went away,
+    e.g. ``| tee`` died on Ctrl-C) further lines are dropped so a write error never stops the pumps or
+    the shutdown path (``closed`` says so)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def __call__(self, name: str, line: str) -> None:
+        if self.closed:
+            return
+        try:
+            sys.stderr.write(f"[{name}] {line}\n")
+            sys.stderr.flush()
+        except (BrokenPipeError, ValueError, OSError):  # EPIPE, closed file, or any other write failure
+            self.closed = True
 
 
-def stderr_sink(name: str, line: str) -> None:
-    """Write ``[name] line`` to stderr; once stderr is closed (the reader went away, e.g. ``| tee`` died
-    on Ctrl-C) further lines are dropped so a write error never stops the pumps or the shutdown path."""
-    global _output_closed
-    if _output_closed:
-        return
-    try:
-        sys.stderr.write(f"[{name}] {line}\n")
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError, OSError):  # EPIPE, closed file, or any other write failure
-        _output_closed = True
+stderr_sink = StderrSink()
+"""The process's one stderr sink (the default of :class:`Supervisor` and :class:`stack.topology.Stack`)."""
 
 
 def _safe_sink(sink: LogSink) -> LogSink:

@@ -44,7 +44,9 @@ SHORT_SOCKET_CHARS = 100
 """Unix socket paths must stay under ~107 bytes; longer state dirs get a socket under /tmp."""
 
 
-def _python_env(extra: Mapping[str, str]) -> dict[str, str]:
+def child_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a child: this one without an inherited metrics port, this interpreter first on
+    ``PATH``, unbuffered output, plus ``extra``."""
     env = dict(os.environ)
     env.pop(METRICS_ENV, None)  # one inherited metrics port would make every child bind the same port
     bin_dir = str(Path(sys.executable).parent)
@@ -169,7 +171,7 @@ class Stack:
         (self.state_dir / "run").mkdir(exist_ok=True)
         try:
             if self._embedded_redis:
-                await self.supervisor.start(self._redis_spec())
+                await self.supervisor.start(self.redis_spec())
             await self.supervisor.start(self._interaction_spec())
             await self.supervisor.start(self._broker_spec())
             # The web surface reads sign-ins and the server status from the broker, and its bound port is
@@ -305,7 +307,7 @@ class Stack:
         async def prepare(spec: ChildSpec, attempt: int) -> None:
             port_file.unlink(missing_ok=True)
             port = self._pinned_port(name, configured)
-            spec.env = _python_env(
+            spec.env = child_env(
                 {
                     "MAKA_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_PORT_FILE": str(port_file),
@@ -377,7 +379,7 @@ class Stack:
         async def prepare(spec: ChildSpec, attempt: int) -> None:
             port_file.unlink(missing_ok=True)
             port = self._pinned_port(self.WEB, self.ports.web)
-            spec.env = _python_env(
+            spec.env = child_env(
                 {
                     "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
                     "MAKA_BROKER_TARGET": self.address(self.BROKER) if self.BROKER in self.bound else "",
@@ -397,7 +399,9 @@ class Stack:
 
         return ChildSpec(self.WEB, [sys.executable, "-m", "surfaces.web.main"], ready=ready, prepare=prepare)
 
-    def _redis_spec(self) -> ChildSpec:
+    def redis_spec(self) -> ChildSpec:
+        """The embedded ``redis-server``: append-only file in the state dir, a Unix socket (moved to a short
+        ``/tmp`` path when the state dir's is too long for one)."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise StackError(

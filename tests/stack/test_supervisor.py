@@ -251,12 +251,12 @@ def test_the_stderr_sink_goes_quiet_once_stderr_is_a_broken_pipe(monkeypatch: py
     os.close(read_end)
     broken = os.fdopen(write_end, "w")
     monkeypatch.setattr(sys, "stderr", broken)
-    monkeypatch.setattr(supervisor_module, "_output_closed", False)
+    sink = supervisor_module.StderrSink()
     try:
-        supervisor_module.stderr_sink("web", "first line")  # EPIPE: swallowed, not raised
-        supervisor_module.stderr_sink("web", "second line")
+        sink("web", "first line")  # EPIPE: swallowed, not raised
+        sink("web", "second line")
 
-        assert supervisor_module._output_closed
+        assert sink.closed
     finally:
         monkeypatch.undo()
         with contextlib.suppress(BrokenPipeError):

@@ -44,7 +44,7 @@ async def test_embedded_redis_keeps_an_append_only_file_in_the_state_dir(tmp_pat
     stack = Stack(tmp_path / "mcp.json", tmp_path / "state")
     supervisor = Supervisor(sink=lambda _n, _l: None, ready_timeout=20)
     (tmp_path / "state").mkdir()
-    await supervisor.start(stack._redis_spec())
+    await supervisor.start(stack.redis_spec())
     try:
         client = redis.asyncio.Redis.from_url(stack.redis_url)
         config = await client.config_get("appendonly")
@@ -63,7 +63,7 @@ async def test_embedded_redis_socket_moves_to_a_short_path_when_the_state_dir_is
     deep.mkdir(parents=True)
     stack = Stack(tmp_path / "mcp.json", deep)
 
-    stack._redis_spec()
+    stack.redis_spec()
     try:
         socket_path = stack.redis_url.removeprefix("unix://")
         assert len(socket_path) < 100
@@ -76,7 +76,7 @@ async def test_embedded_redis_socket_moves_to_a_short_path_when_the_state_dir_is
 def test_children_do_not_inherit_maka_metrics_listen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAKA_METRICS_LISTEN", "127.0.0.1:9464")
 
-    env = topology._python_env({"MAKA_LISTEN": "127.0.0.1:0"})
+    env = topology.child_env({"MAKA_LISTEN": "127.0.0.1:0"})
 
     assert "MAKA_METRICS_LISTEN" not in env
     assert env["MAKA_LISTEN"] == "127.0.0.1:0"
