@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -48,6 +48,9 @@ class GrpcApp(Protocol):
     Instead of ``bind_health`` an app may define ``bind_readiness(set_ready)``: called with
     :meth:`RunningServer.set_ready`, which flips only the app's named services (readiness, e.g.
     NOT_SERVING while its store is down) and leaves the overall ``""`` status (liveness) alone.
+    An app may also define ``async close()``: called once the server has stopped and no handler runs any
+    more, to release what handlers use (e.g. a Redis client: closed in ``stop()`` a handler still inside
+    the grace period could open a new connection that nothing would close).
     An app may also define ``method_roles: Mapping[str, frozenset[Role]]`` (full method name such as
     ``/maka.broker.v1.CapabilityBrokerService/CallTool`` → roles admitted); methods not listed admit
     any authenticated caller. See :mod:`services.core.auth`.
@@ -110,10 +113,13 @@ class RunningServer:
             await self.health.set(name, status)
 
     async def stop(self) -> None:
-        """NOT_SERVING → ``app.stop()`` → ``server.stop(grace)``."""
+        """NOT_SERVING → ``app.stop()`` → ``server.stop(grace)`` → ``app.close()`` (when it has one)."""
         await self.set_serving(False)
         await self.app.stop()
         await self.server.stop(self._grace)
+        close: Callable[[], Awaitable[None]] | None = getattr(self.app, "close", None)
+        if close is not None:
+            await close()
         tracing.shutdown()
 
 

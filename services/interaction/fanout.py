@@ -170,6 +170,7 @@ class FanOut:
         self._feeds: dict[str, _Feed] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._wakers: set[asyncio.Task[None]] = set()
+        self._closing = asyncio.Event()
         self.subscribers = 0
         """Live subscriptions (for metrics and tests)."""
 
@@ -181,12 +182,19 @@ class FanOut:
             self._tasks = [asyncio.create_task(self._run(lane), name=f"fanout-{lane.index}") for lane in self._lanes]
 
     async def aclose(self) -> None:
-        """Stop the followers (their XREAD in flight still completes in Redis)."""
-        tasks = [*self._tasks, *self._wakers]
-        for task in tasks:
-            task.cancel()
-        if tasks:  # bounded: a read cancelled mid-reply may take its connection's timeout to unwind
-            await asyncio.wait(tasks, timeout=2.0)
+        """Stop the followers (their XREAD in flight still completes in Redis).
+
+        A cancellation delivered inside a Redis call can surface as a Redis error, which a follower survives
+        by retrying (on a new connection, after the client is closed): so the followers stop looping once
+        closing, and are cancelled until they have ended (bounded: a read cancelled mid-reply may take its
+        connection's timeout to unwind)."""
+        self._closing.set()
+        pending = {*self._tasks, *self._wakers}
+        deadline = asyncio.get_running_loop().time() + 2.0
+        while pending and asyncio.get_running_loop().time() < deadline:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.2)
         self._tasks = []
 
     # --- subscribers ------------------------------------------------------------------------------
@@ -297,7 +305,7 @@ class FanOut:
         return list(by_tag.values())
 
     async def _run(self, lane: _Lane) -> None:
-        while True:
+        while not self._closing.is_set():
             if not lane.feeds:
                 lane.idle.clear()
                 await lane.idle.wait()
@@ -314,8 +322,12 @@ class FanOut:
                     lane.turn = (lane.turn + 1) % len(groups)
                     await self._read(lane, groups[lane.turn], self.poll_ms)
             except _REDIS_DOWN:
+                if self._closing.is_set():
+                    return
                 await asyncio.sleep(self.retry_seconds)
             except Exception:
+                if self._closing.is_set():
+                    return
                 log.exception("fanout_read_failed")
                 await asyncio.sleep(self.retry_seconds)
 

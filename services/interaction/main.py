@@ -29,7 +29,7 @@ from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
-from services.interaction.store import Fence, InteractionStore
+from services.interaction.store import Fence, InteractionStore, finish_calls
 from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.main")
@@ -101,6 +101,16 @@ class InteractionApp:
                 await self._task
         await self.tier.aclose()
         await self.fanout.aclose()
+        await self.servicer.presence.aclose()
+        await finish_calls()
+        await close_client(self.client)
+
+    async def close(self) -> None:
+        """After the server stopped: the presence entries of the streams it cancelled are removed, then Redis
+        is closed again, with any connection a handler inside the grace period opened after :meth:`stop` (a
+        closed redis-py pool still hands out new connections)."""
+        await self.servicer.presence.aclose()
+        await finish_calls()
         await close_client(self.client)
 
     async def tick(self) -> None:

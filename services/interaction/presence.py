@@ -12,6 +12,7 @@ it only makes the listing stale until the next refresh.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -71,6 +72,7 @@ class Presence:
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
         self._last_refresh_ms = 0
+        self._leaving: set[asyncio.Task[None]] = set()
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -101,6 +103,19 @@ class Presence:
         if entry is not None:
             with contextlib.suppress(StoreUnavailable):
                 await entry.store.remove_surfaces([stream_id])
+
+    def leave_soon(self, stream_id: str) -> asyncio.Task[None]:
+        """:meth:`leave` in a task of its own, so it finishes when the stream's handler is cancelled;
+        tracked, so :meth:`aclose` waits for it before the store's client closes."""
+        task = asyncio.create_task(self.leave(stream_id), name="presence-leave")
+        self._leaving.add(task)
+        task.add_done_callback(self._leaving.discard)
+        return task
+
+    async def aclose(self, timeout: float = 2.0) -> None:
+        """Wait (at most ``timeout`` s) for the leaves in flight: none may write after Redis is closed."""
+        if self._leaving:
+            await asyncio.wait(set(self._leaving), timeout=timeout)
 
     @property
     def streams(self) -> int:

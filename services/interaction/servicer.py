@@ -363,7 +363,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 async for frame in frames:
                     yield frame
         finally:
-            await asyncio.shield(self.presence.leave(stream_id))
+            await asyncio.shield(self.presence.leave_soon(stream_id))
 
     # --- Unary ------------------------------------------------------------------------------------
 

@@ -35,9 +35,22 @@ DEFAULT_COMMAND_SLOTS = 24
 _REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError)
 
 
-def _retrieve(task: asyncio.Task[Any]) -> None:
+_IN_FLIGHT: set[asyncio.Future[Any]] = set()
+"""Store calls running in this process, abandoned ones (their caller was cancelled) included."""
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    _IN_FLIGHT.discard(task)
     if not task.cancelled():
         task.exception()  # an abandoned call's error is expected (e.g. Redis closed at shutdown)
+
+
+async def finish_calls(timeout: float = 2.0) -> None:
+    """Wait (at most ``timeout`` s) for the store calls in flight, abandoned ones included, so that none
+    opens a connection after the client is closed (a closed redis-py pool still hands out new ones)."""
+    pending = {task for task in _IN_FLIGHT if task.get_loop() is asyncio.get_running_loop()}
+    if pending:
+        await asyncio.wait(pending, timeout=timeout)
 
 
 def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
@@ -61,6 +74,7 @@ def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         task = asyncio.ensure_future(call(*args, **kwargs))
+        _IN_FLIGHT.add(task)
         task.add_done_callback(_retrieve)
         return await asyncio.shield(task)
 
