@@ -101,14 +101,12 @@ class InteractionApp:
                 await self._task
         await self.tier.aclose()
         await self.fanout.aclose()
-        await self.servicer.presence.aclose()
-        await finish_calls()
-        await close_client(self.client)
+        await self.close()
 
     async def close(self) -> None:
-        """After the server stopped: the presence entries of the streams it cancelled are removed, then Redis
-        is closed again, with any connection a handler inside the grace period opened after :meth:`stop` (a
-        closed redis-py pool still hands out new connections)."""
+        """Let the presence leaves and store calls in flight finish, then close Redis. Run at the end of
+        :meth:`stop` and again after the server stopped, for the streams it cancelled and any connection a
+        handler inside the grace period opened (a closed redis-py pool still hands out new connections)."""
         await self.servicer.presence.aclose()
         await finish_calls()
         await close_client(self.client)
