@@ -173,6 +173,10 @@ class InteractionAuthority:
         self.limits = limits
         self._clock = clock
         self._closers: set[asyncio.Task[None]] = set()
+        self._deliveries_swept = 0
+        """The Host epoch at which :meth:`lose_older_deliveries` last found no undelivered answer of an older
+        epoch left. ``settle.lua`` refuses answers to forms of older epochs, so none can appear until the
+        epoch moves again; the reaper skips the sweep until then (0: not swept by this process yet)."""
         self._opened: OrderedDict[str, Record] = OrderedDict()
         """Forms this replica opened, as stored (a pending record is written once, by ``open.lua``), so an
         Answer reaching this replica validates without reading the record back; ``settle.lua`` still
@@ -381,6 +385,8 @@ class InteractionAuthority:
         (``host_restarted``): its broker is gone, so nothing can deliver it any more and it is never
         replayed (RFC criterion 9). Returns how many this call recorded."""
         current = await self.store.current_epoch()
+        if current == self._deliveries_swept:
+            return 0
         ids = await self.store.undelivered_ids(RESTART_BATCH)
         lost = 0
         for interaction_id, record in zip(ids, await self.store.get_many(ids), strict=True):
@@ -396,6 +402,8 @@ class InteractionAuthority:
                 DeliveryMode.RESTART,
             )
             lost += int(changed)
+        if len(ids) < RESTART_BATCH:  # every undelivered answer was read: none of an older epoch is left
+            self._deliveries_swept = current
         return lost
 
     async def resume_epoch(self, epoch: int) -> None:

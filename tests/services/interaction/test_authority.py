@@ -312,6 +312,30 @@ async def test_a_new_host_epoch_records_an_undelivered_answer_of_the_old_epoch_l
     assert await authority.store.undelivered_ids(10) == []
 
 
+async def test_the_reaper_records_an_older_epochs_undelivered_answer_lost_after_another_replica_moved_the_epoch(
+    authority: InteractionAuthority, redis_url: str
+) -> None:
+    first, _ = await authority.begin_epoch()
+    opened = await authority.open(first, binding(), make_form())
+    await authority.answer(ANONYMOUS, opened.interaction_id, accept("v"))
+    assert await authority.reap_once() == 0  # swept at this epoch: the answer is current, delivery pending
+    assert (await authority.get(ANONYMOUS, opened.interaction_id)).delivery == interaction_pb2.DELIVERY_STATE_PENDING
+    settings = Settings(redis_url=redis_url)
+    other_client = redis_client(settings)
+    other = InteractionAuthority(
+        InteractionStore(other_client, Keys("test"), retention_ms=60_000, events_maxlen=100), settings
+    )
+    await other.fence_epoch()  # a new broker on another replica; that replica's sweep did not run
+    await other_client.aclose()
+
+    await authority.reap_once()
+
+    record = await authority.get(ANONYMOUS, opened.interaction_id)
+    assert record.delivery == interaction_pb2.DELIVERY_STATE_LOST
+    assert record.delivery_lost_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
+    assert await authority.store.undelivered_ids(10) == []
+
+
 async def test_a_stale_broker_cannot_record_a_pending_delivery(authority: InteractionAuthority) -> None:
     old, _ = await authority.begin_epoch()
     opened = await authority.open(old, binding(), make_form())
