@@ -127,6 +127,16 @@ def _event_entry(fields: dict[bytes, bytes]) -> interaction_pb2.InteractionEvent
     return interaction_pb2.InteractionEvent.FromString(fields[b"pb"])
 
 
+def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.Interaction) -> bool:
+    """Whether ``stored`` is the settlement ``read`` describes (its delivery fields may have moved on since)."""
+    return (
+        stored.state == read.state
+        and stored.settled_at == read.settled_at
+        and stored.close_reason == read.close_reason
+        and stored.answer == read.answer
+    )
+
+
 def _settled_entry(fields: dict[bytes, bytes]) -> tuple[int, interaction_pb2.Interaction]:
     return int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])
 
@@ -695,6 +705,12 @@ class InteractionAuthority:
     ) -> interaction_pb2.Interaction:
         interaction_id = record.interaction.interaction_id
         if result.code is ScriptCode.SAME and result.stored is not None:
+            # A repeated submission succeeds only once its answer is on the replicas the fence requires
+            # (the first attempt may have failed NotReplicated): docs/design.md#durable-fences.
+            if self.store.fenced:
+                durable = await self.store.durable_record(interaction_id)
+                if durable is None or durable.state != "answered" or durable.submission_id != submission_id:
+                    raise errors.StoreUnavailable()  # a failover in between: the retry decides again
             return result.stored
         if result.code is ScriptCode.ANSWERED:
             raise errors.AlreadySettled(interaction_id)
@@ -873,22 +889,46 @@ class InteractionAuthority:
         """The records among ``interaction_ids`` that are already settled (reported on HostLink hello)."""
         out: list[interaction_pb2.Interaction] = []
         for interaction_id in dict.fromkeys(interaction_ids):
-            record = await self.store.get(interaction_id) if interaction_id else None
+            # durable as read (docs/design.md#durable-fences); a replica that lags fails the hello, which retries
+            record = await self.store.durable_record(interaction_id) if interaction_id else None
             if record is not None and record.state != "pending":
                 out.append(record.interaction)
         return out
+
+    async def _durable_record(self, interaction_id: str) -> Record | None:
+        """The record once it is on the replicas the fence requires, waiting out replicas that lag or are
+        down (docs/design.md#durable-fences): a broker never acts on a settlement a failover can roll back."""
+        delay = 0.05
+        while True:
+            try:
+                return await self.store.durable_record(interaction_id)
+            except errors.StoreUnavailable:  # NotReplicated included
+                await asyncio.sleep(delay)  # back off while Redis or its replicas catch up
+                delay = min(delay * 2, 2.0)
+
+    async def _still_settled(self, interaction: interaction_pb2.Interaction) -> bool:
+        """Whether a settlement read from the settled Stream is durable as read; False when a failover
+        rolled it back (the form is pending again, or another settlement replaced it)."""
+        if not self.store.fenced:
+            return True
+        record = await self._durable_record(interaction.interaction_id)
+        same = record is not None and _same_settlement(record.interaction, interaction)
+        if not same:
+            log.warning("settlement_rolled_back", extra={"interaction_id": interaction.interaction_id})
+        return same
 
     async def follow_settled(self, epoch: int, after: str) -> AsyncIterator[interaction_pb2.Interaction]:
         """Yield every Interaction of ``epoch`` settled after Stream position ``after``, forever.
 
         Settlements by any replica (answers, closes, the reaper) arrive here through the replica's
-        fan-out; Redis outages are waited out from the last position. Raises
+        fan-out; Redis outages are waited out from the last position. With a fence, each is yielded only
+        once it is on the required replicas and still as read (docs/design.md#durable-fences). Raises
         :class:`~services.interaction.fanout.SubscriberOverflow` like :meth:`follow_events`.
         """
         subscription = self.fanout.subscribe({self.store.keys.settled(): after}, _settled_entry)
         try:
             async for _key, _entry_id, (record_epoch, interaction) in subscription:
-                if record_epoch == epoch:
+                if record_epoch == epoch and await self._still_settled(interaction):
                     yield interaction
         finally:
             subscription.close()

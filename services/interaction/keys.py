@@ -88,6 +88,11 @@ class Keys:
         """Answered ids whose delivery to the provider is not yet recorded (``deliver.lua``)."""
         return f"{self._prefix}:undelivered"
 
+    def fence(self) -> str:
+        """A counter the replication probe increments so that its ``WAIT`` covers every earlier write of the
+        Host's master (docs/design.md#durable-fences); read by no one."""
+        return f"{self._prefix}:fence"
+
 
 def hash_tag(key: str) -> str:
     """The hash tag of ``key`` (the text between its first ``{`` and the next ``}``; the key itself without one)."""

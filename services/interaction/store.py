@@ -298,6 +298,39 @@ class InteractionStore:
             return result
         raise StoreUnavailable()
 
+    @property
+    def fenced(self) -> bool:
+        """Whether writes wait for replicas (``MAKA_REDIS_WAIT_REPLICAS`` > 0)."""
+        return self.fence.replicas > 0
+
+    @_store_call
+    async def durable_record(self, interaction_id: str) -> Record | None:
+        """The record as the Host's master holds it, returned only once that master's required replicas have
+        acknowledged it (docs/design.md#durable-fences): ``HGETALL``, ``INCR`` of the fence key and ``WAIT``,
+        pipelined on one connection. Replication is ordered, so the ``WAIT`` covers the write the read
+        observed, whichever client made it. A failover between an earlier read and this one shows here as
+        a record that differs (its settlement was rolled back). Raises :class:`NotReplicated` when too few
+        replicas acknowledged in time. Without a fence it is :meth:`get`.
+        """
+        key = self.keys.record(interaction_id)
+        if not self.fenced:
+            return _record(await self.client.hgetall(key))  # type: ignore[arg-type]
+        target: dict[str, Any] = {}
+        if isinstance(self.client, RedisCluster):
+            await self.client.initialize()
+            target["target_nodes"] = self.client.get_node_from_key(key)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(key)
+        pipe.incr(self.keys.fence())
+        pipe.execute_command("WAIT", self.fence.replicas, self.fence.timeout_ms, **target)
+        fields, _, acked = await pipe.execute(raise_on_error=False)
+        for reply in (fields, acked):
+            if isinstance(reply, Exception):
+                raise reply
+        if int(acked) < self.fence.replicas:
+            raise NotReplicated()
+        return _record(fields)
+
     @_store_call
     async def open(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -133,6 +134,16 @@ class _Node:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its connections but answers nothing (a replica that stopped acknowledging)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
 
 class RedisClusterServers:
@@ -269,6 +280,13 @@ class RedisSentinelServers:
             return True
 
         _wait(known, "the sentinels discover each other and the replica", timeout=60)
+
+    def current_replica(self) -> _Node:
+        """The node that is the replica now (failovers swap the roles), once it is in sync with the master."""
+        master = self.master_address()
+        replica = self.replica if self.replica.port != master else self.master
+        _wait(lambda: _replication(replica.port).get("master_link_status") == "up", "the replica is in sync")
+        return replica
 
     def failover(self) -> None:
         """``SENTINEL FAILOVER`` and wait until the replica is the reported, writable master."""

@@ -20,6 +20,7 @@ from typing import TypeVar
 import grpc
 import grpc.aio
 import pytest
+import redis
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
@@ -165,6 +166,100 @@ async def test_a_form_round_over_redis_sentinel_survives_a_sentinel_failover_mid
     service = await start_service(settings)
     try:
         await _form_round_with_failover(service, sentinel.failover)
+    finally:
+        await service.running.stop()
+
+
+async def test_over_sentinel_a_broker_hears_of_an_answer_only_once_a_replica_has_it(
+    sentinel: RedisSentinelServers, tmp_path: Path
+) -> None:
+    settings = Settings(
+        redis_url=sentinel.url,
+        redis_mode=RedisMode.SENTINEL,
+        redis_sentinel_service=sentinel.SERVICE,
+        redis_wait_timeout_ms=300,
+        reaper_interval_seconds=0.2,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
+    )
+    service = await start_service(settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as bch, channel(service, ADMIN_SURFACE_TOKEN) as sch:
+            link = await Link.connect(bch)
+            opened = await link.open("s-a", "inv-lagging-replica")
+            stub = interaction_service_pb2_grpc.InteractionServiceStub(sch)
+            request = interaction_service_pb2.AnswerRequest(
+                interaction_id=opened.interaction_id, submission_id="sub-lag", answer=accept("prod")
+            )
+            replica = sentinel.current_replica()
+            replica.pause()
+            try:
+                with pytest.raises(grpc.aio.AioRpcError) as unreplicated:
+                    await stub.Answer(request, timeout=10)
+                # written on the master, acknowledged by no replica: the surface is not told it committed...
+                assert unreplicated.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+                # ...and the broker is not handed an answer a failover could still take back
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(1.5):
+                        await link.settled.get()
+            finally:
+                replica.resume()
+            assert (await link.next_settled()).interaction_id == opened.interaction_id
+            again = await _answer(stub, request)  # the same submission id: now acknowledged
+            assert again.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+            assert again.answer.values["target"].string_value == "prod"
+            await link.close()
+    finally:
+        await service.running.stop()
+
+
+async def test_over_sentinel_an_answer_a_failover_took_back_never_reaches_the_broker(
+    sentinel: RedisSentinelServers, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(
+        redis_url=sentinel.url,
+        redis_mode=RedisMode.SENTINEL,
+        redis_sentinel_service=sentinel.SERVICE,
+        redis_wait_timeout_ms=300,
+        reaper_interval_seconds=0.2,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
+    )
+    service = await start_service(settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as bch, channel(service, ADMIN_SURFACE_TOKEN) as sch:
+            link = await Link.connect(bch)
+            opened = await link.open("s-a", "inv-rolled-back")
+            stub = interaction_service_pb2_grpc.InteractionServiceStub(sch)
+            replica = sentinel.current_replica()
+            replica.pause()
+            try:
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await stub.Answer(
+                        interaction_service_pb2.AnswerRequest(
+                            interaction_id=opened.interaction_id, submission_id="sub-gone", answer=accept("prod")
+                        ),
+                        timeout=10,
+                    )
+                # What a promoted replica that never got the answer holds: the form still pending.
+                with redis.Redis(port=sentinel.master_address(), socket_timeout=5) as master:
+                    master.hset(
+                        Keys(settings.host_id).record(opened.interaction_id),
+                        mapping={"state": "pending", "submission": "", "pb": opened.SerializeToString()},
+                    )
+            finally:
+                replica.resume()
+            await eventually(
+                lambda: any(r.getMessage() == "settlement_rolled_back" for r in caplog.records),
+                timeout=30,
+                what="the HostLink drops the settlement it read",
+            )
+            assert link.settled.empty(), "the broker never hears of an answer that is gone"
+            got = await stub.GetInteraction(
+                interaction_service_pb2.GetInteractionRequest(interaction_id=opened.interaction_id), timeout=10
+            )
+            assert got.interaction.state == interaction_pb2.INTERACTION_STATE_PENDING
+            await link.close()
     finally:
         await service.running.stop()
 
