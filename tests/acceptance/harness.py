@@ -8,7 +8,7 @@ real MCP servers built with the official SDK, and their JSON-RPC traffic capture
 - :func:`acceptance_stack` starts :class:`~stack.topology.Stack` (embedded Redis, the
   Interaction service, broker and MCP provider as processes; optionally the web surface) with extra
   ``MAKA_*`` environment; yields :class:`~tests.helpers.stack.RunningStack`.
-- :class:`Wire` reads a captured log: requests by method, ``tools/call`` legs, responses by id.
+- the tee proxy logs are read with :class:`tests.helpers.wire.Wire`.
 
 Every wait is bounded.
 """
@@ -21,7 +21,6 @@ import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,71 +30,10 @@ from stack.ports import Ports
 from stack.topology import Stack
 from tests.helpers.stack import START_TIMEOUT, STOP_TIMEOUT, RunningStack
 from tests.helpers.waiting import eventually
+from tests.helpers.wire import Wire
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-
-
-@dataclass(frozen=True)
-class Wire:
-    """The captured JSON-RPC traffic of one MCP server (``C->S``/``S->C`` lines, oldest first)."""
-
-    path: Path
-
-    def raw(self) -> list[tuple[str, str]]:
-        """(direction, JSON text exactly as logged); split on ``\\n`` only (U+2028 may sit in a string)."""
-        if not self.path.exists():
-            return []
-        out: list[tuple[str, str]] = []
-        for line in self.path.read_text(encoding="utf-8").split("\n"):
-            direction, _, body = line.partition(" ")
-            if direction in ("C->S", "S->C") and body.startswith("{"):
-                out.append((direction, body))
-        return out
-
-    def messages(self) -> list[tuple[str, dict[str, Any]]]:
-        """(direction, decoded message) in order."""
-        return [(direction, json.loads(body)) for direction, body in self.raw()]
-
-    def requests(self, method: str) -> list[dict[str, Any]]:
-        """Client requests of ``method`` in order."""
-        return [m for d, m in self.messages() if d == "C->S" and m.get("method") == method]
-
-    def tool_calls(self, name: str | None = None, *, where: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """``tools/call`` legs (of Tool ``name``, whose arguments contain every ``where`` item)."""
-        legs = []
-        for call in self.requests("tools/call"):
-            params = call["params"]
-            arguments = params.get("arguments") or {}
-            if name is not None and params["name"] != name:
-                continue
-            if where is not None and any(arguments.get(k) != v for k, v in where.items()):
-                continue
-            legs.append(call)
-        return legs
-
-    def response(self, request_id: Any) -> dict[str, Any]:
-        """The server's response to ``request_id`` (``AssertionError`` when there is none)."""
-        for direction, message in self.messages():
-            if direction == "S->C" and message.get("id") == request_id and "method" not in message:
-                return message
-        raise AssertionError(f"no response to {request_id!r} in {self.path}")
-
-    def raw_response(self, request_id: Any) -> str:
-        """The server's response to ``request_id`` as the exact text that crossed the wire."""
-        for direction, body in self.raw():
-            if direction == "S->C":
-                message = json.loads(body)
-                if message.get("id") == request_id and "method" not in message:
-                    return body
-        raise AssertionError(f"no response to {request_id!r} in {self.path}")
-
-    async def wait_tool_calls(self, count: int, name: str | None = None, **where: Any) -> list[dict[str, Any]]:
-        """At least ``count`` matching ``tools/call`` legs, polling (bounded, 30 s) until they are logged."""
-        await eventually(
-            lambda: len(self.tool_calls(name, where=where)) >= count, what=f"{count} {name} legs", timeout=30
-        )
-        return self.tool_calls(name, where=where)
 
 
 def claimed_capabilities(message: Mapping[str, Any]) -> Any:

@@ -23,9 +23,10 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
-from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.acceptance.harness import acceptance_stack, tee_stdio, write_config
 from tests.acceptance.rogue_provider import RogueProvider
 from tests.helpers.stack import RunningStack, answer, pending_forms
+from tests.helpers.wire import Wire
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]

@@ -23,8 +23,9 @@ from maka.interaction.v1 import interaction_pb2
 from services.core.form import Action, Answer
 from services.core.status import error_from_rpc
 from surfaces.common.interaction_client import Backoff, InteractionClient, Snapshot
-from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.acceptance.harness import acceptance_stack, tee_stdio, write_config
 from tests.helpers.stack import RunningStack, answer, pending_forms
+from tests.helpers.wire import Wire
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]

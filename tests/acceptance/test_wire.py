@@ -28,7 +28,6 @@ from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from tests.acceptance.harness import (
-    Wire,
     acceptance_stack,
     claimed_capabilities,
     http_entry,
@@ -40,6 +39,7 @@ from tests.acceptance.harness import (
 from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS
 from tests.helpers.stack import RunningStack, answer, pending_forms
 from tests.helpers.waiting import eventually
+from tests.helpers.wire import Wire
 from tests.reliability.harness import ToolCall, get_interaction, redis_dump, wait_settled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]

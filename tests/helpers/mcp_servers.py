@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -24,52 +23,10 @@ from services.mcp_provider.config import Era, HttpServer, ServerConfig, StdioSer
 from services.mcp_provider.connection import McpConnection
 from services.mcp_provider.manager import McpClientManager
 from tests.helpers.waiting import eventually
+from tests.helpers.wire import Wire
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-
-
-@dataclass
-class Wire:
-    """The captured JSON-RPC traffic of one fixture server (``C->S``/``S->C`` lines)."""
-
-    path: Path
-
-    def lines(self) -> list[tuple[str, str]]:
-        """(direction, raw JSON text) in order (split on ``\\n`` only: U+2028 may sit inside a JSON string)."""
-        if not self.path.exists():
-            return []
-        out: list[tuple[str, str]] = []
-        for line in self.path.read_text(encoding="utf-8").split("\n"):
-            if not line:
-                continue
-            direction, _, body = line.partition(" ")
-            out.append((direction, body))
-        return out
-
-    def messages(self) -> list[tuple[str, dict[str, Any]]]:
-        """(direction, decoded message) in order."""
-        return [(d, json.loads(body)) for d, body in self.lines()]
-
-    def requests(self, method: str) -> list[dict[str, Any]]:
-        """Client requests of ``method`` in order."""
-        return [m for d, m in self.messages() if d == "C->S" and m.get("method") == method]
-
-    def responded(self, request_id: Any) -> bool:
-        """Whether the server has answered ``request_id`` yet."""
-        return any(d == "S->C" and m.get("id") == request_id and "method" not in m for d, m in self.messages())
-
-    def response(self, request_id: Any) -> dict[str, Any]:
-        """The server's response to ``request_id``."""
-        for d, m in self.messages():
-            if d == "S->C" and m.get("id") == request_id and "method" not in m:
-                return m
-        raise AssertionError(f"no response to {request_id!r}")
-
-    def tool_calls(self, name: str | None = None) -> list[dict[str, Any]]:
-        """``tools/call`` requests (optionally only of Tool ``name``)."""
-        calls = self.requests("tools/call")
-        return [c for c in calls if name is None or c["params"]["name"] == name]
 
 
 @dataclass

@@ -3,31 +3,22 @@ of tests/reliability/conftest.py yields one)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from stack.topology import Stack
-from tests.helpers.stack import RunningStack
+from tests.helpers.stack import OnStack
 from tests.reliability.harness import calls
 
 SERVICES = (Stack.INTERACTION, Stack.BROKER, Stack.PROVIDER)
 
 
 @dataclass
-class Observed:
+class Observed(OnStack):
     """The shared stack, the counting server's call log and each service's metrics port."""
 
-    running: RunningStack = field(repr=False)
     log: Path
     metrics: dict[str, int]
-
-    @property
-    def broker(self) -> str:
-        return self.running.stack.address(Stack.BROKER)
-
-    @property
-    def interaction(self) -> str:
-        return self.running.stack.address(Stack.INTERACTION)
 
     @property
     def redis_url(self) -> str:

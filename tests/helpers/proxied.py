@@ -3,11 +3,10 @@ tests/clients/conftest.py yields one) and the broker timings it is started with.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from stack.topology import Stack
-from tests.helpers.stack import RunningStack
+from tests.helpers.stack import OnStack
 from tests.reliability.harness import calls
 
 KEEPALIVE_SECONDS = 3.0
@@ -17,19 +16,10 @@ GRACE_SECONDS = 8.0
 
 
 @dataclass
-class Proxied:
+class Proxied(OnStack):
     """The shared stack and the counting server's call log."""
 
-    running: RunningStack = field(repr=False)
     log: Path
-
-    @property
-    def broker(self) -> str:
-        return self.running.stack.address(Stack.BROKER)
-
-    @property
-    def interaction(self) -> str:
-        return self.running.stack.address(Stack.INTERACTION)
 
     def calls_of(self, tag: str) -> list[dict[str, object]]:
         """The ``tools/call`` requests with ``tag`` that reached the MCP server, in order."""

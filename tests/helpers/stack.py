@@ -71,6 +71,22 @@ class RunningStack:
                     return event
 
 
+@dataclass
+class OnStack:
+    """What a suite's shared-stack fixture yields: the :class:`RunningStack` and the live addresses of its
+    broker and Interaction service (a restarted child may listen on another port)."""
+
+    running: RunningStack = field(repr=False)
+
+    @property
+    def broker(self) -> str:
+        return self.running.stack.address(Stack.BROKER)
+
+    @property
+    def interaction(self) -> str:
+        return self.running.stack.address(Stack.INTERACTION)
+
+
 @asynccontextmanager
 async def running_stack(
     tmp_path: Path,

@@ -30,7 +30,7 @@ from services.core.status import error_from_rpc
 from stack.supervisor import StackEvent
 from stack.topology import Stack
 from surfaces.common.interaction_client import Answered, Backoff, Disconnected, InteractionClient, Opened, Snapshot
-from tests.helpers.stack import RunningStack
+from tests.helpers.stack import OnStack
 from tests.helpers.waiting import eventually, none_while_unavailable
 from tests.reliability.counting_server import digest
 from tests.reliability.harness import (
@@ -51,20 +51,11 @@ T = TypeVar("T")
 
 
 @dataclass
-class Faulty:
+class Faulty(OnStack):
     """The shared stack, the counting server's call log and the provider→broker proxy."""
 
-    running: RunningStack = field(repr=False)
     log: Path
     proxy: TcpProxy = field(repr=False)
-
-    @property
-    def broker(self) -> str:
-        return self.running.stack.address(Stack.BROKER)
-
-    @property
-    def interaction(self) -> str:
-        return self.running.stack.address(Stack.INTERACTION)
 
     def legs(self, *tags: str) -> list[tuple[str, str]]:
         """``(tag, leg)`` of every ``tools/call`` of ``tags`` that reached the MCP server, in order."""

@@ -39,8 +39,7 @@ from maka.interaction.v1 import interaction_pb2
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
 from stack.supervisor import StackEvent
-from stack.topology import Stack
-from tests.helpers.stack import RunningStack
+from tests.helpers.stack import OnStack
 from tests.helpers.waiting import eventually
 from tests.reliability.harness import (
     ToolCall,
@@ -65,20 +64,11 @@ FAST_RESTARTS = {"max_restarts": 1000, "restart_window": 1.0, "restart_backoff":
 
 
 @dataclass
-class Settling:
+class Settling(OnStack):
     """The shared stack, the counting server's call log and the Interaction service's metrics port."""
 
-    running: RunningStack = field(repr=False)
     log: Path
     metrics_port: int
-
-    @property
-    def broker(self) -> str:
-        return self.running.stack.address(Stack.BROKER)
-
-    @property
-    def interaction(self) -> str:
-        return self.running.stack.address(Stack.INTERACTION)
 
     def legs(self, tag: str) -> list[str]:
         return [str(c["leg"]) for c in calls(self.log) if c["tag"] == tag]

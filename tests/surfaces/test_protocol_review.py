@@ -30,13 +30,14 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from surfaces.common.interaction_client import InteractionClient
 from surfaces.tui.app import MakaTui
-from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
+from tests.acceptance.harness import acceptance_stack, tee_stdio, write_config
 from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import answer, call_tool
 from tests.helpers.tui import settle
 from tests.helpers.waiting import eventually
+from tests.helpers.wire import Wire
 from tests.reliability.harness import ToolCall, get_interaction, wait_settled
-from tests.surfaces.test_same_fixture import TIMEOUT_MS, AcceptanceStackThread, _first_pending, _maka
+from tests.surfaces.acceptance_stack import TIMEOUT_MS, AcceptanceStackThread, first_pending, run_maka
 
 SHORT_TTL = 4.0
 """``requestStateTtl`` of ``fxshort``: short enough that a round runs out within the test."""
@@ -165,10 +166,10 @@ async def test_every_form_of_a_round_shows_its_position_and_the_one_round_deadli
         assert before + LONG_TTL - 1 <= deadline <= received + LONG_TTL + 1
         assert first.expires_at.ToMilliseconds() <= first.round.deadline.ToMilliseconds()
 
-        code, out, err = await _maka("pending", "--session", session, "--state-dir", state)
+        code, out, err = await run_maka("pending", "--session", session, "--state-dir", state)
         assert code == 0, err
         assert "form 1 of 2 · the round ends " in out
-        code, out, err = await _maka("pending", "--session", session, "--json", "--state-dir", state)
+        code, out, err = await run_maka("pending", "--session", session, "--json", "--state-dir", state)
         [listed] = json.loads(out)
         assert listed["round"]["position"] == 1
         assert listed["round"]["size"] == 2
@@ -223,7 +224,7 @@ async def test_a_form_whose_round_runs_out_closes_round_expired_and_no_retry_is_
 def test_the_web_page_shows_form_1_of_2_and_the_round_deadline(page: Page, review: ReviewStack) -> None:
     session = "round-web"
     task = review.submit(_round_web_call(review, session))
-    interaction_id = review.run(_first_pending(review, session))
+    interaction_id = review.run(first_pending(review, session))
     page.goto(review.endpoints.web)
     expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=TIMEOUT_MS)
     card = page.locator(f'article.card[data-id="{interaction_id}"]')
@@ -324,9 +325,9 @@ WEB_EXACT = {
 async def test_cli_a_field_given_as_null_is_cleared_and_untouched_defaults_are_sent(review: ReviewStack) -> None:
     session, tag, state = "cli-clear", "cli-clear", str(review.state_dir)
     call = asyncio.create_task(_events(review, tag, CLEARABLE, session))
-    form_id = await _first_pending(review, session)
+    form_id = await first_pending(review, session)
     values = json.dumps({"note": None, "count": None, "tags": []})
-    code, out, err = await _maka(
+    code, out, err = await run_maka(
         "answer", form_id, "accept", "--values", values, "--session", session, "--state-dir", state
     )
     assert code == 0, (out, err)
@@ -340,13 +341,13 @@ async def test_cli_one_boolean_rule_a_required_boolean_must_be_given_and_an_opti
 ) -> None:
     session, tag, state = "cli-bool", "cli-bool", str(review.state_dir)
     call = asyncio.create_task(_events(review, tag, BOOLEANS, session))
-    form_id = await _first_pending(review, session)
+    form_id = await first_pending(review, session)
     argv = ["answer", form_id, "accept", "--session", session, "--state-dir", state]
-    code, out, err = await _maka(*argv, "--values", "{}")
+    code, out, err = await run_maka(*argv, "--values", "{}")
     assert code == 3, (out, err)
     assert err.startswith("INVALID_ANSWER")
     assert "/ok" in err
-    code, out, err = await _maka(*argv, "--values", json.dumps({"ok": False}))
+    code, out, err = await run_maka(*argv, "--values", json.dumps({"ok": False}))
     assert code == 0, (out, err)
     assert (await asyncio.wait_for(call, 90))[-1].HasField("result")
     assert _content(review, tag) == {"ok": False}
@@ -359,9 +360,9 @@ async def test_cli_an_empty_required_multi_select_and_an_internal_email_are_acce
 ) -> None:
     schema = PICKS if "picks" in values else INTERNAL_EMAIL
     call = asyncio.create_task(_events(review, tag, schema, tag))
-    form_id = await _first_pending(review, tag)
+    form_id = await first_pending(review, tag)
     argv = ["answer", form_id, "accept", "--values", json.dumps(values), "--session", tag]
-    code, out, err = await _maka(*argv, "--state-dir", str(review.state_dir))
+    code, out, err = await run_maka(*argv, "--state-dir", str(review.state_dir))
     assert code == 0, (out, err)
     assert (await asyncio.wait_for(call, 90))[-1].HasField("result")
     assert _content(review, tag) == values
@@ -371,15 +372,15 @@ async def test_cli_an_empty_required_multi_select_and_an_internal_email_are_acce
 async def test_reasonable_schemas_are_published_with_an_invalid_default_dropped(review: ReviewStack) -> None:
     session, tag, state = "wide", "wide", str(review.state_dir)
     call = asyncio.create_task(_events(review, tag, REASONABLE, session))
-    form_id = await _first_pending(review, session)
-    code, out, err = await _maka("pending", "--session", session, "--json", "--state-dir", state)
+    form_id = await first_pending(review, session)
+    code, out, err = await run_maka("pending", "--session", session, "--json", "--state-dir", state)
     assert code == 0, err
     [listed] = json.loads(out)
     fields = {f["name"]: f for f in listed["fields"]}
     assert fields["name"]["default"] is None  # "" breaks minLength 1: dropped, the field still asked
     assert fields["n"]["constraints"]["maximum"] == 2.0**63  # the nearest double; the server's schema is exact
     argv = ["answer", form_id, "accept", "--values", json.dumps({"n": 2**53, "name": "Ada"}), "--session", session]
-    code, out, err = await _maka(*argv, "--state-dir", state)
+    code, out, err = await run_maka(*argv, "--state-dir", state)
     assert code == 0, (out, err)
     assert (await asyncio.wait_for(call, 90))[-1].HasField("result")
     assert _content(review, tag) == {"n": 2**53, "name": "Ada"}
@@ -419,7 +420,7 @@ async def test_tui_cleared_defaults_stay_cleared_and_an_empty_required_multi_sel
     }
     session = tag = "tui-clear"
     call = asyncio.create_task(_events(review, tag, schema, session))
-    form_id = await _first_pending(review, session)
+    form_id = await first_pending(review, session)
     app = MakaTui(lambda: InteractionClient.connect(interaction), session_ids=[session])
     async with app.run_test(size=(140, 70)) as pilot:
         await settle(pilot, lambda: app.selected_id == form_id, "the form", timeout=30)
@@ -436,7 +437,7 @@ async def test_tui_a_required_boolean_without_default_needs_a_choice(review: Rev
     interaction = review.endpoints.interaction
     session = tag = "tui-bool"
     call = asyncio.create_task(_events(review, tag, BOOLEANS, session))
-    form_id = await _first_pending(review, session)
+    form_id = await first_pending(review, session)
     app = MakaTui(lambda: InteractionClient.connect(interaction), session_ids=[session])
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot, lambda: app.selected_id == form_id, "the form", timeout=30)
@@ -458,7 +459,7 @@ async def test_tui_a_required_boolean_without_default_needs_a_choice(review: Rev
 
 def _web_card(page: Page, review: ReviewStack, tag: str, schema: dict[str, Any]) -> tuple[Any, Any]:
     future = _ask(review, tag, schema, tag)
-    form_id = review.run(_first_pending(review, tag))
+    form_id = review.run(first_pending(review, tag))
     page.goto(review.endpoints.web)
     expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=TIMEOUT_MS)
     card = page.locator(f'article.card[data-id="{form_id}"]')

@@ -22,93 +22,24 @@ import asyncio
 import concurrent.futures
 import json
 import re
-import sys
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import pytest
 from playwright.sync_api import Page, expect
 from textual.widgets import Select
 
-from maka.broker.v1 import broker_pb2
-from surfaces.common.interaction_client import InteractionClient, Opened, Snapshot
+from surfaces.common.interaction_client import InteractionClient
 from surfaces.tui.app import MakaTui
-from tests.acceptance.harness import Wire, acceptance_stack, tee_stdio, write_config
 from tests.helpers.chromium import CHROMIUM
-from tests.helpers.loop_thread import LoopThread
-from tests.helpers.stack import RunningStack, call_tool, result_text
 from tests.helpers.tui import settle
-
-T = TypeVar("T")
-MAKA = [sys.executable, "-m", "surfaces.cli.main"]
-TIMEOUT_MS = 20_000
-
-EXPECTED = {
-    "accept": (
-        "Deployed {artifact} to staging.",
-        {"action": "accept", "content": {"environment": "staging", "confirm": True}},
-    ),
-    "decline": ("Deployment of {artifact} was declined by the user; nothing was deployed.", {"action": "decline"}),
-    "cancel": ("Deployment of {artifact} was cancelled by the user; nothing was deployed.", {"action": "cancel"}),
-}
-"""Per action: the Tool's final text and the bare ``inputResponses["target"]`` the server must receive."""
-
-ACTIONS = list(EXPECTED)
-
-
-class AcceptanceStackThread:
-    """The stack on an event loop in a background thread; :meth:`run` / :meth:`submit` use that loop."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.wire = Wire(directory / "examples.log")
-        self.thread = LoopThread("same-fixture-stack")
-        self._cm: Any = None
-        self.running: RunningStack | None = None
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return self.thread.submit(coro)
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
-        return self.submit(coro).result(timeout)
-
-    def start(self) -> RunningStack:
-        self.thread.start()
-        config = write_config(self.directory, {"examples": tee_stdio(self.wire.path, "examples.deploy_server")})
-        self._cm = acceptance_stack(self.directory, config, web=True)
-        self.running = self.run(self._cm.__aenter__())
-        return self.running
-
-    def stop(self) -> None:
-        try:
-            if self._cm is not None:
-                self.run(self._cm.__aexit__(None, None, None))
-        finally:
-            self.thread.stop(30)
-
-    @property
-    def endpoints(self) -> Any:
-        assert self.running is not None
-        return self.running.endpoints
-
-    @property
-    def state_dir(self) -> Path:
-        assert self.running is not None
-        return self.running.stack.state_dir
-
-    def deploy(self, artifact: str, session: str) -> concurrent.futures.Future[list[broker_pb2.CallToolResponse]]:
-        """Start ``examples:deploy`` for ``artifact`` in ``session`` (runs on the stack's loop)."""
-        return self.submit(call_tool(self.endpoints.broker, "examples:deploy", {"artifact": artifact}, session=session))
-
-    def assert_reached_server(self, artifact: str, action: str, events: list[broker_pb2.CallToolResponse]) -> None:
-        """The call ended with the action's text and the server got exactly the action's bare response."""
-        text, response = EXPECTED[action]
-        assert result_text(events) == text.format(artifact=artifact)
-        first, retry = self.wire.tool_calls("deploy", where={"artifact": artifact})
-        assert "inputResponses" not in first["params"]
-        assert retry["params"]["inputResponses"] == {"target": response}
-        assert retry["params"]["arguments"] == {"artifact": artifact}
+from tests.surfaces.acceptance_stack import (
+    ACTIONS,
+    TIMEOUT_MS,
+    AcceptanceStackThread,
+    first_pending,
+    run_maka,
+)
 
 
 @pytest.fixture(scope="module")
@@ -121,24 +52,12 @@ def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acceptanc
         thread.stop()
 
 
+T = TypeVar("T")
+
+
 async def _awaited(future: concurrent.futures.Future[T], timeout: float = 90.0) -> T:
     async with asyncio.timeout(timeout):
         return await asyncio.wrap_future(future)
-
-
-async def _first_pending(stack: AcceptanceStackThread, session: str) -> str:
-    """The id of the first form of ``session``, from the Interaction service's ``Attach`` feed (bounded)."""
-    async with InteractionClient.connect(stack.endpoints.interaction) as client, asyncio.timeout(60):
-        feed = client.attach([session])
-        try:
-            async for event in feed:
-                if isinstance(event, Snapshot) and event.pending:
-                    return event.pending[0].interaction_id
-                if isinstance(event, Opened):
-                    return event.interaction.interaction_id
-        finally:
-            await feed.aclose()
-    raise AssertionError("the Attach feed ended")
 
 
 # --- TUI ---------------------------------------------------------------------------------------------
@@ -151,7 +70,7 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
 ) -> None:
     session, artifact = f"tui-{action}", f"tui-build-{action}"
     call = shared_stack.deploy(artifact, session)
-    interaction_id = await _first_pending(shared_stack, session)
+    interaction_id = await first_pending(shared_stack, session)
     app = MakaTui(lambda: InteractionClient.connect(shared_stack.endpoints.interaction), session_ids=[session])
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot, lambda: app.selected_id == interaction_id, "the deploy form to be shown", timeout=30)
@@ -173,16 +92,6 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
 # --- CLI ---------------------------------------------------------------------------------------------
 
 
-async def _maka(*argv: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *MAKA, *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("action", ACTIONS)
 async def test_the_cli_answers_the_deploy_fixture_and_the_server_gets_that_action(
@@ -191,14 +100,14 @@ async def test_the_cli_answers_the_deploy_fixture_and_the_server_gets_that_actio
     session, artifact = f"cli-{action}", f"cli-build-{action}"
     state = str(shared_stack.state_dir)
     call = shared_stack.deploy(artifact, session)
-    await _first_pending(shared_stack, session)
-    code, out, err = await _maka("pending", "--session", session, "--json", "--state-dir", state)
+    await first_pending(shared_stack, session)
+    code, out, err = await run_maka("pending", "--session", session, "--json", "--state-dir", state)
     assert code == 0, err
     [listed] = json.loads(out)
     argv = ["answer", listed["id"], action, "--session", session, "--state-dir", state]
     if action == "accept":
         argv += ["--values", json.dumps({"environment": "staging", "confirm": True})]
-    code, out, err = await _maka(*argv)
+    code, out, err = await run_maka(*argv)
     assert code == 0, (out, err)
 
     shared_stack.assert_reached_server(artifact, action, await _awaited(call))
@@ -224,7 +133,7 @@ def test_the_web_page_answers_the_deploy_fixture_and_the_server_gets_that_action
 ) -> None:
     session, artifact = f"web-{action}", f"web-build-{action}"
     call = shared_stack.deploy(artifact, session)
-    interaction_id = shared_stack.run(_first_pending(shared_stack, session))
+    interaction_id = shared_stack.run(first_pending(shared_stack, session))
     page.goto(shared_stack.endpoints.web)
     expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=TIMEOUT_MS)
     card = page.locator(f'article.card[data-id="{interaction_id}"]')

@@ -10,79 +10,24 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
+from maka.interaction.v1 import interaction_pb2
 from services.broker.broker import Broker
-from services.broker.errors import HostUnavailable, InvalidRequest, OpenRefused
+from services.broker.errors import InvalidRequest, OpenRefused
 from services.broker.model import Invocation, InvocationState, ProviderStream
 from tests.helpers.waiting import eventually
-
-
-class RecordingHost:
-    """Records opens and closes; opens succeed with minted ids unless ``refuse`` is set."""
-
-    def __init__(self) -> None:
-        self.opened: list[tuple[interaction_pb2.Binding, form_pb2.Form]] = []
-        self.closed: list[tuple[str, int]] = []
-        self.refuse: OpenRefused | None = None
-        self.gate: asyncio.Event | None = None
-        self.close_gate: asyncio.Event | None = None
-        self.answered_first = False
-        self.deliveries: list[tuple[str, int, int]] = []
-        self.fenced: list[tuple[str, int]] = []
-        self.unavailable = False
-
-    async def open(
-        self,
-        binding: interaction_pb2.Binding,
-        form: form_pb2.Form,
-        wait_seconds: float,
-        round_info: interaction_pb2.Round | None = None,
-    ) -> interaction_pb2.Interaction:
-        if self.gate is not None:
-            await self.gate.wait()
-        if self.refuse is not None:
-            raise self.refuse
-        if self.unavailable:
-            raise HostUnavailable("the link dropped before the reply")
-        self.opened.append((binding, form))
-        return interaction_pb2.Interaction(
-            interaction_id=f"ix_{len(self.opened)}",
-            binding=binding,
-            form=form,
-            state=interaction_pb2.INTERACTION_STATE_PENDING,
-        )
-
-    async def close_durably(self, interaction_id: str, reason: int) -> interaction_service_pb2.InteractionClosed:
-        if self.close_gate is not None:
-            await self.close_gate.wait()
-        self.closed.append((interaction_id, reason))
-        if self.answered_first:  # an answer committed before the close reached the service
-            return interaction_service_pb2.InteractionClosed(
-                interaction_id=interaction_id,
-                changed=False,
-                interaction=interaction_pb2.Interaction(
-                    interaction_id=interaction_id,
-                    state=interaction_pb2.INTERACTION_STATE_ANSWERED,
-                    delivery=interaction_pb2.DELIVERY_STATE_PENDING,
-                ),
-            )
-        return interaction_service_pb2.InteractionClosed(interaction_id=interaction_id, changed=True)
-
-    async def close_invocation_durably(
-        self, invocation_id: str, reason: int
-    ) -> interaction_service_pb2.InteractionClosed:
-        self.fenced.append((invocation_id, reason))
-        return interaction_service_pb2.InteractionClosed(invocation_id=invocation_id, changed=False)
-
-    async def report_delivery(self, interaction_id: str, delivery: int, lost_reason: int = 0) -> object:
-        self.deliveries.append((interaction_id, delivery, lost_reason))
-        return interaction_service_pb2.DeliveryRecorded(interaction_id=interaction_id, changed=True)
+from tests.services.broker.harness import (
+    RecordingHost,
+    all_events,
+    provider_frames,
+    register_provider,
+    start_call,
+    tool_descriptor,
+)
 
 
 def _form() -> form_pb2.Form:
@@ -93,20 +38,8 @@ def _form() -> form_pb2.Form:
     )
 
 
-def _tool(name: str = "deploy", server: str = "examples") -> broker_pb2.ToolDescriptor:
-    return broker_pb2.ToolDescriptor(name=name, description="d", input_schema_json="{}", claimed_server=server)
-
-
-def _frames(stream: ProviderStream) -> list[broker_pb2.ConnectResponse]:
-    """The frames queued for the provider since the last read, taken as its stream would take them."""
-    items: list[broker_pb2.ConnectResponse] = []
-    while (frame := stream.outbox.pop()) is not None:
-        items.append(frame)
-    return items
-
-
 def _kinds(stream: ProviderStream) -> list[str]:
-    return [str(f.WhichOneof("frame")) for f in _frames(stream)]
+    return [str(f.WhichOneof("frame")) for f in provider_frames(stream)]
 
 
 _SEEN: weakref.WeakKeyDictionary[Invocation, int] = weakref.WeakKeyDictionary()
@@ -121,10 +54,6 @@ def _events(invocation: Invocation) -> list[broker_pb2.CallToolResponse]:
     return items
 
 
-async def _all_events(invocation: Invocation) -> list[broker_pb2.CallToolResponse]:
-    return [e async for e in invocation.log.follow(0, keepalive=3600, status=invocation.status)]
-
-
 @pytest.fixture
 async def host() -> RecordingHost:
     return RecordingHost()
@@ -136,29 +65,6 @@ async def broker(host: RecordingHost) -> AsyncIterator[Broker]:
     await b.start()
     yield b
     await b.shutdown(timeout=1)
-
-
-def _register(broker: Broker, provider_id: str = "mcp:examples", *tools: broker_pb2.ToolDescriptor) -> ProviderStream:
-    stream = broker.open_provider_stream()
-    broker.handle_frame(
-        stream,
-        broker_pb2.ConnectRequest(
-            register=broker_pb2.Register(provider_id=provider_id, display_name="Examples", tools=tools or [_tool()])
-        ),
-    )
-    return stream
-
-
-def _call(broker: Broker, tool: str = "examples:deploy", tool_use: str = "tu1", **kw: Any) -> Invocation:
-    return broker.call_tool(
-        broker_pb2.CallToolRequest(
-            session_id=kw.get("session", "s1"),
-            turn_id=kw.get("turn", "t1"),
-            tool_use_id=tool_use,
-            tool_name=tool,
-            arguments_json=kw.get("args", '{"artifact":"build-42"}'),
-        )
-    )
 
 
 def _ask(broker: Broker, stream: ProviderStream, invocation_id: str, correlation: str = "corr-1") -> None:
@@ -187,14 +93,14 @@ def _answered(host: RecordingHost, index: int = 0) -> interaction_pb2.Interactio
 
 
 async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker) -> None:
-    stream = _register(broker)
-    registered = _frames(stream)[0].registered
+    stream = register_provider(broker)
+    registered = provider_frames(stream)[0].registered
     assert registered.registration_id.startswith("reg_")
     assert registered.connection_id == stream.connection_id
     assert registered.heartbeat_interval.seconds == 30
 
-    invocation = _call(broker)
-    invoke = _frames(stream)[0].invoke
+    invocation = start_call(broker)
+    invoke = provider_frames(stream)[0].invoke
     assert invoke.invocation_id == invocation.invocation_id
     assert invoke.tool_name == "deploy"
     assert invoke.arguments_json == '{"artifact":"build-42"}'
@@ -202,28 +108,28 @@ async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker
 
 
 async def test_unknown_tool_and_malformed_calls_fail_with_stable_codes(broker: Broker) -> None:
-    _register(broker)
-    unknown = await _all_events(_call(broker, tool="examples:nope"))
+    register_provider(broker)
+    unknown = await all_events(start_call(broker, tool="examples:nope"))
     assert [e.failure.code for e in unknown] == [broker_pb2.FAILURE_CODE_UNKNOWN_TOOL]
-    not_object = await _all_events(_call(broker, args="[1]"))
+    not_object = await all_events(start_call(broker, args="[1]"))
     assert [e.failure.code for e in not_object] == [broker_pb2.FAILURE_CODE_INVALID_REQUEST]
-    unqualified = await _all_events(_call(broker, tool="deploy"))
+    unqualified = await all_events(start_call(broker, tool="deploy"))
     assert [e.failure.code for e in unqualified] == [broker_pb2.FAILURE_CODE_INVALID_REQUEST]
     assert broker.stats()["live_invocations"] == 0
 
 
 async def test_duplicate_tool_use_id_in_a_session_is_refused_while_the_first_is_live(broker: Broker) -> None:
-    _register(broker)
-    first = _call(broker)
-    second = await _all_events(_call(broker))
+    register_provider(broker)
+    first = start_call(broker)
+    second = await all_events(start_call(broker))
     assert second[0].failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
     assert not first.is_terminal
 
 
 async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(broker: Broker) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
-    _frames(stream)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
+    provider_frames(stream)
     result = broker_pb2.ConnectRequest(
         result=broker_pb2.InvocationResult(
             invocation_id=invocation.invocation_id, call_tool_result_json='{"content":[],"isError":true}'
@@ -231,20 +137,20 @@ async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(br
     )
     broker.handle_frame(stream, result)
     broker.handle_frame(stream, result)
-    events = await _all_events(invocation)
+    events = await all_events(invocation)
     assert events[-1].result.is_error is True
     assert [e.WhichOneof("event") for e in events] == ["accepted", "result"]
-    rejected = _frames(stream)[0].rejected
+    rejected = provider_frames(stream)[0].rejected
     assert rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     assert broker.stats()["rejected_frames.INVOCATION_SETTLED"] == 1
 
 
 async def test_frames_for_unknown_or_another_connections_invocations_are_rejected(broker: Broker) -> None:
-    owner = _register(broker)
-    intruder = _register(broker, "mcp:other", _tool("other"))
-    invocation = _call(broker)
-    _frames(owner)
-    _frames(intruder)
+    owner = register_provider(broker)
+    intruder = register_provider(broker, "mcp:other", tool_descriptor("other"))
+    invocation = start_call(broker)
+    provider_frames(owner)
+    provider_frames(intruder)
     for frame in (
         broker_pb2.ConnectRequest(
             result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
@@ -257,7 +163,7 @@ async def test_frames_for_unknown_or_another_connections_invocations_are_rejecte
     broker.handle_frame(
         intruder, broker_pb2.ConnectRequest(failure=broker_pb2.InvocationFailure(invocation_id="inv_unknown"))
     )
-    reasons = [f.rejected.reason for f in _frames(intruder)]
+    reasons = [f.rejected.reason for f in provider_frames(intruder)]
     assert reasons == [broker_pb2.REJECT_REASON_CROSS_CONNECTION] * 4 + [broker_pb2.REJECT_REASON_UNKNOWN_INVOCATION]
     assert invocation.state is InvocationState.RUNNING
     assert [e.WhichOneof("event") for e in _events(invocation)] == ["accepted"]
@@ -266,8 +172,8 @@ async def test_frames_for_unknown_or_another_connections_invocations_are_rejecte
 async def test_interaction_request_binds_trusted_provenance_and_suspends_the_timer(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     binding, form = host.opened[0]
@@ -288,12 +194,12 @@ async def test_interaction_request_binds_trusted_provenance_and_suspends_the_tim
 async def test_a_second_interaction_request_while_one_is_pending_is_rejected(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     _ask(broker, stream, invocation.invocation_id, "corr-2")
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    rejected = [f.rejected.reason for f in _frames(stream) if f.HasField("rejected")]
+    rejected = [f.rejected.reason for f in provider_frames(stream) if f.HasField("rejected")]
     assert rejected == [broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING]
     assert len(host.opened) == 1
 
@@ -301,13 +207,13 @@ async def test_a_second_interaction_request_while_one_is_pending_is_rejected(
 async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rearms(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    _frames(stream)
+    provider_frames(stream)
     broker.interaction_settled(_answered(host))
-    result = _frames(stream)[0].interaction_result
+    result = provider_frames(stream)[0].interaction_result
     assert result.correlation_id == "corr-1"
     assert result.interaction_id == "ix_1"
     assert result.answer.values["environment"].string_value == "staging"
@@ -316,29 +222,29 @@ async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rea
     settled = _events(invocation)[-1].interaction_settled
     assert settled.action == form_pb2.ACTION_ACCEPT
     # The re-armed timer fires after a fresh leg.
-    events = await _all_events(invocation)
+    events = await all_events(invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
-    assert _frames(stream)[-1].cancel.invocation_id == invocation.invocation_id
+    assert provider_frames(stream)[-1].cancel.invocation_id == invocation.invocation_id
 
 
 async def test_a_settlement_for_another_connection_is_never_delivered(broker: Broker, host: RecordingHost) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    _frames(stream)
+    provider_frames(stream)
     forged = _answered(host)
     forged.binding.connection_id = "conn_other"
     broker.interaction_settled(forged)
-    assert _frames(stream) == []
+    assert provider_frames(stream) == []
     assert invocation.state is InvocationState.AWAITING
 
 
 async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     broker.handle_frame(
@@ -347,21 +253,21 @@ async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the
             result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
         ),
     )
-    events = await _all_events(invocation)
+    events = await all_events(invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER
     assert not any(e.HasField("result") for e in events)
     await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
     # A late answer changes nothing.
-    _frames(stream)
+    provider_frames(stream)
     broker.interaction_settled(_answered(host))
-    assert _frames(stream) == []
+    assert provider_frames(stream) == []
 
 
 async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     host.gate = asyncio.Event()
     _ask(broker, stream, invocation.invocation_id)
     stopping = asyncio.create_task(broker.stop("s1"))
@@ -370,21 +276,21 @@ async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned
     host.gate.set()
     assert await stopping == 1
     assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
-    assert (await _all_events(invocation))[-1].HasField("stopped")
+    assert (await all_events(invocation))[-1].HasField("stopped")
 
 
 async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocation_keeps_running(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     host.refuse = OpenRefused("INVALID_FORM", "bad schema")
     _ask(broker, stream, invocation.invocation_id)
     await eventually(
         lambda: invocation.state is InvocationState.RUNNING and bool(broker.stats().get("rejected_frames")),
         what="the frame rejected",
     )
-    rejected = [f.rejected for f in _frames(stream) if f.HasField("rejected")]
+    rejected = [f.rejected for f in provider_frames(stream) if f.HasField("rejected")]
     assert rejected[0].reason == broker_pb2.REJECT_REASON_INVALID_FORM
     assert "bad schema" in rejected[0].message
 
@@ -393,11 +299,11 @@ async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocatio
 async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_the_provider(
     broker: Broker, host: RecordingHost, reason: int
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    _frames(stream)
+    provider_frames(stream)
     binding, _ = host.opened[0]
     broker.interaction_settled(
         interaction_pb2.Interaction(
@@ -407,14 +313,14 @@ async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_
             close_reason=reason,  # type: ignore[arg-type]
         )
     )
-    events = await _all_events(invocation)
+    events = await all_events(invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
     assert _kinds(stream) == ["interaction_result", "cancel"]
 
 
 async def test_host_restarted_close_fails_interaction_closed(broker: Broker, host: RecordingHost) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     binding, _ = host.opened[0]
@@ -426,34 +332,34 @@ async def test_host_restarted_close_fails_interaction_closed(broker: Broker, hos
             close_reason=interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
         )
     )
-    assert (await _all_events(invocation))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
+    assert (await all_events(invocation))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
 
 
 async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones(broker: Broker) -> None:
-    stream = _register(broker, "mcp:examples", _tool(), _tool("other"))
-    awaiting = _call(broker)
-    running = _call(broker, tool="examples:other", tool_use="tu2")
+    stream = register_provider(broker, "mcp:examples", tool_descriptor(), tool_descriptor("other"))
+    awaiting = start_call(broker)
+    running = start_call(broker, tool="examples:other", tool_use="tu2")
     _ask(broker, stream, awaiting.invocation_id)
     await eventually(lambda: awaiting.state is InvocationState.AWAITING, what="awaiting")
     broker.host_stale()
-    assert (await _all_events(awaiting))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
+    assert (await all_events(awaiting))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
     assert running.state is InvocationState.RUNNING
 
 
 async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_to_the_new_one(
     broker: Broker, host: RecordingHost
 ) -> None:
-    old = _register(broker)
-    invocation = _call(broker)
+    old = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, old, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    new = _register(broker)
-    assert (await _all_events(invocation))[-1].HasField("lost")
+    new = register_provider(broker)
+    assert (await all_events(invocation))[-1].HasField("lost")
     await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_PROVIDER_LOST)], what="close")
     assert old.outbox.closed
-    _frames(new)
-    second = _call(broker, tool_use="tu2")
-    assert _frames(new)[0].invoke.invocation_id == second.invocation_id
+    provider_frames(new)
+    second = start_call(broker, tool_use="tu2")
+    assert provider_frames(new)[0].invoke.invocation_id == second.invocation_id
     # The old connection's late frames are refused.
     broker.handle_frame(
         old,
@@ -465,10 +371,10 @@ async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_
 
 
 async def test_stop_scopes_turn_session_and_all(broker: Broker) -> None:
-    _register(broker, "mcp:examples", _tool(), _tool("other"), _tool("third"))
-    a = _call(broker, session="s1", turn="t1", tool_use="a")
-    b = _call(broker, session="s1", turn="t2", tool_use="b")
-    c = _call(broker, session="s2", turn="t1", tool_use="c")
+    register_provider(broker, "mcp:examples", tool_descriptor(), tool_descriptor("other"), tool_descriptor("third"))
+    a = start_call(broker, session="s1", turn="t1", tool_use="a")
+    b = start_call(broker, session="s1", turn="t2", tool_use="b")
+    c = start_call(broker, session="s2", turn="t1", tool_use="c")
     assert await broker.stop("s1", "t1") == 1
     assert a.is_terminal
     assert not b.is_terminal
@@ -483,9 +389,9 @@ async def test_stop_scopes_turn_session_and_all(broker: Broker) -> None:
 
 async def test_too_many_invocations_for_a_provider_fail_resource_exhausted(host: RecordingHost) -> None:
     broker = Broker(host, execution_timeout=5, max_invocations_per_provider=1)
-    _register(broker)
-    _call(broker)
-    second = await _all_events(_call(broker, tool_use="tu2"))
+    register_provider(broker)
+    start_call(broker)
+    second = await all_events(start_call(broker, tool_use="tu2"))
     assert second[0].failure.code == broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED
     await broker.shutdown(timeout=1)
 
@@ -494,15 +400,15 @@ async def test_frames_before_register_and_a_second_register_are_rejected(broker:
     stream = broker.open_provider_stream()
     broker.handle_frame(stream, broker_pb2.ConnectRequest(heartbeat=broker_pb2.ProviderHeartbeat()))
     broker.handle_frame(
-        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="", tools=[_tool()]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="", tools=[tool_descriptor()]))
     )
     broker.handle_frame(
-        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[tool_descriptor()]))
     )
     broker.handle_frame(
-        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[_tool()]))
+        stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="p", tools=[tool_descriptor()]))
     )
-    frames = _frames(stream)
+    frames = provider_frames(stream)
     assert [f.WhichOneof("frame") for f in frames] == ["rejected", "rejected", "registered", "rejected"]
     assert [f.rejected.reason for f in frames if f.HasField("rejected")] == [
         broker_pb2.REJECT_REASON_NOT_REGISTERED,
@@ -512,15 +418,15 @@ async def test_frames_before_register_and_a_second_register_are_rejected(broker:
 
 
 async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: Broker, host: RecordingHost) -> None:
-    stream = _register(broker, "mcp:examples", _tool(), _tool("other"))
-    changed = _call(broker)
-    kept = _call(broker, tool="examples:other", tool_use="tu2")
+    stream = register_provider(broker, "mcp:examples", tool_descriptor(), tool_descriptor("other"))
+    changed = start_call(broker)
+    kept = start_call(broker, tool="examples:other", tool_use="tu2")
     _ask(broker, stream, changed.invocation_id)
     await eventually(lambda: changed.state is InvocationState.AWAITING, what="awaiting")
     broker.handle_frame(
-        stream, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[_tool("other")]))
+        stream, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[tool_descriptor("other")]))
     )
-    assert (await _all_events(changed))[-1].HasField("lost")
+    assert (await all_events(changed))[-1].HasField("lost")
     await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_SUPERSEDED)], what="close")
     assert not kept.is_terminal
     assert [t.qualified_name for t in broker.list_tools()] == ["examples:other"]
@@ -528,12 +434,12 @@ async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: B
 
 async def test_shutdown_settles_live_invocations_lost_and_closes_forms_stopped(host: RecordingHost) -> None:
     broker = Broker(host, execution_timeout=5)
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     await broker.shutdown(timeout=1)
-    assert (await _all_events(invocation))[-1].HasField("lost")
+    assert (await all_events(invocation))[-1].HasField("lost")
     assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
     assert stream.outbox.closed
 
@@ -542,11 +448,11 @@ async def test_a_provider_that_does_not_read_its_bounded_queue_is_retired_and_it
     host: RecordingHost,
 ) -> None:
     broker = Broker(host, execution_timeout=5, queue_size=2)
-    stream = _register(broker)  # queue: registered
-    first = _call(broker)  # queue: registered, invoke
-    second = _call(broker, tool_use="tu2")  # overflow
-    assert (await _all_events(first))[-1].HasField("lost")
-    assert (await _all_events(second))[-1].HasField("lost")
+    stream = register_provider(broker)  # queue: registered
+    first = start_call(broker)  # queue: registered, invoke
+    second = start_call(broker, tool_use="tu2")  # overflow
+    assert (await all_events(first))[-1].HasField("lost")
+    assert (await all_events(second))[-1].HasField("lost")
     assert stream.outbox.closed
     assert broker.stats()["provider_queue_overflows"] == 1
     assert broker.stats()["live_registrations"] == 0
@@ -557,9 +463,9 @@ async def test_the_event_log_keeps_the_newest_progress_up_to_its_bound_and_every
     host: RecordingHost,
 ) -> None:
     broker = Broker(host, execution_timeout=5, queue_size=3)
-    stream = _register(broker)
-    invocation = _call(broker)  # events: accepted
-    _frames(stream)
+    stream = register_provider(broker)
+    invocation = start_call(broker)  # events: accepted
+    provider_frames(stream)
     for step in range(5):
         broker.handle_frame(
             stream,
@@ -599,29 +505,29 @@ async def test_a_reported_but_unconnected_server_fails_server_unavailable_with_i
             ],
         ),
     )
-    _register(broker)
+    register_provider(broker)
 
-    [down] = await _all_events(_call(broker, tool="remote:anything"))
+    [down] = await all_events(start_call(broker, tool="remote:anything"))
     assert down.failure.code == broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE
     assert down.failure.message.startswith("MCP server remote failed to connect: HTTP 401 Unauthorized")
-    [unknown] = await _all_events(_call(broker, tool="examples:nope", tool_use="tu2"))
+    [unknown] = await all_events(start_call(broker, tool="examples:nope", tool_use="tu2"))
     assert unknown.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
-    [never] = await _all_events(_call(broker, tool="nosuch:tool", tool_use="tu3"))
+    [never] = await all_events(start_call(broker, tool="nosuch:tool", tool_use="tu3"))
     assert never.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
     assert [s.name for s in broker.status().servers] == ["examples", "remote"]
 
     broker.servers.close(report)  # the provider's stream ended: its servers are forgotten
-    [gone] = await _all_events(_call(broker, tool="remote:anything", tool_use="tu4"))
+    [gone] = await all_events(start_call(broker, tool="remote:anything", tool_use="tu4"))
     assert gone.failure.code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL
 
 
 async def test_arguments_are_checked_against_the_input_schema_unless_skipped(broker: Broker) -> None:
     schema = '{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}'
     tool = broker_pb2.ToolDescriptor(name="count", input_schema_json=schema, claimed_server="examples")
-    stream = _register(broker, "mcp:examples", tool)
-    _frames(stream)
+    stream = register_provider(broker, "mcp:examples", tool)
+    provider_frames(stream)
 
-    [bad] = await _all_events(_call(broker, tool="examples:count", args='{"n":"x"}'))
+    [bad] = await all_events(start_call(broker, tool="examples:count", args='{"n":"x"}'))
     assert bad.failure.code == broker_pb2.FAILURE_CODE_INVALID_ARGUMENTS
     assert bad.failure.message.endswith('/n: must be of type "integer"')
     assert _kinds(stream) == []  # nothing reached the provider
@@ -644,8 +550,8 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
     broker = Broker(host, execution_timeout=0.3, max_execution_seconds=1.0, heartbeat_seconds=30, queue_size=64)
     await broker.start()
     try:
-        stream = _register(broker)
-        invocation = _call(broker)
+        stream = register_provider(broker)
+        invocation = start_call(broker)
         loop = asyncio.get_running_loop()
         started = loop.time()
         while not invocation.is_terminal:
@@ -658,7 +564,7 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
             await asyncio.sleep(0.1)  # the provider's progress cadence, not synchronisation
             assert loop.time() - started < 5, "the maximum must end the call"
         elapsed = loop.time() - started
-        events = await _all_events(invocation)
+        events = await all_events(invocation)
         assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
         assert "maximum execution time" in events[-1].failure.message
         assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
@@ -669,11 +575,11 @@ async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(h
 async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_failure_is_reported(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     host.unavailable = True
     _ask(broker, stream, invocation.invocation_id)
-    events = await _all_events(invocation)
+    events = await all_events(invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
     # The form may exist in Redis: it is closed and the invocation fenced before the terminal event.
     assert host.fenced == [(invocation.invocation_id, interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)]
@@ -682,8 +588,8 @@ async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_fai
 async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close_returned(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     host.close_gate = asyncio.Event()
@@ -692,27 +598,27 @@ async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close
     assert not invocation.log.closed  # the caller has not been told yet
     host.close_gate.set()
     assert await stopping == 1
-    assert (await _all_events(invocation))[-1].HasField("stopped")
+    assert (await all_events(invocation))[-1].HasField("stopped")
     assert host.deliveries == []
 
 
 async def test_an_answer_that_beat_the_stop_is_recorded_lost_before_stopped_is_reported(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     host.answered_first = True
     assert await broker.stop("s1") == 1
-    assert (await _all_events(invocation))[-1].HasField("stopped")
+    assert (await all_events(invocation))[-1].HasField("stopped")
     assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)]
-    assert not any(f.HasField("interaction_result") for f in _frames(stream))
+    assert not any(f.HasField("interaction_result") for f in provider_frames(stream))
 
 
 async def test_a_provider_confirmation_records_the_answer_delivered(broker: Broker, host: RecordingHost) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     broker.interaction_settled(_answered(host))
@@ -726,7 +632,7 @@ async def test_a_provider_confirmation_records_the_answer_delivered(broker: Brok
     )
     await eventually(lambda: host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_DELIVERED, 0)], what="ack")
     # A second confirmation is refused and records nothing more.
-    _frames(stream)
+    provider_frames(stream)
     broker.handle_frame(
         stream,
         broker_pb2.ConnectRequest(
@@ -735,20 +641,20 @@ async def test_a_provider_confirmation_records_the_answer_delivered(broker: Brok
             )
         ),
     )
-    assert [f.rejected.reason for f in _frames(stream)] == [broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING]
+    assert [f.rejected.reason for f in provider_frames(stream)] == [broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING]
     assert len(host.deliveries) == 1
 
 
 async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_lost(
     broker: Broker, host: RecordingHost
 ) -> None:
-    stream = _register(broker)
-    invocation = _call(broker)
+    stream = register_provider(broker)
+    invocation = start_call(broker)
     _ask(broker, stream, invocation.invocation_id)
     await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
     broker.interaction_settled(_answered(host))
     broker.provider_stream_lost(stream)
-    assert (await _all_events(invocation))[-1].HasField("lost")
+    assert (await all_events(invocation))[-1].HasField("lost")
     assert host.deliveries == [
         ("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)
     ]

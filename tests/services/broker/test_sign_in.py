@@ -10,7 +10,14 @@ from maka.broker.v1 import broker_pb2
 from services.broker.broker import Broker
 from services.broker.model import ProviderStream
 from services.core.status import NotFound
-from tests.services.broker.test_broker import RecordingHost, _all_events, _call, _frames, _register, _tool
+from tests.services.broker.harness import (
+    RecordingHost,
+    all_events,
+    provider_frames,
+    register_provider,
+    start_call,
+    tool_descriptor,
+)
 
 URL = "https://as.example.com/authorize?response_type=code&client_id=c&state=STATE-1&code_challenge=x"
 
@@ -38,32 +45,32 @@ def _sign_in_only(broker: Broker) -> ProviderStream:
         stream, broker_pb2.ConnectRequest(register=broker_pb2.Register(provider_id="mcp:remote", tools=[]))
     )
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
-    _frames(stream)
+    provider_frames(stream)
     return stream
 
 
 async def test_a_call_on_a_server_waiting_for_sign_in_fails_at_once_with_the_hint(broker: Broker) -> None:
     stream = _sign_in_only(broker)
 
-    events = await _all_events(_call(broker, tool="remote:search"))
+    events = await all_events(start_call(broker, tool="remote:search"))
 
     assert [e.failure.code for e in events] == [broker_pb2.FAILURE_CODE_AUTH_REQUIRED]
     assert URL in events[0].failure.message
     assert "maka auth login remote" in events[0].failure.message
-    assert _frames(stream) == []  # nothing reached the provider
+    assert provider_frames(stream) == []  # nothing reached the provider
 
 
 async def test_a_step_up_on_a_registered_server_also_fails_new_calls_with_auth_required(broker: Broker) -> None:
-    stream = _register(broker, "mcp:remote", _tool("search", "remote"))
+    stream = register_provider(broker, "mcp:remote", tool_descriptor("search", "remote"))
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, URL)
-    _frames(stream)
+    provider_frames(stream)
 
-    events = await _all_events(_call(broker, tool="remote:search"))
+    events = await all_events(start_call(broker, tool="remote:search"))
     assert [e.failure.code for e in events] == [broker_pb2.FAILURE_CODE_AUTH_REQUIRED]
 
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
-    accepted = _call(broker, tool="remote:search", tool_use="tu2")
-    assert _frames(stream)[0].invoke.invocation_id == accepted.invocation_id
+    accepted = start_call(broker, tool="remote:search", tool_use="tu2")
+    assert provider_frames(stream)[0].invoke.invocation_id == accepted.invocation_id
 
 
 async def test_sign_ins_are_listed_and_a_redirect_is_forwarded_only_for_the_pending_state(broker: Broker) -> None:
@@ -73,13 +80,13 @@ async def test_sign_ins_are_listed_and_a_redirect_is_forwarded_only_for_the_pend
 
     with pytest.raises(NotFound):
         broker.complete_sign_in(broker_pb2.CompleteSignInRequest(code="c", state="FORGED"))
-    assert _frames(stream) == []
+    assert provider_frames(stream) == []
 
     server = broker.complete_sign_in(
         broker_pb2.CompleteSignInRequest(code="the-code", state="STATE-1", iss="https://as")
     )
     assert server == "remote"
-    [frame] = _frames(stream)
+    [frame] = provider_frames(stream)
     assert (frame.sign_in_callback.code, frame.sign_in_callback.state, frame.sign_in_callback.iss) == (
         "the-code",
         "STATE-1",
@@ -88,24 +95,24 @@ async def test_sign_ins_are_listed_and_a_redirect_is_forwarded_only_for_the_pend
 
 
 async def test_sign_out_reaches_the_provider_and_an_unknown_server_is_not_found(broker: Broker) -> None:
-    stream = _register(broker, "mcp:remote", _tool("search", "remote"))
+    stream = register_provider(broker, "mcp:remote", tool_descriptor("search", "remote"))
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_SIGNED_IN)
-    _frames(stream)
+    provider_frames(stream)
 
     broker.sign_out("remote")
-    assert _frames(stream)[0].sign_out.server == "remote"
+    assert provider_frames(stream)[0].sign_out.server == "remote"
     with pytest.raises(NotFound):
         broker.sign_out("other")
 
 
 async def test_malformed_sign_in_status_frames_are_rejected_and_change_nothing(broker: Broker) -> None:
-    stream = _register(broker, "mcp:remote", _tool("search", "remote"))
-    _frames(stream)
+    stream = register_provider(broker, "mcp:remote", tool_descriptor("search", "remote"))
+    provider_frames(stream)
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, "")  # REQUIRED needs its URL
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_SIGNED_IN, URL)  # a URL only while REQUIRED
     _status(broker, stream, broker_pb2.SIGN_IN_STATE_REQUIRED, URL, server="a:b")
 
-    assert [f.rejected.reason for f in _frames(stream)] == [broker_pb2.REJECT_REASON_INVALID_FRAME] * 3
+    assert [f.rejected.reason for f in provider_frames(stream)] == [broker_pb2.REJECT_REASON_INVALID_FRAME] * 3
     assert broker.list_sign_ins() == []
 
 
@@ -121,7 +128,7 @@ async def test_list_tools_carries_input_and_output_schemas_byte_for_byte(broker:
     descriptor = broker_pb2.ToolDescriptor(
         name="now", input_schema_json=inputs, output_schema_json=outputs, claimed_server="time"
     )
-    _register(broker, "mcp:time", descriptor)
+    register_provider(broker, "mcp:time", descriptor)
 
     [tool] = broker.list_tools()
     assert (tool.qualified_name, tool.input_schema_json, tool.output_schema_json) == ("time:now", inputs, outputs)

@@ -26,8 +26,9 @@ from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider import main as provider_main
 from services.mcp_provider.main import ProviderApp
 from services.mcp_provider.settings import Settings as ProviderSettings
-from tests.helpers.mcp_servers import ROOT, Wire
+from tests.helpers.mcp_servers import ROOT
 from tests.helpers.waiting import eventually
+from tests.helpers.wire import Wire
 
 pytestmark = pytest.mark.slow
 
