@@ -296,7 +296,7 @@ class MakaTui(App[None]):
         assert self._backend is not None
         try:
             attached, omitted = await self._backend.list_surfaces()
-        except InteractionError:  # the count is extra: keep the last one
+        except Exception:  # the count is extra (e.g. a client closed by a retarget): keep the last one
             return
         self.surface_count = len(attached) + omitted
         if self.attach_state == "connected":
