@@ -16,6 +16,11 @@ from maka.broker.v1 import broker_pb2
 
 MAX_SERVERS_PER_REPORT = 1000
 """Servers one report may carry; more are dropped (counted by the caller)."""
+MAX_CONFIG_LINES = 21
+"""Config reload lines (problems or changes) one report may carry: the provider's 20 and its ``... and N
+more`` line (services/mcp_provider/status.py); more are dropped."""
+MAX_CONFIG_LINE_CHARS = 300
+"""Longest kept config reload line (code points); longer ones are cut."""
 
 _STATE_TEXT = {
     broker_pb2.SERVER_STATE_CONNECTING: "is connecting",
@@ -48,9 +53,13 @@ class ServerTable:
         return report
 
     def update(self, report: Report, request: broker_pb2.ReportServersRequest) -> None:
-        """Replace ``report``'s snapshot (servers beyond :data:`MAX_SERVERS_PER_REPORT` are dropped)."""
+        """Replace ``report``'s snapshot (servers beyond :data:`MAX_SERVERS_PER_REPORT` are dropped, config
+        reload lines are cut to :data:`MAX_CONFIG_LINES` of :data:`MAX_CONFIG_LINE_CHARS`)."""
         if len(request.servers) > MAX_SERVERS_PER_REPORT:
             del request.servers[MAX_SERVERS_PER_REPORT:]
+        for lines in (request.config_errors, request.config_changes):
+            del lines[MAX_CONFIG_LINES:]
+            lines[:] = [line[:MAX_CONFIG_LINE_CHARS] for line in lines]
         report.request = request
         report.received = time.time()
 
@@ -87,6 +96,7 @@ class ServerTable:
                     config_errors=request.config_errors,
                     config_changes=request.config_changes,
                     report_time=stamp,
+                    config_reload_time=(request.config_reload_time if request.HasField("config_reload_time") else None),
                 )
             )
         return sorted(out, key=lambda r: r.reporter_id)

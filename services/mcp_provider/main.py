@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from services.mcp_provider.manager import McpClientManager
 from services.mcp_provider.oauth import OAuthSettings, TokenVault, read_key_file
 from services.mcp_provider.provider import McpProvider
 from services.mcp_provider.settings import Settings
+from services.mcp_provider.status import reload_problems
 
 
 class ProviderApp:
@@ -92,14 +94,16 @@ class ProviderApp:
         """Re-read ``mcp_config`` and apply it: added servers connect, removed ones drain (their calls
         in flight may finish within ``reload_drain_seconds``), changed ones reconnect, untouched ones
         are not touched. Returns the changes (``added: a`` ...). A bad file changes nothing: its
-        problems are logged one line each and reported (``maka status``)."""
+        problems are logged one line each and reported, bounded (:func:`reload_problems`), with the
+        time of the rejection (``maka status``, ``maka reload``); the running generation stays."""
         async with self._reloading:
             assert self.provider is not None
             path = self.settings.mcp_config
             try:
                 config = check_config(path) if path is not None else Config([])
             except ConfigError as error:
-                self.provider.config_errors = [str(problem) for problem in error.problems]
+                self.provider.config_errors = reload_problems(error.problems)
+                self.provider.config_reload_time = time.time()
                 for problem in error.problems:
                     log.warning("config_reload_rejected", extra={"problem": str(problem)})
                 self.provider.reporter.poke()
@@ -127,6 +131,7 @@ class ProviderApp:
             self.provider.config_generation += 1
             self.provider.config_errors = []
             self.provider.config_changes = changes
+            self.provider.config_reload_time = time.time()
             self.provider.reporter.poke()
             log.info(
                 "config_reloaded",

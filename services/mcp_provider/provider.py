@@ -51,7 +51,7 @@ from services.core.form.protobuf import answer_from_proto, form_to_proto
 from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState, SignIn
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round
-from services.mcp_provider.status import StatusReporter, server_status
+from services.mcp_provider.status import StatusReporter, server_status, timestamp
 
 log = logging.getLogger("maka.mcp_provider.provider")
 
@@ -532,6 +532,8 @@ class McpProvider:
         self.config_generation = 1
         self.config_errors: list[str] = []
         self.config_changes: list[str] = []
+        self.config_reload_time: float | None = None
+        """When the last reload was applied or rejected (``time.time()``); None before any reload."""
         self.reporter = StatusReporter(
             self._stub,
             self.report,
@@ -565,6 +567,7 @@ class McpProvider:
             config_generation=self.config_generation,
             config_errors=self.config_errors,
             config_changes=self.config_changes,
+            config_reload_time=None if self.config_reload_time is None else timestamp(self.config_reload_time),
         )
 
     async def start(self) -> None:

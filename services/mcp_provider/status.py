@@ -21,13 +21,14 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
 import grpc.aio
 from google.protobuf import timestamp_pb2
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.mcp_provider.causes import clean_line
 from services.mcp_provider.connection import McpConnection, ServerState
 
 log = logging.getLogger("maka.mcp_provider.status")
@@ -42,6 +43,9 @@ STATES: dict[ServerState, broker_pb2.ServerState.ValueType] = {
 }
 """``ServerState`` → ``maka.broker.v1.ServerState``."""
 
+MAX_RELOAD_PROBLEMS = 20
+"""Problem lines of a rejected reload kept in the report (then one ``... and N more problems`` line)."""
+
 KEEPALIVE_SECONDS = 30.0
 """A snapshot is re-sent at least this often, so a half-open stream is noticed by gRPC keepalive."""
 CALLS_REPORT_SECONDS = 1.0
@@ -49,7 +53,7 @@ CALLS_REPORT_SECONDS = 1.0
 changes of that window go out as one snapshot."""
 
 
-def _timestamp(seconds: float) -> timestamp_pb2.Timestamp:
+def timestamp(seconds: float) -> timestamp_pb2.Timestamp:
     stamp = timestamp_pb2.Timestamp()
     stamp.FromNanoseconds(int(seconds * 1e9))
     return stamp
@@ -65,7 +69,7 @@ def server_status(connection: McpConnection, live_calls: int = 0) -> broker_pb2.
         era=connection.config.era.value,
         protocol_version=connection.protocol_version or "",
         tool_count=len(connection.snapshot().tools),
-        state_time=_timestamp(health.state_time),
+        state_time=timestamp(health.state_time),
         failures=health.failures,
         connection_generation=connection.generation,
         live_calls=live_calls,
@@ -78,12 +82,24 @@ def server_status(connection: McpConnection, live_calls: int = 0) -> broker_pb2.
                 causes=list(cause.causes),
                 http_status=cause.http_status,
                 stderr_tail=list(cause.stderr_tail),
-                time=_timestamp(health.last_error_time),
+                time=timestamp(health.last_error_time),
             )
         )
     if health.next_retry_time is not None and math.isfinite(health.next_retry_time):
-        status.next_retry_time.CopyFrom(_timestamp(health.next_retry_time))
+        status.next_retry_time.CopyFrom(timestamp(health.next_retry_time))
     return status
+
+
+def reload_problems(problems: Sequence[object]) -> list[str]:
+    """A rejected reload's problems as report lines (``maka status``, ``maka reload``): at most
+    :data:`MAX_RELOAD_PROBLEMS`, then ``... and N more problems``; each on one line of at most
+    :data:`~services.mcp_provider.causes.MAX_LINE_CHARS` without control characters. A config problem
+    names paths and what is wrong, never a value (:class:`~services.mcp_provider.config.Problem`), so no
+    ``${VAR}`` value can be in it; URL query strings and user info are redacted all the same."""
+    lines = [clean_line(str(problem)) for problem in problems[:MAX_RELOAD_PROBLEMS]]
+    if len(problems) > MAX_RELOAD_PROBLEMS:
+        lines.append(f"... and {len(problems) - MAX_RELOAD_PROBLEMS} more problems")
+    return lines
 
 
 Snapshot = Callable[[], broker_pb2.ReportServersRequest]

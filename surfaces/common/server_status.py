@@ -93,19 +93,34 @@ def call_json(call: broker_pb2.CallSummary) -> dict[str, Any]:
     }
 
 
+def config_json(reporter: broker_pb2.ReporterStatus) -> dict[str, Any]:
+    """One provider's config: the ``generation`` it runs, ``errors`` / ``changes`` of its last reload
+    (as reported), and ``lastReload`` {time, outcome ``applied`` | ``rejected``, problems, changes} or
+    null when no reload happened since it started. A rejected reload changed nothing: ``generation`` is
+    still the config that runs, and the file on disk differs from it."""
+    last: dict[str, Any] | None = None
+    if reporter.HasField("config_reload_time"):
+        rejected = bool(reporter.config_errors)
+        last = {
+            "time": _seconds(reporter.config_reload_time),
+            "outcome": "rejected" if rejected else "applied",
+            "problems": list(reporter.config_errors),
+            "changes": [] if rejected else list(reporter.config_changes),
+        }
+    return {
+        "reporter": reporter.reporter_id,
+        "generation": reporter.config_generation,
+        "errors": list(reporter.config_errors),
+        "changes": list(reporter.config_changes),
+        "lastReload": last,
+    }
+
+
 def status_json(response: broker_pb2.GetStatusResponse, now: float | None = None) -> dict[str, Any]:
     """The broker part of ``maka status --json``: servers, config reloads, broker gauges."""
     return {
         "servers": [server_json(s, now) for s in response.servers],
-        "config": [
-            {
-                "reporter": r.reporter_id,
-                "generation": r.config_generation,
-                "errors": list(r.config_errors),
-                "changes": list(r.config_changes),
-            }
-            for r in response.reporters
-        ],
+        "config": [config_json(r) for r in response.reporters],
         "broker": {
             "liveInvocations": response.live_invocations,
             "liveRegistrations": response.live_registrations,

@@ -19,7 +19,8 @@ between 1 and 10", :func:`~surfaces.common.form_input.field_hints`); each form's
 (in ``#time-left`` for the form on screen, in ``#pending`` for the others). Enter or Space opens a focused
 select.
 
-Stable widget ids for drivers: ``#pending`` (ListView), ``#status``, ``#notice``, ``#servers`` (the MCP
+Stable widget ids for drivers: ``#pending`` (ListView), ``#status`` (connection, sessions, pending count and
+how many surfaces are attached, as the web page shows it: ``ListSurfaces``), ``#notice``, ``#servers`` (the MCP
 servers' status, when a ``server_status`` source is given), ``#provenance``,
 ``#warning``, ``#message``, ``#time-left``, ``#round`` (``form 1 of 2 · the round ends …``),
 ``#label-<index>`` (field label, ``▶`` while focused),
@@ -97,6 +98,7 @@ from surfaces.common.interaction_client import (
     InteractionView,
     Opened,
     Snapshot,
+    SurfaceView,
     new_submission_id,
 )
 from surfaces.common.sign_in import SignInView
@@ -124,6 +126,8 @@ ServerStatusSource = Callable[[], Awaitable[list[dict[str, Any]]]]
 """Returns :func:`surfaces.common.server_status.server_json` of every MCP server (``maka tui`` reads the
 broker's ``GetStatus``)."""
 SERVER_STATUS_SECONDS = 3.0
+SURFACES_POLL_SECONDS = 3.0
+"""How often the TUI reads how many surfaces are attached (``ListSurfaces``, shown in ``#status``)."""
 
 
 class FormsBackend(Protocol):
@@ -146,6 +150,11 @@ class FormsBackend(Protocol):
 
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
         """One Interaction, pending or settled; raises ``InteractionError`` (``NOT_FOUND``)."""
+        ...
+
+    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
+        """The surfaces attached to the Host (``ListSurfaces``) and how many more the service left out;
+        raises ``InteractionError``."""
         ...
 
     async def close(self) -> None:
@@ -209,6 +218,9 @@ class MakaTui(App[None]):
         self._server_status = server_status
         self.server_lines: list[str] = []
         """The MCP server status as shown in ``#servers`` (one line per server; tests read it)."""
+        self.surface_count: int | None = None
+        """How many surfaces (this one included) are attached to the Host, as ``#status`` shows it (None
+        until the Interaction service answered ``ListSurfaces``)."""
         self._session_ids = tuple(session_ids)
         self._now = now
         self._backend: FormsBackend | None = None
@@ -252,6 +264,7 @@ class MakaTui(App[None]):
         self._backend = self._connect()
         self._feed()
         self.set_interval(1.0, self._tick)
+        self.set_interval(SURFACES_POLL_SECONDS, self._poll_surfaces)
         if self._sign_ins is not None:
             self._poll_sign_ins()
             self.set_interval(SIGN_IN_POLL_SECONDS, self._poll_sign_ins)
@@ -276,6 +289,19 @@ class MakaTui(App[None]):
             lines.append(plain_text(text, keep_newlines=False))
         self.server_lines = lines
         self.query_one("#servers", Static).update("MCP servers: " + " · ".join(lines) if lines else "")
+
+    @work(exclusive=True, group="surfaces")
+    async def _poll_surfaces(self) -> None:
+        """``#status``: how many surfaces are attached (the count the web page and ``maka status`` show)."""
+        assert self._backend is not None
+        try:
+            attached, omitted = await self._backend.list_surfaces()
+        except Exception:  # the count is extra (e.g. a client closed by a retarget): keep the last one
+            return
+        self.surface_count = len(attached) + omitted
+        if self.attach_state == "connected":
+            with contextlib.suppress(NoMatches):
+                self._status(self._connected_text())
 
     @work(exclusive=True, group="sign-ins")
     async def _poll_sign_ins(self) -> None:
@@ -337,6 +363,7 @@ class MakaTui(App[None]):
         if self.attach_state != "connected":
             self.attach_state = "connected"
             self._status(self._connected_text())
+            self._poll_surfaces()  # this surface is attached now: count it at once
         if isinstance(event, Snapshot):
             fresh = {v.interaction_id: v for v in event.pending}
             gone = [self.pending[i] for i in self.pending if i not in fresh]
@@ -379,7 +406,10 @@ class MakaTui(App[None]):
 
     def _connected_text(self) -> str:
         sessions = ", ".join(self._session_ids) if self._session_ids else "all visible sessions"
-        return f"Connected · {sessions} · {len(self.pending)} pending"
+        text = f"Connected · {sessions} · {len(self.pending)} pending"
+        if self.surface_count is not None:
+            text += f" · {self.surface_count} surface{'' if self.surface_count == 1 else 's'} attached"
+        return text
 
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)

@@ -23,6 +23,7 @@ from surfaces.common.interaction_client import (
     Disconnected,
     InteractionClient,
     InteractionView,
+    SurfaceView,
 )
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,10 @@ class FollowingBackend:
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
         """:meth:`InteractionClient.get` on the current address."""
         return await self._client.get(interaction_id, session_id=session_id)
+
+    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
+        """:meth:`InteractionClient.list_surfaces` on the current address."""
+        return await self._client.list_surfaces()
 
     async def close(self) -> None:
         """Close the current client."""

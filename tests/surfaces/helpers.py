@@ -32,6 +32,7 @@ from surfaces.common.interaction_client import (
     InteractionError,
     InteractionState,
     InteractionView,
+    SurfaceView,
 )
 
 _TEXT = re.compile(r'<text[^>]*\by="([0-9.]+)"[^>]*>(.*?)</text>', re.DOTALL)
@@ -86,6 +87,11 @@ class ScriptedBackend:
     closed: bool = False
     known: dict[str, InteractionView] = field(default_factory=lambda: {})
     """What ``get`` returns, by id (NOT_FOUND otherwise)."""
+    surfaces: list[SurfaceView] = field(default_factory=lambda: [])
+    """What ``list_surfaces`` returns (it raises ``surfaces_error`` when set)."""
+    surfaces_error: InteractionError | None = None
+    surfaces_asked: int = 0
+    """How many times ``list_surfaces`` was called."""
 
     async def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
         self.attached.append(tuple(session_ids))
@@ -114,6 +120,12 @@ class ScriptedBackend:
         if view is None:
             raise InteractionError(ErrorDetail(grpc.StatusCode.NOT_FOUND, "NOT_FOUND", "no such interaction"))
         return view
+
+    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
+        self.surfaces_asked += 1
+        if self.surfaces_error is not None:
+            raise self.surfaces_error
+        return list(self.surfaces), 0
 
     async def close(self) -> None:
         self.closed = True

@@ -9,14 +9,17 @@
   version (or the configured era), Tool count, calls in flight, failed attempts and the next retry; for a
   server that is not ready, the last error's real cause (the flattened exception chain, the HTTP status,
   the stdio child's last stderr lines), bounded and secret-free;
-- the last config reload (its changes or its problems);
+- the config each MCP provider runs (its generation) and its last reload: when, applied (its changes)
+  or rejected (one line per problem, bounded and secret-free: paths and messages, never a value; the
+  previous config keeps running);
 - the number of pending forms (``maka pending`` lists them) and the forms the broker waits on;
 - the attached surfaces (the Interaction service's ``ListSurfaces``, every replica's Attach streams):
   per surface its kind (``web``, ``tui``, ... as the surface says), its token's name (never the token),
   the sessions it watches (or all), when it attached and its replica.
 
-Exit codes: 0 every service serves and every enabled server is ready; 1 something is not (the output
-says what); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` / gRPC status name first
+Exit codes: 0 every service serves, every enabled server is ready and the last reload (if any) was
+applied; 1 something is not (the output says what; a rejected reload counts: the file on disk is not
+what runs); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` / gRPC status name first
 on stderr).
 """
 
@@ -27,6 +30,7 @@ import asyncio
 import json
 import sys
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc.aio
@@ -105,10 +109,12 @@ async def collect(endpoints: Endpoints) -> tuple[dict[str, Any], broker_pb2.GetS
 
 
 def healthy(data: dict[str, Any]) -> bool:
-    """Every service serving and every enabled MCP server ready."""
+    """Every service serving, every enabled MCP server ready and no reload rejected (the file on disk
+    is what runs)."""
     services_ok = all(s["state"] in ("serving", "unknown") for s in data["services"].values())
     servers_ok = all(s["state"] in ("ready", "disabled") for s in data["servers"])
-    return services_ok and servers_ok
+    config_ok = not any(c["lastReload"] and c["lastReload"]["outcome"] == "rejected" for c in data["config"])
+    return services_ok and servers_ok and config_ok
 
 
 def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: float | None = None) -> str:
@@ -120,12 +126,7 @@ def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: floa
     lines.append("MCP servers:" if status.servers else "MCP servers: none reported (is the MCP provider running?)")
     for server in status.servers:
         lines.extend("  " + line for line in server_lines(server, now))
-    for config in data["config"]:
-        if config["errors"]:
-            lines.append(f"config reload rejected (generation {config['generation']} stays):")
-            lines.extend(f"  {problem}" for problem in config["errors"])
-        elif config["changes"]:
-            lines.append(f"config generation {config['generation']}: " + "; ".join(config["changes"]))
+    lines.extend(config_lines(data["config"], now))
     pending = data["pendingForms"]
     lines.append(
         f"pending forms: {pending if pending is not None else 'unknown'}"
@@ -134,6 +135,37 @@ def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: floa
     lines.append(f"calls in flight: {data['broker']['liveInvocations']}")
     lines.extend(surface_lines(data["surfaces"]))
     return "\n".join(lines)
+
+
+def _when(stamp: float, now: float | None) -> str:
+    text = datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if now is not None:
+        text += f" ({max(0.0, now - stamp):.0f} s ago)"
+    return text
+
+
+def config_lines(configs: list[dict[str, Any]], now: float | None = None) -> list[str]:
+    """The config each MCP provider runs and its last reload: when, applied (its changes) or rejected
+    (one line per problem; the previous config keeps running)."""
+    lines = []
+    for config in configs:
+        who = f" ({config['reporter']})" if len(configs) > 1 else ""
+        last = config["lastReload"]
+        if last is None:
+            lines.append(f"config{who}: generation {config['generation']}, as started (no reload since)")
+        elif last["outcome"] == "rejected":
+            lines.append(
+                f"config{who}: last reload REJECTED at {_when(last['time'], now)}; still running generation"
+                f" {config['generation']}, the previous config (the file differs from what runs):"
+            )
+            lines.extend(f"  problem: {problem}" for problem in last["problems"])
+        else:
+            changes = "; ".join(last["changes"]) if last["changes"] else "no changes"
+            lines.append(
+                f"config{who}: generation {config['generation']}, last reload applied at"
+                f" {_when(last['time'], now)}: {changes}"
+            )
+    return lines
 
 
 def surface_lines(surfaces: dict[str, Any] | None) -> list[str]:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from services.mcp_provider.config import ConfigError, Era
+from services.mcp_provider.config import ConfigError, Era, read_config
 from services.mcp_provider.main import ProviderApp, build, quiet_sdk_loggers
 from services.mcp_provider.settings import Settings
+from services.mcp_provider.status import MAX_RELOAD_PROBLEMS, reload_problems
 
 
 async def test_build_reads_the_mcp_servers_file_and_applies_the_loop_settings(tmp_path: Path) -> None:
@@ -59,3 +60,21 @@ def test_sdk_loggers_are_pinned_to_info_even_when_the_service_runs_at_debug() ->
     quiet_sdk_loggers()
 
     assert logging.getLogger("mcp.client.streamable_http").getEffectiveLevel() >= logging.INFO
+
+
+def test_a_rejected_reload_reports_at_most_twenty_one_line_problems_and_never_a_value() -> None:
+    document = {
+        "mcpServers": {
+            "remote": {"url": "ftp://mcp.example/?token=${OPS_SECRET}"},
+            **{f"bad{i:02}\n\x1b[31m": {"command": ""} for i in range(12)},  # a bad name and an empty command
+        }
+    }
+    with pytest.raises(ConfigError) as raised:
+        read_config(document, {"OPS_SECRET": "canary-4d1f"})
+    lines = reload_problems(raised.value.problems)
+    assert len(raised.value.problems) == 25
+    assert len(lines) == MAX_RELOAD_PROBLEMS + 1
+    assert lines[0] == "mcpServers.remote.url: must be an http:// or https:// URL"
+    assert lines[1] == "mcpServers.bad00  [31m: server names are 1-64 characters of A-Z a-z 0-9 _ . -"
+    assert lines[-1] == "... and 5 more problems"
+    assert not any("\n" in line or "\x1b" in line or "canary-4d1f" in line for line in lines)

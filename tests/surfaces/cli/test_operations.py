@@ -12,9 +12,11 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -402,6 +404,86 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
             return "old" not in _servers(await maka("status", "--json", state_dir=state))
 
         await eventually(old_gone, timeout=30, interval=0.2, what="the drained server closed")
+
+
+def _config(ran: Ran) -> dict[str, Any]:
+    configs = json.loads(ran.out)["config"]
+    assert len(configs) == 1, configs  # one MCP provider process
+    config: dict[str, Any] = configs[0]
+    return config
+
+
+@pytest.mark.e2e
+async def test_maka_status_shows_a_rejected_reload_with_its_problems_until_a_fixed_file_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPS_CANARY", CANARY)  # the stack's environment: `maka up` and its children
+    served = {"command": "python", "args": OPS, "env": {"OPS_TOKEN": "${OPS_CANARY}"}}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ops": served}}))
+    state = tmp_path / "state"
+    async with maka_up(config, state) as up:
+        started = await maka("status", state_dir=state)
+        assert "config: generation 1, as started (no reload since)" in started.out, started.out
+        assert _config(await maka("status", "--json", state_dir=state))["lastReload"] is None
+
+        bad = {f"bad{i:02}": {"command": ""} for i in range(24)}
+        leak = {"url": "ftp://mcp.example/mcp?token=${OPS_CANARY}", "headers": {"Authorization": "${OPS_CANARY}"}}
+        config.write_text(json.dumps({"mcpServers": {"ops": served, "leak": leak, **bad}}))
+        before = time.time()
+        refused = await maka("reload", state_dir=state)
+        assert refused.code == 2, refused.err
+        refusals = [line for line in refused.err.splitlines() if line.startswith("CONFIG_INVALID: ")]
+        assert refusals[0] == f"CONFIG_INVALID: {config}: mcpServers.leak.url: must be an http:// or https:// URL"
+        assert len(refusals) == 21, refusals
+        assert refusals[-1] == f"CONFIG_INVALID: {config}: ... and 5 more problems"
+        assert "nothing was changed: the stack keeps running config generation 1" in refused.err
+
+        human = await maka("status", state_dir=state)
+        assert human.code == 1, human.out  # the file on disk is not what runs
+        assert re.search(r"last reload REJECTED at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", human.out), human.out
+        assert "still running generation 1, the previous config" in human.out
+        problems = [line.strip() for line in human.out.splitlines() if line.startswith("  problem: ")]
+        assert problems[0] == "problem: mcpServers.leak.url: must be an http:// or https:// URL"
+        assert problems[1] == "problem: mcpServers.bad00.command: must be a non-empty string"
+        assert len(problems) == 21
+        assert problems[-1] == "problem: ... and 5 more problems"
+        data = await maka("status", "--json", state_dir=state)
+        rejected = _config(data)
+        assert rejected["generation"] == 1
+        last = rejected["lastReload"]
+        assert (last["outcome"], last["changes"], len(last["problems"])) == ("rejected", [], 21)
+        assert before <= last["time"] <= time.time()
+        assert [s["name"] for s in json.loads(data.out)["servers"]] == ["ops"]
+        for ran in (refused, human, data):
+            assert CANARY not in ran.out + ran.err
+        hello = await maka("call", "ops:hello", state_dir=state)  # the previous config still serves
+        assert (hello.code, hello.out.strip()) == (0, "hello"), hello.err
+
+        config.write_text(json.dumps({"mcpServers": {"ops": served, "x": {"command": 1}}}))
+        os.kill(up.process.pid, signal.SIGHUP)  # `maka up` forwards it to the provider: recorded the same way
+
+        async def second_rejection() -> dict[str, Any] | None:
+            last = _config(await maka("status", "--json", state_dir=state))["lastReload"]
+            return last if last["problems"] == ["mcpServers.x.command: must be a non-empty string"] else None
+
+        again = await eventually(second_rejection, timeout=30, interval=0.2, what="the SIGHUP rejection")
+        assert again["time"] > last["time"]
+
+        config.write_text(json.dumps({"mcpServers": {"ops": served, "more": {"command": "python", "args": OPS}}}))
+        applied = await maka("reload", state_dir=state)
+        assert (applied.code, applied.out.strip()) == (0, "config generation 2: added: more"), applied.err
+
+        async def all_ready() -> Ran | None:
+            ran = await maka("status", state_dir=state)
+            return ran if ran.code == 0 else None
+
+        fixed = await eventually(all_ready, timeout=60, interval=0.2, what="the fixed config applied and ready")
+        assert re.search(r"config: generation 2, last reload applied at .* UTC \(\d+ s ago\): added: more", fixed.out)
+        assert "REJECTED" not in fixed.out
+        assert "problem:" not in fixed.out
+        last = _config(await maka("status", "--json", state_dir=state))["lastReload"]
+        assert (last["outcome"], last["problems"], last["changes"]) == ("applied", [], ["added: more"])
 
 
 @pytest.mark.e2e

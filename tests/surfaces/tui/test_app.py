@@ -44,6 +44,7 @@ from surfaces.common.interaction_client import (
     InteractionState,
     Opened,
     Snapshot,
+    SurfaceView,
 )
 from surfaces.common.server_status import server_json
 from surfaces.common.sign_in import SignInView
@@ -821,3 +822,40 @@ async def test_the_mcp_servers_status_is_shown_with_the_cause_of_a_failed_one() 
         await settle(pilot, lambda: app.server_lines, "the server status")
         assert app.server_lines == ["examples: ready", "remote: failed — HTTP 401 Unauthorized from POST http://h/mcp"]
         assert "remote: failed — HTTP 401" in screen_text(app)
+
+
+def _surface(kind: str) -> SurfaceView:
+    return SurfaceView(
+        principal="local",
+        kind=kind,
+        session_ids=(),
+        all_sessions=True,
+        session_count=0,
+        attached_at=NOW,
+        host_id="local",
+        replica_id="r1",
+    )
+
+
+async def test_the_status_line_counts_the_attached_surfaces_and_keeps_the_count_while_it_cannot_be_read() -> None:
+    backend = ScriptedBackend(surfaces=[_surface("tui"), _surface("web")])
+    app = MakaTui(lambda: backend)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await backend.events.put(Snapshot(pending=(), resume_token="1-0"))
+        await settle(pilot, lambda: app.surface_count == 2, "the surface count")
+        assert "Connected · all visible sessions · 0 pending · 2 surfaces attached" in screen_text(app)
+        backend.surfaces_error = InteractionError(
+            ErrorDetail(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE", "the Interaction service is down")
+        )
+        backend.surfaces = [_surface("tui")]
+        asked = backend.surfaces_asked
+        await backend.events.put(Disconnected(error=None, retry_in=0.1, attempt=1))
+        await backend.events.put(Snapshot(pending=(), resume_token="1-1"))  # reconnected: a poll that fails
+        await settle(pilot, lambda: backend.surfaces_asked > asked, "the failing poll")
+        assert app.surface_count == 2
+        assert "· 0 pending · 2 surfaces attached" in screen_text(app)
+        backend.surfaces_error = None
+        await backend.events.put(Disconnected(error=None, retry_in=0.1, attempt=1))
+        await backend.events.put(Snapshot(pending=(), resume_token="1-2"))
+        await settle(pilot, lambda: app.surface_count == 1, "the new count")
+        assert "· 0 pending · 1 surface attached" in screen_text(app)

@@ -1601,6 +1601,7 @@ class ReportServersRequest(_message.Message):
     CONFIG_GENERATION_FIELD_NUMBER: _builtins.int
     CONFIG_ERRORS_FIELD_NUMBER: _builtins.int
     CONFIG_CHANGES_FIELD_NUMBER: _builtins.int
+    CONFIG_RELOAD_TIME_FIELD_NUMBER: _builtins.int
     reporter_id: _builtins.str
     """Stable id of the reporting provider process (e.g. "mcp-provider@host:pid")."""
     config_generation: _builtins.int
@@ -1609,11 +1610,20 @@ class ReportServersRequest(_message.Message):
     def servers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerStatus]: ...
     @_builtins.property
     def config_errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The last reload's problems (one line each; empty when it applied). The old config stays."""
+        """The last reload's problems (one line each, paths and messages only, never values; at most 20
+        lines of at most 300 characters, then one "... and N more problems" line; empty when it
+        applied). The old config stays.
+        """
 
     @_builtins.property
     def config_changes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The last applied reload's changes, e.g. "added: a", "removed: b", "changed: c"."""
+
+    @_builtins.property
+    def config_reload_time(self) -> _timestamp_pb2.Timestamp:
+        """When the last reload ended, applied or rejected (rejected: `config_errors` is set and
+        `config_generation` still runs). Unset while no reload happened since the process started.
+        """
 
     def __init__(
         self,
@@ -1623,10 +1633,11 @@ class ReportServersRequest(_message.Message):
         config_generation: _builtins.int = ...,
         config_errors: _abc.Iterable[_builtins.str] | None = ...,
         config_changes: _abc.Iterable[_builtins.str] | None = ...,
+        config_reload_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config_reload_time", b"config_reload_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_changes", b"config_changes", "config_errors", b"config_errors", "config_generation", b"config_generation", "reporter_id", b"reporter_id", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_changes", b"config_changes", "config_errors", b"config_errors", "config_generation", b"config_generation", "config_reload_time", b"config_reload_time", "reporter_id", b"reporter_id", "servers", b"servers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1671,6 +1682,7 @@ class ReporterStatus(_message.Message):
     CONFIG_ERRORS_FIELD_NUMBER: _builtins.int
     CONFIG_CHANGES_FIELD_NUMBER: _builtins.int
     REPORT_TIME_FIELD_NUMBER: _builtins.int
+    CONFIG_RELOAD_TIME_FIELD_NUMBER: _builtins.int
     reporter_id: _builtins.str
     config_generation: _builtins.int
     @_builtins.property
@@ -1679,6 +1691,10 @@ class ReporterStatus(_message.Message):
     def config_changes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def report_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def config_reload_time(self) -> _timestamp_pb2.Timestamp:
+        """ReportServersRequest.config_reload_time: when the last reload was applied or rejected."""
+
     def __init__(
         self,
         *,
@@ -1687,10 +1703,11 @@ class ReporterStatus(_message.Message):
         config_errors: _abc.Iterable[_builtins.str] | None = ...,
         config_changes: _abc.Iterable[_builtins.str] | None = ...,
         report_time: _timestamp_pb2.Timestamp | None = ...,
+        config_reload_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["report_time", b"report_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config_reload_time", b"config_reload_time", "report_time", b"report_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_changes", b"config_changes", "config_errors", b"config_errors", "config_generation", b"config_generation", "report_time", b"report_time", "reporter_id", b"reporter_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_changes", b"config_changes", "config_errors", b"config_errors", "config_generation", b"config_generation", "config_reload_time", b"config_reload_time", "report_time", b"report_time", "reporter_id", b"reporter_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -9,6 +9,7 @@ export interface ReporterStatus {
   'config_errors'?: (string)[];
   'config_changes'?: (string)[];
   'report_time'?: (_google_protobuf_Timestamp | null);
+  'config_reload_time'?: (_google_protobuf_Timestamp | null);
 }
 
 export interface ReporterStatus__Output {
@@ -17,4 +18,5 @@ export interface ReporterStatus__Output {
   'config_errors': (string)[];
   'config_changes': (string)[];
   'report_time': (_google_protobuf_Timestamp__Output | null);
+  'config_reload_time': (_google_protobuf_Timestamp__Output | null);
 }
