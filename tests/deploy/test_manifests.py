@@ -431,8 +431,13 @@ def test_rollouts_surge_before_they_remove_and_hosts_roll_one_at_a_time() -> Non
     host = _one(BASE, "StatefulSet", "maka-host")
     assert host["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     assert "partition" not in host["spec"]["updateStrategy"].get("rollingUpdate", {})
-    pdb = _one(BASE, "PodDisruptionBudget", "maka-host")
-    assert pdb["spec"]["maxUnavailable"] == 1
+    # The budgets bound evictions (node drains), not rollouts: the README says which is which.
+    assert _one(BASE, "PodDisruptionBudget", "maka-host")["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "maka-host"}},
+    }
+    for name in ("interaction", "web"):
+        assert _one(BASE, "PodDisruptionBudget", name)["spec"]["minAvailable"] == 1, name
 
 
 def test_k8s_services_name_grpc_ports_with_h2c_app_protocol() -> None:
