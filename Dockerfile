@@ -26,6 +26,8 @@ COPY --from=build /install /usr/local
 WORKDIR /app
 # The bundled example MCP server (stdio): `python -m examples.deploy_server` resolves from /app.
 COPY --chown=root:root examples/__init__.py examples/deploy_server.py examples/mcp.json ./examples/
+# The provider's OAuth token directory (MAKA_OAUTH_TOKEN_DIR): a volume mounted here starts owned by 10001.
+RUN mkdir -p /var/lib/maka/oauth && chown 10001:10001 /var/lib/maka/oauth && chmod 0700 /var/lib/maka/oauth
 USER 10001:10001
 EXPOSE 50051 50052 50053 8765
 # Health checks are per service (their ports differ): see docker-compose.yml and deploy/k8s.

@@ -36,6 +36,7 @@ class Settings(GrpcServerSettings):
     drain_seconds: float = Field(default=0.0, ge=0)
     """On SIGTERM, after turning NOT_SERVING: how long calls in flight (and their forms) may go on
     finishing while new calls are refused ``HOST_UNAVAILABLE``; what is left then settles ``lost``.
-    0 = no drain (``maka up``). Keep preStop + drain + ``grace_seconds`` below the pod's termination grace."""
+    0 = no drain (``maka up``). Keep preStop + drain + 2 x ``grace_seconds`` (settling what is left, then the
+    server's stop) below the pod's termination grace."""
     interaction_token: str = ""
     """Bearer token presented to the Interaction service; empty sends none."""

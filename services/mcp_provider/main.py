@@ -25,7 +25,7 @@ from services.core.serving import serve
 from services.mcp_provider.config import Config, ConfigError, ServerConfig, check_config
 from services.mcp_provider.connection import McpConnection
 from services.mcp_provider.manager import McpClientManager
-from services.mcp_provider.oauth import OAuthSettings, TokenVault, read_key_file
+from services.mcp_provider.oauth import OAuthConfigError, OAuthSettings, TokenVault, read_key_file
 from services.mcp_provider.provider import McpProvider
 from services.mcp_provider.settings import Settings
 from services.mcp_provider.status import reload_problems
@@ -195,9 +195,14 @@ def quiet_sdk_loggers() -> None:
 def oauth_settings(settings: Settings) -> OAuthSettings:
     """The Host's OAuth client settings; reads the key file (raises ``OAuthConfigError``)."""
     vault = None
-    if settings.oauth_key_file is not None:
-        directory = settings.oauth_token_dir or settings.oauth_key_file.parent / "oauth"
-        vault = TokenVault(directory, read_key_file(settings.oauth_key_file), settings.host_id)
+    key_file = settings.oauth_key_file
+    if key_file is not None and settings.oauth_key_optional and not key_file.exists():
+        # An optional Secret that was not created (deploy/README.md): nothing is written to disk.
+        log.warning("oauth_key_absent", extra={"path": str(key_file)})
+        key_file = None
+    if key_file is not None:
+        directory = settings.oauth_token_dir or key_file.parent / "oauth"
+        vault = TokenVault(directory, read_key_file(key_file), settings.host_id)
     return OAuthSettings(
         redirect_uri=settings.oauth_redirect_uri,
         vault=vault,
@@ -218,7 +223,8 @@ async def build(settings: Settings) -> ProviderApp:
 
 async def main() -> int:
     """Run the provider until SIGINT/SIGTERM (SIGHUP reloads the config). A bad config file exits 2
-    with one ``config_invalid`` line per problem, never a traceback."""
+    with one ``config_invalid`` line per problem, a bad OAuth key file with ``oauth_key_invalid``; never a
+    traceback."""
     settings = Settings()
     logs.configure("mcp_provider", settings.log_level)
     try:
@@ -226,6 +232,9 @@ async def main() -> int:
     except ConfigError as error:
         for problem in error.problems:
             log.error("config_invalid", extra={"problem": str(problem)})
+        return 2
+    except OAuthConfigError as error:
+        log.error("oauth_key_invalid", extra={"problem": str(error)})
         return 2
     await serve(app, settings)
     return 0

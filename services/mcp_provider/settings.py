@@ -44,6 +44,10 @@ class Settings(GrpcServerSettings):
     oauth_key_file: Path | None = None
     """File holding the base64 AES-256 key that encrypts OAuth tokens at rest (a Secret in Kubernetes);
     unset keeps tokens in memory only."""
+    oauth_key_optional: bool = False
+    """When ``oauth_key_file`` does not exist, keep tokens in memory (logged ``oauth_key_absent``) instead of
+    refusing to start: for a Kubernetes Secret volume marked ``optional: true``. A file that exists but is not
+    a base64 32-byte key is still refused."""
     oauth_client_metadata_url: str = ""
     """HTTPS URL of this Host's OAuth client ID metadata document, used as ``client_id`` where the
     authorization server supports it; empty uses dynamic client registration."""

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from services.mcp_provider.config import ConfigError, Era, read_config
 from services.mcp_provider.main import ProviderApp, build, quiet_sdk_loggers
+from services.mcp_provider.oauth import OAuthConfigError, generate_key_file
 from services.mcp_provider.settings import Settings
 from services.mcp_provider.status import MAX_RELOAD_PROBLEMS, reload_problems
 
@@ -78,3 +82,53 @@ def test_a_rejected_reload_reports_at_most_twenty_one_line_problems_and_never_a_
     assert lines[1] == "mcpServers.bad00  [31m: server names are 1-64 characters of A-Z a-z 0-9 _ . -"
     assert lines[-1] == "... and 5 more problems"
     assert not any("\n" in line or "\x1b" in line or "canary-4d1f" in line for line in lines)
+
+
+async def test_an_optional_oauth_key_that_is_absent_keeps_tokens_in_memory_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A Kubernetes Secret volume marked optional: true and not created mounts as an empty directory.
+    key_file = tmp_path / "oauth-key" / "oauth.key"
+    tokens = tmp_path / "oauth"
+    settings = Settings(oauth_key_file=key_file, oauth_key_optional=True, oauth_token_dir=tokens)
+
+    with caplog.at_level(logging.WARNING, logger="maka.mcp_provider.main"):
+        app = await build(settings)
+
+    assert app.oauth.vault is None
+    assert [r.getMessage() for r in caplog.records] == ["oauth_key_absent"]
+    assert not tokens.exists(), "nothing is written to disk without a key"
+
+
+async def test_an_optional_oauth_key_that_is_present_is_used_and_a_bad_one_is_still_refused(tmp_path: Path) -> None:
+    key_file = tmp_path / "oauth.key"
+    generate_key_file(key_file)
+    tokens = tmp_path / "oauth"
+
+    app = await build(Settings(oauth_key_file=key_file, oauth_key_optional=True, oauth_token_dir=tokens, host_id="h"))
+    assert app.oauth.vault is not None
+    app.oauth.vault.save("s", "https://s/mcp", {"tokens": {"access_token": "canary-at"}})
+    assert [p.name for p in tokens.iterdir()] == ["h--s.tokens"]
+    assert b"canary-at" not in (tokens / "h--s.tokens").read_bytes()
+
+    key_file.write_text("not a key\n")
+    with pytest.raises(OAuthConfigError):
+        await build(Settings(oauth_key_file=key_file, oauth_key_optional=True))
+    with pytest.raises(OAuthConfigError, match="cannot read"):
+        await build(Settings(oauth_key_file=tmp_path / "absent.key"))  # not optional: refused
+
+
+def test_the_provider_refuses_a_missing_oauth_key_with_exit_2_and_one_log_line_not_a_traceback(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "MAKA_OAUTH_KEY_FILE": str(tmp_path / "absent.key"),
+        "MAKA_LISTEN": "127.0.0.1:0",
+        "MAKA_BROKER_TARGET": "127.0.0.1:9",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "services.mcp_provider.main"], env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 2, result.stderr
+    assert "oauth_key_invalid" in result.stderr
+    assert "Traceback" not in result.stderr
