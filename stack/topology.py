@@ -169,6 +169,7 @@ class Stack:
         _check_config(self.config_path)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "run").mkdir(exist_ok=True)
+        self._applied_config.unlink(missing_ok=True)  # an earlier run's: this run's first provider writes its own
         try:
             if self._embedded_redis:
                 await self.supervisor.start(self.redis_spec())
@@ -361,6 +362,10 @@ class Stack:
         }
         return spec
 
+    @property
+    def _applied_config(self) -> Path:
+        return self.state_dir / "run" / "mcp-applied.json"
+
     def _provider_spec(self) -> ChildSpec:
         return self._grpc_spec(
             self.PROVIDER,
@@ -369,6 +374,8 @@ class Stack:
             lambda: {
                 "MAKA_BROKER_TARGET": self.address(self.BROKER),
                 "MAKA_MCP_CONFIG": str(self.config_path),
+                # a provider restarted while the file is invalid (a rejected reload) runs the last applied copy
+                "MAKA_MCP_CONFIG_APPLIED": str(self._applied_config),
                 **self._oauth_env(),
             },
         )

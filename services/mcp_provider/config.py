@@ -42,7 +42,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,8 @@ class Config:
 
     servers: list[ServerConfig]
     warnings: list[Problem] = field(default_factory=lambda: list[Problem]())
+    text: str = ""
+    """The file's text as read (``${VAR}`` references unexpanded), kept as the last applied copy."""
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -373,7 +375,7 @@ def check_config(path: Path, environ: Mapping[str, str] | None = None) -> Config
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError("$", f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
-    return read_config(document, environ)
+    return replace(read_config(document, environ), text=text)
 
 
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> list[ServerConfig]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import time
@@ -39,8 +40,11 @@ class ProviderApp:
 
     service_names: Sequence[str] = ()
 
-    def __init__(self, settings: Settings, servers: list[ServerConfig]) -> None:
+    def __init__(self, settings: Settings, servers: list[ServerConfig], *, rejected: ConfigError | None = None) -> None:
         self.settings = settings
+        self._rejected_at_start = rejected
+        """The file's problems when this start ran the last applied copy instead (reported like a rejected
+        reload once the provider runs)."""
         self.manager = McpClientManager(
             max_rounds=settings.max_rounds,
             pacing_initial_ms=settings.state_only_pacing_ms,
@@ -81,6 +85,9 @@ class ProviderApp:
             reconnect_max_seconds=self.settings.reconnect_max_seconds,
             heartbeat_seconds=self.settings.heartbeat_seconds,
         )
+        if self._rejected_at_start is not None:
+            self.provider.config_errors = reload_problems(self._rejected_at_start.problems)
+            self.provider.config_reload_time = time.time()
         await self.provider.start()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
@@ -109,6 +116,7 @@ class ProviderApp:
                 self.provider.reporter.poke()
                 return []
             log_warnings(config)
+            keep_applied(self.settings, config)
             new = {server.name: server for server in config.servers}
             added = [name for name in new if name not in self.servers]
             removed = [name for name in self.servers if name not in new]
@@ -167,6 +175,44 @@ _RELOADS: set[asyncio.Task[Any]] = set()
 log = logging.getLogger("maka.mcp_provider.main")
 
 
+def keep_applied(settings: Settings, config: Config) -> None:
+    """Write ``config``'s text to ``mcp_config_applied`` (atomically, mode 0600), if that is set."""
+    target = settings.mcp_config_applied
+    if target is None:
+        return
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.unlink(missing_ok=True)
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(config.text)
+        os.replace(partial, target)
+    except OSError as error:  # the copy is a fallback: running the config does not depend on it
+        log.warning("config_copy_failed", extra={"path": str(target), "error": error.strerror or type(error).__name__})
+
+
+def read_start_config(settings: Settings) -> tuple[Config, ConfigError | None]:
+    """The config to start with: ``mcp_config``, or, when that is invalid and a last applied copy exists
+    (``mcp_config_applied``), the copy plus the file's problems. Raises ``ConfigError`` otherwise."""
+    if settings.mcp_config is None:
+        return Config([]), None
+    try:
+        config = check_config(settings.mcp_config)
+    except ConfigError as error:
+        applied = settings.mcp_config_applied
+        if applied is None or not applied.is_file():
+            raise
+        try:
+            config = check_config(applied)
+        except ConfigError:
+            raise error from None
+        for problem in error.problems:
+            log.warning("config_invalid_running_last_applied", extra={"problem": str(problem)})
+        return config, error
+    keep_applied(settings, config)
+    return config, None
+
+
 def log_warnings(config: Config) -> None:
     """One ``config_warning`` line per ignored key (paths only, never values)."""
     for warning in config.warnings:
@@ -211,14 +257,15 @@ def oauth_settings(settings: Settings) -> OAuthSettings:
 
 
 async def build(settings: Settings) -> ProviderApp:
-    """Build the provider from ``settings``; reads ``mcp_config`` (raises ``ConfigError`` on a bad file).
+    """Build the provider from ``settings``; reads ``mcp_config`` (:func:`read_start_config`: raises
+    ``ConfigError`` on a bad file unless a last applied copy can run instead).
 
     Nothing connects until ``start``. Pins the SDK loggers to INFO (:func:`quiet_sdk_loggers`).
     """
     quiet_sdk_loggers()
-    config = check_config(settings.mcp_config) if settings.mcp_config is not None else Config([])
+    config, rejected = read_start_config(settings)
     log_warnings(config)
-    return ProviderApp(settings, config.servers)
+    return ProviderApp(settings, config.servers, rejected=rejected)
 
 
 async def main() -> int:

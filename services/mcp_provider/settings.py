@@ -16,6 +16,11 @@ class Settings(GrpcServerSettings):
     """``host:port`` of the Capability broker's ``CapabilityBrokerService``."""
     mcp_config: Path | None = None
     """Path to an ``mcpServers`` JSON file (the format MCP hosts use, plus an optional ``era``)."""
+    mcp_config_applied: Path | None = None
+    """Where to keep a copy of the last config applied (written, mode 0600, at each start and reload that
+    applies). A start whose ``mcp_config`` is invalid then runs this copy and reports the file's problems as
+    a rejected reload, instead of exiting (``maka up`` sets it in its state dir, so a provider restarted
+    after a rejected reload keeps serving). Unset: a bad file stops the provider."""
     broker_token: str = ""
     """Bearer token sent to the broker as ``authorization: Bearer <token>``; empty sends none."""
     reconnect_initial_seconds: float = 0.5

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.mcp_provider.config import ConfigError, Era, read_config
+from services.mcp_provider.config import ConfigError, Era, StdioServer, read_config
 from services.mcp_provider.main import ProviderApp, build, quiet_sdk_loggers
 from services.mcp_provider.oauth import OAuthConfigError, generate_key_file
 from services.mcp_provider.settings import Settings
@@ -132,3 +132,31 @@ def test_the_provider_refuses_a_missing_oauth_key_with_exit_2_and_one_log_line_n
     assert result.returncode == 2, result.stderr
     assert "oauth_key_invalid" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_a_start_on_an_invalid_file_runs_the_last_applied_copy_which_keeps_its_variables_unexpanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APPLIED_CANARY", "canary-5e2b")
+    config, applied = tmp_path / "mcp.json", tmp_path / "run" / "mcp-applied.json"
+    applied.parent.mkdir()
+    text = json.dumps({"mcpServers": {"ops": {"command": "python", "env": {"TOKEN": "${APPLIED_CANARY}"}}}})
+    config.write_text(text)
+    settings = Settings(mcp_config=config, mcp_config_applied=applied)
+
+    first = await build(settings)
+    assert list(first.servers) == ["ops"]
+    assert applied.read_text() == text, "the copy is the file as written, ${VAR} unexpanded"
+    assert applied.stat().st_mode & 0o777 == 0o600
+
+    config.write_text(json.dumps({"mcpServers": {"other": {"command": ""}}}))
+    second = await build(settings)
+    assert list(second.servers) == ["ops"], "the last applied config runs"
+    transport = second.servers["ops"].transport
+    assert isinstance(transport, StdioServer)
+    assert transport.env == {"TOKEN": "canary-5e2b"}
+    assert applied.read_text() == text
+
+    applied.unlink()
+    with pytest.raises(ConfigError):
+        await build(settings)  # no copy: a bad file stops the provider, as before

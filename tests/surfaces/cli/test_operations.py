@@ -487,6 +487,43 @@ async def test_maka_status_shows_a_rejected_reload_with_its_problems_until_a_fix
 
 
 @pytest.mark.e2e
+async def test_a_provider_that_dies_after_a_rejected_reload_comes_back_on_the_config_it_was_running(
+    tmp_path: Path,
+) -> None:
+    served = {"command": "python", "args": OPS}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ops": served}}))
+    state = tmp_path / "state"
+    async with maka_up(config, state) as up:
+        config.write_text(json.dumps({"mcpServers": {"ops": served, "x": {"command": ""}}}))
+        refused = await maka("reload", state_dir=state)
+        assert refused.code == 2, refused.err
+        first = read_endpoints(state).pids["provider"]
+        os.kill(first, signal.SIGKILL)
+
+        async def restarted() -> int | None:
+            pid = read_endpoints(state).pids.get("provider")
+            return pid if pid not in (None, first) else None
+
+        await eventually(restarted, timeout=60, interval=0.2, what="the provider restarted by maka up")
+
+        async def hello() -> Ran | None:
+            ran = await maka("call", "ops:hello", state_dir=state)
+            return ran if ran.code == 0 else None
+
+        served_again = await eventually(hello, timeout=60, interval=0.5, what="the last applied config serving")
+        assert served_again.out.strip() == "hello"
+        assert up.process.returncode is None, "the stack kept running"
+        human = await maka("status", state_dir=state)
+        assert human.code == 1, human.out  # the file on disk is still not what runs
+        assert "last reload REJECTED" in human.out, human.out
+        assert "problem: mcpServers.x.command: must be a non-empty string" in human.out
+        assert [s["name"] for s in json.loads((await maka("status", "--json", state_dir=state)).out)["servers"]] == [
+            "ops"
+        ]
+
+
+@pytest.mark.e2e
 async def test_progress_re_arms_the_execution_timer_up_to_the_maximum_total_execution_time(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"ops": {"command": "python", "args": OPS}}}))
