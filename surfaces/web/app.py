@@ -53,6 +53,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from services.core import json_text
 from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interaction_client import (
     Answered,
@@ -261,9 +262,9 @@ class WebSurface:
             if len(raw) > MAX_ANSWER_BODY_BYTES:
                 return error_json(413, "LIMIT_EXCEEDED", f"answer body larger than {MAX_ANSWER_BODY_BYTES} bytes")
         try:
-            body: object = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return error_json(400, "INVALID_REQUEST", "the answer body is not valid JSON")
+            body: object = json_text.loads(raw)
+        except json_text.JsonTextError as error:
+            return error_json(400, "INVALID_REQUEST", f"the answer body is {error}")
         session_id = body.get("session_id") if isinstance(body, dict) else None
         if not isinstance(session_id, str) or not session_id:
             return error_json(400, "INVALID_REQUEST", "session_id is required")

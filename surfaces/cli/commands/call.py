@@ -50,6 +50,7 @@ from maka_client import (
     Result,
     Stopped,
 )
+from services.core import json_text
 from services.core.reasons import BrokerErrorReason
 from stack.state_dir import Endpoints
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
@@ -94,11 +95,11 @@ def parse_tool(text: str) -> tuple[str, str]:
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
-    """Parse ``--args``; raises ``ValueError`` unless it is a JSON object."""
+    """Parse ``--args``; raises ``ValueError`` unless it is a strict JSON object (:mod:`services.core.json_text`)."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"--args is not JSON: {error.msg} at position {error.pos}") from error
+        value = json_text.loads(text)
+    except json_text.JsonTextError as error:
+        raise ValueError(f"--args is {error}") from None
     if not isinstance(value, dict):
         raise ValueError("--args must be a JSON object")
     return value
