@@ -20,7 +20,11 @@ MAX_DEPTH = 64
 
 class JsonTextError(ValueError):
     """The text is not strict JSON; ``str(error)`` (``not JSON: …`` or ``not strict JSON: …``) reads after
-    "X is" and never quotes the text's values."""
+    "X is" and never quotes the text's values; ``problem`` is the part after the colon."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.problem = message.partition(": ")[2]
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -64,7 +68,7 @@ def loads(text: str | bytes | bytearray) -> Any:
     except JsonTextError:
         raise
     except json.JSONDecodeError as error:
-        raise JsonTextError(f"not JSON: {error.msg} at position {error.pos}") from None
+        raise JsonTextError(f"not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
     except UnicodeDecodeError:
         raise JsonTextError("not JSON: the bytes are not UTF-8") from None
     except RecursionError:

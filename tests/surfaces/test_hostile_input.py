@@ -40,13 +40,12 @@ class Ran:
     err: str
 
 
-async def maka(*argv: str, state_dir: Path, timeout: float = 60.0) -> Ran:
-    """Run ``maka ARGV --state-dir`` as a process; bounded."""
+async def maka(*argv: str, state_dir: Path | None, timeout: float = 60.0) -> Ran:
+    """Run ``maka ARGV [--state-dir]`` as a process; bounded."""
     process = await asyncio.create_subprocess_exec(
         *MAKA,
         *argv,
-        "--state-dir",
-        str(state_dir),
+        *(["--state-dir", str(state_dir)] if state_dir is not None else []),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=ROOT,
@@ -223,3 +222,29 @@ async def test_an_overlong_interaction_id_or_field_name_gets_its_stable_reason_n
             assert len(detail.message) <= 1000
             assert all(len(path) <= 300 for path, _ in detail.violations)
     await still_answerable_then_staging(running, opened)
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        (
+            '{"mcpServers": {"x": {"command": "python"}, "x": {"url": "http://127.0.0.1:9/mcp"}}}',
+            'not valid JSON: the name "x" appears twice in one object',
+        ),
+        ("[" * 100_000, "not valid JSON: nested deeper than 64 levels"),
+        ('{"mcpServers": {"x": {"command": "python", "timeout": NaN}}}', "not valid JSON: NaN is not a JSON number"),
+    ],
+    ids=["server-named-twice", "deep-nesting", "nan"],
+)
+async def test_a_config_file_that_is_not_strict_json_is_config_invalid_in_check_and_up(
+    tmp_path: Path, document: str, problem: str
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(document, encoding="utf-8")
+    checked = await maka("config", "check", str(config), state_dir=None)
+    assert checked.code == 2, checked.err
+    assert checked.err.strip() == f"CONFIG_INVALID: {config}: $: {problem}"
+    up = await maka("up", "--config", str(config), "--ports", "ephemeral", state_dir=tmp_path / "state")
+    assert up.code == 3, up.err
+    assert f"CONFIG_INVALID: {config}: $: {problem}" in up.err
+    assert "Traceback" not in up.err + checked.err

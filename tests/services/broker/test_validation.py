@@ -102,7 +102,7 @@ def test_a_well_formed_call_request_gives_its_arguments() -> None:
         (
             _request(),
             "{not json",
-            "arguments_json is not JSON: Expecting property name enclosed in double quotes at position 1",
+            "arguments_json is not JSON: Expecting property name enclosed in double quotes at line 1 column 2",
         ),
         (_request(), '{"a": 1, "a": 2}', 'arguments_json is not strict JSON: the name "a" appears twice in one object'),
     ],

@@ -18,7 +18,7 @@ from services.core import json_text
         ('{"\\udfff": 1}', "not strict JSON: a string has an unpaired surrogate escape (not Unicode)"),
         ("[" * 65 + "]" * 65, "not strict JSON: nested deeper than 64 levels"),
         ("[" * 100_000, "not strict JSON: nested deeper than 64 levels"),
-        ("{nope", "not JSON: Expecting property name enclosed in double quotes at position 1"),
+        ("{nope", "not JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
         (b"\xff{}", "not JSON: the bytes are not UTF-8"),
     ],
 )
