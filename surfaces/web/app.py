@@ -14,9 +14,10 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
   "violations": [{"path", "reason", "description"}], "close_reason"?}, "interaction"?: view}`` with
-  400 (``INVALID_REQUEST``: not the JSON shape), 413 (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``:
-  the service's field violations), 404 (``NOT_FOUND``), 409 (``CLOSED`` / ``ALREADY_SETTLED``, with the
-  Interaction as it now stands), 503 (``UNAVAILABLE``), 502 (any other service failure).
+  400 (``INVALID_REQUEST``: not strict JSON, not the shape, or a key outside those four), 413
+  (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``: the service's field violations), 404 (``NOT_FOUND``),
+  409 (``CLOSED`` / ``ALREADY_SETTLED``, with the Interaction as it now stands), 503 (``UNAVAILABLE``),
+  502 (any other service failure).
 - ``GET /api/sign-ins`` → ``{"sign_ins": [{"server", "state", "authorization_url"}]}`` (broker
   ``ListSignIns``; empty without ``broker_target``): the page shows each ``sign_in_required`` one as
   "Sign in to SERVER" with the full URL and an explicit open link, never opened automatically.

@@ -155,6 +155,28 @@ async def test_web_answer_bodies_that_are_not_strict_json_are_400_invalid_reques
     assert "Exception in ASGI application" not in running.log("web")
 
 
+async def test_a_web_answer_body_with_a_key_the_page_never_sends_is_400_and_nothing_is_committed(
+    running: RunningStack,
+) -> None:
+    opened = await open_deploy_form(running, "web-keys")
+    web = running.endpoints.web
+    body = {"session_id": "web-keys", "action": "accept", "value": {"environment": "production", "confirm": True}}
+    async with httpx.AsyncClient(base_url=web, timeout=30) as client:
+        csrf = (await client.get("/api/session")).json()["csrf"]
+        response = await client.post(
+            f"/api/interactions/{opened.form.interaction_id}/answer",
+            json=body,
+            headers={"Origin": web, "X-Maka-CSRF": csrf},
+        )
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["reason"] == "INVALID_REQUEST"
+    assert error["violations"] == [
+        {"path": "/value", "reason": "ANSWER_UNKNOWN_FIELD", "description": "is not a key of an answer body"}
+    ]
+    await still_answerable_then_staging(running, opened)
+
+
 @pytest.mark.parametrize(
     "arguments_json",
     [
@@ -248,3 +270,37 @@ async def test_a_config_file_that_is_not_strict_json_is_config_invalid_in_check_
     assert up.code == 3, up.err
     assert f"CONFIG_INVALID: {config}: $: {problem}" in up.err
     assert "Traceback" not in up.err + checked.err
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+async def test_answers_with_long_unknown_field_names_are_refused_without_the_service_keeping_the_names(
+    running: RunningStack,
+) -> None:
+    opened = await open_deploy_form(running, "long-keys")
+    interaction_pid = running.endpoints.pids["interaction"]
+
+    async def hostile_answers(count: int, offset: int) -> None:
+        async with grpc.aio.insecure_channel(running.endpoints.interaction) as channel:
+            stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
+            for i in range(offset, offset + count):
+                answer = form_pb2.Answer(action=form_pb2.ACTION_ACCEPT)
+                answer.values[f"{i:06d}" + "k" * 100_000].CopyFrom(form_pb2.Value(string_value="x"))
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await stub.Answer(
+                        interaction_service_pb2.AnswerRequest(interaction_id=opened.form.interaction_id, answer=answer),
+                        timeout=10,
+                    )
+                assert error_from_rpc(refused.value).reason is InteractionErrorReason.INVALID_ANSWER
+
+    await hostile_answers(30, 0)  # warm up the service's buffers
+    before = rss_bytes(interaction_pid)
+    await hostile_answers(300, 30)
+    grown = rss_bytes(interaction_pid) - before
+    assert grown < 25 * 1024 * 1024, f"the Interaction service grew {grown // 1024} KiB over 300 refused answers"
+    await still_answerable_then_staging(running, opened)
