@@ -304,3 +304,23 @@ async def test_answers_with_long_unknown_field_names_are_refused_without_the_ser
     grown = rss_bytes(interaction_pid) - before
     assert grown < 25 * 1024 * 1024, f"the Interaction service grew {grown // 1024} KiB over 300 refused answers"
     await still_answerable_then_staging(running, opened)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tools", "--broker", "127.0.0.1:99999"],
+        ["call", "examples:ping", "--broker", "127.0.0.1:65536"],
+        ["stop", "--all", "--broker", "localhost:0"],
+        ["pending", "--interaction", "127.0.0.1:123456"],
+        ["answer", "ix_1", "decline", "--interaction", "[::1]:70000"],
+    ],
+    ids=["tools", "call", "stop", "pending", "answer"],
+)
+async def test_an_address_whose_port_is_out_of_range_is_a_usage_error_not_a_dial_to_another_port(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    ran = await maka(*argv, state_dir=tmp_path)
+    assert ran.code == 2, ran.err
+    assert "port must be 1-65535" in ran.err
+    assert "Traceback" not in ran.err
