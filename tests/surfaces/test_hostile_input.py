@@ -324,3 +324,17 @@ async def test_an_address_whose_port_is_out_of_range_is_a_usage_error_not_a_dial
     assert ran.code == 2, ran.err
     assert "port must be 1-65535" in ran.err
     assert "Traceback" not in ran.err
+
+
+async def test_an_interactive_answer_whose_input_ends_says_nothing_was_sent_and_the_form_stays_answerable(
+    running: RunningStack,
+) -> None:
+    opened = await open_deploy_form(running, "walk-eof")
+    process = await asyncio.create_subprocess_exec(
+        *MAKA, "answer", opened.form.interaction_id, "--state-dir", str(state_dir(running)),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+    )  # fmt: skip
+    async with asyncio.timeout(60):
+        _out, err = await process.communicate()
+    assert (process.returncode, err.decode()) == (3, "NOT_ANSWERED: the input ended; nothing was sent\n")
+    await still_answerable_then_staging(running, opened)

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             view = asyncio.run(_answer(args, target, raw_values))
     except WalkAborted as error:
-        print(f"NOT_ANSWERED: {error or 'the input ended; nothing was sent'}", file=sys.stderr)
+        print(f"NOT_ANSWERED: {str(error) or 'the input ended; nothing was sent'}", file=sys.stderr)
         return 3
     except FieldInputError as error:
         return usage("INVALID_VALUES", str(error))
