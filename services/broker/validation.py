@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from maka.broker.v1 import broker_pb2
+from services.core import json_text
 
 MAX_ID_CHARS = 256
 """Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
@@ -103,9 +104,9 @@ def check_call_request(request: broker_pb2.CallToolRequest, arguments_json: str)
     if not sep or not server or not tool:
         return {}, "tool_name must be qualified as SERVER:TOOL"
     try:
-        arguments = json.loads(arguments_json)
-    except ValueError:
-        arguments = None
+        arguments = json_text.loads(arguments_json)
+    except json_text.JsonTextError as error:
+        return {}, f"arguments_json is {error}"
     if not isinstance(arguments, dict):
         return {}, "arguments_json must be a JSON object"
     return arguments, None

@@ -98,25 +98,53 @@ class PermissionDenied(ServiceError):
     code = grpc.StatusCode.PERMISSION_DENIED
 
 
+MAX_MESSAGE_CHARS = 300
+"""Longest status message sent; a message quoting an id a caller sent (``no interaction '…'``) is cut."""
+MAX_PATH_CHARS = 200
+"""Longest field path of one violation (a path names a field the caller sent, which may be any length)."""
+VIOLATIONS_BUDGET_BYTES = 4096
+"""UTF-8 bytes of violation paths and descriptions sent; the violations past it are counted in a last ``$``
+entry. With the message cap this keeps a status inside gRPC's 8 KiB soft limit on trailers."""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _field_violations(violations: Sequence[Violation]) -> list[error_details_pb2.BadRequest.FieldViolation]:
+    out: list[error_details_pb2.BadRequest.FieldViolation] = []
+    spent = 0
+    for index, v in enumerate(violations):
+        path, description = _clip(v.path, MAX_PATH_CHARS), _clip(f"{v.reason.value}: {v.description}", 300)
+        spent += len(path.encode()) + len(description.encode())
+        if spent > VIOLATIONS_BUDGET_BYTES:
+            more = f"{len(violations) - index} more violations not listed"
+            out.append(error_details_pb2.BadRequest.FieldViolation(field="$", description=more))
+            break
+        out.append(error_details_pb2.BadRequest.FieldViolation(field=path, description=description))
+    return out
+
+
 def to_status(error: ServiceError) -> grpc.Status:
-    """Build the rich ``grpc.Status`` (ErrorInfo + BadRequest details) for ``error``."""
+    """Build the rich ``grpc.Status`` (ErrorInfo + BadRequest details) for ``error``.
+
+    The message, each violation and the violations together are bounded so the status always fits in the
+    trailers a gRPC client accepts: an id or a field name of 100 000 characters still gets its stable reason,
+    not a transport error (docs/security.md#threats-and-what-stops-them).
+    """
     details: list[any_pb2.Any] = []
     info = any_pb2.Any()
     info.Pack(error_details_pb2.ErrorInfo(reason=error.reason.value, domain=error.domain, metadata=error.metadata))
     details.append(info)
     if error.violations:
-        bad = error_details_pb2.BadRequest(
-            field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(
-                    field=v.path, description=f"{v.reason.value}: {v.description}"
-                )
-                for v in error.violations
-            ]
-        )
+        field_violations = _field_violations(error.violations)
+        bad = error_details_pb2.BadRequest(field_violations=field_violations)
         packed = any_pb2.Any()
         packed.Pack(bad)
         details.append(packed)
-    message = status_pb2.Status(code=error.code.value[0], message=error.message, details=details)
+    message = status_pb2.Status(
+        code=error.code.value[0], message=_clip(error.message, MAX_MESSAGE_CHARS), details=details
+    )
     status = rpc_status.to_status(message)
     if error.code == grpc.StatusCode.UNAVAILABLE:
         # A service's own UNAVAILABLE (its store is down) already spent its time: tell the clients' retry

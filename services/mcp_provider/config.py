@@ -38,7 +38,6 @@ errors are **problems**: :class:`ConfigError` carries every one, one line each
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -46,6 +45,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from services.core import json_text
 
 
 class Era(StrEnum):
@@ -372,9 +373,9 @@ def check_config(path: Path, environ: Mapping[str, str] | None = None) -> Config
     except UnicodeDecodeError:
         raise ConfigError("$", f"cannot read {path}: not UTF-8 text") from None
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError("$", f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+        document = json_text.loads(text)  # strict: a server name given twice is an error, not the last one wins
+    except json_text.JsonTextError as error:
+        raise ConfigError("$", f"not valid JSON: {error.problem}") from None
     return replace(read_config(document, environ), text=text)
 
 

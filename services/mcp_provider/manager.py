@@ -214,10 +214,15 @@ MAX_SERVER_MESSAGE_CHARS = 300
 def server_message(message: object, *, secret: str | None = None) -> str:
     """A server's error ``message`` made safe to show: control characters removed, whitespace runs folded,
     at most :data:`MAX_SERVER_MESSAGE_CHARS` characters (``…`` marks a cut), and ``secret`` (the
-    ``requestState`` this leg sent, never shown: docs/design.md#requeststate) replaced by ``[requestState]``."""
+    ``requestState`` this leg sent, never shown: docs/design.md#requeststate) replaced by ``[requestState]``, also
+    where the server quoted it JSON-escaped (``json.dumps`` / ``JSON.stringify`` of a JSON ``requestState``)."""
     if not isinstance(message, str):
         return ""
-    text = message.replace(secret, "[requestState]") if secret else message
+    text = message
+    if secret:
+        escaped = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+        for form in sorted({secret, *escaped}, key=len, reverse=True):
+            text = text.replace(form, "[requestState]")
     text = "".join(" " if ch.isspace() else ch for ch in text if ch.isprintable() or ch.isspace())
     text = " ".join(text.split())
     if len(text) > MAX_SERVER_MESSAGE_CHARS:

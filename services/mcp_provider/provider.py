@@ -46,6 +46,7 @@ import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.interaction.v1 import interaction_pb2
+from services.core import json_text
 from services.core.form import Answer, Form
 from services.core.form.protobuf import answer_from_proto, form_to_proto
 from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState, SignIn
@@ -438,8 +439,8 @@ class BrokerLink:
 
         try:
             try:
-                arguments = json.loads(invoke.arguments_json or "{}")
-            except ValueError:
+                arguments = json_text.loads(invoke.arguments_json or "{}")
+            except json_text.JsonTextError:
                 arguments = None
             if not isinstance(arguments, dict):
                 raise McpToolCallError(CallErrorCode.INVALID_REQUEST, "arguments_json must be a JSON object")

@@ -18,6 +18,16 @@ from pathlib import Path
 from stack.state_dir import DEFAULT_STATE_DIR, Endpoints, read_endpoints
 
 
+def address(text: str) -> str:
+    """An argparse ``type`` for ``--broker`` / ``--interaction``: ``text`` unchanged, unless it ends in a port
+    outside 1-65535 (gRPC would dial ``127.0.0.1:99999`` as port 34463, another service's maybe). A gRPC target
+    URI (``dns:///maka:50052``) passes the same check on its last ``:PORT``."""
+    _host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: the port must be 1-65535")
+    return text
+
+
 def add_state_dir_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--state-dir`` (default: ``$MAKA_STATE_DIR`` or ``./.state``)."""
     parser.add_argument(
@@ -36,6 +46,7 @@ def add_broker_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--broker",
         default=None,
+        type=address,
         metavar="HOST:PORT",
         help="broker address, e.g. through a proxy or in a cluster (default: $MAKA_BROKER_TARGET, else endpoints.json)",
     )
@@ -62,6 +73,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         "--interaction",
         metavar="HOST:PORT",
         default=None,
+        type=address,
         help="address of the Interaction service (default: read from the state dir's endpoints.json)",
     )
     parser.add_argument(

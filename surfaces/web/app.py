@@ -14,9 +14,10 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
   "violations": [{"path", "reason", "description"}], "close_reason"?}, "interaction"?: view}`` with
-  400 (``INVALID_REQUEST``: not the JSON shape), 413 (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``:
-  the service's field violations), 404 (``NOT_FOUND``), 409 (``CLOSED`` / ``ALREADY_SETTLED``, with the
-  Interaction as it now stands), 503 (``UNAVAILABLE``), 502 (any other service failure).
+  400 (``INVALID_REQUEST``: not strict JSON, not the shape, or a key outside those four), 413
+  (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``: the service's field violations), 404 (``NOT_FOUND``),
+  409 (``CLOSED`` / ``ALREADY_SETTLED``, with the Interaction as it now stands), 503 (``UNAVAILABLE``),
+  502 (any other service failure).
 - ``GET /api/sign-ins`` → ``{"sign_ins": [{"server", "state", "authorization_url"}]}`` (broker
   ``ListSignIns``; empty without ``broker_target``): the page shows each ``sign_in_required`` one as
   "Sign in to SERVER" with the full URL and an explicit open link, never opened automatically.
@@ -53,6 +54,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from services.core import json_text
 from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interaction_client import (
     Answered,
@@ -261,9 +263,9 @@ class WebSurface:
             if len(raw) > MAX_ANSWER_BODY_BYTES:
                 return error_json(413, "LIMIT_EXCEEDED", f"answer body larger than {MAX_ANSWER_BODY_BYTES} bytes")
         try:
-            body: object = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return error_json(400, "INVALID_REQUEST", "the answer body is not valid JSON")
+            body: object = json_text.loads(raw)
+        except json_text.JsonTextError as error:
+            return error_json(400, "INVALID_REQUEST", f"the answer body is {error}")
         session_id = body.get("session_id") if isinstance(body, dict) else None
         if not isinstance(session_id, str) or not session_id:
             return error_json(400, "INVALID_REQUEST", "session_id is required")

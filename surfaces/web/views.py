@@ -31,13 +31,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.core.form import Action, Answer
-from services.core.form.errors import FormErrorReason, Violation
+from services.core.form.errors import FormErrorReason, Violation, pointer
 from surfaces.common.form_input import FieldInputError, field_to_json, plain_text, values_from_json
 from surfaces.common.interaction_client import CLOSE_REASON_TEXT, CloseReason, Delivery, InteractionView
 
 JsonObject = dict[str, Any]
 
 ACTIONS_BY_NAME: dict[str, Action] = {a.value: a for a in Action}
+ANSWER_BODY_KEYS = frozenset({"session_id", "submission_id", "action", "values"})
+"""The keys of the page's answer body; any other (a typo such as ``value``) is refused, never ignored."""
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -114,10 +116,18 @@ def answer_from_json(body: object, ix: InteractionView) -> tuple[Answer, str]:
     form's field kinds; the Interaction service then validates them authoritatively (RFC "Core owns
     exact-shape decoding").
 
-    Raises :class:`AnswerShapeError` for a body that is not that shape.
+    Raises :class:`AnswerShapeError` for a body that is not that shape, including one with any other key.
     """
     if not isinstance(body, dict):
         raise AnswerShapeError([Violation("$", FormErrorReason.ANSWER_WRONG_TYPE, "expected a JSON object")])
+    unknown = sorted(set(body) - ANSWER_BODY_KEYS)
+    if unknown:
+        raise AnswerShapeError(
+            [
+                Violation(pointer(key), FormErrorReason.ANSWER_UNKNOWN_FIELD, "is not a key of an answer body")
+                for key in unknown
+            ]
+        )
     action = body.get("action")
     if not isinstance(action, str) or action not in ACTIONS_BY_NAME:
         raise AnswerShapeError(

@@ -25,14 +25,31 @@ class FormErrorReason(StrEnum):
     ANSWER_INVALID_ACTION = "ANSWER_INVALID_ACTION"
 
 
-@functools.lru_cache(maxsize=4096)
+_MEMO_MAX_CHARS = 256
+"""Longest ``parts`` (together) whose pointer is memoised: a field name is at most 200 code points
+(``Limits.max_label_chars``); anything longer is a caller's unknown key and is never kept."""
+
+
 def pointer(*parts: str) -> str:
     """A JSON Pointer (RFC 6901) from unescaped ``parts``: ``pointer("properties", "a/b")`` → ``/properties/a~1b``.
 
     Unpaired surrogates are replaced with U+FFFD. With no parts it returns ``$``, the whole schema or answer
-    (``maka.form.v1.FieldViolation.path``). Never raises. Memoised: every form and answer check builds the
-    pointer of each field on the happy path too, and a Host sees the same few field names over and over.
+    (``maka.form.v1.FieldViolation.path``). Never raises. Memoised for short parts: every form and answer check
+    builds the pointer of each field on the happy path too, and a Host sees the same few field names over and
+    over; a long unknown key (an answer may carry one of 100 000 characters) is not kept, so hostile answers
+    cannot fill the cache with megabytes of names.
     """
+    if sum(len(part) for part in parts) > _MEMO_MAX_CHARS:
+        return _pointer(*parts)
+    return _memo_pointer(*parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memo_pointer(*parts: str) -> str:
+    return _pointer(*parts)
+
+
+def _pointer(*parts: str) -> str:
     if not parts:
         return "$"
     # Unpaired surrogates (possible in parsed JSON) become U+FFFD so a path always encodes as UTF-8.

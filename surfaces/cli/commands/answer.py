@@ -31,6 +31,7 @@ import uuid
 
 import grpc
 
+from services.core import json_text
 from services.core.form import Action, Answer, FormValue
 from surfaces.cli.commands.pending import fail
 from surfaces.cli.walk import WalkAborted, walk
@@ -112,9 +113,9 @@ def run(args: argparse.Namespace) -> int:
         if args.action != Action.ACCEPT.value:
             return usage("ANSWER_INVALID_ACTION", f"--values is only allowed with accept, not {args.action}")
         try:
-            raw_values = json.loads(args.values)
-        except json.JSONDecodeError as error:
-            return usage("INVALID_VALUES", f"--values is not JSON: {error.msg} at position {error.pos}")
+            raw_values = json_text.loads(args.values)
+        except json_text.JsonTextError as error:
+            return usage("INVALID_VALUES", f"--values is {error}")
         if not isinstance(raw_values, dict):
             return usage("INVALID_VALUES", "--values must be a JSON object")
     try:
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             view = asyncio.run(_answer(args, target, raw_values))
     except WalkAborted as error:
-        print(f"NOT_ANSWERED: {error or 'the input ended; nothing was sent'}", file=sys.stderr)
+        print(f"NOT_ANSWERED: {str(error) or 'the input ended; nothing was sent'}", file=sys.stderr)
         return 3
     except FieldInputError as error:
         return usage("INVALID_VALUES", str(error))

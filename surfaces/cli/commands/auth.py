@@ -28,7 +28,7 @@ import grpc.aio
 
 from stack.state_dir import read_endpoints
 from surfaces.common.sign_in import SignInClient, SignInView
-from surfaces.common.target import add_state_dir_argument
+from surfaces.common.target import add_state_dir_argument, address
 
 NAME = "auth"
 HELP = "OAuth sign-in of MCP servers: status, login SERVER (prints the URL and waits), logout SERVER"
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     logout = sub.add_parser("logout", help="forget the stored tokens of SERVER")
     logout.add_argument("server")
     for command in (status, login, logout):
-        command.add_argument("--broker", default=None, metavar="HOST:PORT", help="broker address")
+        command.add_argument("--broker", default=None, type=address, metavar="HOST:PORT", help="broker address")
         add_state_dir_argument(command)
 
 

@@ -12,7 +12,8 @@ Exit codes (stable, see :mod:`surfaces.cli.main`): 0 the Tool completed; 1 the T
 error (``isError``); 2 usage error (bad ``SERVER:TOOL``, ``--args`` not a JSON object); 3 the call
 failed, was lost or stopped, or no stack runs - with a stable code first on stderr: ``NO_STACK``,
 ``UNAVAILABLE`` (or another gRPC status name), the broker's ``FailureCode`` without its
-``FAILURE_CODE_`` prefix (``UNKNOWN_TOOL``, ``INTERACTION_TIMED_OUT``, ...), ``LOST``, ``STOPPED``,
+``FAILURE_CODE_`` prefix (``UNKNOWN_TOOL``, ``INTERACTION_TIMED_OUT``, ...), ``LOST`` (also when the stream
+broke and the broker it reattached to no longer knows the call: a restarted broker), ``STOPPED``,
 ``NO_RESULT``. After ``UNKNOWN_TOOL`` the Tools the broker knows are listed on stderr (``maka tools``).
 ``SERVER_UNAVAILABLE`` names the server and why it is not connected (``maka status`` has the details);
 ``SERVER_ERROR`` carries the server's own JSON-RPC error (``MCP error -32602: <its message>``);
@@ -50,6 +51,7 @@ from maka_client import (
     Result,
     Stopped,
 )
+from services.core import json_text
 from services.core.reasons import BrokerErrorReason
 from stack.state_dir import Endpoints
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
@@ -94,11 +96,11 @@ def parse_tool(text: str) -> tuple[str, str]:
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
-    """Parse ``--args``; raises ``ValueError`` unless it is a JSON object."""
+    """Parse ``--args``; raises ``ValueError`` unless it is a strict JSON object (:mod:`services.core.json_text`)."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"--args is not JSON: {error.msg} at position {error.pos}") from error
+        value = json_text.loads(text)
+    except json_text.JsonTextError as error:
+        raise ValueError(f"--args is {error}") from None
     if not isinstance(value, dict):
         raise ValueError("--args must be a JSON object")
     return value
@@ -138,6 +140,8 @@ class _Reporter:
         self.failure_code: broker_pb2.FailureCode.ValueType = broker_pb2.FAILURE_CODE_UNSPECIFIED
         """The broker's ``FailureCode`` when the call ended with ``failure`` (UNSPECIFIED for one this CLI does
         not know)."""
+        self.stream_broke = False
+        """Whether the stream broke (a transport error, not the broker ending it) and the client reattached."""
 
     def note(self, text: str) -> None:
         print(text, file=self.err, flush=True)
@@ -165,6 +169,7 @@ class _Reporter:
             outcome = event.action.value if event.action is not None else event.close_reason
             self.note(f"form {event.interaction_id} settled: {outcome}")
         elif isinstance(event, Reattaching):
+            self.stream_broke = self.stream_broke or event.code != "EOF"
             self.note(f"the broker stream dropped ({event.code}); reattaching (attempt {event.attempt})")
         elif isinstance(event, Result):
             return self.result(event)
@@ -234,6 +239,17 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
                         await _list_known_tools(broker, reporter)
                     return code
         except MakaError as error:
+            if (
+                error.reason in (BrokerErrorReason.CALL_NOT_FOUND, BrokerErrorReason.NOT_FOUND)
+                and reporter.stream_broke
+            ):
+                # A broker that restarted knows none of the calls of its previous Host epoch: their forms closed
+                # host_restarted and nothing is replayed (README "Host restart"; docs/clients.md reattach rules).
+                return reporter.fail(
+                    "LOST",
+                    "the broker no longer knows the call (it restarted, or the call ended before the reattach"
+                    " grace); the outcome is unknown and nothing was replayed",
+                )
             if error.reason in (BrokerErrorReason.CALL_NOT_FOUND, BrokerErrorReason.NOT_FOUND):
                 return reporter.fail("NO_RESULT", "the broker ended the call without a result")
             return reporter.fail(error.code, error.message or "the broker refused the call")

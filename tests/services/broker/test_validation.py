@@ -99,7 +99,12 @@ def test_a_well_formed_call_request_gives_its_arguments() -> None:
         (_request(tool_name="tool"), "{}", "tool_name must be qualified as SERVER:TOOL"),
         (_request(tool_name="srv:"), "{}", "tool_name must be qualified as SERVER:TOOL"),
         (_request(), "[1, 2]", "arguments_json must be a JSON object"),
-        (_request(), "{not json", "arguments_json must be a JSON object"),
+        (
+            _request(),
+            "{not json",
+            "arguments_json is not JSON: Expecting property name enclosed in double quotes at line 1 column 2",
+        ),
+        (_request(), '{"a": 1, "a": 2}', 'arguments_json is not strict JSON: the name "a" appears twice in one object'),
     ],
 )
 def test_a_malformed_call_request_names_its_first_problem(
