@@ -347,7 +347,7 @@ async def test_reload_and_sighup_apply_an_edited_config_while_an_untouched_serve
             servers = _servers(await maka("status", "--json", state_dir=state))
             return servers["keep"]["liveCalls"] == 1 and servers["old"]["liveCalls"] == 1
 
-        await eventually(keep_busy, timeout=30, interval=0.2, what="the call in flight on keep")
+        await eventually(keep_busy, timeout=60, interval=0.2, what="the call in flight on keep")
 
         original = config.read_text()
         config.write_text('{"mcpServers": {"x": {"command": 1}}}')
