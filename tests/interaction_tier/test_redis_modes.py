@@ -15,7 +15,7 @@ import asyncio
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -67,6 +67,19 @@ def sentinel() -> Iterator[RedisSentinelServers]:
             yield servers
         finally:
             servers.stop()
+
+
+def _sentinel_settings(sentinel: RedisSentinelServers, tmp_path: Path, **overrides: Any) -> Settings:
+    """The Interaction service over the Sentinel setup (``WAIT 1`` fences), with short reaper and grace times."""
+    return Settings(
+        redis_url=sentinel.url,
+        redis_mode=RedisMode.SENTINEL,
+        redis_sentinel_service=sentinel.SERVICE,
+        reaper_interval_seconds=0.2,
+        grace_seconds=0.5,
+        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
+        **overrides,
+    )
 
 
 async def _answer(
@@ -155,14 +168,7 @@ async def test_a_form_round_over_redis_cluster_survives_a_cluster_failover_mid_f
 async def test_a_form_round_over_redis_sentinel_survives_a_sentinel_failover_mid_form(
     sentinel: RedisSentinelServers, tmp_path: Path
 ) -> None:
-    settings = Settings(
-        redis_url=sentinel.url,
-        redis_mode=RedisMode.SENTINEL,
-        redis_sentinel_service=sentinel.SERVICE,
-        reaper_interval_seconds=0.2,
-        grace_seconds=0.5,
-        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
-    )
+    settings = _sentinel_settings(sentinel, tmp_path)
     service = await start_service(settings)
     try:
         await _form_round_with_failover(service, sentinel.failover)
@@ -173,15 +179,7 @@ async def test_a_form_round_over_redis_sentinel_survives_a_sentinel_failover_mid
 async def test_over_sentinel_a_broker_hears_of_an_answer_only_once_a_replica_has_it(
     sentinel: RedisSentinelServers, tmp_path: Path
 ) -> None:
-    settings = Settings(
-        redis_url=sentinel.url,
-        redis_mode=RedisMode.SENTINEL,
-        redis_sentinel_service=sentinel.SERVICE,
-        redis_wait_timeout_ms=300,
-        reaper_interval_seconds=0.2,
-        grace_seconds=0.5,
-        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
-    )
+    settings = _sentinel_settings(sentinel, tmp_path, redis_wait_timeout_ms=300)
     service = await start_service(settings)
     try:
         async with channel(service, BROKER_TOKEN) as bch, channel(service, ADMIN_SURFACE_TOKEN) as sch:
@@ -216,15 +214,7 @@ async def test_over_sentinel_a_broker_hears_of_an_answer_only_once_a_replica_has
 async def test_over_sentinel_an_answer_a_failover_took_back_never_reaches_the_broker(
     sentinel: RedisSentinelServers, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings(
-        redis_url=sentinel.url,
-        redis_mode=RedisMode.SENTINEL,
-        redis_sentinel_service=sentinel.SERVICE,
-        redis_wait_timeout_ms=300,
-        reaper_interval_seconds=0.2,
-        grace_seconds=0.5,
-        auth_tokens_file=write_tokens(tmp_path / "tokens.json"),
-    )
+    settings = _sentinel_settings(sentinel, tmp_path, redis_wait_timeout_ms=300)
     service = await start_service(settings)
     try:
         async with channel(service, BROKER_TOKEN) as bch, channel(service, ADMIN_SURFACE_TOKEN) as sch:

@@ -8,7 +8,6 @@ answerable and the MCP connection stays up (docs/security.md#threats-and-what-st
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,36 +23,13 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
+from tests.helpers.cli import MAKA, maka
 from tests.helpers.stack import ROOT, RunningStack, call_tool, result_text, running_stack, wait_for_pending
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
-MAKA = [sys.executable, "-m", "surfaces.cli.main"]
 DEEP = "[" * 5000 + "]" * 5000
 """Nested far past any form answer or argument object (and past Python's recursion limit)."""
-
-
-@dataclass
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-async def maka(*argv: str, state_dir: Path | None, timeout: float = 60.0) -> Ran:
-    """Run ``maka ARGV [--state-dir]`` as a process; bounded."""
-    process = await asyncio.create_subprocess_exec(
-        *MAKA,
-        *argv,
-        *(["--state-dir", str(state_dir)] if state_dir is not None else []),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT,
-    )
-    async with asyncio.timeout(timeout):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return Ran(process.returncode, out.decode(), err.decode())
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -24,42 +23,13 @@ import pytest
 from stack.ports import free_port
 from stack.state_dir import Endpoints, read_endpoints
 from surfaces.common.interaction_client import InteractionClient, Snapshot
+from tests.helpers.cli import MAKA, Ran, maka
 from tests.helpers.stack import running_stack
 from tests.helpers.waiting import eventually
 
-MAKA = [sys.executable, "-m", "surfaces.cli.main"]
 ROOT = Path(__file__).resolve().parents[3]
 OPS = ["-m", "tests.fixtures.mcp_servers.ops_server"]
 CANARY = "canary-token-7f3a9d"
-
-
-@dataclass
-class Ran:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def reason(self) -> str:
-        """The stderr line with the stable code (after ``maka call``'s ``session …`` progress line)."""
-        return next((line for line in self.err.splitlines() if re.match(r"^[A-Z_]+: ", line)), "")
-
-
-async def maka(*argv: str, state_dir: Path, timeout: float = 60.0) -> Ran:
-    """Run ``maka ARGV --state-dir`` through its entry point; bounded."""
-    process = await asyncio.create_subprocess_exec(
-        *MAKA,
-        *argv,
-        "--state-dir",
-        str(state_dir),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT,
-    )
-    async with asyncio.timeout(timeout):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return Ran(process.returncode, out.decode(), err.decode())
 
 
 @contextlib.asynccontextmanager
