@@ -123,10 +123,6 @@ class AttachStart:
     positions: dict[str, str]
 
 
-def _event_entry(fields: dict[bytes, bytes]) -> interaction_pb2.InteractionEvent:
-    return interaction_pb2.InteractionEvent.FromString(fields[b"pb"])
-
-
 def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.Interaction) -> bool:
     """Whether ``stored`` is the settlement ``read`` describes (its delivery fields may have moved on since)."""
     return (
@@ -135,10 +131,6 @@ def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.
         and stored.close_reason == read.close_reason
         and stored.answer == read.answer
     )
-
-
-def _settled_entry(fields: dict[bytes, bytes]) -> tuple[int, interaction_pb2.Interaction]:
-    return int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])
 
 
 def _stream_id(value: str) -> tuple[int, int]:
@@ -871,7 +863,9 @@ class InteractionAuthority:
         """
         scopes = {self.store.keys.events(sid): sid for sid in positions}
         current = dict(positions)
-        subscription = self.fanout.subscribe({key: positions[sid] for key, sid in scopes.items()}, _event_entry)
+        subscription = self.fanout.subscribe(
+            {key: positions[sid] for key, sid in scopes.items()}, self.store.event_entry
+        )
         try:
             async for key, entry_id, event in subscription:
                 current[scopes[key]] = entry_id
@@ -925,7 +919,7 @@ class InteractionAuthority:
         once it is on the required replicas and still as read (docs/design.md#durable-fences). Raises
         :class:`~services.interaction.fanout.SubscriberOverflow` like :meth:`follow_events`.
         """
-        subscription = self.fanout.subscribe({self.store.keys.settled(): after}, _settled_entry)
+        subscription = self.fanout.subscribe({self.store.keys.settled(): after}, self.store.settled_entry)
         try:
             async for _key, _entry_id, (record_epoch, interaction) in subscription:
                 if record_epoch == epoch and await self._still_settled(interaction):
