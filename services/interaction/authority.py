@@ -884,7 +884,10 @@ class InteractionAuthority:
         out: list[interaction_pb2.Interaction] = []
         for interaction_id in dict.fromkeys(interaction_ids):
             # durable as read (docs/design.md#durable-fences); a replica that lags fails the hello, which retries
-            record = await self.store.durable_record(interaction_id) if interaction_id else None
+            try:
+                record = await self.store.durable_record(interaction_id) if interaction_id else None
+            except errors.AnswerUnsealable:
+                continue  # logged answer_unsealable: never pushed without its answer, never fails the hello
             if record is not None and record.state != "pending":
                 out.append(record.interaction)
         return out
@@ -905,7 +908,10 @@ class InteractionAuthority:
         rolled it back (the form is pending again, or another settlement replaced it)."""
         if not self.store.fenced:
             return True
-        record = await self._durable_record(interaction.interaction_id)
+        try:
+            record = await self._durable_record(interaction.interaction_id)
+        except errors.AnswerUnsealable:
+            return False  # logged answer_unsealable (a replica with another key): not pushed
         same = record is not None and _same_settlement(record.interaction, interaction)
         if not same:
             log.warning("settlement_rolled_back", extra={"interaction_id": interaction.interaction_id})

@@ -26,7 +26,7 @@ import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
 from maka.interaction.v1 import interaction_pb2
-from services.interaction.errors import StoreUnavailable
+from services.interaction.errors import AnswerUnsealable, StoreUnavailable
 from services.interaction.keys import ALL_SESSIONS, Keys
 from services.interaction.sealing import AnswerSealer
 
@@ -390,18 +390,26 @@ class InteractionStore:
 
     @_store_call
     async def get_many(self, interaction_ids: Sequence[str]) -> list[Record | None]:
-        """:meth:`get` for each id in one read-only script call (``read_records.lua``); None where unknown."""
+        """:meth:`get` for each id in one read-only script call (``read_records.lua``); None where unknown, or
+        where the stored answer does not unseal (logged ``answer_unsealable``): one such record never fails a
+        batch (the reaper's sweeps), and it is never returned without its answer."""
         if not interaction_ids:
             return []
         flat: list[bytes | None] = await self._read_records(keys=[self.keys.record(i) for i in interaction_ids])
         out: list[Record | None] = []
         for index in range(0, len(flat), 6):
             state, session, epoch, invocation, submission, pb = flat[index : index + 6]
+            if pb is None:
+                out.append(None)
+                continue
+            try:
+                interaction = self._stored(pb)
+            except AnswerUnsealable:
+                out.append(None)
+                continue
             out.append(
-                None
-                if pb is None
-                else Record(
-                    interaction=self.sealer.unseal(interaction_pb2.Interaction.FromString(pb)),
+                Record(
+                    interaction=interaction,
                     state=_s(state or b""),
                     session_id=_s(session or b""),
                     epoch=int(epoch or b"0"),
