@@ -19,9 +19,7 @@ def _answered(interaction_id: str = "ix_one") -> interaction_pb2.Interaction:
     return interaction_pb2.Interaction(
         interaction_id=interaction_id,
         state=interaction_pb2.INTERACTION_STATE_ANSWERED,
-        answer=form_pb2.Answer(
-            action=form_pb2.ACTION_ACCEPT, values={"version": form_pb2.Value(string_value=CANARY)}
-        ),
+        answer=form_pb2.Answer(action=form_pb2.ACTION_ACCEPT, values={"version": form_pb2.Value(string_value=CANARY)}),
     )
 
 
@@ -34,7 +32,8 @@ def test_a_sealed_answer_round_trips_and_the_stored_copy_has_no_answer() -> None
     original = _answered()
     stored = sealer.seal(original)
 
-    assert original.HasField("answer") and not original.sealed_answer, "seal returns a copy"
+    assert original.HasField("answer"), "seal returns a copy"
+    assert not original.sealed_answer
     assert not stored.HasField("answer")
     assert stored.sealed_answer
     read = sealer.unseal(interaction_pb2.Interaction.FromString(stored.SerializeToString()))
@@ -91,9 +90,11 @@ def test_without_a_key_or_an_answer_the_interaction_is_stored_as_it_is() -> None
 def test_a_sealed_answer_a_client_supplied_is_dropped_before_storing() -> None:
     forged = _answered()
     forged.sealed_answer = b"\x00" * 40
-    assert not _sealer().seal(
-        interaction_pb2.Interaction(interaction_id="ix_one", sealed_answer=b"\x00" * 40)
-    ).sealed_answer
+    assert (
+        not _sealer()
+        .seal(interaction_pb2.Interaction(interaction_id="ix_one", sealed_answer=b"\x00" * 40))
+        .sealed_answer
+    )
     assert AnswerSealer(None).seal(forged).sealed_answer == b""
 
 
