@@ -56,12 +56,21 @@ async def _service(settings: Settings) -> AsyncIterator[Service]:
 
 
 async def _dump_every_key(redis_url: str) -> bytes:
-    """``DUMP`` of every key (records, sets, event and settled Streams), concatenated with the key names."""
+    """Every key's name and ``DUMP``, plus the raw fields of hashes and Stream entries (``DUMP`` may
+    LZF-compress a long string, which would hide a plaintext value)."""
     client = redis.asyncio.Redis.from_url(redis_url)
     parts: list[bytes] = []
     try:
         async for key in client.scan_iter(count=500):
             parts += [key, await client.dump(key) or b""]
+            kind = await client.type(key)
+            if kind == b"hash":
+                for name, value in (await client.hgetall(key)).items():
+                    parts += [name, value]
+            elif kind == b"stream":
+                for _entry_id, fields in await client.xrange(key):
+                    for name, value in fields.items():
+                        parts += [name, value]
     finally:
         await client.aclose()
     return b"\n".join(parts)
