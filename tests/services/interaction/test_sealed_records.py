@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -58,7 +59,7 @@ async def _service(settings: Settings) -> AsyncIterator[Service]:
 async def _dump_every_key(redis_url: str) -> bytes:
     """Every key's name and ``DUMP``, plus the raw fields of hashes and Stream entries (``DUMP`` may
     LZF-compress a long string, which would hide a plaintext value)."""
-    client = redis.asyncio.Redis.from_url(redis_url)
+    client: Any = redis.asyncio.Redis.from_url(redis_url)
     parts: list[bytes] = []
     try:
         async for key in client.scan_iter(count=500):
