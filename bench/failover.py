@@ -28,6 +28,7 @@ import grpc.aio
 from bench.processes import InteractionProcess, ServiceProcess
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.form import Action, Answer
+from services.core.key_file import generate_key_file
 from surfaces.common.interaction_client import Disconnected, InteractionClient, InteractionError, Opened, Snapshot
 
 HOSTS = ("ha", "hb", "hc")
@@ -69,7 +70,13 @@ async def replicated_tier(
     redis_url: str, work: Path, hosts: Sequence[str] = HOSTS
 ) -> AsyncIterator[tuple[list[InteractionProcess], str, dict[str, str]]]:
     """Two Interaction replicas and a broker + provider per Host; yields ``(replicas, target, brokers)``."""
-    env = {"MAKA_REDIS_URL": redis_url, "MAKA_HOST_IDS": ",".join(hosts), "MAKA_LOG_LEVEL": "WARNING"}
+    generate_key_file(work / "answer.key")  # one answer key shared by both replicas (docs/security.md)
+    env = {
+        "MAKA_REDIS_URL": redis_url,
+        "MAKA_HOST_IDS": ",".join(hosts),
+        "MAKA_LOG_LEVEL": "WARNING",
+        "MAKA_ANSWER_KEY_FILE": str(work / "answer.key"),
+    }
     replicas = [InteractionProcess(work / f"replica-{n}", env) for n in range(2)]
     children: list[ServiceProcess] = []
     try:

@@ -34,6 +34,7 @@ from bench.stats import summarize
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
+from services.core.key_file import generate_key_file
 from services.interaction.redis_client import CLIENT_NAME
 
 SERVICE = "maka.interaction.v1.InteractionService"
@@ -451,9 +452,13 @@ async def run_fanout(
 def replica_env(
     redis_url: str, hosts: Sequence[str], tokens_file: Path, *, pool_size: int, followers: int
 ) -> dict[str, str]:
-    """The environment of a replica serving ``hosts``."""
+    """The environment of a replica serving ``hosts``; its answer key (docs/security.md "Answer values at
+    rest") is ``answer.key`` beside ``tokens_file``, so replicas sharing the tokens file share the key."""
+    key_file = tokens_file.parent / "answer.key"
+    generate_key_file(key_file)
     return {
         "MAKA_REDIS_URL": redis_url,
+        "MAKA_ANSWER_KEY_FILE": str(key_file),
         "MAKA_HOST_IDS": ",".join(hosts),
         "MAKA_AUTH_TOKENS_FILE": str(tokens_file),
         "MAKA_REDIS_POOL_SIZE": str(pool_size),

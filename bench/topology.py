@@ -32,6 +32,7 @@ from pathlib import Path
 import httpx
 
 from bench.system import ROOT
+from services.core.key_file import generate_key_file
 from stack.errors import StackError
 from stack.ports import free_port
 from stack.probes import grpc_serving, http_ok
@@ -197,6 +198,7 @@ class Topology:
             {
                 "MAKA_REDIS_URL": self.redis_url,
                 "MAKA_REDIS_PASSWORD_FILE": str(self._redis_password()),
+                "MAKA_ANSWER_KEY_FILE": str(self._answer_key()),
                 "MAKA_HOST_IDS": ",".join(self.spec.host_ids()),
             },
         )
@@ -229,6 +231,13 @@ class Topology:
         if not path.exists():
             path.write_text(secrets.token_hex(24))
             path.chmod(0o600)
+        return path
+
+    def _answer_key(self) -> Path:
+        """The key sealing answer values in Redis, as the ``maka-answer-key`` Secret mounts it: one file
+        shared by every Interaction replica (docs/security.md "Answer values at rest")."""
+        path = self.state_dir / "answer.key"
+        generate_key_file(path)
         return path
 
     def _web_secret(self) -> Path:

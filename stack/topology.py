@@ -23,8 +23,8 @@ from pathlib import Path
 import grpc.aio
 
 from services.broker.main import SUPERSEDED_EXIT_CODE
+from services.core.key_file import generate_key_file
 from services.mcp_provider.config import ConfigError, ServerConfig, load_config
-from services.mcp_provider.oauth import generate_key_file
 from stack.errors import StackError
 from stack.ports import METRICS_ENV, Ports, free_port
 from stack.probes import (
@@ -249,6 +249,13 @@ class Stack:
             "MAKA_OAUTH_TOKEN_DIR": str(self.state_dir / "oauth"),
         }
 
+    def _answer_env(self) -> dict[str, str]:
+        """The key that seals answer values at rest in Redis (docs/security.md "Answer values at rest"):
+        ``STATE/answer.key``, written once (mode 0600) and kept across launches, so records survive restarts."""
+        key_file = self.state_dir / "answer.key"
+        generate_key_file(key_file)
+        return {"MAKA_ANSWER_KEY_FILE": str(key_file)}
+
     def reload_config(self) -> bool:
         """Send SIGHUP to the MCP provider (it re-reads and applies its config; ``maka reload``).
         False when no provider process runs."""
@@ -345,7 +352,7 @@ class Stack:
             self.INTERACTION,
             "services.interaction.main",
             self.ports.interaction,
-            lambda: {"MAKA_REDIS_URL": self.redis_url, "MAKA_REDIS_MODE": self.redis_mode},
+            lambda: {"MAKA_REDIS_URL": self.redis_url, "MAKA_REDIS_MODE": self.redis_mode, **self._answer_env()},
         )
 
     def _broker_spec(self) -> ChildSpec:

@@ -123,10 +123,6 @@ class AttachStart:
     positions: dict[str, str]
 
 
-def _event_entry(fields: dict[bytes, bytes]) -> interaction_pb2.InteractionEvent:
-    return interaction_pb2.InteractionEvent.FromString(fields[b"pb"])
-
-
 def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.Interaction) -> bool:
     """Whether ``stored`` is the settlement ``read`` describes (its delivery fields may have moved on since)."""
     return (
@@ -135,10 +131,6 @@ def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.
         and stored.close_reason == read.close_reason
         and stored.answer == read.answer
     )
-
-
-def _settled_entry(fields: dict[bytes, bytes]) -> tuple[int, interaction_pb2.Interaction]:
-    return int(fields[b"epoch"]), interaction_pb2.Interaction.FromString(fields[b"pb"])
 
 
 def _stream_id(value: str) -> tuple[int, int]:
@@ -871,7 +863,9 @@ class InteractionAuthority:
         """
         scopes = {self.store.keys.events(sid): sid for sid in positions}
         current = dict(positions)
-        subscription = self.fanout.subscribe({key: positions[sid] for key, sid in scopes.items()}, _event_entry)
+        subscription = self.fanout.subscribe(
+            {key: positions[sid] for key, sid in scopes.items()}, self.store.event_entry
+        )
         try:
             async for key, entry_id, event in subscription:
                 current[scopes[key]] = entry_id
@@ -890,7 +884,10 @@ class InteractionAuthority:
         out: list[interaction_pb2.Interaction] = []
         for interaction_id in dict.fromkeys(interaction_ids):
             # durable as read (docs/design.md#durable-fences); a replica that lags fails the hello, which retries
-            record = await self.store.durable_record(interaction_id) if interaction_id else None
+            try:
+                record = await self.store.durable_record(interaction_id) if interaction_id else None
+            except errors.AnswerUnsealable:
+                continue  # logged answer_unsealable: never pushed without its answer, never fails the hello
             if record is not None and record.state != "pending":
                 out.append(record.interaction)
         return out
@@ -911,7 +908,10 @@ class InteractionAuthority:
         rolled it back (the form is pending again, or another settlement replaced it)."""
         if not self.store.fenced:
             return True
-        record = await self._durable_record(interaction.interaction_id)
+        try:
+            record = await self._durable_record(interaction.interaction_id)
+        except errors.AnswerUnsealable:
+            return False  # logged answer_unsealable (a replica with another key): not pushed
         same = record is not None and _same_settlement(record.interaction, interaction)
         if not same:
             log.warning("settlement_rolled_back", extra={"interaction_id": interaction.interaction_id})
@@ -925,7 +925,7 @@ class InteractionAuthority:
         once it is on the required replicas and still as read (docs/design.md#durable-fences). Raises
         :class:`~services.interaction.fanout.SubscriberOverflow` like :meth:`follow_events`.
         """
-        subscription = self.fanout.subscribe({self.store.keys.settled(): after}, _settled_entry)
+        subscription = self.fanout.subscribe({self.store.keys.settled(): after}, self.store.settled_entry)
         try:
             async for _key, _entry_id, (record_epoch, interaction) in subscription:
                 if record_epoch == epoch and await self._still_settled(interaction):

@@ -150,6 +150,20 @@ class StoreUnavailable(status.Unavailable):
         )
 
 
+class AnswerUnsealable(status.ServiceError):
+    """INTERNAL / ANSWER_UNSEALABLE: a stored answer does not open with this service's answer key (sealed with
+    another key, moved from another record, damaged, or sealed while this replica has no key;
+    docs/security.md "Answer values at rest"). The record is never served with a wrong or empty answer."""
+
+    def __init__(self, interaction_id: str) -> None:
+        super().__init__(
+            InteractionErrorReason.ANSWER_UNSEALABLE,
+            f"the stored answer of interaction {interaction_id!r} cannot be unsealed",
+            domain=DOMAIN,
+        )
+        self.interaction_id = interaction_id
+
+
 def close_reason_name(reason: interaction_pb2.CloseReason.ValueType) -> str:
     """``CLOSE_REASON_HOST_RESTARTED`` → ``"host_restarted"`` (the spelling of
     docs/design.md#close-reasons, stored in Redis and logged)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 import grpc.aio
@@ -20,6 +21,7 @@ import grpc.aio
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core import logs, runner
 from services.core.auth import Role
+from services.core.key_file import KeyFileError, read_key_file
 from services.core.serving import GrpcApp, serve
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
@@ -27,6 +29,7 @@ from services.interaction.fanout import FanOut
 from services.interaction.keys import Keys
 from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
+from services.interaction.sealing import AnswerSealer
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
 from services.interaction.store import Fence, InteractionStore, finish_calls
@@ -137,6 +140,16 @@ class InteractionApp:
                 log.exception("reaper_failed")
 
 
+def answer_sealer(settings: Settings) -> AnswerSealer:
+    """The sealer of answer values at rest (docs/security.md "Answer values at rest"): reads
+    ``answer_key_file`` (raises :class:`~services.core.key_file.KeyFileError`); none set: plaintext, with
+    one ``answer_values_unsealed`` warning."""
+    if settings.answer_key_file is None:
+        log.warning("answer_values_unsealed")
+        return AnswerSealer(None)
+    return AnswerSealer(read_key_file(settings.answer_key_file, "an answer"))
+
+
 async def build(settings: Settings) -> GrpcApp:
     """Wire Redis → fan-out → one store and authority per Host → tier → servicer into an
     :class:`InteractionApp` (nothing started yet).
@@ -144,6 +157,7 @@ async def build(settings: Settings) -> GrpcApp:
     Connections: ``redis_followers`` for the fan-out plus at most ``redis_pool_size - redis_followers``
     commands in flight (one limiter shared by every Host), so never more than ``redis_pool_size``.
     """
+    sealer = answer_sealer(settings)
     client = redis_client(settings)
     limiter = asyncio.Semaphore(settings.redis_pool_size - settings.redis_followers)
     fanout = FanOut(
@@ -163,6 +177,7 @@ async def build(settings: Settings) -> GrpcApp:
                 events_maxlen=settings.events_maxlen,
                 limiter=limiter,
                 fence=fence,
+                sealer=sealer,
             ),
             settings,
             fanout=fanout,
@@ -172,13 +187,19 @@ async def build(settings: Settings) -> GrpcApp:
     return InteractionApp(settings, client, InteractionTier(authorities), fanout)
 
 
-async def main() -> None:
-    """Run the service until SIGINT/SIGTERM."""
+async def main() -> int:
+    """Run the service until SIGINT/SIGTERM. A bad answer key file exits 2 with one ``answer_key_invalid``
+    line, never a traceback."""
     settings = Settings()
     logs.configure("interaction", settings.log_level)
-    app = await build(settings)
+    try:
+        app = await build(settings)
+    except KeyFileError as error:
+        log.error("answer_key_invalid", extra={"problem": str(error)})
+        return 2
     await serve(app, settings)
+    return 0
 
 
 if __name__ == "__main__":
-    runner.run(main())
+    sys.exit(runner.run(main()))

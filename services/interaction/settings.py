@@ -82,6 +82,13 @@ class Settings(GrpcServerSettings):
     most this long (docs/design.md#attached-surfaces)."""
     surfaces_listed_max: int = Field(default=200, gt=0)
     """Most attached surfaces one ``ListSurfaces`` returns (the rest are counted in ``omitted``)."""
+    answer_key_file: Path | None = None
+    """File holding the base64 AES-256 key that seals answer values at rest in Redis (records, event and
+    settled Streams, so the AOF too; docs/security.md "Answer values at rest"): a Kubernetes Secret
+    (``maka-answer-key``), or ``STATE/answer.key`` written by ``maka up``. Every replica of a tier must share
+    the key; a record sealed with another key fails INTERNAL / ``ANSWER_UNSEALABLE``. Unset: answers are
+    stored in plaintext and the service logs ``answer_values_unsealed`` at start (tests only). A set but
+    unreadable or invalid file exits 2 with ``answer_key_invalid``."""
 
     @model_validator(mode="after")
     def _wait_within_max(self) -> Settings:

@@ -5,7 +5,9 @@ replica-wide :mod:`services.interaction.fanout`). It builds keys through
 :mod:`services.interaction.keys`, runs the scripts in ``scripts/*.lua`` (``register_script``:
 EVALSHA, reloaded after a Redis restart), and turns connection failures into
 :class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE / STORE_UNAVAILABLE). It never
-logs payloads: records hold form copy and answers as opaque protobuf bytes.
+logs payloads: records hold form copy as opaque protobuf bytes, and answers sealed by its
+:class:`~services.interaction.sealing.AnswerSealer` (every Interaction written is sealed, every one read
+back unsealed here, before anything else sees it: docs/security.md "Answer values at rest").
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
 from maka.interaction.v1 import interaction_pb2
-from services.interaction.errors import StoreUnavailable
+from services.interaction.errors import AnswerUnsealable, StoreUnavailable
 from services.interaction.keys import ALL_SESSIONS, Keys
+from services.interaction.sealing import AnswerSealer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -182,11 +185,11 @@ class StreamInfo:
     entries_added: int = 0
 
 
-def _record(fields: dict[bytes, bytes]) -> Record | None:
+def _record(fields: dict[bytes, bytes], sealer: AnswerSealer) -> Record | None:
     if not fields or b"pb" not in fields:
         return None
     return Record(
-        interaction=interaction_pb2.Interaction.FromString(fields[b"pb"]),
+        interaction=sealer.unseal(interaction_pb2.Interaction.FromString(fields[b"pb"])),
         state=_s(fields.get(b"state", b"")),
         session_id=_s(fields.get(b"session", b"")),
         epoch=int(fields.get(b"epoch", b"0")),
@@ -212,8 +215,11 @@ class InteractionStore:
         events_maxlen: int,
         limiter: asyncio.Semaphore | None = None,
         fence: Fence = Fence(),
+        sealer: AnswerSealer | None = None,
     ) -> None:
         self.client = client
+        self.sealer = sealer if sealer is not None else AnswerSealer(None)
+        """Seals answers written, unseals answers read (no key: plaintext, for unit tests)."""
         self.keys = keys
         self.retention_ms = retention_ms
         self.events_maxlen = events_maxlen
@@ -314,7 +320,7 @@ class InteractionStore:
         """
         key = self.keys.record(interaction_id)
         if not self.fenced:
-            return _record(await self.client.hgetall(key))  # type: ignore[arg-type]
+            return _record(await self.client.hgetall(key), self.sealer)  # type: ignore[arg-type]
         target: dict[str, Any] = {}
         if isinstance(self.client, RedisCluster):
             await self.client.initialize()
@@ -329,7 +335,7 @@ class InteractionStore:
                 raise reply
         if int(acked) < self.fence.replicas:
             raise NotReplicated()
-        return _record(fields)
+        return _record(fields, self.sealer)
 
     @_store_call
     async def open(
@@ -346,6 +352,7 @@ class InteractionStore:
         ``("COLLISION", "")``.
         """
         b = interaction.binding
+        interaction = self.sealer.seal(interaction)
         event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_OPENED, interaction=interaction)
         result = await self._open(
             keys=[
@@ -379,22 +386,30 @@ class InteractionStore:
     async def get(self, interaction_id: str) -> Record | None:
         """The stored record, or None when unknown or expired."""
         fields: dict[bytes, bytes] = await self.client.hgetall(self.keys.record(interaction_id))  # type: ignore[assignment]
-        return _record(fields)
+        return _record(fields, self.sealer)
 
     @_store_call
     async def get_many(self, interaction_ids: Sequence[str]) -> list[Record | None]:
-        """:meth:`get` for each id in one read-only script call (``read_records.lua``); None where unknown."""
+        """:meth:`get` for each id in one read-only script call (``read_records.lua``); None where unknown, or
+        where the stored answer does not unseal (logged ``answer_unsealable``): one such record never fails a
+        batch (the reaper's sweeps), and it is never returned without its answer."""
         if not interaction_ids:
             return []
         flat: list[bytes | None] = await self._read_records(keys=[self.keys.record(i) for i in interaction_ids])
         out: list[Record | None] = []
         for index in range(0, len(flat), 6):
             state, session, epoch, invocation, submission, pb = flat[index : index + 6]
+            if pb is None:
+                out.append(None)
+                continue
+            try:
+                interaction = self._stored(pb)
+            except AnswerUnsealable:
+                out.append(None)
+                continue
             out.append(
-                None
-                if pb is None
-                else Record(
-                    interaction=interaction_pb2.Interaction.FromString(pb),
+                Record(
+                    interaction=interaction,
                     state=_s(state or b""),
                     session_id=_s(session or b""),
                     epoch=int(epoch or b"0"),
@@ -418,7 +433,8 @@ class InteractionStore:
             return []
         keys = [self.keys.epoch(), self.keys.pending(), self.keys.settled(), self.keys.host_events()]
         args: list[str | int | bytes] = [self.retention_ms, self.events_maxlen]
-        for record, new in closures:
+        for record, closed in closures:
+            new = self.sealer.seal(closed)
             event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_CLOSED, interaction=new)
             keys += [
                 self.keys.record(record.interaction.interaction_id),
@@ -453,6 +469,7 @@ class InteractionStore:
         and ``mode``'s precondition holds. See :class:`SettleResult` for the outcomes.
         """
         kind = interaction_pb2.EVENT_KIND_ANSWERED if state == "answered" else interaction_pb2.EVENT_KIND_CLOSED
+        new = self.sealer.seal(new)
         event = interaction_pb2.InteractionEvent(kind=kind, interaction=new)
         keys = [
             self.keys.epoch(),
@@ -487,9 +504,9 @@ class InteractionStore:
             result = await self._settle(keys=keys, args=args)
         code = ScriptCode(_s(result[0]))
         if code in (ScriptCode.SAME, ScriptCode.ANSWERED):
-            return SettleResult(code, stored=interaction_pb2.Interaction.FromString(result[1]))
+            return SettleResult(code, stored=self._stored(result[1]))
         if code is ScriptCode.CLOSED:
-            return SettleResult(code, reason=_s(result[1]), stored=interaction_pb2.Interaction.FromString(result[2]))
+            return SettleResult(code, reason=_s(result[1]), stored=self._stored(result[2]))
         if code in (ScriptCode.EXPIRED, ScriptCode.STALE_EPOCH):
             return SettleResult(code, reason=_s(result[1]))
         return SettleResult(code)
@@ -511,6 +528,7 @@ class InteractionStore:
         Codes: OK | DONE (already recorded; ``reason`` = the stored delivery, ``stored``) |
         NOT_ANSWERED (``reason`` = state, ``stored``) | NOT_FOUND | STALE_EPOCH (``reason`` = current) | NOT_DUE.
         """
+        new = self.sealer.seal(new)
         event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_DELIVERY, interaction=new)
         result = await self._deliver(
             keys=[
@@ -535,10 +553,23 @@ class InteractionStore:
         )
         code = ScriptCode(_s(result[0]))
         if code in (ScriptCode.DONE, ScriptCode.NOT_ANSWERED):
-            return SettleResult(code, reason=_s(result[1]), stored=interaction_pb2.Interaction.FromString(result[2]))
+            return SettleResult(code, reason=_s(result[1]), stored=self._stored(result[2]))
         if code is ScriptCode.STALE_EPOCH:
             return SettleResult(code, reason=_s(result[1]))
         return SettleResult(code)
+
+    def _stored(self, pb: bytes) -> interaction_pb2.Interaction:
+        """A stored Interaction's bytes, unsealed."""
+        return self.sealer.unseal(interaction_pb2.Interaction.FromString(pb))
+
+    def event_entry(self, fields: dict[bytes, bytes]) -> interaction_pb2.InteractionEvent:
+        """An event Stream entry (docs/design.md#redis-layout), its Interaction unsealed (the fan-out decoder;
+        an entry that does not unseal is skipped there with a log)."""
+        return self.sealer.unseal_event(interaction_pb2.InteractionEvent.FromString(fields[b"pb"]))
+
+    def settled_entry(self, fields: dict[bytes, bytes]) -> tuple[int, interaction_pb2.Interaction]:
+        """A settled Stream entry: ``(epoch, Interaction)``, unsealed."""
+        return int(fields[b"epoch"]), self._stored(fields[b"pb"])
 
     @_store_call
     async def fence_invocation(self, epoch: int, invocation_id: str) -> tuple[ScriptCode, str]:

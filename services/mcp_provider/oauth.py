@@ -17,8 +17,6 @@ of the server's connection. What the Host owns is here:
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
 import os
@@ -35,37 +33,20 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthF
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
-log = logging.getLogger("maka.mcp_provider.oauth")
+from services.core.key_file import KeyFileError
+from services.core.key_file import read_key_file as read_key_file_of
 
-KEY_BYTES = 32
-"""AES-256-GCM key size; the key file holds it base64-encoded (``maka up`` writes one, mode 0600)."""
+log = logging.getLogger("maka.mcp_provider.oauth")
 
 NONCE_BYTES = 12
 
-
-class OAuthConfigError(ValueError):
-    """The key file is missing, unreadable or not a base64 32-byte key (the provider refuses to start)."""
-
-
-def generate_key_file(path: Path) -> None:
-    """Write a fresh random key to ``path`` (mode 0600) unless it exists."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(base64.b64encode(secrets.token_bytes(KEY_BYTES)).decode() + "\n")
+OAuthConfigError = KeyFileError
+"""The OAuth key file is missing, unreadable or not a base64 32-byte key (the provider refuses to start)."""
 
 
 def read_key_file(path: Path) -> bytes:
-    """The 32-byte key in ``path`` (base64). Raises :class:`OAuthConfigError`."""
-    try:
-        key = base64.b64decode(path.read_text(encoding="ascii").strip(), validate=True)
-    except (OSError, UnicodeDecodeError, binascii.Error):
-        raise OAuthConfigError(f"cannot read an OAuth key from {path}") from None
-    if len(key) != KEY_BYTES:
-        raise OAuthConfigError(f"the OAuth key in {path} is not {KEY_BYTES} bytes")
-    return key
+    """The 32-byte OAuth key in ``path`` (base64). Raises :class:`OAuthConfigError`."""
+    return read_key_file_of(path, "an OAuth")
 
 
 class TokenVault:

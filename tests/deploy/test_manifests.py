@@ -225,6 +225,17 @@ def test_compose_providers_read_the_oauth_key_secret_and_keep_tokens_on_their_ho
     assert len(volumes_used) == len(set(volumes_used)) == 3, "one token volume per Host"
 
 
+def test_compose_interaction_replicas_share_the_answer_key_secret() -> None:
+    compose = _compose()
+    (tier,) = [s for s in _ours().values() if _module(s) == "services.interaction.main"]
+    settings = _settings(InteractionSettings, tier["environment"])
+
+    assert tier["deploy"]["replicas"] >= 2, "one secret file, so every replica seals with the same key"
+    assert "answer_key" in tier["secrets"]
+    assert settings.answer_key_file == Path("/run/secrets/answer_key")
+    assert compose["secrets"]["answer_key"]["file"] == "./deploy/compose/secrets/answer_key"
+
+
 def test_compose_web_reads_its_hosts_broker_and_the_providers_redirect_to_its_public_callback() -> None:
     web = _compose()["services"]["web"]["environment"]
 
@@ -588,6 +599,7 @@ def test_mcp_servers_tokens_and_the_web_secret_come_from_secrets_that_no_manifes
         ("maka-tokens", "provider-token"),
         ("maka-tokens", "surface-token"),
         ("maka-redis", "password"),
+        ("maka-answer-key", "answer.key"),
         ("maka-web", "secret"),
     }
     assert {r.secret for r in references if r.optional} == {"maka-mcp-env", "maka-oauth-key"}
@@ -755,6 +767,9 @@ def test_the_readmes_secret_values_are_what_the_services_accept(
     key_file = tmp_path / "oauth.key"
     key_file.write_text(readme_secrets["maka-oauth-key"]["oauth.key"])
     assert len(read_key_file(key_file)) == 32
+    answer_key = tmp_path / "answer.key"
+    answer_key.write_text(readme_secrets["maka-answer-key"]["answer.key"])
+    assert len(read_key_file(answer_key)) == 32
     secret_file = tmp_path / "web-secret"
     secret_file.write_text(readme_secrets["maka-web"]["secret"])
     assert WebSettings(web_secret_file=secret_file).shared_secret()
@@ -810,6 +825,28 @@ def test_the_provider_reads_its_oauth_key_from_an_optional_secret_mounted_read_o
     relative = settings.oauth_key_file.relative_to(mount["mountPath"]).as_posix()
     assert [(item["key"], item["path"]) for item in source["items"]] == [("oauth.key", relative)]
     assert source["defaultMode"] & 0o007 == 0, "no other user reads the key"
+
+
+@pytest.mark.parametrize("directory", [BASE, *OVERLAYS], ids=lambda p: p.name)
+def test_the_tier_reads_its_answer_key_from_a_required_secret_mounted_read_only_at_the_setting(
+    directory: Path,
+) -> None:
+    _workload, pod, tier = next(
+        (w, p, c) for w, p, c in _containers(directory) if _module(c) == "services.interaction.main"
+    )
+    settings = _settings(InteractionSettings, _literal_env(tier))
+    assert settings.answer_key_file is not None, "answer values are sealed in Redis (docs/security.md)"
+
+    mount = _mount_of(tier, str(settings.answer_key_file))
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    source = volume["secret"]
+    assert source["secretName"] == "maka-answer-key"
+    assert not source.get("optional", False), "no replica starts without the shared key"
+    relative = settings.answer_key_file.relative_to(mount["mountPath"]).as_posix()
+    assert [(item["key"], item["path"]) for item in source["items"]] == [("answer.key", relative)]
+    assert source["defaultMode"] & 0o007 == 0, "no other user reads the key"
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"], "the service's group reads it"
 
 
 @pytest.mark.parametrize("directory", [BASE, *OVERLAYS], ids=lambda p: p.name)

@@ -84,9 +84,9 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
         assert state not in blob, f"requestState canary found in {where}"
 
     form = form_canary.encode()
-    assert form in redis  # the Interaction record holds the canonical answer
-    assert form in attach  # ... which surfaces read back
-    for where, blob in {"logs and traces": logs, "metrics": metrics, "CallTool events": call_events}.items():
+    assert form in attach  # surfaces read the canonical answer back (unsealed by the Interaction service)
+    blobs = {"logs and traces": logs, "redis": redis, "metrics": metrics, "CallTool events": call_events}
+    for where, blob in blobs.items():  # Redis holds the answer sealed (docs/security.md "Answer values at rest")
         assert form not in blob, f"form value canary found in {where}"
 
 

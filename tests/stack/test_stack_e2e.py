@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -16,10 +17,13 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import redis.asyncio
 
 from maka.form.v1 import form_pb2
 from stack.state_dir import read_endpoints
 from tests.helpers.stack import EXAMPLES_CONFIG, answer, call_tool, result_text, running_stack, wait_for_pending
+from tests.helpers.waiting import eventually
+from tests.reliability.harness import get_interaction, redis_dump
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -205,6 +209,67 @@ async def test_a_two_round_checklist_is_one_call_with_one_final_result(shared_up
         "Release orion 2.1.0 approved: owner ada@example.com, date 2026-08-01, channel beta, risk medium, "
         "reviewers 3, region eu, platforms linux,macos."
     )
+
+
+async def test_maka_up_keeps_a_checklist_answer_sealed_in_redis_and_its_aof_and_gives_it_back_to_surfaces(
+    shared_up: Up,
+) -> None:
+    """The reported defect, as ``maka up`` runs (docs/security.md "Answer values at rest"): the values of a
+    committed answer are in no Redis key and not in the AOF, yet reach the MCP server and ``GetInteraction``."""
+    endpoints = read_endpoints(shared_up.state_dir)
+    canary = f"CANARY-{secrets.token_hex(6)}"
+    session = "s-sealed"
+    call = asyncio.create_task(
+        call_tool(endpoints.broker, "examples:release_checklist", {"release": "v1.2"}, session=session)
+    )
+    first = await wait_for_pending(endpoints.interaction, session, timeout=60)
+    await answer(
+        endpoints.interaction,
+        first,
+        form_pb2.ACTION_ACCEPT,
+        {
+            "owner_email": form_pb2.Value(string_value="ada@example.com"),
+            "release_date": form_pb2.Value(string_value="2026-08-01"),
+            "version": form_pb2.Value(string_value=canary),
+            "reviewers": form_pb2.Value(integer_value=2),
+            "channel": form_pb2.Value(string_value="stable"),
+            "risk": form_pb2.Value(string_value="low"),
+        },
+        submission_id="sealed-1",
+    )
+    second = await wait_for_pending(endpoints.interaction, session, timeout=60)
+    await answer(
+        endpoints.interaction,
+        second,
+        form_pb2.ACTION_ACCEPT,
+        {
+            "region": form_pb2.Value(string_value="eu"),
+            "platforms": form_pb2.Value(string_list_value=form_pb2.StringList(values=["linux"])),
+            "approve": form_pb2.Value(boolean_value=True),
+        },
+        submission_id="sealed-2",
+    )
+    events = await call
+    assert f"Release v1.2 {canary} approved" in result_text(events), "the MCP server got the value"
+    record = await get_interaction(endpoints.interaction, first.interaction_id)
+    assert record.answer.values["version"].string_value == canary
+
+    client = redis.asyncio.Redis.from_url(endpoints.redis_url)
+    try:
+        dumps = [await client.dump(key) or b"" async for key in client.scan_iter(count=500)]
+    finally:
+        await client.aclose()
+    values = await redis_dump(endpoints.redis_url)
+    assert first.interaction_id.encode() in values
+    assert canary.encode() not in values
+    assert all(canary.encode() not in dump for dump in dumps)
+
+    def aof() -> bytes | None:  # appendfsync everysec: wait until the second answer's write is in the file
+        files = [path for path in (shared_up.state_dir / "redis").rglob("*.aof*") if path.is_file()]
+        blob = b"".join(path.read_bytes() for path in sorted(files))
+        return blob if second.interaction_id.encode() in blob and b"sealed-2" in blob else None
+
+    assert canary.encode() not in await eventually(aof, timeout=10, what="the committed answers in the AOF")
 
 
 @pytest.mark.faults

@@ -38,7 +38,7 @@ import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.keepalive import KEEPALIVE_OPTIONS
-from services.mcp_provider.oauth import generate_key_file
+from services.core.key_file import generate_key_file
 from surfaces.common.interaction_client import InteractionClient, InteractionView
 from tests.conformance.client.auto_answer import AutoAnswerer
 from tests.conformance.client.scenarios import Scenario, Step, era_for, scenario_for

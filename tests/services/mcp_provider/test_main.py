@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from services.core.key_file import generate_key_file
 from services.mcp_provider.config import ConfigError, Era, StdioServer, read_config
 from services.mcp_provider.main import ProviderApp, build, quiet_sdk_loggers
-from services.mcp_provider.oauth import OAuthConfigError, generate_key_file
+from services.mcp_provider.oauth import OAuthConfigError
 from services.mcp_provider.settings import Settings
 from services.mcp_provider.status import MAX_RELOAD_PROBLEMS, reload_problems
 

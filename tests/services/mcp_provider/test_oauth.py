@@ -10,13 +10,13 @@ from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
+from services.core.key_file import generate_key_file
 from services.mcp_provider.config import OAuthClient, parse_config
 from services.mcp_provider.oauth import (
     OAuthConfigError,
     SignInFlow,
     StoredTokens,
     TokenVault,
-    generate_key_file,
     read_key_file,
 )
 

@@ -25,6 +25,7 @@ export interface Interaction {
   'delivery_lost_reason'?: (_maka_interaction_v1_CloseReason);
   'delivery_recorded_at'?: (_google_protobuf_Timestamp | null);
   'round'?: (_maka_interaction_v1_Round | null);
+  'sealed_answer'?: (Buffer | Uint8Array | string);
 }
 
 export interface Interaction__Output {
@@ -42,4 +43,5 @@ export interface Interaction__Output {
   'delivery_lost_reason': (_maka_interaction_v1_CloseReason__Output);
   'delivery_recorded_at': (_google_protobuf_Timestamp__Output | null);
   'round': (_maka_interaction_v1_Round__Output | null);
+  'sealed_answer': (Buffer);
 }

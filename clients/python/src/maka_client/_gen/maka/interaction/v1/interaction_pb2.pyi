@@ -126,7 +126,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_UNAUTHENTICATED: _ErrorReason.ValueType  # 11
     """UNAUTHENTICATED / PERMISSION_DENIED."""
     ERROR_REASON_PERMISSION_DENIED: _ErrorReason.ValueType  # 12
-    """ALREADY_EXISTS is not used: a repeated submission id returns the first outcome."""
+    ERROR_REASON_ANSWER_UNSEALABLE: _ErrorReason.ValueType  # 13
+    """INTERNAL: the stored answer of this Interaction does not open with the service's answer key
+    (sealed with another key, or moved from another record); the record is never served without it.
+    ALREADY_EXISTS is not used: a repeated submission id returns the first outcome.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the stable machine-readable reason in google.rpc.ErrorInfo.reason of every
@@ -156,7 +160,11 @@ ERROR_REASON_STORE_UNAVAILABLE: ErrorReason.ValueType  # 10
 ERROR_REASON_UNAUTHENTICATED: ErrorReason.ValueType  # 11
 """UNAUTHENTICATED / PERMISSION_DENIED."""
 ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 12
-"""ALREADY_EXISTS is not used: a repeated submission id returns the first outcome."""
+ERROR_REASON_ANSWER_UNSEALABLE: ErrorReason.ValueType  # 13
+"""INTERNAL: the stored answer of this Interaction does not open with the service's answer key
+(sealed with another key, or moved from another record); the record is never served without it.
+ALREADY_EXISTS is not used: a repeated submission id returns the first outcome.
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 class _DeliveryState:
@@ -279,6 +287,7 @@ class Interaction(_message.Message):
     DELIVERY_LOST_REASON_FIELD_NUMBER: _builtins.int
     DELIVERY_RECORDED_AT_FIELD_NUMBER: _builtins.int
     ROUND_FIELD_NUMBER: _builtins.int
+    SEALED_ANSWER_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     """Minted by this service (opaque, URL-safe)."""
     host_epoch: _builtins.int
@@ -289,6 +298,12 @@ class Interaction(_message.Message):
     delivery_lost_reason: Global___CloseReason.ValueType
     """Set when delivery is DELIVERY_STATE_LOST: how the invocation ended (stopped, provider_lost,
     host_restarted, invocation_settled, superseded).
+    """
+    sealed_answer: _builtins.bytes
+    """Storage only, never sent to a client: the answer sealed at rest in Redis (AES-256-GCM, nonce then
+    ciphertext of the serialized answer, the interaction_id as associated data) while answer is unset
+    (docs/security.md "Answer values at rest"). The Interaction service unseals every record it reads
+    and clears this field before anything else sees it.
     """
     @_builtins.property
     def binding(self) -> Global___Binding: ...
@@ -331,10 +346,11 @@ class Interaction(_message.Message):
         delivery_lost_reason: Global___CloseReason.ValueType = ...,
         delivery_recorded_at: _timestamp_pb2.Timestamp | None = ...,
         round: Global___Round | None = ...,
+        sealed_answer: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "round", b"round", "settled_at", b"settled_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "round", b"round", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "round", b"round", "sealed_answer", b"sealed_answer", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
