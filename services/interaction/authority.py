@@ -508,6 +508,15 @@ class InteractionAuthority:
                     existing = await self.store.get(detail)
                     if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
                         return existing.interaction
+                    log.warning(  # which check refused it (a rare race after a replica is killed)
+                        "replay_refused",
+                        extra={
+                            "invocation_id": binding.invocation_id,
+                            "interaction_id": detail,
+                            "state": existing.state if existing is not None else "",
+                            "same_binding": existing is not None and existing.interaction.binding == binding,
+                        },
+                    )
                 raise errors.AlreadyPending(binding.invocation_id)
         raise RuntimeError("could not mint a unique interaction id")  # pragma: no cover - 128 random bits
 

@@ -336,6 +336,24 @@ async def test_the_reaper_records_an_older_epochs_undelivered_answer_lost_after_
     assert await authority.store.undelivered_ids(10) == []
 
 
+async def test_a_replayed_open_gets_the_invocations_pending_form_and_any_other_open_is_refused_and_logged(
+    authority: InteractionAuthority, caplog: pytest.LogCaptureFixture
+) -> None:
+    epoch, _ = await authority.begin_epoch()
+    first = await authority.open(epoch, binding("s-a", "inv-replayed"), make_form())
+
+    again = await authority.open(epoch, binding("s-a", "inv-replayed"), make_form(), replay=True)
+    assert again.interaction_id == first.interaction_id, "the open whose reply was lost"
+    with pytest.raises(errors.AlreadyPending):
+        await authority.open(epoch, binding("s-a", "inv-replayed"), make_form())  # not a replay
+    other = binding("s-a", "inv-replayed")
+    other.provider_correlation_id = "corr-2"
+    with caplog.at_level("WARNING", logger="maka.interaction.authority"), pytest.raises(errors.AlreadyPending):
+        await authority.open(epoch, other, make_form(), replay=True)
+    [refused] = [r for r in caplog.records if r.getMessage() == "replay_refused"]
+    assert (refused.state, refused.same_binding) == ("pending", False)  # type: ignore[attr-defined]
+
+
 async def test_a_stale_broker_cannot_record_a_pending_delivery(authority: InteractionAuthority) -> None:
     old, _ = await authority.begin_epoch()
     opened = await authority.open(old, binding(), make_form())
