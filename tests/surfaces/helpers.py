@@ -8,11 +8,13 @@ import contextlib
 import html
 import re
 import socket
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,6 +26,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
 from services.core.form import Answer, Form
+from services.core.key_file import generate_key_file
 from services.core.serving import RunningServer, start_server
 from services.core.status import ErrorDetail
 from surfaces.common.interaction_client import (
@@ -262,6 +265,19 @@ class LiveInteraction:
     server: RunningServer
 
 
+_ANSWER_KEY: list[Path] = []
+
+
+def _answer_key() -> Path:
+    """One answer key for every in-process Interaction service of this test process (a restarted service
+    reads what the earlier one sealed)."""
+    if not _ANSWER_KEY:
+        path = Path(tempfile.mkdtemp(prefix="maka-test-answer-key-")) / "answer.key"
+        generate_key_file(path)
+        _ANSWER_KEY.append(path)
+    return _ANSWER_KEY[0]
+
+
 @asynccontextmanager
 async def interaction_service(
     redis_url: str, *, port: int = 0, resume_epoch: int = 0, broker_token: str | None = None, **settings: Any
@@ -276,6 +292,7 @@ async def interaction_service(
     # The reaper ticks rarely here: surface tests never rely on it, and a cancel landing mid-tick can be
     # swallowed (InteractionApp.stop then waits forever on the reaper task; reported to the service owner).
     settings.setdefault("reaper_interval_seconds", 30.0)
+    settings.setdefault("answer_key_file", _answer_key())  # answers sealed, as every shipped stack runs
     config = Settings(listen=f"127.0.0.1:{port}", redis_url=redis_url, grace_seconds=0.5, **settings)
     server = await start_server(await build(config), config)
     address = f"127.0.0.1:{server.port}"

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 from tests.conformance.client.__main__ import main
 from tests.conformance.harness import ROOT
+
+
+@pytest.fixture(autouse=True)
+def _root_logging() -> Iterator[None]:
+    """``main`` configures the root logger as a process would (a handler on this test's captured stderr);
+    the test process gets its own handlers back, so later tests' log lines never hit a closed stream."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def test_without_a_scenario_the_client_exits_2_and_names_the_variable(
