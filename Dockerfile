@@ -2,10 +2,37 @@
 # One image for every Maka authority; the command picks the service:
 #   python -m services.interaction.main | services.broker.main | services.mcp_provider.main | surfaces.web.main
 # Configuration is by the same MAKA_* environment variables as the Settings classes.
+#
+# Reproducible: the base image is pinned by digest, every dependency is installed from the hash-locked
+# requirements/run.lock (`--require-hashes --no-deps`: pip installs exactly the locked files and resolves
+# nothing), the project and the Python client are installed with `--no-deps` on top, and the image carries
+# an SBOM of what it installed (/usr/share/maka/sbom.pip-inspect.json, `pip inspect`). Not yet locked: the
+# build backend (hatchling) that pip's build isolation fetches to build the project's and the client's own
+# wheels; a hash-locked requirements/build.lock with `--no-build-isolation` would close that.
+#
+# Pinning the base: PYTHON_IMAGE names a tag AND its digest. To move to a newer base, look the digest up
+# and change both together (the tag documents it, the digest is what is pulled):
+#   docker buildx imagetools inspect python:3.13-slim --format '{{json .Manifest.Digest}}'
+#
+# PID 1 is tini (Debian's package): it forwards SIGTERM to the service and reaps the orphans of the MCP
+# provider's stdio servers. Kubernetes manifests therefore set `args:` (never `command:`, which would
+# replace the ENTRYPOINT). Not `tini -g`: the provider drains its servers itself after SIGTERM.
+#
+# Targets:
+#   docker build -t maka-runtime:0.1.0 .                        the runtime (default, last stage)
+#   docker build --target mcp-tools -t maka-runtime:0.1.0-mcp-tools .
+#                         the same plus Node.js (npx) and uv (uvx), for mcp.json servers started with
+#                         `npx ...` or `uvx ...`; they write their caches under HOME=/home/maka, which the
+#                         manifests mount as an emptyDir (the root filesystem stays read-only).
+ARG PYTHON_IMAGE=python:3.13-slim@sha256:7c61056e61ac89e852de05f3dc6fa51a6dd2181797bceed46aa725dd7cb2cd3b
+ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.12.23@sha256:61d393e44e249f2e4b526b6c7ddcecce245946826e608e11c93ad4f5bba55b21
 
-FROM python:3.11-slim AS build
+FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
+# Dependencies first (their layer is reused while only the sources change): exactly the locked files.
+COPY requirements/run.lock ./requirements/run.lock
+RUN pip install --prefix=/install --require-hashes --no-deps -r requirements/run.lock
 COPY pyproject.toml README.md ./
 COPY gen ./gen
 COPY services ./services
@@ -13,16 +40,26 @@ COPY stack ./stack
 COPY surfaces ./surfaces
 # The Python client library (maka_client): `maka call`, `maka stop` and `maka tools` run on it.
 COPY clients/python ./clients/python
-RUN pip install --prefix=/install ./clients/python
-RUN pip install --prefix=/install .
+RUN pip install --prefix=/install --no-deps ./clients/python
+RUN pip install --prefix=/install --no-deps .
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE} AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    HOME=/home/maka \
     MAKA_LOG_LEVEL=INFO
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 maka \
- && useradd --system --uid 10001 --gid maka --home-dir /app --no-create-home --shell /usr/sbin/nologin maka
+ && useradd --system --uid 10001 --gid maka --home-dir /home/maka --no-create-home --shell /usr/sbin/nologin maka \
+ && mkdir -p /home/maka && chown 10001:10001 /home/maka && chmod 0700 /home/maka
 COPY --from=build /install /usr/local
+# The SBOM: every installed Python distribution (name, version, metadata, requirements: `pip inspect`)
+# and every Debian package of the image.
+RUN mkdir -p /usr/share/maka \
+ && python -m pip inspect --local > /usr/share/maka/sbom.pip-inspect.json \
+ && dpkg-query -W -f '${Package} ${Version}\n' > /usr/share/maka/sbom.debian-packages.txt
 WORKDIR /app
 # The bundled example MCP server (stdio): `python -m examples.deploy_server` resolves from /app.
 COPY --chown=root:root examples/__init__.py examples/deploy_server.py examples/mcp.json ./examples/
@@ -30,5 +67,22 @@ COPY --chown=root:root examples/__init__.py examples/deploy_server.py examples/m
 RUN mkdir -p /var/lib/maka/oauth && chown 10001:10001 /var/lib/maka/oauth && chmod 0700 /var/lib/maka/oauth
 USER 10001:10001
 EXPOSE 50051 50052 50053 8765
+ENTRYPOINT ["/usr/bin/tini", "--"]
 # Health checks are per service (their ports differ): see docker-compose.yml and deploy/k8s.
 CMD ["python", "-m", "services.interaction.main"]
+
+# The runtime plus Node.js/npm (Debian's) and uv/uvx, for npx/uvx stdio MCP servers. Their packages are
+# fetched at run time into HOME (an emptyDir in Kubernetes): pin their versions in mcp.json
+# (`npx -y pkg@1.2.3`, `uvx pkg==1.2.3`) and allow their registry in the Host pods' egress.
+FROM ${UV_IMAGE} AS uv
+FROM runtime AS mcp-tools
+USER root
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends nodejs npm \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=uv /uv /uvx /usr/local/bin/
+RUN dpkg-query -W -f '${Package} ${Version}\n' > /usr/share/maka/sbom.debian-packages.txt
+USER 10001:10001
+
+# The default target: the runtime without Node.js or uv.
+FROM runtime

@@ -7,7 +7,8 @@ PYTEST := $(PY) -m pytest
 
 .PHONY: setup setup-dev setup-node gen check-gen lint lock test test-fast run bench scale faults conformance e2e browser clean
 
-# `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv.
+# `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv, on the
+# newest CPython found (3.13, 3.12, then 3.11; MAKA_PYTHON=/path/to/python chooses).
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements/run.lock scripts/setup.sh
@@ -34,13 +35,18 @@ gen: setup-node
 check-gen: setup-node
 	$(PY) scripts/gen_protos.py --check
 
-lint: setup-dev
+# The web page's ES modules are type-checked by the TypeScript client's tsc (strict, unused names, implicit
+# returns: surfaces/web/tsconfig.json), which setup-node installs.
+lint: setup-node
+	.tools/bin/node22 clients/typescript/node_modules/typescript/bin/tsc -p surfaces/web/tsconfig.json
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --python-version 3.11
 	$(VENV)/bin/lint-imports --no-cache
 	cd protos && ../$(VENV)/bin/buf lint && ../$(VENV)/bin/buf format --exit-code > /dev/null
 	$(PY) -m scripts.lock --check
+	$(PY) -m scripts.dead_code
 
 # Re-resolve requirements/{run,dev}.lock after editing pyproject.toml's dependencies (needs the index).
 lock: setup-dev
@@ -69,8 +75,10 @@ faults: setup-node
 conformance: setup-node
 	$(PYTEST) -m conformance
 
+# PORTS=ephemeral or name=port,... (interaction, broker, provider, web) when the defaults are taken;
+# UP_ARGS passes any other `maka up` option (e.g. UP_ARGS='--state-dir /tmp/maka -v').
 run: setup
-	$(VENV)/bin/maka up --config examples/mcp.json
+	$(VENV)/bin/maka up --config examples/mcp.json $(if $(PORTS),--ports $(PORTS)) $(UP_ARGS)
 
 bench: setup-dev
 	$(PY) -m bench.run $(BENCH_ARGS)

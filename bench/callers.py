@@ -3,6 +3,8 @@
 - :class:`AnchorCaller` - the official SDK's auto-loop: ``mcp.client.Client(url, elicitation_callback=...)``
   and ``client.call_tool``; the callback accepts at once (MCP 2026-07-28 ``input_required``, SEP-2322:
   the SDK dispatches ``inputRequests`` to the callback and retries ``tools/call`` with ``inputResponses``).
+  Pointed at Maka's MCP front door (``surfaces.mcp``, Tools named ``examples.<tool>``) it is the front door
+  caller: the same client code, the form answered by the stack's :class:`AnsweringSurface` instead.
 - :class:`StackCaller` - the broker's ``CallTool`` stream of a running Maka stack (``maka up``), with an
   :class:`AnsweringSurface` (an ``Attach`` client) that answers each form as soon as it appears.
 
@@ -28,13 +30,15 @@ from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextCon
 
 from maka_client import BrokerClient, Failure, InteractionSettled, Lost, Result, Stopped
 from services.core.form import Action, Answer
-from surfaces.common.interaction_client import InteractionClient, InteractionView
+from surfaces.common.interactions import Interactions, InteractionView
 from tests.conformance.client.auto_answer import AutoAnswerer
 
 log = logging.getLogger("maka.bench.callers")
 
 SERVER_NAME: Final = "examples"
 """The ``mcpServers`` name of the example server in the stack's config (Tools are ``examples:<tool>``)."""
+FRONT_DOOR_PREFIX: Final = f"{SERVER_NAME}."
+"""What the MCP front door puts before a bare Tool name (``examples.deploy``, surfaces/mcp/tools.py)."""
 SESSION: Final = "bench"
 """The session every benchmark call runs in (the answering surface attaches to it)."""
 DEPLOY_ANSWER: Final[dict[str, str | bool]] = {"environment": "staging", "confirm": True}
@@ -107,10 +111,11 @@ class AnchorCaller:
     task group). Such a failure on exit is kept in :attr:`transport_error` instead of raised.
     """
 
-    name = "anchor"
-
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, name: str = "anchor", tool_prefix: str = "") -> None:
         self.url = url
+        self.name = name
+        self.tool_prefix = tool_prefix
+        """Put before the bare Tool name: ``examples.`` when ``url`` is Maka's MCP front door."""
         self._client: Client | None = None
         self._stack = contextlib.AsyncExitStack()
         self.transport_error = ""
@@ -128,14 +133,15 @@ class AnchorCaller:
             log.warning("bench_anchor_transport_error", extra={"error": self.transport_error})
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallSample:
-        """``client.call_tool(tool, arguments)``; the callback's return time starts answer-to-result."""
+        """``client.call_tool(tool_prefix + tool, arguments)``; the callback's return time starts
+        answer-to-result."""
         assert self._client is not None, "use AnchorCaller as an async context manager"
         stamps: list[float] = []
         token = _answered_at.set(stamps)  # child tasks of the SDK's dispatcher share this list
         start = time.perf_counter()
         try:
             async with asyncio.timeout(CALL_TIMEOUT):
-                result: CallToolResult = await self._client.call_tool(tool, dict(arguments))
+                result: CallToolResult = await self._client.call_tool(self.tool_prefix + tool, dict(arguments))
         except Exception as error:  # a failed call is a data point, not a crash
             return CallSample(time.perf_counter() - start, None, False, f"{type(error).__name__}: {error}"[:200])
         finally:
@@ -154,7 +160,7 @@ class AnsweringSurface(AutoAnswerer):
     ``seen_at[tool_use_id]`` when a form first reaches the surface and ``answered_at[tool_use_id]`` just before
     its ``Answer`` RPC (perf_counter seconds)."""
 
-    def __init__(self, client: InteractionClient, session_ids: tuple[str, ...] = (SESSION,)) -> None:
+    def __init__(self, client: Interactions, session_ids: tuple[str, ...] = (SESSION,)) -> None:
         super().__init__(
             client,
             session_ids,
@@ -188,7 +194,7 @@ class StackCaller:
 
     async def __aenter__(self) -> StackCaller:
         self._client = await self._stack.enter_async_context(BrokerClient(self.broker))
-        client = await self._stack.enter_async_context(InteractionClient.connect(self.interaction))
+        client = await self._stack.enter_async_context(Interactions.connect(self.interaction))
         self.surface = AnsweringSurface(client)
         self._surface_task = asyncio.create_task(self.surface.run())
         async with asyncio.timeout(CALL_TIMEOUT):

@@ -148,11 +148,11 @@ async def probe(args: argparse.Namespace) -> int:
                         rounds["anchor"].append(await _round(anchor, anchor_pids, args, "anchor"))
                 for label, (caller, pids, _) in stacks.items():
                     rounds[label].append(await _round(caller, pids, args, label))
-            medians = {label: medians(rows) for label, rows in rounds.items()}
-            for label, median in medians.items():
+            by_label = {label: medians(rows) for label, rows in rounds.items()}
+            for label, median in by_label.items():
                 print("median", label, json.dumps(median), flush=True)
-            if "base" in medians:
-                delta = {name: round(medians["this"][name] - medians["base"][name], 2) for name in medians["this"]}
+            if "base" in by_label:
+                delta = {name: round(by_label["this"][name] - by_label["base"][name], 2) for name in by_label["this"]}
                 print("delta this-base", json.dumps(delta), flush=True)
             if args.profile != "none":
                 caller, _, services = stacks["this"]

@@ -27,9 +27,10 @@ import grpc.aio
 
 from bench.processes import InteractionProcess, ServiceProcess
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka_client import MakaError, Reattaching
 from services.core.form import Action, Answer
 from services.core.key_file import generate_key_file
-from surfaces.common.interaction_client import Disconnected, InteractionClient, InteractionError, Opened, Snapshot
+from surfaces.common.interactions import FormOpened, FormSnapshot, Interactions
 
 HOSTS = ("ha", "hb", "hc")
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +127,7 @@ class _Surface:
     """Follows one Host's session through the round_robin target; optionally answers every form."""
 
     def __init__(self, target: str, host: str, *, answers: bool, quarter: int) -> None:
-        self.client = InteractionClient.connect(target, host_id=host)
+        self.client = Interactions.connect(target, host_id=host)
         self.host, self.answers, self._quarter_size = host, answers, quarter
         self.seen: set[str] = set()
         self.quarter = asyncio.Event()
@@ -137,13 +138,13 @@ class _Surface:
 
     async def run(self) -> None:
         async for event in self.client.attach([f"s-{self.host}"]):
-            if isinstance(event, Snapshot):
+            if isinstance(event, FormSnapshot):
                 self.subscribed.set()
                 views = list(event.pending)
-            elif isinstance(event, Opened):
+            elif isinstance(event, FormOpened):
                 views = [event.interaction]
             else:
-                if isinstance(event, Disconnected):
+                if isinstance(event, Reattaching):
                     self.disconnects += 1
                 continue
             for view in views:
@@ -164,7 +165,7 @@ class _Surface:
             try:
                 await self.client.answer(interaction_id, answer, submission_id=submission, session_id=f"s-{self.host}")
                 return
-            except InteractionError:  # retried with the same submission id (idempotent)
+            except MakaError:  # retried with the same submission id (idempotent)
                 await asyncio.sleep(0.25)
 
 

@@ -91,7 +91,7 @@ def binding(session: str, invocation: str) -> interaction_pb2.Binding:
 
 
 _RESUMABLE = frozenset({grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE})
-"""Stream ends a surface resumes from (interaction_client does the same)."""
+"""Stream ends a surface resumes from (maka_client.SurfaceClient.attach does the same)."""
 
 
 @dataclass
@@ -120,6 +120,9 @@ class FanoutResult:
     attach_s: float = 0.0
     subscriber_reconnects: int = 0
     """Attach streams that ended at the transport level and resumed with their token (counted, not hidden)."""
+    subscriber_ends: dict[str, int] = field(default_factory=dict)
+    """How those streams ended, by gRPC status code (``CANCELLED`` before a snapshot was gRPC refusing the
+    burst of stream starts past its pending-call limit: ``MAKA_MAX_PENDING_CALLS``)."""
     delivery_ms: dict[str, float] = field(default_factory=dict)
     rss_kib: int = 0
 
@@ -284,6 +287,8 @@ class _Subscriber:
         self.delivery_ms = 0.0
         self.token = ""
         self.reconnects = 0
+        self.ends: dict[str, int] = {}
+        """gRPC status code → how many times this stream ended with it (and resumed)."""
         self.error: BaseException | None = None
         self.call: (
             grpc.aio.StreamStreamCall[interaction_service_pb2.AttachRequest, interaction_service_pb2.AttachResponse]
@@ -303,6 +308,7 @@ class _Subscriber:
                 if error.code() not in _RESUMABLE:
                     self.error = error
                     return
+                self.ends[error.code().name] = self.ends.get(error.code().name, 0) + 1
             except (grpc.aio.UsageError, RuntimeError) as error:
                 self.error = error
                 return
@@ -440,6 +446,9 @@ async def run_fanout(
                 await asyncio.gather(*(s.answered.wait() for s in first_subscribers))
             result.answered_events = sum(1 for s in first_subscribers if s.answered.is_set())
             result.subscriber_reconnects = sum(s.reconnects for s in subscribers)
+            for sub in subscribers:
+                for code, count in sub.ends.items():
+                    result.subscriber_ends[code] = result.subscriber_ends.get(code, 0) + count
             if pid:
                 result.rss_kib = _rss_kib(pid)
         finally:

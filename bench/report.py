@@ -20,9 +20,13 @@ TARGETS: tuple[tuple[str, str], ...] = (
     ("calls_per_s_ratio_10", "calls/s at 10 in flight, stack / anchor >= 0.6"),
     ("calls_per_s_ratio_50", "calls/s at 50 in flight, stack / anchor >= 0.6"),
     ("calls_per_s_ratio_200", "calls/s at 200 in flight, stack / anchor >= 0.6"),
+    ("ping_calls_per_s_ratio_10", "no-form calls/s at 10 in flight, stack / anchor >= 0.6"),
+    ("ping_calls_per_s_ratio_50", "no-form calls/s at 50 in flight, stack / anchor >= 0.6"),
+    ("ping_calls_per_s_ratio_200", "no-form calls/s at 200 in flight, stack / anchor >= 0.6"),
     ("cpu_per_call_ratio", "CPU per one-form call (all processes, 10 in flight), stack / anchor <= 2.5"),
     ("delivery_p99_ms", "delivery p99 with the forms pending < 20 ms"),
     ("redis_bytes_per_form", "Redis per pending form < 4 KiB (4096 B)"),
+    ("front_door_added_p50_ms", "front door added p50, no-form <= 2 ms"),
 )
 LIMITS = {
     "one_form_p50_ratio": 1.5,
@@ -32,21 +36,35 @@ LIMITS = {
     "calls_per_s_ratio_10": 0.6,
     "calls_per_s_ratio_50": 0.6,
     "calls_per_s_ratio_200": 0.6,
+    "ping_calls_per_s_ratio_10": 0.6,
+    "ping_calls_per_s_ratio_50": 0.6,
+    "ping_calls_per_s_ratio_200": 0.6,
     "cpu_per_call_ratio": 2.5,
     "delivery_p99_ms": 20.0,
     "redis_bytes_per_form": 4096.0,
+    "front_door_added_p50_ms": 2.0,
 }
-AT_LEAST = frozenset({"calls_per_s_ratio_10", "calls_per_s_ratio_50", "calls_per_s_ratio_200"})
+AT_LEAST = frozenset(f"{prefix}calls_per_s_ratio_{n}" for prefix in ("", "ping_") for n in (10, 50, 200))
 """Targets that are lower bounds (met when measured >= limit); every other one is an upper bound."""
 CPU_TARGET_LEVEL = 10
 """The sweep level whose CPU ratio is judged (the other levels are reported)."""
+FRONT_DOOR_TARGET_LEVEL = 1
+"""The front door level whose added no-form p50 is judged (one call at a time: latency, not queueing)."""
+FRONT_DOOR_SIDES = ("direct", "stack", "front_door")
+FRONT_DOOR_PROCESS = "mcp"
+"""The front door's process name among the stack's children (``stack.topology.Stack.MCP``)."""
 
 PROFILE_NOTES = "profile-notes.md"
 """The written analysis of the profiles, kept in bench/results/ beside the report."""
 
 
-def _sweep_level(results: Mapping[str, Any], level: int) -> Mapping[str, Any]:
-    return next((point for point in results.get("sweep", []) if point.get("concurrency") == level), {})
+def _sweep_level(results: Mapping[str, Any], level: int, key: str = "sweep") -> Mapping[str, Any]:
+    return next((point for point in results.get(key) or [] if point.get("concurrency") == level), {})
+
+
+def _front_door_row(results: Mapping[str, Any], tool: str, level: int) -> Mapping[str, Any]:
+    rows = results.get("front_door") or []
+    return next((row for row in rows if row.get("tool") == tool and row.get("concurrency") == level), {})
 
 
 def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -60,9 +78,16 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         "answer_to_result_p50_ratio": ratios.get("answer_to_result_p50"),
         "answer_to_result_p50_ms": latency.get("stack", {}).get("deploy", {}).get("answer_to_result_ms", {}).get("p50"),
         **{f"calls_per_s_ratio_{n}": _sweep_level(results, n).get("ratio_calls_per_s") for n in (10, 50, 200)},
+        **{
+            f"ping_calls_per_s_ratio_{n}": _sweep_level(results, n, "sweep_ping").get("ratio_calls_per_s")
+            for n in (10, 50, 200)
+        },
         "cpu_per_call_ratio": _sweep_level(results, CPU_TARGET_LEVEL).get("cpu", {}).get("ratio_total"),
         "delivery_p99_ms": scale.get("delivery_at_full_ms", {}).get("p99"),
         "redis_bytes_per_form": scale.get("redis_bytes_per_pending_form"),
+        "front_door_added_p50_ms": _front_door_row(results, "ping", FRONT_DOOR_TARGET_LEVEL)
+        .get("added_ms", {})
+        .get("p50"),
     }
     out = []
     for key, text in TARGETS:
@@ -92,7 +117,96 @@ def _phase_lines(phases: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-def _cpu_lines(sweep: Sequence[Mapping[str, Any]]) -> list[str]:
+def _sweep_lines(sweep: Sequence[Mapping[str, Any]], what: str) -> list[str]:
+    """The concurrency sweep table of one Tool (``what`` names it)."""
+    lines = [
+        f"## Concurrency sweep ({what})",
+        "",
+        "| in flight | anchor calls/s | stack calls/s | ratio calls/s | anchor p50/p99 ms | stack p50/p99 ms |"
+        " stack answer-to-result p50 ms | errors a/s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for point in sweep:
+        a, s = point["anchor"], point["stack"]
+        lines.append(
+            f"| {point['concurrency']} | {a['calls_per_s']} | {s['calls_per_s']} | {point['ratio_calls_per_s']} | "
+            f"{_ms(a['latency_ms'], 'p50')}/{_ms(a['latency_ms'], 'p99')} | "
+            f"{_ms(s['latency_ms'], 'p50')}/{_ms(s['latency_ms'], 'p99')} | "
+            f"{_ms(s['answer_to_result_ms'], 'p50')} | {a['errors']}/{s['errors']} |"
+        )
+    return lines
+
+
+def _front_door_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The front door beside the SDK calling the example server directly, and where its added time goes."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## MCP front door (SDK `Client` -> `surfaces.mcp` -> broker -> provider -> example server)",
+        "",
+        "**direct** = the SDK `Client` calling the example server; **stack** = the broker's `CallTool` (what the "
+        "front door calls); **front door** = the same SDK `Client` code calling `examples.<tool>` on the front "
+        "door, a form answered at once by the `Attach` surface. Added = front door - direct; it splits into the "
+        "broker path (stack - direct) and the front door's own share (front door - stack).",
+        "",
+        "| Tool | in flight | direct calls/s | front door calls/s | ratio calls/s | direct p50/p99 ms | "
+        "front door p50/p99 ms | added p50/p99 ms | of which broker path / front door p50 ms | errors d/s/f |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        d, f = row["direct"], row["front_door"]
+        split = row["added_p50_split_ms"]
+        errors = "/".join(str(row[side]["errors"]) for side in FRONT_DOOR_SIDES)
+        lines.append(
+            f"| {row['tool']} | {row['concurrency']} | {d['calls_per_s']} | {f['calls_per_s']} | "
+            f"{row['ratio_calls_per_s']} | {_ms(d['latency_ms'], 'p50')}/{_ms(d['latency_ms'], 'p99')} | "
+            f"{_ms(f['latency_ms'], 'p50')}/{_ms(f['latency_ms'], 'p99')} | "
+            f"{row['added_ms']['p50']:.2f}/{row['added_ms']['p99']:.2f} | "
+            f"{split['broker_path']:.2f} / {split['front_door']:.2f} | {errors} |"
+        )
+    names = list(dict.fromkeys(n for row in rows for n in row["front_door"]["cpu"]["ms_per_call"]))
+    lines += [
+        "",
+        "CPU per front door call by process (ms of user + system CPU per call, every thread; `bench` = the SDK "
+        "`Client` and the answering surface), beside the direct call's total:",
+        "",
+        "| Tool | in flight | " + " | ".join(names) + " | front door total | direct total |",
+        "| --- | --- | " + " | ".join("---" for _ in names) + " | --- | --- |",
+    ]
+    for row in rows:
+        per = row["front_door"]["cpu"]["ms_per_call"]
+        cells = [f"{per[name]:.2f}" if name in per else "-" for name in names]
+        lines.append(
+            f"| {row['tool']} | {row['concurrency']} | "
+            + " | ".join(cells)
+            + f" | {row['front_door']['cpu']['total_ms_per_call']:.2f}"
+            + f" | {row['direct']['cpu']['total_ms_per_call']:.2f} |"
+        )
+    judged = next((r for r in rows if r["tool"] == "ping" and r["concurrency"] == FRONT_DOOR_TARGET_LEVEL), None)
+    if judged is not None and judged["added_ms"]["p50"] > LIMITS["front_door_added_p50_ms"]:
+        split = judged["added_p50_split_ms"]
+        per = judged["front_door"]["cpu"]["ms_per_call"]
+        top = sorted(per.items(), key=lambda item: -item[1])[:3]
+        lines += [
+            "",
+            f"Where the excess goes (no-form, {FRONT_DOOR_TARGET_LEVEL} in flight): added p50 "
+            f"{judged['added_ms']['p50']:.2f} ms = broker path {split['broker_path']:.2f} ms (the `CallTool` "
+            f"stream, broker and provider hops) + front door {split['front_door']:.2f} ms (its MCP server, the "
+            "SDK's Streamable HTTP request and its broker client); most CPU per call: "
+            + ", ".join(f"{name} {ms:.2f} ms" for name, ms in top)
+            + ".",
+        ]
+        own = per.get(FRONT_DOOR_PROCESS)
+        if own is not None and split["front_door"] > own:
+            lines[-1] += (
+                f" The front door's share is {split['front_door']:.2f} ms of wall time against {own:.2f} ms of CPU "
+                f"in its process per call: {split['front_door'] - own:.2f} ms of it is waiting, not computing."
+            )
+    return lines
+
+
+def _cpu_lines(sweep: Sequence[Mapping[str, Any]], tool: str = "deploy") -> list[str]:
     """Per sweep level and process, CPU ms per call (user + system, every thread), each side's total, ratio."""
     points = [point for point in sweep if point.get("cpu")]
     if not points:
@@ -101,7 +215,7 @@ def _cpu_lines(sweep: Sequence[Mapping[str, Any]]) -> list[str]:
     header = [f"{side} {name}" for side in SIDES for name in [*names[side], "total"]]
     lines = [
         "",
-        "## CPU per call (the sweep's `deploy` calls; ms of user + system CPU per call, every thread)",
+        f"## CPU per call (the sweep's `{tool}` calls; ms of user + system CPU per call, every thread)",
         "",
         "anchor: `bench` = the SDK `Client` (this process), `example_server` = the MCP server. stack: `bench` = "
         "the `CallTool` caller and the answering surface, then the example server and every `maka up` process.",
@@ -177,21 +291,13 @@ def markdown(results: Mapping[str, Any]) -> str:
         f"(ratio p50 {latency['ratio']['answer_to_result_p50']}).",
         "",
         *_phase_lines(latency["stack"]["deploy"].get("phases_ms", {})),
-        "## Concurrency sweep (one-form Tool `deploy`)",
-        "",
-        "| in flight | anchor calls/s | stack calls/s | ratio calls/s | anchor p50/p99 ms | stack p50/p99 ms |"
-        " stack answer-to-result p50 ms | errors a/s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for point in results["sweep"]:
-        a, s = point["anchor"], point["stack"]
-        lines.append(
-            f"| {point['concurrency']} | {a['calls_per_s']} | {s['calls_per_s']} | {point['ratio_calls_per_s']} | "
-            f"{_ms(a['latency_ms'], 'p50')}/{_ms(a['latency_ms'], 'p99')} | "
-            f"{_ms(s['latency_ms'], 'p50')}/{_ms(s['latency_ms'], 'p99')} | "
-            f"{_ms(s['answer_to_result_ms'], 'p50')} | {a['errors']}/{s['errors']} |"
-        )
+    lines += _sweep_lines(results["sweep"], "one-form Tool `deploy`")
     lines += _cpu_lines(results["sweep"])
+    if results.get("sweep_ping"):
+        lines += ["", *_sweep_lines(results["sweep_ping"], "no-form Tool `ping`")]
+        lines += _cpu_lines(results["sweep_ping"], "ping")
+    lines += _front_door_lines(results.get("front_door") or [])
     team = results.get("team_scale")
     if team:
         lines += [
@@ -291,8 +397,13 @@ def plot(
     conc = [p["concurrency"] for p in sweep]
     ax.plot(conc, [p["anchor"]["calls_per_s"] for p in sweep], "o-", label="anchor calls/s")
     ax.plot(conc, [p["stack"]["calls_per_s"] for p in sweep], "s-", label="stack calls/s")
+    ping_sweep = results.get("sweep_ping") or []
+    if ping_sweep:
+        ping_conc = [p["concurrency"] for p in ping_sweep]
+        ax.plot(ping_conc, [p["anchor"]["calls_per_s"] for p in ping_sweep], "o--", label="anchor calls/s (ping)")
+        ax.plot(ping_conc, [p["stack"]["calls_per_s"] for p in ping_sweep], "s--", label="stack calls/s (ping)")
     ax.set_xscale("log")
-    ax.set_xlabel("calls in flight (deploy, one form)")
+    ax.set_xlabel("calls in flight (deploy, one form; ping, no form)")
     ax.set_ylabel("calls/s")
     ax.set_title("Concurrency sweep")
     ax.legend()
@@ -320,10 +431,28 @@ def plot(
         ax.set_axis_off()
 
     _plot_cpu(axes[2][0], [point for point in sweep if point.get("cpu")])
-    axes[2][1].set_axis_off()
+    _plot_front_door(axes[2][1], results.get("front_door") or [])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _plot_front_door(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Added p50 and p99 (front door - direct) per Tool against calls in flight."""
+    if not rows:
+        ax.set_axis_off()
+        return
+    for tool in dict.fromkeys(row["tool"] for row in rows):
+        mine = [row for row in rows if row["tool"] == tool]
+        levels = [row["concurrency"] for row in mine]
+        ax.plot(levels, [row["added_ms"]["p50"] for row in mine], "o-", label=f"{tool} added p50")
+        ax.plot(levels, [row["added_ms"]["p99"] for row in mine], "s--", label=f"{tool} added p99")
+    ax.axhline(LIMITS["front_door_added_p50_ms"], color="red", linestyle=":", label="target (no-form p50)")
+    ax.set_xscale("log")
+    ax.set_xlabel("calls in flight")
+    ax.set_ylabel("ms")
+    ax.set_title("MCP front door: added latency over the SDK calling the server directly")
+    ax.legend(fontsize=7)
 
 
 def _plot_cpu(ax: Any, points: Sequence[Mapping[str, Any]]) -> None:

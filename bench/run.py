@@ -5,7 +5,9 @@ Phases (see ``bench/README.md``):
 1. **Side by side** against one example MCP server (Streamable HTTP, loopback): the official SDK auto-loop
    (anchor) and ``maka up``'s processes with an automatic answering surface (stack), interleaved so both see
    the same machine state: sequential latency of ``ping`` (no input) and ``deploy`` (one form), answer-to-result,
-   and a concurrency sweep of ``deploy``.
+   and a concurrency sweep of ``deploy`` (one form) and of ``ping`` (no form). Then Maka's MCP front door
+   (``surfaces.mcp``) beside the SDK calling the example server directly: added latency and calls/s of
+   ``ping`` and of ``deploy`` (form answered at once) at 1/10/50 in flight.
 2. **Profile** (``--profile``): pyinstrument in the interaction, broker and provider processes during a
    ``deploy`` load; reports in ``<out>/profile/``.
 3. **Scale** on a fresh stack: ``--pending`` forms pending at once (opened through HostLink, playing the
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench import profiling, report
-from bench.callers import AnchorCaller, Caller, StackCaller
+from bench.callers import FRONT_DOOR_PREFIX, SESSION, AnchorCaller, Caller, StackCaller
 from bench.cpu import BENCH_PROCESS, CpuMeter
 from bench.failover import run_replica_kill
 from bench.fanout import run_team_scale
@@ -49,6 +51,8 @@ log = logging.getLogger("maka.bench.run")
 T = TypeVar("T")
 
 DEPLOY_ARGS = {"artifact": "bench-build"}
+FRONT_DOOR_SESSION_ENV = "MAKA_MCP_SESSION"
+"""The front door's setting of the Maka session its calls run in (surfaces/mcp/settings.py)."""
 TOOLS: dict[str, dict[str, Any]] = {"ping": {}, "deploy": DEPLOY_ARGS}
 
 
@@ -72,6 +76,8 @@ class Params:
     fanout_sessions: int = 40
     fanout_links: int = 4
     failover_calls: int = 300
+    front_door_concurrency: tuple[int, ...] = (1, 10, 50)
+    front_door_calls: int = 300
 
     def sweep_calls_for(self, concurrency: int) -> int:
         """Calls at one sweep level: ``sweep_calls``, at least 5 rounds of ``concurrency``."""
@@ -98,13 +104,22 @@ def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
     parser.add_argument(
         "--failover-calls", type=int, default=300, help="one-form calls over 3 Hosts while one of 2 replicas is killed"
     )
+    parser.add_argument(
+        "--front-door-concurrency", default="1,10,50", help="comma-separated calls in flight of the front door phase"
+    )
+    parser.add_argument(
+        "--front-door-calls", type=int, default=300, help="calls per Tool, side and level of the front door phase"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--stem", default="latest", help="results file name stem (latest -> latest.json ...)")
     args = parser.parse_args(argv)
     concurrency = tuple(int(part) for part in str(args.concurrency).split(",") if part.strip())
+    front_door = tuple(int(part) for part in str(args.front_door_concurrency).split(",") if part.strip())
     if args.quick:
-        params = Params(8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True, 3, 5, 2, 12)
+        params = Params(
+            8, 2, (1, 4), 8, 50, 5, 16, 10, args.profile, 40, args.log_level, True, 3, 5, 2, 12, (1, 4), 8
+        )  # fmt: skip
     else:
         params = Params(
             args.calls,
@@ -123,9 +138,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[Params, Path, str]:
             args.fanout_sessions,
             args.fanout_links,
             args.failover_calls,
+            front_door,
+            args.front_door_calls,
         )
-    if min(params.concurrency, default=0) < 1 or params.calls < 1 or params.pending < 1 or params.sessions < 1:
+    if (
+        min(params.concurrency, default=0) < 1
+        or min(params.front_door_concurrency, default=0) < 1
+        or params.calls < 1
+        or params.pending < 1
+        or params.sessions < 1
+    ):
         parser.error("calls, pending, sessions and every concurrency level must be >= 1")
+    if params.front_door_calls < 1:
+        parser.error("--front-door-calls must be >= 1")
     return params, Path(args.out), str(args.stem)
 
 
@@ -135,16 +160,30 @@ def _progress(text: str) -> None:
 
 @contextlib.asynccontextmanager
 async def running_stack(
-    config: Path, state_dir: Path, log_path: Path, log_level: str, extra_env: dict[str, str] | None = None
+    config: Path,
+    state_dir: Path,
+    log_path: Path,
+    log_level: str,
+    extra_env: dict[str, str] | None = None,
+    *,
+    mcp: bool = False,
 ) -> AsyncIterator[Stack]:
-    """A started :class:`Stack` (ephemeral ports, web included, children's output appended to ``log_path``)."""
+    """A started :class:`Stack` (ephemeral ports, web included, the MCP front door with ``mcp``, children's
+    output appended to ``log_path``)."""
     log_file = log_path.open("a")
 
     def sink(name: str, line: str) -> None:
         log_file.write(f"[{name}] {line}\n")
 
     stack = Stack(
-        config, state_dir, ports=Ports.ephemeral(), log_level=log_level, sink=sink, extra_env=extra_env, stop_grace=10
+        config,
+        state_dir,
+        ports=Ports.ephemeral(),
+        log_level=log_level,
+        sink=sink,
+        extra_env=extra_env,
+        stop_grace=10,
+        mcp=mcp,
     )
     try:
         await stack.start()
@@ -206,10 +245,19 @@ async def side_by_side(
     a, s = latency["anchor"]["deploy"]["answer_to_result_ms"], latency["stack"]["deploy"]["answer_to_result_ms"]
     latency["ratio"]["answer_to_result_p50"] = ratio(s["p50"], a["p50"])
     latency["ratio"]["answer_to_result_p99"] = ratio(s["p99"], a["p99"])
+    sweep = await concurrency_sweep(params, url, stack, pids, "deploy")
+    return latency, sweep, cdfs
+
+
+async def concurrency_sweep(
+    params: Params, url: str, stack: Caller, pids: dict[str, dict[str, int]], tool: str
+) -> list[dict[str, Any]]:
+    """Per level of ``params.concurrency``: ``tool`` calls on a fresh anchor, then on the stack; calls/s,
+    latency and the CPU per call of each side's processes (``pids[side]``)."""
     sweep: list[dict[str, Any]] = []
     for level in params.concurrency:
         calls = params.sweep_calls_for(level)
-        _progress(f"sweep: {calls} deploy calls per side, {level} in flight")
+        _progress(f"sweep: {calls} {tool} calls per side, {level} in flight")
 
         cpu: dict[str, dict[str, Any]] = {}
 
@@ -218,7 +266,7 @@ async def side_by_side(
         ) -> SweepPoint:
             meter = CpuMeter(pids[caller.name])
             meter.start()
-            point = await concurrent(caller, "deploy", DEPLOY_ARGS, concurrency=level, calls=calls)
+            point = await concurrent(caller, tool, TOOLS[tool], concurrency=level, calls=calls)
             cpu[caller.name] = meter.stop(point.calls).to_json()
             return point
 
@@ -226,6 +274,7 @@ async def side_by_side(
         sweep.append(
             {
                 "concurrency": level,
+                "tool": tool,
                 "anchor": {**a_point.to_json(), "transport_error": a_error},
                 "stack": s_point.to_json(),
                 "ratio_calls_per_s": ratio(s_point.calls_per_s, a_point.calls_per_s),
@@ -233,7 +282,60 @@ async def side_by_side(
                 "cpu": cpu_json(cpu["anchor"], cpu["stack"]),
             }
         )
-    return latency, sweep, cdfs
+    return sweep
+
+
+async def _metered(
+    caller: Caller, tool: str, level: int, calls: int, pids: dict[str, dict[str, int]]
+) -> tuple[SweepPoint, dict[str, Any]]:
+    """``calls`` ``tool`` calls with ``level`` in flight and the CPU per call of ``pids[caller.name]``."""
+    meter = CpuMeter(pids[caller.name])
+    meter.start()
+    point = await concurrent(caller, tool, TOOLS[tool], concurrency=level, calls=calls)
+    return point, meter.stop(point.calls).to_json()
+
+
+async def front_door_phase(
+    params: Params, url: str, front_door_url: str, stack: Caller, pids: dict[str, dict[str, int]]
+) -> list[dict[str, Any]]:
+    """Per Tool (``ping``, ``deploy``) and level of ``params.front_door_concurrency``: the same calls through
+    the SDK ``Client`` straight to the example server (``direct``), through the broker's ``CallTool``
+    (``stack``) and through the SDK ``Client`` to Maka's MCP front door (``front_door``; its forms answered at
+    once by the stack's answering surface). The front door's added latency is front_door - direct; it splits
+    into the broker path (stack - direct) and the front door's own share (front_door - stack)."""
+    rows: list[dict[str, Any]] = []
+    for tool in TOOLS:
+        for level in params.front_door_concurrency:
+            calls = max(params.front_door_calls, 5 * level)
+            _progress(f"front door: {calls} {tool} calls per side, {level} in flight")
+            points: dict[str, SweepPoint] = {}
+            cpu: dict[str, dict[str, Any]] = {}
+            errors: dict[str, str] = {}
+            async with AnchorCaller(url, name="direct") as direct:
+                points["direct"], cpu["direct"] = await _metered(direct, tool, level, calls, pids)
+            errors["direct"] = direct.transport_error
+            points["stack"], cpu["stack"] = await _metered(stack, tool, level, calls, pids)
+            async with AnchorCaller(front_door_url, name="front_door", tool_prefix=FRONT_DOOR_PREFIX) as front:
+                points["front_door"], cpu["front_door"] = await _metered(front, tool, level, calls, pids)
+            errors["front_door"] = front.transport_error
+            d, s, f = (points[name].latency for name in ("direct", "stack", "front_door"))
+            rows.append(
+                {
+                    "tool": tool,
+                    "concurrency": level,
+                    **{
+                        name: {**point.to_json(), "transport_error": errors.get(name, ""), "cpu": cpu[name]}
+                        for name, point in points.items()
+                    },
+                    "added_ms": {"p50": round(f.p50 - d.p50, 3), "p99": round(f.p99 - d.p99, 3)},
+                    "added_p50_split_ms": {
+                        "broker_path": round(s.p50 - d.p50, 3),
+                        "front_door": round(f.p50 - s.p50, 3),
+                    },
+                    "ratio_calls_per_s": ratio(points["front_door"].calls_per_s, points["direct"].calls_per_s),
+                }
+            )
+    return rows
 
 
 def profile_dir(out_dir: Path, stem: str) -> Path:
@@ -295,18 +397,33 @@ async def main_async(params: Params, out_dir: Path, stem: str) -> int:
         async with example_server(work / "example_server.log") as server:
             config = work / "mcp.json"
             config.write_text(json.dumps({"mcpServers": {"examples": {"url": server.url}}}))
-            env = profiling.profile_env(profile_dir(out_dir, stem)) if params.profile else None
-            _progress("starting maka up (side-by-side stack)")
-            async with running_stack(config, work / "stack", work / "stack.log", params.log_level, env) as stack:
+            # the front door's calls run in the answering surface's session
+            env = {FRONT_DOOR_SESSION_ENV: SESSION}
+            if params.profile:
+                env.update(profiling.profile_env(profile_dir(out_dir, stem)))
+            _progress("starting maka up (side-by-side stack, MCP front door included)")
+            async with running_stack(
+                config, work / "stack", work / "stack.log", params.log_level, env, mcp=True
+            ) as stack:
                 endpoints = stack.endpoints
                 assert endpoints is not None
                 async with StackCaller(endpoints.broker, endpoints.interaction) as st:
+                    children = stack.supervisor.pids()
+                    # the front door idles through the side-by-side runs: not a process of the stack side there
+                    stack_children = {name: pid for name, pid in children.items() if name != Stack.MCP}
                     pids = {
                         "anchor": side_pids(server.pid),
-                        "stack": side_pids(server.pid, stack.supervisor.pids()),
+                        "stack": side_pids(server.pid, stack_children),
                     }
                     latency, sweep, cdfs = await side_by_side(params, server.url, st, pids)
                     results["latency"], results["sweep"] = latency, sweep
+                    results["sweep_ping"] = await concurrency_sweep(params, server.url, st, pids, "ping")
+                    front_pids = {
+                        "direct": pids["anchor"],
+                        "stack": pids["stack"],
+                        "front_door": side_pids(server.pid, children),
+                    }
+                    results["front_door"] = await front_door_phase(params, server.url, endpoints.mcp, st, front_pids)
                     results["stack_rss_kib"] = {
                         name: kib for name, pid in stack.supervisor.pids().items() if (kib := rss_kib(pid)) is not None
                     }

@@ -3,7 +3,7 @@
 The forms are opened through the Interaction service's ``HostLink`` directly, **playing the broker**
 (resuming the real broker's Host epoch), not through real MCP calls: opening 10,000 forms through
 10,000 live ``tools/call`` invocations would measure the example server and the provider instead.
-Delivery is measured to a real ``Attach`` subscriber (:class:`InteractionClient`, as every surface uses).
+Delivery is measured to a real ``Attach`` subscriber (:class:`Interactions`, as every surface uses).
 
 Measured (see :class:`ScaleResult`): Redis bytes per pending form (``INFO memory`` ``used_memory`` delta /
 count), each process's RSS (``/proc/<pid>/status`` ``VmRSS``), open-to-surface delivery delay while the
@@ -31,7 +31,7 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, intera
 from services.core.channels import open_channel
 from services.core.form import Requester, decode_requested_schema, form_to_proto
 from services.interaction.keys import Keys
-from surfaces.common.interaction_client import Closed, CloseReason, InteractionClient, Opened, Snapshot
+from surfaces.common.interactions import CloseReason, FormClosed, FormOpened, FormSnapshot, Interactions
 
 OPEN_TIMEOUT = 30.0
 """Seconds one open (or one probe's delivery) may take before the scale run fails."""
@@ -162,7 +162,7 @@ class Subscriber:
     """A real ``Attach`` subscriber of every session: notes when each form (by tool use id) arrives and
     counts ``host_restarted`` closures."""
 
-    def __init__(self, client: InteractionClient) -> None:
+    def __init__(self, client: Interactions) -> None:
         self._client = client
         self.subscribed = asyncio.Event()
         self.received: dict[str, float] = {}
@@ -183,9 +183,9 @@ class Subscriber:
         """Attach (all sessions) until cancelled."""
         async for event in self._client.attach(()):
             now = time.perf_counter()
-            if isinstance(event, Snapshot):
+            if isinstance(event, FormSnapshot):
                 self.subscribed.set()
-            elif isinstance(event, Opened):
+            elif isinstance(event, FormOpened):
                 key = event.interaction.tool_use_id
                 self.received[key] = now
                 if self.received_target and len(self.received) >= self.received_target:
@@ -193,7 +193,7 @@ class Subscriber:
                 waiter = self._waiters.pop(key, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(now)
-            elif isinstance(event, Closed) and event.reason is CloseReason.HOST_RESTARTED:
+            elif isinstance(event, FormClosed) and event.reason is CloseReason.HOST_RESTARTED:
                 self.restarted += 1
                 if self.restarted_target and self.restarted >= self.restarted_target:
                     self.all_restarted.set()
@@ -244,7 +244,7 @@ async def run_scale(
     try:
         epoch_raw = await redis_client.get(Keys(host_id).epoch())
         epoch = int(epoch_raw or 0)
-        async with open_channel(interaction) as channel, InteractionClient.connect(interaction) as client:
+        async with open_channel(interaction) as channel, Interactions.connect(interaction) as client:
             stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
             subscriber = Subscriber(client)
             async with _running(asyncio.create_task(subscriber.run())):

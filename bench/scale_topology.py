@@ -44,7 +44,7 @@ from bench.system import ROOT, machine, process_tree_usage
 from bench.topology import Topology, TopologySpec
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from stack.probes import grpc_serving, list_tools
-from surfaces.common.interaction_client import CloseReason, InteractionClient, InteractionView
+from surfaces.common.interactions import CloseReason, Interactions, InteractionView
 
 RESULTS = ROOT / "bench" / "results"
 SURFACES = ("web", "cli", "polyglot")
@@ -170,7 +170,7 @@ class Driver:
         """Wait (bounded) until each call's form is closed, and record why it closed."""
         async with (
             asyncio.timeout(FORM_TIMEOUT),
-            InteractionClient.connect(self.topology.interaction_target, host_id=host) as client,
+            Interactions.connect(self.topology.interaction_target, host_id=host) as client,
         ):
             for call in calls:
                 while True:
@@ -182,8 +182,8 @@ class Driver:
 
     async def pending_count(self, host: str, calls: Sequence[Call]) -> int:
         """Forms now pending in the sessions of ``calls``: a replayed call would open a new one."""
-        async with InteractionClient.connect(self.topology.interaction_target, host_id=host) as client:
-            return len(await client.list_pending(sorted({c.session for c in calls})))
+        async with Interactions.connect(self.topology.interaction_target, host_id=host) as client:
+            return len(await client.pending(sorted({c.session for c in calls})))
 
     async def wait_forms(self, calls: Sequence[Call]) -> None:
         """Poll ``ListPending`` of each Host until every call has its form (bounded)."""
@@ -192,9 +192,9 @@ class Driver:
             by_host.setdefault(call.host, []).append(call)
         async with asyncio.timeout(FORM_TIMEOUT):
             for host, host_calls in by_host.items():
-                async with InteractionClient.connect(self.topology.interaction_target, host_id=host) as client:
+                async with Interactions.connect(self.topology.interaction_target, host_id=host) as client:
                     while True:
-                        pending = await client.list_pending(sorted({c.session for c in host_calls}))
+                        pending = await client.pending(sorted({c.session for c in host_calls}))
                         self._bind(host_calls, pending)
                         if all(c.interaction_id for c in host_calls):
                             break

@@ -1,25 +1,23 @@
 """Print (or check) the configuration reference: every ``MAKA_*`` variable of every Settings class.
 
-``python scripts/settings_doc.py`` prints the Markdown tables that README.md carries between the
-``<!-- settings:begin -->`` and ``<!-- settings:end -->`` markers; ``--write`` replaces that block in
-README.md; ``--check`` exits 1 when README.md is out of date (run by the test suite).
+``python -m scripts.settings_doc`` prints the Markdown tables that ``docs/configuration.md`` carries between
+the ``<!-- settings:begin -->`` and ``<!-- settings:end -->`` markers; ``--write`` replaces that block in the
+page; ``--check`` exits 1 when the page is out of date (run by the test suite).
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
+from scripts.doc_block import DocBlock
 from services.broker.settings import Settings as BrokerSettings
 from services.core.settings import ClientTlsSettings, GrpcServerSettings
 from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider.settings import Settings as ProviderSettings
+from surfaces.mcp.settings import McpSettings
 from surfaces.web.settings import WebSettings
-
-README = Path(__file__).resolve().parent.parent / "README.md"
-BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
 
 SECTIONS: tuple[tuple[str, type[BaseSettings], type[BaseSettings] | None], ...] = (
     ("Every gRPC service (Interaction service, broker, MCP provider)", GrpcServerSettings, None),
@@ -28,6 +26,7 @@ SECTIONS: tuple[tuple[str, type[BaseSettings], type[BaseSettings] | None], ...] 
     ("Capability broker (`python -m services.broker.main`)", BrokerSettings, GrpcServerSettings),
     ("MCP provider (`python -m services.mcp_provider.main`)", ProviderSettings, GrpcServerSettings),
     ("Web surface (`maka web`, `python -m surfaces.web.main`)", WebSettings, None),
+    ("MCP front door (`python -m surfaces.mcp.main`, started by `maka up`)", McpSettings, None),
 )
 
 
@@ -54,25 +53,13 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _spliced(text: str) -> str:
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n{render()}{END}{tail}"
+BLOCK = DocBlock("docs/configuration.md", "settings", render, "python -m scripts.settings_doc")
+"""The configuration reference's place: ``docs/configuration.md``."""
 
 
 def main(argv: list[str]) -> int:
-    """CLI: no args prints, ``--write`` updates README.md, ``--check`` verifies it."""
-    text = README.read_text()
-    if argv == ["--write"]:
-        README.write_text(_spliced(text))
-        return 0
-    if argv == ["--check"]:
-        if BEGIN not in text or _spliced(text) != text:
-            print("README.md configuration reference is stale: run python scripts/settings_doc.py --write")
-            return 1
-        return 0
-    print(render())
-    return 0
+    """CLI: no args prints, ``--write`` updates docs/configuration.md, ``--check`` verifies it."""
+    return BLOCK.main(argv)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,11 @@
 #   .tools/bin/node22         a symlink to that binary. The harness needs Node >= 22.
 #   .tools/conformance/       @modelcontextprotocol/conformance@0.2.0-alpha.12 (the official harness)
 #   .tools/server-everything/ @modelcontextprotocol/server-everything (legacy-era stdio peer)
+#   .tools/mcp-clients/       @modelcontextprotocol/sdk (the TypeScript SDK client) and
+#                             @modelcontextprotocol/inspector (its --cli mode): the front door's client tests
 #
-# Override the pinned versions with MAKA_CONFORMANCE_VERSION / MAKA_SERVER_EVERYTHING_VERSION.
+# Override the pinned versions with MAKA_CONFORMANCE_VERSION / MAKA_SERVER_EVERYTHING_VERSION /
+# MAKA_TS_SDK_VERSION / MAKA_INSPECTOR_VERSION.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +25,8 @@ NODE22_DIR=$TOOLS/node22
 NODE22_BIN_DIR=$NODE22_DIR/node_modules/node-linux-$NODE_ARCH/bin
 CONFORMANCE_VERSION=${MAKA_CONFORMANCE_VERSION:-0.2.0-alpha.12}
 EVERYTHING_VERSION=${MAKA_SERVER_EVERYTHING_VERSION:-2026.8.31}
+TS_SDK_VERSION=${MAKA_TS_SDK_VERSION:-1.32.2}
+INSPECTOR_VERSION=${MAKA_INSPECTOR_VERSION:-2.12.0}
 
 if ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -37,7 +42,7 @@ mkdir -p "$TOOLS"
 
 installed_version() { # <prefix> <package> -> prints the installed version or nothing
   local manifest="$1/node_modules/$2/package.json"
-  [ -f "$manifest" ] && sed -n 's/^  "version": "\(.*\)",$/\1/p' "$manifest" | head -n1
+  [ -f "$manifest" ] && sed -n 's/^ *"version": "\(.*\)",$/\1/p' "$manifest" | head -n1
   return 0
 }
 
@@ -67,4 +72,12 @@ if [ "$(installed_version "$TOOLS/server-everything" @modelcontextprotocol/serve
     "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >/dev/null
 fi
 
-echo "setup_node_tools: ok (node $("$NODE22_BIN_DIR/node" --version), conformance $CONFORMANCE_VERSION, server-everything $EVERYTHING_VERSION)"
+# 4. The front door's other real clients (tests/surfaces/mcp/test_real_clients.py).
+if [ "$(installed_version "$TOOLS/mcp-clients" @modelcontextprotocol/sdk)" != "$TS_SDK_VERSION" ] ||
+  [ "$(installed_version "$TOOLS/mcp-clients" @modelcontextprotocol/inspector)" != "$INSPECTOR_VERSION" ]; then
+  echo "setup_node_tools: installing @modelcontextprotocol/sdk@$TS_SDK_VERSION, @modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+  npm install --prefix "$TOOLS/mcp-clients" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null
+fi
+
+echo "setup_node_tools: ok (node $("$NODE22_BIN_DIR/node" --version), conformance $CONFORMANCE_VERSION, server-everything $EVERYTHING_VERSION, sdk $TS_SDK_VERSION, inspector $INSPECTOR_VERSION)"

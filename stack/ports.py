@@ -15,15 +15,17 @@ class Ports:
     provider: int = 50053
     """The MCP provider's gRPC health port."""
     web: int = 8765
+    mcp: int = 8766
+    """The MCP front door (``http://127.0.0.1:PORT/mcp``)."""
 
     @classmethod
     def ephemeral(cls) -> Ports:
         """Every port chosen by the OS."""
-        return cls(0, 0, 0, 0)
+        return cls(0, 0, 0, 0, 0)
 
     @classmethod
     def parse(cls, text: str) -> Ports:
-        """``"ephemeral"``, ``"default"`` or ``name=port,...`` (names: interaction, broker, provider, web).
+        """``"ephemeral"``, ``"default"`` or ``name=port,...`` (names: interaction, broker, provider, web, mcp).
 
         Raises ``ValueError`` naming the bad part.
         """
@@ -35,9 +37,9 @@ class Ports:
         for part in text.split(","):
             name, sep, number = part.partition("=")
             name = name.strip()
-            if not sep or name not in {"interaction", "broker", "provider", "web"}:
+            if not sep or name not in {"interaction", "broker", "provider", "web", "mcp"}:
                 raise ValueError(
-                    f"bad port spec {part!r}: use ephemeral or name=port (interaction, broker, provider, web)"
+                    f"bad port spec {part!r}: use ephemeral or name=port (interaction, broker, provider, web, mcp)"
                 )
             if not number.strip().isdigit() or not 0 <= int(number) <= 65535:
                 raise ValueError(f"bad port number in {part!r}")

@@ -7,6 +7,7 @@
      "web": "http://127.0.0.1:8765", "redis_url": "unix:///.../redis.sock",
      "host_id": "local", "pids": {"interaction": 123, ...},
      "provider": "127.0.0.1:50053", "config": "/abs/mcp.json",
+     "mcp": "http://127.0.0.1:8766/mcp",
      "metrics": {"interaction": "http://127.0.0.1:P/metrics", ...}}   # only with `maka up --metrics`
 """
 
@@ -43,6 +44,8 @@ class Endpoints:
     """``host:port`` of the MCP provider's health endpoint (empty when unknown)."""
     config: str = ""
     """Absolute path of the ``mcpServers`` file the provider reads (``maka reload`` checks it first)."""
+    mcp: str = ""
+    """URL of the MCP front door (the Host's Tools over MCP Streamable HTTP; empty when not running)."""
 
 
 def write_endpoints(state_dir: Path, endpoints: Endpoints) -> Path:
@@ -59,7 +62,10 @@ def read_endpoints(state_dir: Path) -> Endpoints:
     """Read ``endpoints.json``. Raises ``FileNotFoundError`` with a hint when no stack runs there."""
     path = state_dir / ENDPOINTS_FILE
     if not path.exists():
-        raise FileNotFoundError(f"no running stack: {path} not found (start one with `maka up` or `make run`)")
+        raise FileNotFoundError(
+            f"no running stack: {path.absolute()} not found (start one with `maka up` or `make run`,"
+            " or point at its state folder with --state-dir DIR or MAKA_STATE_DIR=DIR)"
+        )
     data = json.loads(path.read_text())
     known = {f for f in Endpoints.__dataclass_fields__}
     return Endpoints(**{k: v for k, v in data.items() if k in known})

@@ -19,17 +19,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from services.core.backoff import Backoff
 from stack.errors import StackError
 
 log = logging.getLogger("maka.stack.supervisor")
@@ -37,6 +41,8 @@ log = logging.getLogger("maka.stack.supervisor")
 EventKind = Literal["started", "ready", "exited", "restarting", "gave_up", "stopped"]
 MAX_LINE_BYTES = 1024 * 1024
 """Longest forwarded output line; a longer one is dropped (the next lines still flow)."""
+TAIL_LINES = 50
+"""Output lines of a child's current launch kept to explain an exit before it was ready."""
 LogSink = Callable[[str, str], None]
 """``sink(child_name, line)``: receives every output line of every child (without the newline)."""
 ReadyCheck = Callable[[], Awaitable[bool]]
@@ -84,6 +90,49 @@ class _Child:
     restart_times: list[float] = field(default_factory=lambda: list[float]())
     expected_exit: bool = False
     was_ready: bool = False
+    tail: deque[str] = field(default_factory=lambda: deque[str](maxlen=TAIL_LINES))
+
+
+class ChildExited(StackError):
+    """A child exited before it was ready: its ``name``, exit ``code``, last output lines (``output``) and
+    the last meaningful one (``cause``: an error log line, a traceback's exception, or the last line), which
+    the message ends with."""
+
+    def __init__(self, name: str, code: int, output: Sequence[str]) -> None:
+        self.name = name
+        self.code = code
+        self.output = tuple(output)
+        self.cause = last_cause(self.output)
+        super().__init__(
+            f"{name} exited with code {code} before it was ready" + (f": {self.cause}" if self.cause else "")
+        )
+
+
+_ERROR_LEVELS = frozenset({"error", "critical", "fatal"})
+_EXCEPTION_PREFIX = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
+_TRACEBACK_NOISE = ("Traceback (most recent call last)", "During handling of", "The above exception")
+
+
+def last_cause(lines: Iterable[str]) -> str:
+    """The last meaningful line of a child's output: a JSON log line at error level (its ``event`` and
+    ``error``), else the last plain line that is not part of a traceback's frames (``RuntimeError: x`` →
+    ``x``); JSON lines below error level are skipped. Empty when there is none."""
+    for raw in reversed(list(lines)):
+        line = raw.strip()
+        if not line or raw[:1].isspace() or line.startswith(_TRACEBACK_NOISE):
+            continue
+        if line.startswith("{"):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict):
+                if str(entry.get("level", "")).lower() not in _ERROR_LEVELS:
+                    continue
+                detail = entry.get("error") or entry.get("detail")
+                return str(entry.get("event", "")) + (f": {detail}" if detail else "")
+        return _EXCEPTION_PREFIX.sub("", line, count=1)
+    return ""
 
 
 class StderrSink:
@@ -172,7 +221,8 @@ class Supervisor:
         self._stop_grace = stop_grace
         self._max_restarts = max_restarts
         self._restart_window = restart_window
-        self._restart_backoff = restart_backoff
+        # Children restart on a fixed schedule (no jitter: one supervisor, no herd to spread).
+        self._restart_delays = Backoff(initial=restart_backoff, maximum=max(5.0, restart_backoff), jitter=False)
         self._children: dict[str, _Child] = {}
         self._order: list[str] = []
         self._subscribers: list[asyncio.Queue[StackEvent]] = []
@@ -250,16 +300,17 @@ class Supervisor:
             raise StackError(f"cannot start {spec.name}: {error}") from error
         child.process = process
         child.launches += 1
+        child.tail.clear()
         assert process.stdout is not None
         assert process.stderr is not None
         child.pumps = [
-            asyncio.create_task(self._pump(spec.name, process.stdout)),
-            asyncio.create_task(self._pump(spec.name, process.stderr)),
+            asyncio.create_task(self._pump(child, process.stdout)),
+            asyncio.create_task(self._pump(child, process.stderr)),
         ]
         child.watcher = asyncio.create_task(self._watch(child, process))
         self._emit(StackEvent("started", spec.name, detail=f"pid {process.pid}"))
 
-    async def _pump(self, name: str, stream: asyncio.StreamReader) -> None:
+    async def _pump(self, child: _Child, stream: asyncio.StreamReader) -> None:
         while True:
             try:
                 raw = await stream.readline()
@@ -267,7 +318,9 @@ class Supervisor:
                 continue
             if not raw:
                 return
-            self._sink(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            child.tail.append(line)
+            self._sink(child.spec.name, line)
 
     async def _await_ready(self, child: _Child) -> None:
         spec = child.spec
@@ -276,7 +329,11 @@ class Supervisor:
         deadline = time.monotonic() + self._ready_timeout
         while True:
             if process.returncode is not None:
-                raise StackError(f"{spec.name} exited with code {process.returncode} before it was ready")
+                # its last lines explain why (e.g. a port already bound): let the pipes drain (bounded: a
+                # grandchild may still hold them open)
+                if child.pumps:
+                    await asyncio.wait(child.pumps, timeout=1.0)
+                raise ChildExited(spec.name, process.returncode, child.tail)
             if spec.ready is None or await _safely(spec.ready):
                 child.was_ready = True
                 self._emit(StackEvent("ready", spec.name))
@@ -309,7 +366,7 @@ class Supervisor:
             self._emit(StackEvent("gave_up", child.spec.name, detail=f"{self._max_restarts} restarts"))
             return
         child.restart_times.append(now)
-        delay = min(self._restart_backoff * 2 ** (len(child.restart_times) - 1), 5.0)
+        delay = self._restart_delays.delay(len(child.restart_times))
         self._emit(StackEvent("restarting", child.spec.name, detail=f"in {delay:.1f}s"))
         await asyncio.sleep(delay)  # backoff between attempts, not synchronisation
         if self._stopping:

@@ -1,9 +1,9 @@
 """The Maka topology: which children :class:`Stack` runs under a :class:`~stack.supervisor.Supervisor`.
 
 An embedded ``redis-server`` (unless a Redis URL is given), the Interaction service, the Capability
-broker, the web surface and the MCP provider, each with its ``MAKA_*`` environment and arguments, its
-port (pinned across restarts), its readiness probe (:mod:`stack.probes`: gRPC health, HTTP, Redis PING)
-and ``<state dir>/endpoints.json`` (:mod:`stack.state_dir`).
+broker, the web surface, the MCP provider and (``mcp=True``) the MCP front door, each with its ``MAKA_*``
+environment and arguments, its port (pinned across restarts), its readiness probe (:mod:`stack.probes`: gRPC
+health, HTTP, Redis PING) and ``<state dir>/endpoints.json`` (:mod:`stack.state_dir`).
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ class Stack:
     BROKER = "broker"
     PROVIDER = "provider"
     WEB = "web"
+    MCP = "mcp"
     REDIS = "redis"
 
     def __init__(
@@ -111,12 +112,14 @@ class Stack:
         redis_mode: str = "standalone",
         host_id: str = "local",
         web: bool = True,
+        mcp: bool = False,
         log_level: str = "INFO",
         sink: LogSink = stderr_sink,
         ready_timeout: float = 60.0,
         stop_grace: float = 10.0,
         tools_timeout: float = 30.0,
         extra_env: Mapping[str, str] | None = None,
+        child_env: Mapping[str, Mapping[str, str]] | None = None,
         metrics: Mapping[str, int] | None = None,
         max_restarts: int = 5,
         restart_window: float = 60.0,
@@ -127,12 +130,16 @@ class Stack:
         self.ports = ports if ports is not None else Ports()
         self.host_id = host_id
         self.web_enabled = web
+        self.mcp_enabled = mcp
+        """Whether the MCP front door runs (``surfaces.mcp``; ``maka up`` turns it on)."""
         self.log_level = log_level
         self.redis_url = redis_url or ""
         self.redis_mode = redis_mode if redis_url else "standalone"
         """How the Interaction service reads ``redis_url`` (``MAKA_REDIS_MODE``); the private Redis is standalone."""
         self._embedded_redis = not redis_url
         self._extra_env = {k: v for k, v in (extra_env or {}).items() if k != METRICS_ENV}
+        self._child_env = {name: dict(env) for name, env in (child_env or {}).items()}
+        """Environment of one gRPC child over ``extra_env`` (e.g. the broker's own drain), by child name."""
         self.metrics = dict(metrics) if metrics is not None else None
         """``{service: port}`` (0 = ephemeral) of the ``/metrics`` endpoints to serve; None = none."""
         self.metrics_bound: dict[str, int] = {}
@@ -180,6 +187,8 @@ class Stack:
             if self.web_enabled:
                 await self.supervisor.start(self._web_spec())
             await self.supervisor.start(self._provider_spec())
+            if self.mcp_enabled:
+                await self.supervisor.start(self._mcp_spec())
         except BaseException:
             await self.stop()
             raise
@@ -266,8 +275,11 @@ class Stack:
         return True
 
     async def stop(self) -> None:
-        """Drain and stop every child: web, provider, broker, interaction, redis."""
-        await self.supervisor.stop(order=(self.WEB, self.PROVIDER, self.BROKER, self.INTERACTION, self.REDIS))
+        """Drain and stop every child: MCP front door, web, broker, provider, interaction, redis. The broker
+        stops before the provider so its own shutdown settles what is live (calls ``lost``, forms
+        ``host_restarted``, docs/design.md#restart-and-reconnect) instead of seeing the provider go
+        (``provider_lost``)."""
+        await self.supervisor.stop(order=(self.MCP, self.WEB, self.BROKER, self.PROVIDER, self.INTERACTION, self.REDIS))
         (self.state_dir / "endpoints.json").unlink(missing_ok=True)
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
@@ -296,8 +308,10 @@ class Stack:
         return self.supervisor.history
 
     def address(self, name: str) -> str:
-        """``127.0.0.1:<port>`` of a gRPC child, or the web base URL for ``web``."""
+        """``127.0.0.1:<port>`` of a gRPC child, the web base URL for ``web``, the endpoint URL for ``mcp``."""
         port = self.bound[name]
+        if name == self.MCP:
+            return f"http://127.0.0.1:{port}/mcp"
         return f"http://127.0.0.1:{port}" if name == self.WEB else f"127.0.0.1:{port}"
 
     # --- child specs -------------------------------------------------------------------------
@@ -323,6 +337,7 @@ class Stack:
                     "MAKA_LOG_LEVEL": self.log_level,
                     **env(),
                     **self._extra_env,
+                    **self._child_env.get(name, {}),
                     **self._metrics_env(name),
                 }
             )
@@ -413,6 +428,35 @@ class Stack:
 
         return ChildSpec(self.WEB, [sys.executable, "-m", "surfaces.web.main"], ready=ready, prepare=prepare)
 
+    def _mcp_spec(self) -> ChildSpec:
+        """The MCP front door (``surfaces.mcp.main``): a caller of the broker, naming the web page as where to
+        answer forms."""
+        port_file = self._port_file(self.MCP)
+
+        async def prepare(spec: ChildSpec, attempt: int) -> None:
+            port_file.unlink(missing_ok=True)
+            port = self._pinned_port(self.MCP, self.ports.mcp)
+            spec.env = child_env(
+                {
+                    "MAKA_BROKER_TARGET": self.address(self.BROKER),
+                    "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),
+                    "MAKA_WEB_URL": self.address(self.WEB) if self.WEB in self.bound else "",
+                    "MAKA_MCP_LISTEN": f"127.0.0.1:{port}",
+                    "MAKA_MCP_PORT_FILE": str(port_file),
+                    "MAKA_LOG_LEVEL": self.log_level,
+                    **self._extra_env,
+                }
+            )
+
+        async def ready() -> bool:
+            port = _read_port(port_file)
+            if port is None or not await http_ok(f"http://127.0.0.1:{port}/healthz"):
+                return False
+            self.bound[self.MCP] = port
+            return True
+
+        return ChildSpec(self.MCP, [sys.executable, "-m", "surfaces.mcp.main"], ready=ready, prepare=prepare)
+
     def redis_spec(self) -> ChildSpec:
         """The embedded ``redis-server``: append-only file in the state dir, a Unix socket (moved to a short
         ``/tmp`` path when the state dir's is too long for one)."""
@@ -461,6 +505,7 @@ class Stack:
             metrics=self.metrics_urls(),
             provider=self.address(self.PROVIDER) if self.PROVIDER in self.bound else "",
             config=str(self.config_path),
+            mcp=self.address(self.MCP) if self.MCP in self.bound else "",
         )
         write_endpoints(self.state_dir, endpoints)
         self.endpoints = endpoints

@@ -208,3 +208,24 @@ def test_every_in_page_link_of_the_docs_is_a_heading_of_that_page() -> None:
                 if anchor not in known:
                     problems.append(f"no heading #{anchor}: " + where(page, number, line))
     assert not problems, "\n".join(problems)
+
+
+def test_every_link_between_the_readme_and_the_docs_pages_resolves() -> None:
+    """A relative link (``[cli](docs/cli.md)``, ``[OAuth](security.md#oauth)``) names a file of the repository,
+    and a heading of that page when it has an anchor: moving a section cannot leave a link dangling."""
+    problems: list[str] = []
+    checked = 0
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in lines_of(page):
+            for target in re.findall(r"\]\(([^)\s#][^)\s]*)\)", line):
+                if re.match(r"[a-z][a-z+.-]*:", target):
+                    continue  # https:, mailto: ...
+                path, _, anchor = target.partition("#")
+                resolved = (page.parent / path).resolve()
+                checked += 1
+                if not resolved.exists():
+                    problems.append(f"no file {path}: " + where(page, number, line))
+                elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                    problems.append(f"{path} has no heading #{anchor}: " + where(page, number, line))
+    assert checked > 10, "the README links every docs page; finding almost none means the scan is broken"
+    assert not problems, "\n".join(problems)

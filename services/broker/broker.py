@@ -1,6 +1,10 @@
-"""The Capability broker's domain: provider registrations, the invocation state machine, timers.
+"""The Capability broker's domain: the invocation state machine.
 
-A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts it. Rules (RFC
+A plain async class with no gRPC in it; :mod:`services.broker.servicer` adapts it. Beside it:
+:mod:`services.broker.registry` (provider registrations, Tool routing, sign-in forwarding),
+:mod:`services.broker.timers` (execution timers, the liveness sweep) and :mod:`services.broker.attachments`
+(caller streams, the reattach grace, retention). Each provider frame is applied by the ``_apply_<frame>``
+method named after its ``ConnectRequest`` frame. Rules (RFC
 criteria 7, 8, 10, 16; docs/design.md#capability-broker,
 docs/design.md#lifecycle):
 
@@ -45,23 +49,21 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlsplit
 
 from google.protobuf import duration_pb2
 
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from services.broker.arguments import argument_problems
+from services.broker.attachments import CallerAttachments
 from services.broker.call_log import CallLog, parse_resume_token
 from services.broker.errors import (
-    DOMAIN,
     CallNotFound,
+    CallRefused,
     FrameRejection,
     HostUnavailable,
     InvalidRequest,
@@ -75,19 +77,22 @@ from services.broker.model import (
     ProviderStream,
     Registration,
     call_summary,
+    mint_id,
 )
-from services.broker.servers import ServerTable, unavailable_message
+from services.broker.registry import ProviderRegistry
+from services.broker.servers import ServerTable
+from services.broker.timers import ExecutionTimers, run_every
 from services.broker.validation import (
-    MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
     check_call_request,
-    check_id,
+    check_display_name,
+    check_provider_id,
     check_sign_in_status,
     check_tools,
 )
 from services.core import metrics
-from services.core.reasons import BrokerErrorReason, InteractionErrorReason
-from services.core.status import NotFound
+from services.core.limits import MAX_ID_CHARS
+from services.core.reasons import InteractionErrorReason
 
 log = logging.getLogger("maka.broker.broker")
 
@@ -130,7 +135,7 @@ class InteractionHost(Protocol):
 
 
 class Broker:
-    """Registrations, invocations and nested forms of one Runtime Host.
+    """The invocation state machine of one Runtime Host, over its provider registry, timers and callers.
 
     Args:
         host: the Interaction service link (``HostLink``) used to open and close forms.
@@ -161,25 +166,22 @@ class Broker:
         reattach_grace_seconds: float = 30.0,
     ) -> None:
         self._host = host
-        self._execution_timeout = execution_timeout
-        self._max_execution = max_execution_seconds
         self.servers = ServerTable()
-        self._recent: deque[Invocation] = deque(maxlen=RECENT_CALLS)
         """What providers report of their MCP servers (``ReportServers``)."""
+        self._recent: deque[Invocation] = deque(maxlen=RECENT_CALLS)
         self._heartbeat_seconds = heartbeat_seconds
         self._form_wait = form_wait_seconds
-        self._max_invocations = max_invocations_per_provider
         self._queue_size = queue_size
-        self._keepalive = call_keepalive_seconds
-        self._reattach_grace = reattach_grace_seconds
-        self._retained: OrderedDict[str, tuple[float, Invocation]] = OrderedDict()
-        """settled invocations still reattachable: id → (monotonic deadline, invocation)."""
-        self._by_call_id: dict[tuple[str, str, str], Invocation] = {}
-        """(owner, session id, call id) → live or retained invocation (idempotent start)."""
-        self._registrations: dict[str, Registration] = {}
-        """provider id → live registration."""
-        self._tools: dict[str, Registration] = {}
-        """qualified Tool name → live registration serving it (the latest to claim it)."""
+        self._counters: Counter[str] = Counter()
+        self._registry = ProviderRegistry(self._send, self.servers, max_invocations=max_invocations_per_provider)
+        self._timers = ExecutionTimers(execution_timeout, max_execution_seconds, self._execution_timed_out)
+        self._callers = CallerAttachments(
+            keepalive_seconds=call_keepalive_seconds,
+            grace_seconds=reattach_grace_seconds,
+            retained_limit=SETTLED_MEMORY,
+            counters=self._counters,
+            on_abandoned=lambda invocation: self.stop_invocation(invocation, "caller did not reattach"),
+        )
         self._invocations: dict[str, Invocation] = {}
         """live invocations by id."""
         self._by_interaction: dict[str, Invocation] = {}
@@ -188,7 +190,6 @@ class Broker:
         self._early_settled: OrderedDict[str, interaction_pb2.Interaction] = OrderedDict()
         self._streams: set[ProviderStream] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._counters: Counter[str] = Counter()
         self._liveness: asyncio.Task[None] | None = None
         self._shutting_down = False
         self._draining = False
@@ -200,7 +201,9 @@ class Broker:
 
     async def start(self) -> None:
         """Start the provider liveness sweep."""
-        self._liveness = asyncio.create_task(self._sweep_liveness(), name="maka-broker-liveness")
+        self._liveness = asyncio.create_task(
+            run_every(self._heartbeat_seconds, self._retire_silent_providers), name="maka-broker-liveness"
+        )
 
     async def drain(self, timeout: float) -> int:
         """Stop accepting calls and give the live ones up to ``timeout`` s to finish.
@@ -222,18 +225,19 @@ class Broker:
         return left
 
     async def shutdown(self, timeout: float = 5.0) -> None:
-        """Graceful stop: live invocations settle ``lost``, pending forms close ``stopped``,
+        """Graceful stop of the Host: live invocations settle ``lost``, pending forms close ``host_restarted``
+        (docs/design.md#restart-and-reconnect: a Host that stops closes its forms and never replays a Tool),
         providers get ``cancel`` and their streams end; waits up to ``timeout`` s for the closes."""
         self._shutting_down = True
         if self._liveness is not None:
             self._liveness.cancel()
         for invocation in list(self._invocations.values()):
-            invocation.late_form_close = interaction_pb2.CLOSE_REASON_STOPPED
+            invocation.late_form_close = interaction_pb2.CLOSE_REASON_HOST_RESTARTED
             self._settle(
                 invocation,
                 InvocationState.LOST,
                 broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the broker is shutting down")),
-                form_close=interaction_pb2.CLOSE_REASON_STOPPED,
+                form_close=interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
                 cancel_reason="broker shutting down",
             )
         for stream in list(self._streams):
@@ -248,7 +252,7 @@ class Broker:
         ``interactions_opened``, ``live_invocations``, ``live_registrations``, ``pending_forms``."""
         out = dict(self._counters)
         out["live_invocations"] = len(self._invocations)
-        out["live_registrations"] = len(self._registrations)
+        out["live_registrations"] = len(self._registry)
         out["pending_forms"] = len(self._by_interaction)
         return out
 
@@ -271,7 +275,7 @@ class Broker:
             servers=self.servers.servers(),
             reporters=self.servers.reporters(),
             live_invocations=len(self._invocations),
-            live_registrations=len(self._registrations),
+            live_registrations=len(self._registry),
             pending_forms=len(self._by_interaction),
         )
 
@@ -283,11 +287,30 @@ class Broker:
         """Canonical ids of the forms the broker waits on (HostLink resume ``watched`` ids)."""
         return list(self._by_interaction)
 
+    # --- the registry's side (services.broker.registry) ---------------------------------------------
+
+    def list_tools(self) -> list[broker_pb2.Tool]:
+        """Every Tool of every live registration (the routed one per qualified name)."""
+        return self._registry.list_tools()
+
+    def list_sign_ins(self) -> list[broker_pb2.SignInStatus]:
+        """The sign-in status every live registration published, sorted by server (never a token)."""
+        return self._registry.list_sign_ins()
+
+    def complete_sign_in(self, request: broker_pb2.CompleteSignInRequest) -> str:
+        """Forward an OAuth redirect to the provider whose pending sign-in minted ``request.state``
+        (:meth:`ProviderRegistry.complete_sign_in`); returns the server name."""
+        return self._registry.complete_sign_in(request)
+
+    def sign_out(self, server: str) -> None:
+        """Ask the provider of ``server`` to forget its tokens (:meth:`ProviderRegistry.sign_out`)."""
+        self._registry.sign_out(server)
+
     # --- provider connections -------------------------------------------------------------------
 
     def open_provider_stream(self) -> ProviderStream:
         """A new provider stream; the broker mints its connection id."""
-        stream = ProviderStream(connection_id=_mint("conn"), outbox=Notifier(self._queue_size))
+        stream = ProviderStream(connection_id=mint_id("conn"), outbox=Notifier(self._queue_size))
         self._streams.add(stream)
         if self._shutting_down:
             stream.outbox.close()
@@ -302,204 +325,9 @@ class Broker:
         if registration is not None and registration.live:
             self._retire(registration, "provider disconnected")
 
-    def handle_frame(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
-        """Apply one provider frame. A refused frame is answered with ``FrameRejected`` on the same
-        stream and counted; it never ends the stream and changes nothing else."""
-        stream.last_seen = time.monotonic()
-        try:
-            self._apply(stream, request)
-        except FrameRejection as rejection:
-            self._counters["rejected_frames"] += 1
-            self._counters[
-                f"rejected_frames.{broker_pb2.RejectReason.Name(rejection.reason).removeprefix('REJECT_REASON_')}"
-            ] += 1
-            metrics.FRAMES_REJECTED.labels(
-                broker_pb2.RejectReason.Name(rejection.reason).removeprefix("REJECT_REASON_")
-            ).inc()
-            log.info(
-                "frame_rejected",
-                extra={
-                    "connection_id": stream.connection_id,
-                    "invocation_id": rejection.invocation_id,
-                    "reject_reason": broker_pb2.RejectReason.Name(rejection.reason),
-                },
-            )
-            self._send(stream, rejection.to_frame())
-
-    def _apply(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
-        kind = request.WhichOneof("frame")
-        if kind == "register":
-            self._register(stream, request.register)
-            return
-        registration = stream.registration
-        if registration is None or not registration.live:
-            raise FrameRejection(broker_pb2.REJECT_REASON_NOT_REGISTERED, "", "register first")
-        if kind == "heartbeat":
-            return
-        if kind == "tools_changed":
-            self._tools_changed(registration, request.tools_changed.tools)
-        elif kind == "sign_in_status":
-            self._sign_in_status(registration, request.sign_in_status)
-        elif kind == "progress":
-            self._progress(stream, request.progress)
-        elif kind == "interaction_request":
-            self._interaction_request(stream, request.interaction_request)
-        elif kind == "interaction_received":
-            self._interaction_received(stream, request.interaction_received)
-        elif kind == "result":
-            self._result(stream, request.result)
-        elif kind == "failure":
-            self._failure(stream, request.failure)
-        else:
-            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
-
-    def _register(self, stream: ProviderStream, register: broker_pb2.Register) -> None:
-        if stream.registration is not None:
-            raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
-        if self._shutting_down:
-            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
-        problem = check_id("provider_id", register.provider_id)
-        tools: dict[str, broker_pb2.ToolDescriptor] = {}
-        if problem is None:
-            tools, problem = check_tools(register.tools)
-        if problem is not None:
-            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
-        old = self._registrations.get(register.provider_id)
-        if old is not None:
-            self._counters["replacements"] += 1
-            self._retire(old, "provider registration replaced")
-            old.stream.outbox.close()
-        registration = Registration(
-            registration_id=_mint("reg"),
-            provider_id=register.provider_id,
-            display_name=register.display_name[:MAX_ID_CHARS] or register.provider_id,
-            stream=stream,
-            tools=tools,
-        )
-        stream.registration = registration
-        self._registrations[registration.provider_id] = registration
-        for name in tools:
-            self._tools[name] = registration
-        self._counters["registrations"] += 1
-        log.info(
-            "provider_registered",
-            extra={
-                "provider_id": registration.provider_id,
-                "registration_id": registration.registration_id,
-                "connection_id": stream.connection_id,
-                "tools": len(tools),
-            },
-        )
-        interval = duration_pb2.Duration()
-        interval.FromNanoseconds(int(self._heartbeat_seconds * 1e9))
-        self._send(
-            stream,
-            broker_pb2.ConnectResponse(
-                registered=broker_pb2.Registered(
-                    registration_id=registration.registration_id,
-                    connection_id=stream.connection_id,
-                    heartbeat_interval=interval,
-                )
-            ),
-        )
-
-    def _tools_changed(self, registration: Registration, descriptors: Iterable[broker_pb2.ToolDescriptor]) -> None:
-        tools, problem = check_tools(descriptors)
-        if problem is not None:
-            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
-        for name in registration.tools:
-            if self._tools.get(name) is registration:
-                del self._tools[name]
-        changed = {n for n, d in registration.tools.items() if tools.get(n) != d}
-        registration.tools = tools
-        for name in tools:
-            self._tools[name] = registration
-        for invocation in list(registration.invocations.values()):
-            if invocation.qualified_name in changed:
-                self._settle(
-                    invocation,
-                    InvocationState.LOST,
-                    broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the Tool binding changed")),
-                    form_close=interaction_pb2.CLOSE_REASON_SUPERSEDED,
-                    cancel_reason="tool binding changed",
-                )
-
-    def _sign_in_status(self, registration: Registration, status: broker_pb2.SignInStatus) -> None:
-        problem = check_sign_in_status(status)
-        if problem is not None:
-            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
-        registration.sign_in = status if status.state != broker_pb2.SIGN_IN_STATE_UNSPECIFIED else None
-        log.info(
-            "sign_in_status",
-            extra={
-                "provider_id": registration.provider_id,
-                "server": status.server,
-                "sign_in_state": broker_pb2.SignInState.Name(status.state),
-            },
-        )
-
-    def list_sign_ins(self) -> list[broker_pb2.SignInStatus]:
-        """The sign-in status every live registration published, sorted by server (never a token)."""
-        found = [r.sign_in for r in self._registrations.values() if r.live and r.sign_in is not None]
-        return sorted(found, key=lambda status: status.server)
-
-    def complete_sign_in(self, request: broker_pb2.CompleteSignInRequest) -> str:
-        """Forward an OAuth redirect to the provider whose pending sign-in minted ``request.state``.
-
-        Returns the server name. Raises :class:`NotFound` ``NOT_FOUND`` when no pending sign-in has
-        that state (a stale, replayed or forged redirect: nothing is forwarded).
-        """
-        for registration in self._registrations.values():
-            status = registration.sign_in
-            if not registration.live or status is None or status.state != broker_pb2.SIGN_IN_STATE_REQUIRED:
-                continue
-            states = parse_qs(urlsplit(status.authorization_url).query).get("state", [])
-            if request.state and states and secrets.compare_digest(states[0], request.state):
-                callback = broker_pb2.SignInCallback(
-                    server=status.server,
-                    code=request.code,
-                    state=request.state,
-                    iss=request.iss,
-                    error=request.error,
-                )
-                self._send(registration.stream, broker_pb2.ConnectResponse(sign_in_callback=callback))
-                log.info("sign_in_forwarded", extra={"provider_id": registration.provider_id, "server": status.server})
-                return status.server
-        raise NotFound(BrokerErrorReason.NOT_FOUND, "no pending sign-in matches this redirect", domain=DOMAIN)
-
-    def sign_out(self, server: str) -> None:
-        """Ask the provider of ``server`` to forget its tokens. Raises :class:`NotFound` ``NOT_FOUND``."""
-        for registration in self._registrations.values():
-            if registration.live and registration.sign_in is not None and registration.sign_in.server == server:
-                self._send(
-                    registration.stream,
-                    broker_pb2.ConnectResponse(sign_out=broker_pb2.SignOutRequest(server=server)),
-                )
-                return
-        raise NotFound(BrokerErrorReason.NOT_FOUND, f"no provider reported a sign-in for {server}", domain=DOMAIN)
-
-    def _sign_in_hint(self, server: str) -> str | None:
-        for registration in self._registrations.values():
-            status = registration.sign_in
-            if (
-                registration.live
-                and status is not None
-                and status.server == server
-                and status.state == broker_pb2.SIGN_IN_STATE_REQUIRED
-            ):
-                return f"sign in to {server} first: open {status.authorization_url} (or run `maka auth login {server}`)"
-        return None
-
     def _retire(self, registration: Registration, reason: str) -> None:
-        registration.live = False
-        if self._registrations.get(registration.provider_id) is registration:
-            del self._registrations[registration.provider_id]
-        for name in registration.tools:
-            if self._tools.get(name) is registration:
-                del self._tools[name]
-        for other in self._registrations.values():
-            for name in other.tools:
-                self._tools.setdefault(name, other)
+        """Take ``registration`` out of routing and settle its invocations ``lost`` (forms close ``provider_lost``)."""
+        self._registry.remove(registration)
         for invocation in list(registration.invocations.values()):
             invocation.late_form_close = interaction_pb2.CLOSE_REASON_PROVIDER_LOST
             self._settle(
@@ -528,17 +356,137 @@ class Broker:
         if registration.live:
             self._retire(registration, reason)
 
-    async def _sweep_liveness(self) -> None:
-        while True:
-            await asyncio.sleep(self._heartbeat_seconds)
-            deadline = time.monotonic() - 3 * self._heartbeat_seconds
-            for registration in list(self._registrations.values()):
-                if registration.stream.last_seen < deadline:
-                    self._counters["providers_timed_out"] += 1
-                    self._retire(registration, "provider heartbeat missed")
-                    registration.stream.outbox.close()
+    def _retire_silent_providers(self) -> None:
+        """The liveness sweep: a provider silent for three heartbeat intervals is lost."""
+        deadline = time.monotonic() - 3 * self._heartbeat_seconds
+        for registration in self._registry.silent_since(deadline):
+            self._counters["providers_timed_out"] += 1
+            self._retire(registration, "provider heartbeat missed")
+            registration.stream.outbox.close()
 
-    # --- provider frames for invocations --------------------------------------------------------
+    # --- provider frames: one _apply_<frame> per ConnectRequest frame ------------------------------
+
+    def handle_frame(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
+        """Apply one provider frame. A refused frame is answered with ``FrameRejected`` on the same
+        stream and counted; it never ends the stream and changes nothing else."""
+        stream.last_seen = time.monotonic()
+        try:
+            self._dispatch_frame(stream, request)
+        except FrameRejection as rejection:
+            self._count_rejected(broker_pb2.RejectReason.Name(rejection.reason).removeprefix("REJECT_REASON_"))
+            log.info(
+                "frame_rejected",
+                extra={
+                    "connection_id": stream.connection_id,
+                    "invocation_id": rejection.invocation_id,
+                    "reject_reason": broker_pb2.RejectReason.Name(rejection.reason),
+                },
+            )
+            self._send(stream, rejection.to_frame())
+
+    def _count_rejected(self, reason: str) -> None:
+        self._counters["rejected_frames"] += 1
+        self._counters[f"rejected_frames.{reason}"] += 1
+        metrics.FRAMES_REJECTED.labels(reason).inc()
+
+    def _dispatch_frame(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
+        kind = request.WhichOneof("frame")
+        if kind == "register":
+            self._apply_register(stream, request.register)
+            return
+        registration = stream.registration
+        if registration is None or not registration.live:
+            raise FrameRejection(broker_pb2.REJECT_REASON_NOT_REGISTERED, "", "register first")
+        if kind == "heartbeat":
+            return  # handle_frame already recorded that the provider is alive
+        if kind == "tools_changed":
+            self._apply_tools_changed(registration, request.tools_changed)
+        elif kind == "sign_in_status":
+            self._apply_sign_in_status(registration, request.sign_in_status)
+        elif kind == "progress":
+            self._apply_progress(stream, request.progress)
+        elif kind == "interaction_request":
+            self._apply_interaction_request(stream, request.interaction_request)
+        elif kind == "interaction_received":
+            self._apply_interaction_received(stream, request.interaction_received)
+        elif kind == "result":
+            self._apply_result(stream, request.result)
+        elif kind == "failure":
+            self._apply_failure(stream, request.failure)
+        else:
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "empty or unknown frame")
+
+    def _apply_register(self, stream: ProviderStream, register: broker_pb2.Register) -> None:
+        if stream.registration is not None:
+            raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", "this stream is already registered")
+        if self._shutting_down:
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", "the broker is shutting down")
+        problem = check_provider_id(register.provider_id)
+        tools: dict[str, broker_pb2.ToolDescriptor] = {}
+        if problem is None:
+            tools, problem = check_tools(register.tools)
+        if problem is None:
+            problem = check_display_name(register.display_name)
+        if problem is not None:
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
+        self._refuse_claim(register.provider_id, tools)
+        old = self._registry.get(register.provider_id)
+        if old is not None:
+            self._counters["replacements"] += 1
+            self._retire(old, "provider registration replaced")
+            old.stream.outbox.close()
+        registration = self._registry.add(stream, register.provider_id, register.display_name, tools)
+        self._counters["registrations"] += 1
+        log.info(
+            "provider_registered",
+            extra={
+                "provider_id": registration.provider_id,
+                "registration_id": registration.registration_id,
+                "connection_id": stream.connection_id,
+                "tools": len(tools),
+            },
+        )
+        interval = duration_pb2.Duration()
+        interval.FromNanoseconds(int(self._heartbeat_seconds * 1e9))
+        registered = broker_pb2.Registered(
+            registration_id=registration.registration_id,
+            connection_id=stream.connection_id,
+            heartbeat_interval=interval,
+        )
+        self._send(stream, broker_pb2.ConnectResponse(registered=registered))
+
+    def _apply_tools_changed(self, registration: Registration, frame: broker_pb2.ToolsChanged) -> None:
+        tools, problem = check_tools(frame.tools)
+        if problem is not None:
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
+        self._refuse_claim(registration.provider_id, tools)
+        changed = self._registry.replace_tools(registration, tools)
+        for invocation in list(registration.invocations.values()):
+            if invocation.qualified_name in changed:
+                self._settle(
+                    invocation,
+                    InvocationState.LOST,
+                    broker_pb2.CallToolResponse(lost=broker_pb2.CallLost(reason="the Tool binding changed")),
+                    form_close=interaction_pb2.CLOSE_REASON_SUPERSEDED,
+                    cancel_reason="tool binding changed",
+                )
+
+    def _apply_sign_in_status(self, registration: Registration, status: broker_pb2.SignInStatus) -> None:
+        problem = check_sign_in_status(status)
+        if problem is not None:
+            raise FrameRejection(broker_pb2.REJECT_REASON_INVALID_FRAME, "", problem)
+        self._refuse_claim(registration.provider_id, sign_in_server=status.server)
+        self._registry.set_sign_in(registration, status)
+
+    def _refuse_claim(
+        self, provider_id: str, tools: dict[str, broker_pb2.ToolDescriptor] | None = None, sign_in_server: str = ""
+    ) -> None:
+        """Refuse (``ALREADY_REGISTERED``, logged) a claim on a server another provider's registration holds."""
+        conflict = self._registry.claim_conflict(provider_id, tools or {}, sign_in_server)
+        if conflict is not None:
+            self._counters["claims_refused"] += 1
+            log.warning("provider_claim_refused", extra={"provider_id": provider_id, "reason": conflict})
+            raise FrameRejection(broker_pb2.REJECT_REASON_ALREADY_REGISTERED, "", conflict)
 
     def _owned(self, stream: ProviderStream, invocation_id: str) -> Invocation:
         """The live invocation ``invocation_id`` of this connection, or a FrameRejection."""
@@ -557,18 +505,17 @@ class Broker:
             raise FrameRejection(broker_pb2.REJECT_REASON_CROSS_CONNECTION, invocation_id, "not this connection's")
         return invocation
 
-    def _progress(self, stream: ProviderStream, frame: broker_pb2.InvocationProgress) -> None:
+    def _apply_progress(self, stream: ProviderStream, frame: broker_pb2.InvocationProgress) -> None:
         invocation = self._owned(stream, frame.invocation_id)
         event = broker_pb2.CallProgress(progress=frame.progress, message=frame.message[:MAX_MESSAGE_CHARS])
         if frame.HasField("total"):
             event.total = frame.total
-        if invocation.state is InvocationState.RUNNING and self._max_execution > 0:
-            self._rearm_on_progress(invocation)
+        self._timers.rearm_on_progress(invocation)
         dropped = invocation.log.dropped_progress
         invocation.log.append(broker_pb2.CallToolResponse(progress=event))  # the oldest progress may drop
         self._counters["progress_dropped"] += invocation.log.dropped_progress - dropped
 
-    def _interaction_received(self, stream: ProviderStream, frame: broker_pb2.InteractionReceived) -> None:
+    def _apply_interaction_received(self, stream: ProviderStream, frame: broker_pb2.InteractionReceived) -> None:
         invocation = self._owned(stream, frame.invocation_id)
         if not frame.interaction_id or frame.interaction_id != invocation.undelivered:
             raise FrameRejection(
@@ -595,7 +542,7 @@ class Broker:
         if recorded is None:  # fenced by a newer epoch, which records it lost (host_restarted)
             log.warning("delivery_report_dropped", extra={"interaction_id": interaction_id})
 
-    def _interaction_request(self, stream: ProviderStream, frame: broker_pb2.InteractionRequest) -> None:
+    def _apply_interaction_request(self, stream: ProviderStream, frame: broker_pb2.InteractionRequest) -> None:
         invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
@@ -615,19 +562,7 @@ class Broker:
             )
         registration = stream.registration
         assert registration is not None
-        form = form_pb2.Form()
-        form.CopyFrom(frame.form)
-        _, _, bare = invocation.qualified_name.partition(":")
-        claimed_server = form.requester.claimed_server or invocation.qualified_name.partition(":")[0]
-        claimed_tool = form.requester.claimed_tool or bare
-        form.requester.CopyFrom(
-            form_pb2.Requester(
-                provider_id=registration.provider_id,
-                provider_display_name=registration.display_name,
-                claimed_server=claimed_server[:MAX_ID_CHARS],
-                claimed_tool=claimed_tool[:MAX_ID_CHARS],
-            )
-        )
+        form = _with_trusted_requester(frame.form, invocation, registration)
         binding = interaction_pb2.Binding(
             session_id=invocation.session_id,
             turn_id=invocation.turn_id,
@@ -650,55 +585,63 @@ class Broker:
         form: form_pb2.Form,
         round_info: interaction_pb2.Round | None = None,
     ) -> None:
+        """Publish the form; the invocation awaits it once the Interaction service confirmed it."""
         try:
             interaction = await self._host.open(binding, form, self._form_wait, round_info)
         except OpenRefused as refused:
-            if invocation.state is not InvocationState.OPENING:
-                return
-            registration = invocation.registration
-            if refused.reason in (
-                InteractionErrorReason.INVALID_FORM,
-                InteractionErrorReason.INVALID_REQUEST,
-                InteractionErrorReason.LIMIT_EXCEEDED,
-            ):
-                invocation.state = InvocationState.RUNNING
-                self._counters["rejected_frames"] += 1
-                self._counters["rejected_frames.INVALID_FORM"] += 1
-                metrics.FRAMES_REJECTED.labels("INVALID_FORM").inc()
-                if registration is not None:
-                    rejection = FrameRejection(
-                        broker_pb2.REJECT_REASON_INVALID_FORM,
-                        invocation.invocation_id,
-                        f"{refused.reason}: {refused.message}"[:MAX_MESSAGE_CHARS],
-                    )
-                    self._send(registration.stream, rejection.to_frame())
-                return
-            code = broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
-            if refused.reason == InteractionErrorReason.STALE_EPOCH:
-                code = broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
-            self._fail(invocation, code, f"the Interaction service refused the form: {refused.reason}")
+            self._open_refused(invocation, refused)
             return
         except HostUnavailable as error:
             if invocation.state is InvocationState.OPENING:
-                self._fail(invocation, broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
+                self._settle_failed(invocation, broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, error.message)
             # The open's outcome is unknown (its reply may have been lost with the link): close
             # whatever form it made and fence the invocation against it before the terminal event
             # (this task is part of the settle barrier).
             closed = await self._host.close_invocation_durably(invocation.invocation_id, invocation.late_form_close)
             await self._after_close(closed, invocation.late_form_close)
             return
-        interaction_id = interaction.interaction_id
         self._counters["interactions_opened"] += 1
         if invocation.state is not InvocationState.OPENING:
             # Settled while the open was in flight: never leave the form orphaned. The terminal
             # event waits for this task (see _settle), so it follows the durable close.
-            await self._close_form(interaction_id, invocation.late_form_close)
+            await self._close_form(interaction.interaction_id, invocation.late_form_close)
             return
+        self._await_form(invocation, interaction)
+
+    def _open_refused(self, invocation: Invocation, refused: OpenRefused) -> None:
+        """The Interaction service refused the form: an invalid one is the provider's to fix (the frame is
+        rejected and the invocation keeps running); any other refusal fails the invocation."""
+        if invocation.state is not InvocationState.OPENING:
+            return
+        registration = invocation.registration
+        if refused.reason in (
+            InteractionErrorReason.INVALID_FORM,
+            InteractionErrorReason.INVALID_REQUEST,
+            InteractionErrorReason.LIMIT_EXCEEDED,
+        ):
+            invocation.state = InvocationState.RUNNING
+            self._count_rejected("INVALID_FORM")
+            if registration is not None:
+                rejection = FrameRejection(
+                    broker_pb2.REJECT_REASON_INVALID_FORM,
+                    invocation.invocation_id,
+                    f"{refused.reason}: {refused.message}"[:MAX_MESSAGE_CHARS],
+                )
+                self._send(registration.stream, rejection.to_frame())
+            return
+        code = broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
+        if refused.reason == InteractionErrorReason.STALE_EPOCH:
+            code = broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
+        self._settle_failed(invocation, code, f"the Interaction service refused the form: {refused.reason}")
+
+    def _await_form(self, invocation: Invocation, interaction: interaction_pb2.Interaction) -> None:
+        """``OPENING`` → ``AWAITING``: the form is pending; the execution timer is suspended until it settles."""
+        interaction_id = interaction.interaction_id
         invocation.state = InvocationState.AWAITING
         invocation.interaction_id = interaction_id
         invocation.interaction_expires_at = interaction.expires_at if interaction.HasField("expires_at") else None
         invocation.interaction_ids.append(interaction_id)
-        self._disarm(invocation)
+        self._timers.disarm(invocation)
         self._by_interaction[interaction_id] = invocation
         awaiting = broker_pb2.AwaitingInteraction(
             interaction_id=interaction_id,
@@ -716,11 +659,11 @@ class Broker:
         if early is not None:
             self.interaction_settled(early)
 
-    def _result(self, stream: ProviderStream, frame: broker_pb2.InvocationResult) -> None:
+    def _apply_result(self, stream: ProviderStream, frame: broker_pb2.InvocationResult) -> None:
         invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
-            self._fail(
+            self._settle_failed(
                 invocation,
                 broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER,
                 "the provider returned a final result while its form was pending",
@@ -750,13 +693,13 @@ class Broker:
             cancel_reason=None,
         )
 
-    def _failure(self, stream: ProviderStream, frame: broker_pb2.InvocationFailure) -> None:
+    def _apply_failure(self, stream: ProviderStream, frame: broker_pb2.InvocationFailure) -> None:
         invocation = self._owned(stream, frame.invocation_id)
         self._delivered(invocation)
         code = (
             frame.code if frame.code != broker_pb2.FAILURE_CODE_UNSPECIFIED else broker_pb2.FAILURE_CODE_PROVIDER_ERROR
         )
-        self._fail(
+        self._settle_failed(
             invocation,
             code,
             frame.message[:MAX_MESSAGE_CHARS],
@@ -769,16 +712,31 @@ class Broker:
     def interaction_settled(self, interaction: interaction_pb2.Interaction) -> None:
         """A form stopped being pending (HostLink ``settled``). Delivered only to the exact
         invocation, registration and connection it was bound to, and only while it awaits it."""
-        interaction_id = interaction.interaction_id
-        invocation = self._by_interaction.get(interaction_id)
+        invocation = self._awaiting_invocation(interaction)
+        if invocation is None:
+            return
+        registration = invocation.registration
+        assert registration is not None
+        del self._by_interaction[interaction.interaction_id]
+        invocation.interaction_id = ""
+        invocation.interaction_expires_at = None
+        if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
+            self._deliver_answer(invocation, registration.stream, interaction)
+        else:
+            self._deliver_close(invocation, registration.stream, interaction)
+
+    def _awaiting_invocation(self, interaction: interaction_pb2.Interaction) -> Invocation | None:
+        """The invocation awaiting this settled form on its bound registration and connection, or None: a
+        settlement that overtook its own open is kept until the open returns, any other one is ignored."""
+        invocation = self._by_interaction.get(interaction.interaction_id)
         if invocation is None:
             if interaction.binding.invocation_id in self._invocations:
                 pending = self._invocations[interaction.binding.invocation_id]
                 if pending.state is InvocationState.OPENING:
-                    self._early_settled[interaction_id] = interaction
+                    self._early_settled[interaction.interaction_id] = interaction
                     while len(self._early_settled) > SETTLED_MEMORY:
                         self._early_settled.popitem(last=False)
-            return
+            return None
         registration = invocation.registration
         binding = interaction.binding
         if (
@@ -790,37 +748,41 @@ class Broker:
             or binding.connection_id != registration.stream.connection_id
         ):
             self._counters["settlements_ignored"] += 1
-            return
-        del self._by_interaction[interaction_id]
-        invocation.interaction_id = ""
-        invocation.interaction_expires_at = None
-        stream = registration.stream
-        if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
-            invocation.state = InvocationState.RUNNING
-            invocation.emit(
-                broker_pb2.CallToolResponse(
-                    interaction_settled=broker_pb2.InteractionSettledEvent(
-                        interaction_id=interaction_id,
-                        action=interaction.answer.action,
-                        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
-                    )
+            return None
+        return invocation
+
+    def _deliver_answer(
+        self, invocation: Invocation, stream: ProviderStream, interaction: interaction_pb2.Interaction
+    ) -> None:
+        """``AWAITING`` → ``RUNNING``: the answer goes to the provider and a fresh execution timer starts."""
+        interaction_id = interaction.interaction_id
+        invocation.state = InvocationState.RUNNING
+        invocation.emit(
+            broker_pb2.CallToolResponse(
+                interaction_settled=broker_pb2.InteractionSettledEvent(
+                    interaction_id=interaction_id,
+                    action=interaction.answer.action,
+                    close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
                 )
             )
-            invocation.undelivered = interaction_id
-            self._send(
-                stream,
-                broker_pb2.ConnectResponse(
-                    interaction_result=broker_pb2.InteractionResult(
-                        invocation_id=invocation.invocation_id,
-                        correlation_id=invocation.correlation_id,
-                        interaction_id=interaction_id,
-                        answer=interaction.answer,
-                        close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
-                    )
-                ),
-            )
-            self._arm(invocation)
-            return
+        )
+        invocation.undelivered = interaction_id
+        result = broker_pb2.InteractionResult(
+            invocation_id=invocation.invocation_id,
+            correlation_id=invocation.correlation_id,
+            interaction_id=interaction_id,
+            answer=interaction.answer,
+            close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
+        )
+        self._send(stream, broker_pb2.ConnectResponse(interaction_result=result))
+        self._timers.arm(invocation)
+
+    def _deliver_close(
+        self, invocation: Invocation, stream: ProviderStream, interaction: interaction_pb2.Interaction
+    ) -> None:
+        """The form closed unanswered: the provider hears why, and the invocation ends ``stopped`` (someone
+        stopped the form) or fails (timed out or closed)."""
+        interaction_id = interaction.interaction_id
         reason = interaction.close_reason
         invocation.emit(
             broker_pb2.CallToolResponse(
@@ -829,17 +791,13 @@ class Broker:
                 )
             )
         )
-        self._send(
-            stream,
-            broker_pb2.ConnectResponse(
-                interaction_result=broker_pb2.InteractionResult(
-                    invocation_id=invocation.invocation_id,
-                    correlation_id=invocation.correlation_id,
-                    interaction_id=interaction_id,
-                    close_reason=reason,
-                )
-            ),
+        result = broker_pb2.InteractionResult(
+            invocation_id=invocation.invocation_id,
+            correlation_id=invocation.correlation_id,
+            interaction_id=interaction_id,
+            close_reason=reason,
         )
+        self._send(stream, broker_pb2.ConnectResponse(interaction_result=result))
         if reason == interaction_pb2.CLOSE_REASON_STOPPED:
             self._settle(
                 invocation,
@@ -849,20 +807,8 @@ class Broker:
                 cancel_reason="interaction stopped",
             )
             return
-        code = (
-            broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
-            if reason
-            in (
-                interaction_pb2.CLOSE_REASON_TIMED_OUT,
-                interaction_pb2.CLOSE_REASON_LEASE_EXPIRED,
-                interaction_pb2.CLOSE_REASON_ROUND_EXPIRED,
-            )
-            else broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
-        )
-        why = interaction_pb2.CloseReason.Name(reason).removeprefix("CLOSE_REASON_").lower()
-        if reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED:
-            why += " (the server's requestState for this round expired before every form was answered)"
-        self._fail(invocation, code, f"the form closed: {why}")
+        code, message = _closed_form_failure(reason)
+        self._settle_failed(invocation, code, message)
 
     def host_stale(self) -> None:
         """The HostLink resume was refused as stale: fail every form-bound invocation closed."""
@@ -870,7 +816,7 @@ class Broker:
             if invocation.state in (InvocationState.OPENING, InvocationState.AWAITING):
                 self._by_interaction.pop(invocation.interaction_id, None)
                 invocation.interaction_id = ""
-                self._fail(invocation, broker_pb2.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
+                self._settle_failed(invocation, broker_pb2.FAILURE_CODE_INTERACTION_CLOSED, "the Host epoch ended")
 
     # --- the caller's side ----------------------------------------------------------------------
 
@@ -886,7 +832,7 @@ class Broker:
         result, failure, lost, stopped.
         """
         invocation = Invocation(
-            invocation_id=_mint("inv"),
+            invocation_id=mint_id("inv"),
             session_id=request.session_id,
             turn_id=request.turn_id,
             tool_use_id=request.tool_use_id,
@@ -897,41 +843,60 @@ class Broker:
             owner=owner,
             call_id=request.call_id,
         )
-        self._prune_retained()
-        key = (owner, request.session_id, request.call_id)
-        existing = self._by_call_id.get(key) if request.call_id else None
+        self._callers.prune()
+        existing = self._callers.by_call_id(owner, request.session_id, request.call_id)
         if existing is not None:
-            if (
-                existing.qualified_name != invocation.qualified_name
-                or existing.arguments_json != invocation.arguments_json
-                or existing.turn_id != invocation.turn_id
-            ):
-                self._settle(
-                    invocation,
-                    InvocationState.FAILED,
-                    _failure(
-                        broker_pb2.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"
-                    ),
-                )
-                return invocation
-            self._counters["calls_reattached_by_call_id"] += 1
-            return existing
+            return self._call_again(existing, invocation)
         self._counters["invocations_started"] += 1
         try:
-            registration = self._route(request, invocation.arguments_json)
+            registration = self._admit(request, invocation.arguments_json)
         except InvalidRequest as error:
-            self._settle(
-                invocation, InvocationState.FAILED, _failure(broker_pb2.FAILURE_CODE_INVALID_REQUEST, error.message)
+            event = failure_event(broker_pb2.FAILURE_CODE_INVALID_REQUEST, error.message)
+            self._settle(invocation, InvocationState.FAILED, event)
+            return invocation
+        except CallRefused as refused:
+            self._settle(invocation, InvocationState.FAILED, failure_event(refused.code, refused.message))
+            return invocation
+        self._invoke(invocation, registration)
+        return invocation
+
+    def _call_again(self, existing: Invocation, invocation: Invocation) -> Invocation:
+        """A ``call_id`` already names ``existing``: the same request returns it, a different one fails."""
+        if (
+            existing.qualified_name != invocation.qualified_name
+            or existing.arguments_json != invocation.arguments_json
+            or existing.turn_id != invocation.turn_id
+        ):
+            event = failure_event(
+                broker_pb2.FAILURE_CODE_INVALID_REQUEST, "call_id was already used for a different request"
             )
+            self._settle(invocation, InvocationState.FAILED, event)
             return invocation
-        except _Refused as refused:
-            self._settle(invocation, InvocationState.FAILED, _failure(refused.code, refused.message))
-            return invocation
+        self._counters["calls_reattached_by_call_id"] += 1
+        return existing
+
+    def _admit(self, request: broker_pb2.CallToolRequest, arguments_json: str) -> Registration:
+        """The registration a new call goes to. Raises InvalidRequest or CallRefused."""
+        arguments, problem = check_call_request(request, arguments_json)
+        if problem is not None:
+            raise InvalidRequest(problem)
+        for other in self._invocations.values():
+            if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
+                raise InvalidRequest("a live invocation already has this tool_use_id in the session")
+        if self._shutting_down:
+            raise CallRefused(broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
+        if self._draining:
+            raise CallRefused(
+                broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly"
+            )
+        return self._registry.route(request, arguments)
+
+    def _invoke(self, invocation: Invocation, registration: Registration) -> None:
+        """The invocation is live: the caller hears ``accepted``, the timer runs, the provider gets ``invoke``."""
         invocation.registration = registration
         registration.invocations[invocation.invocation_id] = invocation
         self._invocations[invocation.invocation_id] = invocation
-        if request.call_id:
-            self._by_call_id[key] = invocation
+        self._callers.remember_call_id(invocation)
         self._idle.clear()
         invocation.emit(
             broker_pb2.CallToolResponse(
@@ -941,9 +906,9 @@ class Broker:
             )
         )
         timeout = duration_pb2.Duration()
-        timeout.FromNanoseconds(int(self._execution_timeout * 1e9))
+        timeout.FromNanoseconds(int(self._timers.execution_timeout * 1e9))
         _, _, bare = invocation.qualified_name.partition(":")
-        self._arm(invocation)
+        self._timers.arm(invocation)
         log.info(
             "invocation_started",
             extra={
@@ -954,55 +919,13 @@ class Broker:
                 "provider_id": registration.provider_id,
             },
         )
-        self._send(
-            registration.stream,
-            broker_pb2.ConnectResponse(
-                invoke=broker_pb2.Invoke(
-                    invocation_id=invocation.invocation_id,
-                    tool_name=bare,
-                    arguments_json=invocation.arguments_json,
-                    execution_timeout=timeout,
-                )
-            ),
+        invoke = broker_pb2.Invoke(
+            invocation_id=invocation.invocation_id,
+            tool_name=bare,
+            arguments_json=invocation.arguments_json,
+            execution_timeout=timeout,
         )
-        return invocation
-
-    def _route(self, request: broker_pb2.CallToolRequest, arguments_json: str) -> Registration:
-        arguments, problem = check_call_request(request, arguments_json)
-        if problem is not None:
-            raise InvalidRequest(problem)
-        server = request.tool_name.partition(":")[0]
-        for other in self._invocations.values():
-            if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
-                raise InvalidRequest("a live invocation already has this tool_use_id in the session")
-        if self._shutting_down:
-            raise _Refused(broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")
-        if self._draining:
-            raise _Refused(
-                broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is draining for a restart: retry shortly"
-            )
-        registration = self._tools.get(request.tool_name)
-        if registration is None or not registration.live:
-            hint = self._sign_in_hint(server)
-            if hint is not None:
-                raise _Refused(broker_pb2.FAILURE_CODE_AUTH_REQUIRED, hint)
-            reported = self.servers.find(server)
-            if reported is not None and not any(name.partition(":")[0] == server for name in self._tools):
-                raise _Refused(broker_pb2.FAILURE_CODE_SERVER_UNAVAILABLE, unavailable_message(reported))
-            raise _Refused(broker_pb2.FAILURE_CODE_UNKNOWN_TOOL, f"no registered provider offers {request.tool_name}")
-        hint = self._sign_in_hint(server)
-        if hint is not None:  # e.g. a scope step-up is pending on the live connection: nothing is sent
-            raise _Refused(broker_pb2.FAILURE_CODE_AUTH_REQUIRED, hint)
-        if len(registration.invocations) >= self._max_invocations:
-            raise _Refused(broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED, "the provider has too many live invocations")
-        if not request.skip_argument_validation:
-            problems = argument_problems(registration.tools[request.tool_name].input_schema_json, arguments)
-            if problems:
-                raise _Refused(
-                    broker_pb2.FAILURE_CODE_INVALID_ARGUMENTS,
-                    f"the arguments do not match the inputSchema of {request.tool_name}: " + "; ".join(problems),
-                )
-        return registration
+        self._send(registration.stream, broker_pb2.ConnectResponse(invoke=invoke))
 
     async def stop(self, session_id: str = "", turn_id: str = "", *, all_sessions: bool = False) -> int:
         """Stop the live invocations of a turn, a session, or (``all_sessions``) the Host.
@@ -1053,105 +976,30 @@ class Broker:
         after = parse_resume_token(token)
         if after is None:
             raise InvalidRequest("resume_token is malformed")
-        self._prune_retained()
-        invocation = self._invocations.get(invocation_id)
+        self._callers.prune()
+        invocation = self._invocations.get(invocation_id) or self._callers.retained(invocation_id)
         if invocation is None:
-            retained = self._retained.get(invocation_id)
-            if retained is None:
-                raise CallNotFound(f"no live or retained invocation {invocation_id[:MAX_ID_CHARS]!r}")
-            invocation = retained[1]
+            raise CallNotFound(f"no live or retained invocation {invocation_id[:MAX_ID_CHARS]!r}")
         if invocation.owner != owner:
             raise NotPermitted("only the principal that started a call may reattach to it")
         if after > invocation.log.last_sequence:
             raise InvalidRequest("resume_token is ahead of the invocation's events")
         return invocation, after
 
-    async def follow(
+    def follow(
         self, invocation: Invocation, after: int = 0, *, status_first: bool = False
     ) -> AsyncGenerator[broker_pb2.CallToolResponse, None]:
         """One caller stream of ``invocation``: its events after sequence ``after``, then live ones,
-        with ``status`` keepalives. While it runs the invocation counts it as attached; when the last
-        stream ends before the terminal event, the reattach grace starts (docs/clients.md)."""
-        self._attach(invocation)
-        try:
-            async for event in invocation.log.follow(
-                after, keepalive=self._keepalive, status=invocation.status, status_first=status_first
-            ):
-                yield event
-        finally:
-            self._detach(invocation)
-
-    def _attach(self, invocation: Invocation) -> None:
-        invocation.watchers += 1
-        if invocation.grace is not None:
-            invocation.grace.cancel()
-            invocation.grace = None
-
-    def _detach(self, invocation: Invocation) -> None:
-        invocation.watchers -= 1
-        if invocation.watchers > 0 or invocation.is_terminal:
-            return
-        self._counters["callers_detached"] += 1
-        log.info("caller_detached", extra={"invocation_id": invocation.invocation_id})
-        if self._reattach_grace <= 0:
-            self._grace_ended(invocation)
-            return
-        invocation.grace = asyncio.get_running_loop().call_later(self._reattach_grace, self._grace_ended, invocation)
-
-    def _grace_ended(self, invocation: Invocation) -> None:
-        invocation.grace = None
-        if invocation.watchers > 0 or invocation.is_terminal:
-            return
-        self._counters["detached_stops"] += 1
-        self.stop_invocation(invocation, "caller did not reattach")
-
-    def _retain(self, invocation: Invocation) -> None:
-        """Keep a settled invocation reattachable (WatchCall, call id) for the reattach grace."""
-        if invocation.grace is not None:
-            invocation.grace.cancel()
-            invocation.grace = None
-        if invocation.registration is None or self._reattach_grace <= 0:
-            self._forget_call_id(invocation)
-            return
-        self._retained[invocation.invocation_id] = (time.monotonic() + self._reattach_grace, invocation)
-        while len(self._retained) > SETTLED_MEMORY:
-            _, (_, dropped) = self._retained.popitem(last=False)
-            self._forget_call_id(dropped)
-
-    def _prune_retained(self) -> None:
-        now = time.monotonic()
-        while self._retained:
-            invocation_id, (deadline, invocation) = next(iter(self._retained.items()))
-            if deadline > now:
-                return
-            del self._retained[invocation_id]
-            self._forget_call_id(invocation)
-
-    def _forget_call_id(self, invocation: Invocation) -> None:
-        key = (invocation.owner, invocation.session_id, invocation.call_id)
-        if invocation.call_id and self._by_call_id.get(key) is invocation:
-            del self._by_call_id[key]
-
-    def list_tools(self) -> list[broker_pb2.Tool]:
-        """Every Tool of every live registration (the routed one per qualified name)."""
-        tools = []
-        for name, registration in sorted(self._tools.items()):
-            descriptor = registration.tools[name]
-            tools.append(
-                broker_pb2.Tool(
-                    qualified_name=name,
-                    description=descriptor.description,
-                    input_schema_json=descriptor.input_schema_json,
-                    output_schema_json=descriptor.output_schema_json,
-                    provider_id=registration.provider_id,
-                    provider_display_name=registration.display_name,
-                )
-            )
-        return tools
+        with ``status`` keepalives (:meth:`CallerAttachments.follow`: the last stream ending before the
+        terminal event starts the reattach grace; docs/clients.md)."""
+        return self._callers.follow(invocation, after, status_first=status_first)
 
     # --- transitions ----------------------------------------------------------------------------
 
-    def _fail(
+    def _execution_timed_out(self, invocation: Invocation, message: str) -> None:
+        self._settle_failed(invocation, broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT, message)
+
+    def _settle_failed(
         self,
         invocation: Invocation,
         code: broker_pb2.FailureCode.ValueType,
@@ -1160,10 +1008,11 @@ class Broker:
         form_close: interaction_pb2.CloseReason.ValueType | None = interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED,
         cancel: bool = True,
     ) -> None:
+        """Settle ``invocation`` ``FAILED`` with ``code``; the provider gets ``cancel`` unless it reported the end."""
         self._settle(
             invocation,
             InvocationState.FAILED,
-            _failure(code, message),
+            failure_event(code, message),
             form_close=form_close,
             cancel_reason=broker_pb2.FailureCode.Name(code).removeprefix("FAILURE_CODE_").lower() if cancel else None,
         )
@@ -1185,9 +1034,27 @@ class Broker:
         invocation.state = state
         if form_close is not None:
             invocation.late_form_close = form_close
-        self._disarm(invocation)
+        self._timers.disarm(invocation)
         invocation.terminal = event
-        self._retain(invocation)
+        self._callers.retain(invocation)
+        self._no_longer_live(invocation, state)
+        self._emit_terminal_after_barrier(invocation, previous)
+        registration = invocation.registration
+        if cancel_reason is not None and registration is not None and not registration.stream.outbox.closed:
+            self._send(
+                registration.stream,
+                broker_pb2.ConnectResponse(
+                    cancel=broker_pb2.CancelInvocation(invocation_id=invocation.invocation_id, reason=cancel_reason)
+                ),
+            )
+        log.info(
+            "invocation_settled",
+            extra={"invocation_id": invocation.invocation_id, "outcome": state.value, "from_state": previous.value},
+        )
+        return True
+
+    def _no_longer_live(self, invocation: Invocation, state: InvocationState) -> None:
+        """Move a settled invocation from the live tables to the recent ones, and count its outcome."""
         invocation.ended_at = time.time()
         self._recent.appendleft(invocation)
         self._invocations.pop(invocation.invocation_id, None)
@@ -1201,9 +1068,11 @@ class Broker:
             self._settled[invocation.invocation_id] = registration.stream.connection_id
             while len(self._settled) > SETTLED_MEMORY:
                 self._settled.popitem(last=False)
-        # The settle barrier (docs/security.md "No answer after settlement"): the terminal event is
-        # emitted only after the form's close is durable (or its winning answer is recorded lost),
-        # an in-flight open has been closed, and delivery reports are in Redis.
+
+    def _emit_terminal_after_barrier(self, invocation: Invocation, previous: InvocationState) -> None:
+        """The settle barrier (docs/security.md "No answer after settlement"): the terminal event is
+        emitted only after the form's close is durable (or its winning answer is recorded lost), an
+        in-flight open has been closed, and delivery reports are in Redis."""
         barrier = set(invocation.tasks)
         if previous is InvocationState.AWAITING and invocation.interaction_id:
             self._by_interaction.pop(invocation.interaction_id, None)
@@ -1224,18 +1093,6 @@ class Broker:
             self._spawn(invocation, self._finish(invocation, barrier))
         else:
             self._log_terminal(invocation)
-        if cancel_reason is not None and registration is not None and not registration.stream.outbox.closed:
-            self._send(
-                registration.stream,
-                broker_pb2.ConnectResponse(
-                    cancel=broker_pb2.CancelInvocation(invocation_id=invocation.invocation_id, reason=cancel_reason)
-                ),
-            )
-        log.info(
-            "invocation_settled",
-            extra={"invocation_id": invocation.invocation_id, "outcome": state.value, "from_state": previous.value},
-        )
-        return True
 
     @staticmethod
     def _log_terminal(invocation: Invocation) -> None:
@@ -1269,44 +1126,6 @@ class Broker:
         ):
             await self._report_delivery(interaction_id, interaction_pb2.DELIVERY_STATE_LOST, reason)
 
-    def _arm(self, invocation: Invocation) -> None:
-        """(Re)start the execution timer: ``execution_timeout``, cut to what is left of
-        ``max_execution_seconds`` when that is set."""
-        self._disarm(invocation)
-        invocation.timer_generation += 1
-        generation = invocation.timer_generation
-        invocation.run_started = time.monotonic()
-        delay = self._execution_timeout
-        if self._max_execution > 0:
-            delay = max(0.0, min(delay, self._max_execution - invocation.run_spent))
-        invocation.timer = asyncio.get_running_loop().call_later(delay, self._timer_fired, invocation, generation)
-
-    def _disarm(self, invocation: Invocation) -> None:
-        if invocation.timer is not None:
-            invocation.timer.cancel()
-            invocation.timer = None
-            invocation.run_spent += time.monotonic() - invocation.run_started
-        invocation.timer_generation += 1
-
-    def _rearm_on_progress(self, invocation: Invocation) -> None:
-        """A progress notification re-arms the execution timer (README "Operations"), never past
-        ``max_execution_seconds`` of execution in total (time with a form pending does not count)."""
-        if invocation.timer is not None:
-            self._arm(invocation)
-
-    def _timer_fired(self, invocation: Invocation, generation: int) -> None:
-        if generation != invocation.timer_generation or invocation.state not in (
-            InvocationState.RUNNING,
-            InvocationState.OPENING,
-        ):
-            return
-        used = invocation.run_spent + time.monotonic() - invocation.run_started
-        if self._max_execution > 0 and used >= self._max_execution - 0.001:
-            message = f"the provider ran {used:.0f} s in total, the maximum execution time ({self._max_execution:g} s)"
-        else:
-            message = "the provider execution timer fired (no progress within the execution timeout)"
-        self._fail(invocation, broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT, message)
-
     def _spawn(self, invocation: Invocation | None, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.create_task(coro)
         self._tasks.add(task)
@@ -1324,16 +1143,46 @@ class Broker:
                     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class _Refused(Exception):
-    def __init__(self, code: broker_pb2.FailureCode.ValueType, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _failure(code: broker_pb2.FailureCode.ValueType, message: str) -> broker_pb2.CallToolResponse:
+def failure_event(code: broker_pb2.FailureCode.ValueType, message: str) -> broker_pb2.CallToolResponse:
+    """The caller's ``failure`` event (counted in ``maka_call_failures_total`` by code)."""
+    metrics.child(metrics.CALL_FAILURES, broker_pb2.FailureCode.Name(code).removeprefix("FAILURE_CODE_").lower()).inc()
     return broker_pb2.CallToolResponse(failure=broker_pb2.CallFailure(code=code, message=message))
 
 
-def _mint(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_urlsafe(12)}"
+def _closed_form_failure(reason: interaction_pb2.CloseReason.ValueType) -> tuple[broker_pb2.FailureCode.ValueType, str]:
+    """How a form closed unanswered (other than ``stopped``) fails its invocation: timed out or closed."""
+    code = (
+        broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
+        if reason
+        in (
+            interaction_pb2.CLOSE_REASON_TIMED_OUT,
+            interaction_pb2.CLOSE_REASON_LEASE_EXPIRED,
+            interaction_pb2.CLOSE_REASON_ROUND_EXPIRED,
+        )
+        else broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
+    )
+    why = interaction_pb2.CloseReason.Name(reason).removeprefix("CLOSE_REASON_").lower()
+    if reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED:
+        why += " (the server's requestState for this round expired before every form was answered)"
+    return code, f"the form closed: {why}"
+
+
+def _with_trusted_requester(
+    requested: form_pb2.Form, invocation: Invocation, registration: Registration
+) -> form_pb2.Form:
+    """A copy of the provider's form whose requester is what the broker knows (provider id and name); the
+    claimed server and Tool stay display-only, defaulting to the invocation's."""
+    form = form_pb2.Form()
+    form.CopyFrom(requested)
+    server, _, bare = invocation.qualified_name.partition(":")
+    claimed_server = form.requester.claimed_server or server
+    claimed_tool = form.requester.claimed_tool or bare
+    form.requester.CopyFrom(
+        form_pb2.Requester(
+            provider_id=registration.provider_id,
+            provider_display_name=registration.display_name,
+            claimed_server=claimed_server[:MAX_ID_CHARS],
+            claimed_tool=claimed_tool[:MAX_ID_CHARS],
+        )
+    )
+    return form

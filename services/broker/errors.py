@@ -3,14 +3,14 @@
 RPC-level errors are :class:`services.core.status.ServiceError` subclasses (mapped to gRPC status by
 :func:`services.core.status.abort`); provider frame refusals are :class:`FrameRejection`, which the
 broker turns into a ``FrameRejected`` frame on the provider's own stream and counts (they never end
-the stream).
+the stream); a call the broker will not start is :class:`CallRefused`, which ends it with a ``failure``.
 """
 
 from __future__ import annotations
 
 from maka.broker.v1 import broker_pb2
 from services.core.reasons import BrokerErrorReason, InteractionErrorReason
-from services.core.status import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unavailable
+from services.core.status import InvalidArgument, NotFound, PermissionDenied, Unavailable
 
 DOMAIN = "maka.broker.v1"
 
@@ -36,13 +36,6 @@ class CallNotFound(NotFound):
         super().__init__(BrokerErrorReason.CALL_NOT_FOUND, message, domain=DOMAIN)
 
 
-class NotRegistered(FailedPrecondition):
-    """FAILED_PRECONDITION / ``NOT_REGISTERED``: a Connect stream ended before it registered."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(BrokerErrorReason.NOT_REGISTERED, message, domain=DOMAIN)
-
-
 class HostUnavailable(Unavailable):
     """UNAVAILABLE / ``HOST_UNAVAILABLE``: the Interaction service's HostLink is down or stale."""
 
@@ -59,6 +52,16 @@ class OpenRefused(Exception):
     def __init__(self, reason: InteractionErrorReason | str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
+        self.message = message
+
+
+class CallRefused(Exception):
+    """A well-formed call the broker will not start (no provider, sign-in needed, draining, ...): it ends
+    with a ``failure`` event of ``code``, never an RPC error."""
+
+    def __init__(self, code: broker_pb2.FailureCode.ValueType, message: str) -> None:
+        super().__init__(message)
+        self.code = code
         self.message = message
 
 

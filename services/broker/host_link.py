@@ -14,7 +14,7 @@ One long-lived bidirectional stream per broker process:
 
 Requests are matched to replies by ``request_ref`` (open) and interaction id (close). Outgoing
 frames go through a bounded queue. Reconnects back off exponentially (with jitter) up to
-``backoff_max`` seconds.
+``backoff_max`` seconds (:class:`services.core.backoff.Backoff`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -35,6 +34,7 @@ from google.protobuf import duration_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.broker.errors import HostUnavailable, OpenRefused
+from services.core.backoff import Backoff
 from services.core.channels import open_channel
 from services.core.reasons import INTERACTION_DOMAIN, InteractionErrorReason, parse_reason
 from services.core.status import error_from_rpc
@@ -68,6 +68,8 @@ class HostLink:
         host_id: the Runtime Host this broker serves, sent in every ``Hello`` (an Interaction tier
             serving several Hosts picks that Host's keys; the broker token must name it).
         request_timeout: seconds to wait for the reply to one open/close.
+        backoff_initial: the first reconnect delay's ceiling (seconds); it doubles per failed attempt.
+        backoff_max: the most a reconnect delay's ceiling grows to (seconds).
     """
 
     def __init__(
@@ -96,8 +98,7 @@ class HostLink:
         self._watched = watched
         self._host_id = host_id
         self._request_timeout = request_timeout
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
+        self._backoff = Backoff(initial=backoff_initial, maximum=backoff_max)
         self._channel: grpc.aio.Channel | None = None
         self._task: asyncio.Task[None] | None = None
         self._queue: asyncio.Queue[interaction_service_pb2.HostLinkRequest | None] | None = None
@@ -374,11 +375,11 @@ class HostLink:
     # --- the stream -----------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        delay = self._backoff_initial
+        retry = self._backoff.attempts()
         while not self._stopping:
             try:
                 await self._session()
-                delay = self._backoff_initial
+                retry.reset()
             except asyncio.CancelledError:
                 raise
             except grpc.aio.AioRpcError as error:
@@ -396,8 +397,7 @@ class HostLink:
             except Exception as error:
                 log.warning("host_link_error", extra={"error_type": type(error).__name__})
             self._down()
-            await asyncio.sleep(delay * (0.5 + random.random() / 2))
-            delay = min(delay * 2, self._backoff_max)
+            await retry.sleep()
 
     def _down(self) -> None:
         if self._connected.is_set():

@@ -4,9 +4,10 @@
 On start the broker begins a new Host epoch over HostLink (in the background; forms fail
 HOST_UNAVAILABLE until the link is up). When a newer broker of the same Host id fences its epoch,
 the broker goes NOT_SERVING, shuts down and exits ``SUPERSEDED_EXIT_CODE`` (75). On shutdown
-(NOT_SERVING first): new calls are refused and the live ones get ``drain_seconds`` to finish; then
-what is still live settles ``lost``, pending forms close ``stopped``, provider streams end, and the
-link closes.
+(NOT_SERVING first): new calls are refused and the live ones — with their pending forms, still
+answerable — get the drain budget to finish (``drain_seconds``; ``auto`` = until every call is done,
+bounded by the longest form wait + one provider leg + grace); then what is still live settles ``lost``,
+pending forms close ``host_restarted``, provider streams end, and the link closes.
 """
 
 from __future__ import annotations
@@ -114,9 +115,9 @@ class BrokerApp:
         await self.broker.start()
 
     async def stop(self) -> None:
-        """Drain (``drain_seconds``), then settle live invocations lost, close pending forms stopped,
-        end streams, close the link."""
-        await self.broker.drain(self.settings.drain_seconds)
+        """Drain (``Settings.drain_budget_seconds``), then settle live invocations lost, close pending
+        forms host_restarted, end streams, close the link."""
+        await self.broker.drain(self.settings.drain_budget_seconds())
         await self.broker.shutdown(timeout=self.settings.grace_seconds)
         await self.host_link.stop()
 

@@ -1,12 +1,14 @@
 """The Capability broker's records: invocation states, provider streams, registrations, invocations.
 
-Plain data the :class:`~services.broker.broker.Broker` state machine reads and changes (only it changes
-them); no gRPC service code. :func:`call_summary` is an invocation's status-only view for activity lists.
+Plain data the :class:`~services.broker.broker.Broker` state machine reads and changes (with its
+registry, timers and caller attachments beside it); no gRPC service code. :func:`call_summary` is an
+invocation's status-only view for activity lists; :func:`mint_id` mints the broker's ids.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -46,24 +48,13 @@ class Notifier:
         self._maxsize = maxsize
         self.closed = False
 
-    def push(self, item: Any, *, force: bool = False) -> bool:
-        """Queue ``item``; False when closed or full (the caller decides what full means).
-
-        ``force`` bypasses the bound for lifecycle events that must never be dropped (there are
-        few of them per invocation: accepted, one awaiting/settled pair per bounded round).
-        """
-        if self.closed or (len(self._items) >= self._maxsize and not force):
+    def push(self, item: Any) -> bool:
+        """Queue ``item``; False when closed or full (the caller decides what full means)."""
+        if self.closed or len(self._items) >= self._maxsize:
             return False
         self._items.append(item)
         self._wake.set()
         return True
-
-    def full(self) -> bool:
-        return len(self._items) >= self._maxsize
-
-    def drop_oldest(self) -> None:
-        if self._items:
-            self._items.popleft()
 
     def pop(self) -> Any | None:
         """The oldest queued item, removed; ``None`` when nothing is queued (never waits)."""
@@ -177,6 +168,11 @@ class Invocation:
             if self.interaction_expires_at is not None:
                 status.interaction_expires_at.CopyFrom(self.interaction_expires_at)
         return status
+
+
+def mint_id(prefix: str) -> str:
+    """A fresh unguessable id the broker mints: ``<prefix>_<random>`` (registrations, connections, invocations)."""
+    return f"{prefix}_{secrets.token_urlsafe(12)}"
 
 
 def _stamp(seconds: float) -> timestamp_pb2.Timestamp:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from google.protobuf import timestamp_pb2
 
 from maka.broker.v1 import broker_pb2
+from services.core import messages
 
 MAX_SERVERS_PER_REPORT = 1000
 """Servers one report may carry; more are dropped (counted by the caller)."""
@@ -21,15 +22,6 @@ MAX_CONFIG_LINES = 21
 more`` line (services/mcp_provider/status.py); more are dropped."""
 MAX_CONFIG_LINE_CHARS = 300
 """Longest kept config reload line (code points); longer ones are cut."""
-
-_STATE_TEXT = {
-    broker_pb2.SERVER_STATE_CONNECTING: "is connecting",
-    broker_pb2.SERVER_STATE_READY: "is connected but has not registered its Tools yet",
-    broker_pb2.SERVER_STATE_FAILED: "failed to connect",
-    broker_pb2.SERVER_STATE_WAITING_FOR_SIGN_IN: "is waiting for sign-in (see `maka status`)",
-    broker_pb2.SERVER_STATE_DISABLED: 'is disabled in the config ("disabled": true)',
-    broker_pb2.SERVER_STATE_DRAINING: "was removed from the config (finishing its calls in flight)",
-}
 
 
 @dataclass(eq=False)
@@ -102,15 +94,22 @@ class ServerTable:
         return sorted(out, key=lambda r: r.reporter_id)
 
 
+def refused(server: broker_pb2.ServerStatus) -> bool:
+    """True when the reporter's registration of ``server`` was refused (another provider holds the name):
+    a failed server whose cause starts ``refused by the broker:``."""
+    return (
+        server.state == broker_pb2.SERVER_STATE_FAILED
+        and server.HasField("last_error")
+        and messages.is_claim_refused(server.last_error.summary)
+    )
+
+
 def unavailable_message(server: broker_pb2.ServerStatus, now: float | None = None) -> str:
-    """The SERVER_UNAVAILABLE text: ``MCP server NAME <state>: <cause>; next retry in N s``."""
-    text = f"MCP server {server.name} {_STATE_TEXT.get(server.state, 'is not connected')}"
-    if server.HasField("last_error") and server.state in (
-        broker_pb2.SERVER_STATE_FAILED,
-        broker_pb2.SERVER_STATE_CONNECTING,
-    ):
-        text += f": {server.last_error.summary}"
-    if server.HasField("next_retry_time") and server.state == broker_pb2.SERVER_STATE_FAILED:
-        wait = server.next_retry_time.ToNanoseconds() / 1e9 - (time.time() if now is None else now)
-        text += f"; next retry in {max(0.0, wait):.0f} s"
-    return text + " (see `maka status`)"
+    """The SERVER_UNAVAILABLE text, worded by services/core/messages.py as the provider words it:
+    ``MCP server NAME <state>: <cause>; next retry in N s``."""
+    state = broker_pb2.ServerState.Name(server.state).removeprefix("SERVER_STATE_").lower()
+    cause = server.last_error.summary if server.HasField("last_error") else None
+    retry_in = None
+    if server.HasField("next_retry_time"):
+        retry_in = server.next_retry_time.ToNanoseconds() / 1e9 - (time.time() if now is None else now)
+    return messages.server_unavailable(server.name, state, cause, retry_in)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import Field
 
 from services.core.settings import GrpcServerSettings
@@ -33,10 +35,29 @@ class Settings(GrpcServerSettings):
     """A ``CallTool``/``WatchCall`` stream silent this long gets a ``status`` event (below L7 proxy idle timeouts)."""
     reattach_grace_seconds: float = 30.0
     """How long a call with no caller attached keeps running before it is stopped as Stop is; 0 stops at once."""
-    drain_seconds: float = Field(default=0.0, ge=0)
+    form_wait_max_seconds: float = Field(default=590.0, gt=0)
+    """The longest a form of this Host can wait: the Interaction tier's ``MAKA_FORM_WAIT_MAX_SECONDS`` (keep
+    the two equal); the ``auto`` drain budget derives from it."""
+    drain_seconds: Annotated[float, Field(ge=0)] | Literal["auto"] = 0.0
     """On SIGTERM, after turning NOT_SERVING: how long calls in flight (and their forms) may go on
     finishing while new calls are refused ``HOST_UNAVAILABLE``; what is left then settles ``lost``.
-    0 = no drain (``maka up``). Keep preStop + drain + 2 x ``grace_seconds`` (settling what is left, then the
-    server's stop) below the pod's termination grace."""
+    ``auto`` = until every call is done, bounded by :meth:`drain_budget_seconds` (the longest form
+    wait + one provider leg + ``grace_seconds``). 0 = no drain (``maka up``). Keep preStop + drain +
+    2 x ``grace_seconds`` (settling what is left, then the server's stop) below the pod's termination grace."""
     interaction_token: str = ""
     """Bearer token presented to the Interaction service; empty sends none."""
+
+    def longest_form_wait_seconds(self) -> float:
+        """The longest a pending form of this broker can wait: its own ``form_wait_seconds`` when set
+        (the tier caps it at its maximum), else the tier's maximum."""
+        if self.form_wait_seconds > 0:
+            return min(self.form_wait_seconds, self.form_wait_max_seconds)
+        return self.form_wait_max_seconds
+
+    def drain_budget_seconds(self) -> float:
+        """How long a drain may wait for the calls in flight: ``drain_seconds`` when a number; for ``auto``
+        the longest form wait (a form opened just before SIGTERM) + one provider leg after its answer
+        (``execution_timeout_seconds``) + ``grace_seconds`` for the last result to reach its caller."""
+        if self.drain_seconds == "auto":
+            return self.longest_form_wait_seconds() + self.execution_timeout_seconds + self.grace_seconds
+        return self.drain_seconds

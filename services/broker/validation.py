@@ -8,18 +8,23 @@ decides what a problem means for the stream or the call).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from maka.broker.v1 import broker_pb2
 from services.core import json_text
+from services.core.limits import MAX_ID_CHARS
 
-MAX_ID_CHARS = 256
-"""Longest session, turn, tool-use, provider or Tool id accepted (code points)."""
 MAX_AUTHORIZATION_URL_CHARS = 8192
 """Cap of a published OAuth authorization URL."""
 MAX_MESSAGE_CHARS = 2000
 """Provider failure / progress messages are cut to this many code points."""
+MAX_DISPLAY_NAME_CHARS = 128
+"""Longest provider display name accepted."""
+
+_PROVIDER_ID = re.compile(r"[A-Za-z0-9._:-]+")
+_DISPLAY_NAME = re.compile(r"[A-Za-z0-9 ._:()/-]*")
 
 
 def check_id(name: str, value: str) -> str | None:
@@ -31,6 +36,25 @@ def check_id(name: str, value: str) -> str | None:
         return f"{name} is longer than {MAX_ID_CHARS} characters"
     if not value.isprintable():
         return f"{name} has control characters"
+    return None
+
+
+def check_provider_id(value: str) -> str | None:
+    """The problem of a provider id: :func:`check_id`'s, or a character outside ``A-Z a-z 0-9 . _ : -`` (one
+    script, nothing that renders like another provider's id); ``None`` when it is fine."""
+    problem = check_id("provider_id", value)
+    if problem is None and not _PROVIDER_ID.fullmatch(value):
+        problem = "provider_id may only contain A-Z a-z 0-9 . _ : -"
+    return problem
+
+
+def check_display_name(value: str) -> str | None:
+    """The problem of a provider display name (empty is fine: the provider id is shown): longer than
+    :data:`MAX_DISPLAY_NAME_CHARS`, or a character outside ASCII letters, digits, space and ``. _ : ( ) / -``."""
+    if len(value) > MAX_DISPLAY_NAME_CHARS:
+        return f"display_name is longer than {MAX_DISPLAY_NAME_CHARS} characters"
+    if not _DISPLAY_NAME.fullmatch(value):
+        return "display_name may only contain A-Z a-z 0-9, spaces and . _ : ( ) / -"
     return None
 
 

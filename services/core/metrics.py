@@ -49,6 +49,16 @@ ANSWER_DELIVERIES = Counter(
     "Committed answers whose delivery was recorded: delivered (the provider confirmed it) or lost (the"
     " invocation ended first), by outcome.", ["outcome"], registry=REGISTRY,
 )  # fmt: skip
+CALL_FAILURES = Counter(
+    "maka_call_failures_total",
+    "Tool calls the broker failed, by failure code (the proto's FailureCode name without its prefix, lower"
+    " case: auth_required, server_unavailable, ...).", ["code"], registry=REGISTRY,
+)  # fmt: skip
+SUBSCRIBER_OVERFLOWS = Counter(
+    "maka_subscriber_overflows_total",
+    "Attach/HostLink subscribers the fan-out dropped for falling a whole queue behind (their streams end"
+    " resumably).", registry=REGISTRY,
+)  # fmt: skip
 FRAMES_REJECTED = Counter(
     "maka_frames_rejected_total", "Provider frames the broker refused (failing closed), by reason.", ["reason"],
     registry=REGISTRY,

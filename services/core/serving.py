@@ -23,6 +23,8 @@ from typing import Protocol
 
 import grpc
 import grpc.aio
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
@@ -54,6 +56,8 @@ class GrpcApp(Protocol):
     An app may also define ``method_roles: Mapping[str, frozenset[Role]]`` (full method name such as
     ``/maka.broker.v1.CapabilityBrokerService/CallTool`` → roles admitted); methods not listed admit
     any authenticated caller. See :mod:`services.core.auth`.
+    An app may also define ``server_options: Sequence[tuple[str, int]]``: gRPC server options added to the
+    shared ones (e.g. the Interaction service's pending-call limits for bursts of Attach streams).
     """
 
     service_names: Sequence[str]
@@ -80,13 +84,94 @@ def channel_options(settings: GrpcServerSettings) -> list[tuple[str, int]]:
     ]
 
 
+class CertificateReloader:
+    """The server's certificate, key and client CA, re-read when their files change (renewals need no restart).
+
+    gRPC asks :meth:`fetch` at every TLS handshake; it compares the files' ``stat`` (mtime, size, inode: one
+    cheap syscall each) with those of the last configuration it loaded and only re-reads and re-parses when
+    they moved, so connections opened after a renewal (cert-manager rewriting a mounted Secret, an operator
+    replacing the files) present the new certificate and trust the new CA; open connections keep theirs. A
+    pair that does not load (half written, key and certificate not matching yet) is logged once as
+    ``tls_reload_failed`` and the last good configuration keeps serving until the files change again.
+    """
+
+    def __init__(self, cert: Path, key: Path, client_ca: Path | None) -> None:
+        self._paths = (cert, key, *((client_ca,) if client_ca is not None else ()))
+        self.require_client_auth = client_ca is not None
+        self._loaded = self._stamp()
+        self._failed: tuple[tuple[int, int, int], ...] | None = None
+        self.initial = self._configuration()
+        self.reloads = 0
+        """Configurations loaded after the first (for tests and logs)."""
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        stamps: list[tuple[int, int, int]] = []
+        for path in self._paths:
+            st = path.stat()
+            stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        return tuple(stamps)
+
+    def _configuration(self) -> grpc.ServerCertificateConfiguration:
+        cert, key = self._paths[0].read_bytes(), self._paths[1].read_bytes()
+        ca = self._paths[2].read_bytes() if self.require_client_auth else None
+        _check_pair(cert, key)
+        if ca is not None:
+            _check_ca(ca)
+        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=ca)
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """gRPC's fetcher: a new configuration when the files changed and load, else ``None`` (keep the
+        current one). Never raises: a failure would fail the handshake."""
+        try:
+            stamp = self._stamp()
+        except OSError as error:
+            self._failure(None, error)
+            return None
+        if stamp == self._loaded or stamp == self._failed:
+            return None
+        try:
+            configuration = self._configuration()
+        except (OSError, ValueError) as error:
+            self._failure(stamp, error)
+            return None
+        self._loaded, self._failed = stamp, None
+        self.reloads += 1
+        log.info("tls_reloaded", extra={"cert_file": str(self._paths[0])})
+        return configuration
+
+    def _failure(self, stamp: tuple[tuple[int, int, int], ...] | None, error: Exception) -> None:
+        if stamp is None or stamp != self._failed:
+            log.warning("tls_reload_failed", extra={"cert_file": str(self._paths[0]), "error": type(error).__name__})
+        self._failed = stamp
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.dynamic_ssl_server_credentials(
+            self.initial,
+            self.fetch,  # type: ignore[arg-type]  # grpc documents None as "keep the current one"; its stub does not
+            require_client_authentication=self.require_client_auth,
+        )
+
+
+def _check_ca(ca: bytes) -> None:
+    """Raise ValueError unless ``ca`` holds at least one PEM certificate (a half-written bundle does not)."""
+    x509.load_pem_x509_certificates(ca)
+
+
+def _check_pair(cert: bytes, key: bytes) -> None:
+    """Raise ValueError unless ``cert`` parses and ``key`` is its private key (gRPC would only fail the
+    handshake, so a half-written pair is caught here and the last good one kept)."""
+    certificate = x509.load_pem_x509_certificate(cert)
+    private = serialization.load_pem_private_key(key, password=None)
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    encoding = serialization.Encoding.DER
+    if certificate.public_key().public_bytes(encoding, public) != private.public_key().public_bytes(encoding, public):
+        raise ValueError("the TLS key does not match the certificate")
+
+
 def _credentials(settings: GrpcServerSettings) -> grpc.ServerCredentials | None:
     if settings.tls_cert_file is None or settings.tls_key_file is None:
         return None
-    key = settings.tls_key_file.read_bytes()
-    cert = settings.tls_cert_file.read_bytes()
-    ca = settings.tls_client_ca_file.read_bytes() if settings.tls_client_ca_file else None
-    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=ca is not None)
+    return CertificateReloader(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file).credentials()
 
 
 class RunningServer:
@@ -150,6 +235,7 @@ async def start_server(
             ("grpc.max_connection_age_ms", int(settings.max_connection_age_seconds * 1000)),
             ("grpc.max_connection_age_grace_ms", int(settings.max_connection_age_grace_seconds * 1000)),
         ]
+    options += list(getattr(app, "server_options", ()))
     server = grpc.aio.server(options=options, interceptors=chain)
     app.register(server)
     health = HealthServicer()

@@ -1,12 +1,13 @@
 """Settings shared by every service: typed, read from ``MAKA_*`` environment variables.
 
 Each service has one ``Settings`` class (pydantic-settings) whose attribute docstrings document
-every variable; the README's configuration reference lists them. Common fields live in
+every variable; docs/configuration.md#configuration-reference lists them. Common fields live in
 :class:`GrpcServerSettings`.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -73,3 +74,15 @@ class ClientTlsSettings(BaseSettings):
     """PEM private key of ``tls_client_cert_file``."""
     tls_server_name: str = ""
     """Override of the TLS server name checked against the certificate (e.g. ``localhost``)."""
+
+
+def comma_or_json_list(value: object) -> object:
+    """A ``mode="before"`` validator's reading of a list setting: ``a,b`` or a JSON array from the
+    environment; anything else is left for pydantic to check."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            parsed: object = json.loads(text)
+            return parsed
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value

@@ -48,6 +48,10 @@ class ServiceError(Exception):
     """
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    retry_pushback: bool = True
+    """For ``UNAVAILABLE``: tell clients' retry policy not to retry (the service already spent its time).
+    ``False`` for a stream the server ended to be resumed (a draining replica, a subscriber that fell behind),
+    which a reconnect fixes."""
 
     def __init__(
         self,
@@ -146,7 +150,7 @@ def to_status(error: ServiceError) -> grpc.Status:
         code=error.code.value[0], message=_clip(error.message, MAX_MESSAGE_CHARS), details=details
     )
     status = rpc_status.to_status(message)
-    if error.code == grpc.StatusCode.UNAVAILABLE:
+    if error.code == grpc.StatusCode.UNAVAILABLE and error.retry_pushback:
         # A service's own UNAVAILABLE (its store is down) already spent its time: tell the clients' retry
         # policy not to retry it (gRPC server pushback); a replica that went away is still retried.
         return _Status(status.code, status.details, (*status.trailing_metadata, ("grpc-retry-pushback-ms", "-1")))

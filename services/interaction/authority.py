@@ -27,6 +27,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core import metrics
 from services.core.auth import Principal
+from services.core.backoff import Backoff
 from services.core.form import (
     FormError,
     FormErrorReason,
@@ -38,7 +39,7 @@ from services.core.form import (
     form_to_proto,
     validate_answer,
 )
-from services.core.limits import DEFAULT_LIMITS, Limits
+from services.core.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits
 from services.core.status import ServiceError
 from services.interaction import errors
 from services.interaction.fanout import FanOut
@@ -48,8 +49,6 @@ from services.interaction.store import DeliveryMode, InteractionStore, Mode, Rec
 
 log = logging.getLogger("maka.interaction.authority")
 
-MAX_ID_CHARS = 256
-"""Longest id (session, turn, invocation, ...) accepted in a binding or request."""
 _REAP_BATCH = 100
 RESTART_BATCH = 500
 """Most forms of older epochs closed by one ``restart_batch.lua`` call (and read per pipelined round trip)."""
@@ -75,6 +74,9 @@ def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2
         return interaction_pb2.CLOSE_REASON_ROUND_EXPIRED
     return interaction_pb2.CLOSE_REASON_TIMED_OUT
 
+
+DURABLE_READ_BACKOFF = Backoff(initial=0.05, maximum=2.0)
+"""Waits between durable reads of a settlement while Redis or its replicas catch up."""
 
 OPENED_KEPT = 16384
 """Pending records an authority keeps from its own opens for the Answers that reach it."""
@@ -149,6 +151,46 @@ def _check_id(name: str, value: str, violations: list[Violation]) -> None:
                 f"must be printable and at most {MAX_ID_CHARS} characters",
             )
         )
+
+
+_BINDING_IDS = ("session_id", "turn_id", "tool_use_id", "invocation_id", "registration_id", "connection_id")
+"""The ids every binding must carry (printable, at most :data:`MAX_ID_CHARS`, not ``*``)."""
+
+
+def _check_binding(binding: interaction_pb2.Binding) -> None:
+    """Raise InvalidRequest when a binding id is missing or malformed, or an optional one too long."""
+    violations: list[Violation] = []
+    for name in _BINDING_IDS:
+        _check_id(f"binding/{name}", getattr(binding, name), violations)
+    if len(binding.provider_correlation_id) > MAX_ID_CHARS or len(binding.tool_name) > MAX_ID_CHARS:
+        violations.append(
+            Violation("/binding", FormErrorReason.SCHEMA_INVALID_VALUE, "provider_correlation_id or tool_name too long")
+        )
+    if violations:
+        raise errors.InvalidRequest("the binding is incomplete or malformed", violations)
+
+
+def _pending(
+    binding: interaction_pb2.Binding,
+    epoch: int,
+    form: form_pb2.Form,
+    round_info: interaction_pb2.Round | None,
+    now: int,
+    wait_deadline: int,
+) -> interaction_pb2.Interaction:
+    """A new pending Interaction (fresh canonical id) of ``form`` for ``binding`` in Host ``epoch``."""
+    interaction = interaction_pb2.Interaction(
+        interaction_id=mint_interaction_id(),
+        binding=binding,
+        host_epoch=epoch,
+        state=interaction_pb2.INTERACTION_STATE_PENDING,
+        form=form,
+    )
+    interaction.created_at.FromMilliseconds(now)
+    interaction.expires_at.FromMilliseconds(wait_deadline)
+    if round_info is not None:
+        interaction.round.CopyFrom(round_info)
+    return interaction
 
 
 class InteractionAuthority:
@@ -440,26 +482,43 @@ class InteractionAuthority:
         already has a pending form). ``wait_seconds`` ≤ 0 or None means the default wait; it is
         capped by ``form_wait_max_seconds``.
         """
-        violations: list[Violation] = []
-        for name in ("session_id", "turn_id", "tool_use_id", "invocation_id", "registration_id", "connection_id"):
-            _check_id(f"binding/{name}", getattr(binding, name), violations)
-        if len(binding.provider_correlation_id) > MAX_ID_CHARS or len(binding.tool_name) > MAX_ID_CHARS:
-            violations.append(
-                Violation(
-                    "/binding", FormErrorReason.SCHEMA_INVALID_VALUE, "provider_correlation_id or tool_name too long"
-                )
+        _check_binding(binding)
+        canonical = self._canonical_form(form)
+        now = self._now_ms()
+        wait_deadline = self._wait_deadline(now, wait_seconds, round_info)
+        for _attempt in range(3):
+            interaction = _pending(binding, epoch, canonical, round_info, now, wait_deadline)
+            code, detail = await self.store.open(
+                interaction,
+                lease_deadline_ms=now + int(self.settings.lease_seconds * 1000),
+                wait_deadline_ms=wait_deadline,
+                created_ms=now,
             )
-        if violations:
-            raise errors.InvalidRequest("the binding is incomplete or malformed", violations)
+            if code is ScriptCode.OK:
+                self._opened_now(interaction)
+                return interaction
+            if code is ScriptCode.STALE_EPOCH:
+                raise errors.StaleEpoch(epoch, int(detail))
+            if code is ScriptCode.ALREADY_PENDING:
+                return await self._already_pending(binding, detail, replay=replay)
+        raise RuntimeError("could not mint a unique interaction id")  # pragma: no cover - 128 random bits
+
+    def _canonical_form(self, form: form_pb2.Form) -> form_pb2.Form:
+        """``form`` checked against the form contract and caps, in canonical shape. Raises LimitExceeded or
+        InvalidForm."""
         if form.ByteSize() > self.limits.max_request_bytes * 2:
             raise errors.LimitExceeded("the form is larger than the request cap")
         try:
-            canonical = form_to_proto(check_form(form_from_proto(form), limits=self.limits))
+            return form_to_proto(check_form(form_from_proto(form), limits=self.limits))
         except FormError as error:
             raise errors.InvalidForm(error) from error
+
+    def _wait_deadline(self, now: int, wait_seconds: float | None, round_info: interaction_pb2.Round | None) -> int:
+        """When the bounded wait of a form opened at ``now`` ends (ms): the requested wait (default when
+        unset, capped by ``form_wait_max_seconds``), never past the round's deadline. Raises InvalidRequest
+        for a malformed round position."""
         wait = self.settings.form_wait_seconds if not wait_seconds or wait_seconds <= 0 else wait_seconds
         wait = min(wait, self.settings.form_wait_max_seconds)
-        now = self._now_ms()
         wait_deadline = now + int(wait * 1000)
         if round_info is not None:
             if not 1 <= round_info.position <= max(round_info.size, 1) or round_info.size > 1000:
@@ -469,56 +528,43 @@ class InteractionAuthority:
                 )
             if round_info.HasField("deadline"):
                 wait_deadline = max(now, min(wait_deadline, round_info.deadline.ToMilliseconds()))
-        for _attempt in range(3):
-            interaction = interaction_pb2.Interaction(
-                interaction_id=mint_interaction_id(),
-                binding=binding,
-                host_epoch=epoch,
-                state=interaction_pb2.INTERACTION_STATE_PENDING,
-                form=canonical,
+        return wait_deadline
+
+    def _opened_now(self, interaction: interaction_pb2.Interaction) -> None:
+        """Keep a form this replica just opened for the Answers that reach it, and log it."""
+        binding = interaction.binding
+        self._remember_opened(
+            Record(interaction, "pending", binding.session_id, interaction.host_epoch, binding.invocation_id, "")
+        )
+        log.info(
+            "opened",
+            extra={
+                "interaction_id": interaction.interaction_id,
+                "session_id": binding.session_id,
+                "invocation_id": binding.invocation_id,
+                "host_epoch": interaction.host_epoch,
+            },
+        )
+
+    async def _already_pending(
+        self, binding: interaction_pb2.Binding, pending_id: str, *, replay: bool
+    ) -> interaction_pb2.Interaction:
+        """The invocation already has pending form ``pending_id``: a replayed open of exactly ``binding`` gets
+        that form back; anything else raises AlreadyPending."""
+        if replay and pending_id:  # the broker re-sends an open its dropped link lost the reply of
+            existing = await self.store.get(pending_id)
+            if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
+                return existing.interaction
+            log.warning(  # which check refused it (a rare race after a replica is killed)
+                "replay_refused",
+                extra={
+                    "invocation_id": binding.invocation_id,
+                    "interaction_id": pending_id,
+                    "state": existing.state if existing is not None else "",
+                    "same_binding": existing is not None and existing.interaction.binding == binding,
+                },
             )
-            interaction.created_at.FromMilliseconds(now)
-            interaction.expires_at.FromMilliseconds(wait_deadline)
-            if round_info is not None:
-                interaction.round.CopyFrom(round_info)
-            code, detail = await self.store.open(
-                interaction,
-                lease_deadline_ms=now + int(self.settings.lease_seconds * 1000),
-                wait_deadline_ms=wait_deadline,
-                created_ms=now,
-            )
-            if code is ScriptCode.OK:
-                self._remember_opened(
-                    Record(interaction, "pending", binding.session_id, epoch, binding.invocation_id, "")
-                )
-                log.info(
-                    "opened",
-                    extra={
-                        "interaction_id": interaction.interaction_id,
-                        "session_id": binding.session_id,
-                        "invocation_id": binding.invocation_id,
-                        "host_epoch": epoch,
-                    },
-                )
-                return interaction
-            if code is ScriptCode.STALE_EPOCH:
-                raise errors.StaleEpoch(epoch, int(detail))
-            if code is ScriptCode.ALREADY_PENDING:
-                if replay and detail:  # the broker re-sends an open its dropped link lost the reply of
-                    existing = await self.store.get(detail)
-                    if existing is not None and existing.state == "pending" and existing.interaction.binding == binding:
-                        return existing.interaction
-                    log.warning(  # which check refused it (a rare race after a replica is killed)
-                        "replay_refused",
-                        extra={
-                            "invocation_id": binding.invocation_id,
-                            "interaction_id": detail,
-                            "state": existing.state if existing is not None else "",
-                            "same_binding": existing is not None and existing.interaction.binding == binding,
-                        },
-                    )
-                raise errors.AlreadyPending(binding.invocation_id)
-        raise RuntimeError("could not mint a unique interaction id")  # pragma: no cover - 128 random bits
+        raise errors.AlreadyPending(binding.invocation_id)
 
     async def close(
         self, epoch: int, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType
@@ -904,13 +950,12 @@ class InteractionAuthority:
     async def _durable_record(self, interaction_id: str) -> Record | None:
         """The record once it is on the replicas the fence requires, waiting out replicas that lag or are
         down (docs/design.md#durable-fences): a broker never acts on a settlement a failover can roll back."""
-        delay = 0.05
+        retry = DURABLE_READ_BACKOFF.attempts()
         while True:
             try:
                 return await self.store.durable_record(interaction_id)
             except errors.StoreUnavailable:  # NotReplicated included
-                await asyncio.sleep(delay)  # back off while Redis or its replicas catch up
-                delay = min(delay * 2, 2.0)
+                await retry.sleep()  # back off while Redis or its replicas catch up
 
     async def _still_settled(self, interaction: interaction_pb2.Interaction) -> bool:
         """Whether a settlement read from the settled Stream is durable as read; False when a failover

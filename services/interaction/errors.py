@@ -150,6 +150,35 @@ class StoreUnavailable(status.Unavailable):
         )
 
 
+class SubscriberOverflowed(status.Unavailable):
+    """UNAVAILABLE / SUBSCRIBER_OVERFLOW: the server ended an Attach stream whose surface fell too far behind the
+    live events; the surface reattaches at once with the token of the last event it got and loses nothing.
+    UNAVAILABLE (not ABORTED) because every client library reconnects an Attach stream after it."""
+
+    retry_pushback = False
+
+    def __init__(self) -> None:
+        super().__init__(
+            InteractionErrorReason.SUBSCRIBER_OVERFLOW,
+            "the stream fell too far behind the live events; resume with the last resume token",
+            domain=DOMAIN,
+        )
+
+
+class ShuttingDown(status.Unavailable):
+    """UNAVAILABLE / SHUTTING_DOWN: the replica is draining; reconnect (another replica serves the stream) and
+    resume with the last token. Unlike the store's UNAVAILABLE, a client's retry policy may retry it at once."""
+
+    retry_pushback = False
+
+    def __init__(self) -> None:
+        super().__init__(
+            InteractionErrorReason.SHUTTING_DOWN,
+            "this replica is shutting down; reconnect and resume with the last resume token",
+            domain=DOMAIN,
+        )
+
+
 class AnswerUnsealable(status.ServiceError):
     """INTERNAL / ANSWER_UNSEALABLE: a stored answer does not open with this service's answer key (sealed with
     another key, moved from another record, damaged, or sealed while this replica has no key;

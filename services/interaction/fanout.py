@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
+from services.core import metrics
 from services.interaction.keys import hash_tag, wake_key
 from services.interaction.redis_client import Client
 
@@ -367,5 +368,8 @@ class FanOut:
             text_id = _text(entry_id)
             for sub in list(feed.subscribers):
                 if not sub.offer(feed.key, entry_id, text_id, value):
-                    log.warning("subscriber_overflow", extra={"queue_size": self.queue_size})
+                    log.warning(
+                        "subscriber_overflow", extra={"queue_size": self.queue_size, "stream_key_tag": feed.tag}
+                    )
+                    metrics.SUBSCRIBER_OVERFLOWS.inc()
                     self.remove(sub)

@@ -21,11 +21,12 @@ import grpc.aio
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core import logs, runner
 from services.core.auth import Role
-from services.core.key_file import KeyFileError, read_key_file
+from services.core.key_file import KeyFileError, read_key_ring
 from services.core.serving import GrpcApp, serve
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
+from services.interaction.fence_check import FenceUnsatisfiable, check_wait_fence
 from services.interaction.keys import Keys
 from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
@@ -64,7 +65,14 @@ class InteractionApp:
             tier,
             presence=Presence(ttl_seconds=settings.surface_presence_seconds),
             surfaces_listed_max=settings.surfaces_listed_max,
+            attach_subscribe_timeout=settings.attach_subscribe_timeout_seconds,
         )
+        self.server_options: Sequence[tuple[str, int]] = (
+            ("grpc.server.max_pending_requests", settings.max_pending_calls),
+            ("grpc.server.max_pending_requests_hard_limit", settings.max_pending_calls),
+        )
+        """gRPC's pending-call limits (``max_pending_calls``): without them a burst of stream starts past 1,000
+        is cancelled by gRPC at random before any handler runs (docs/design.md#fan-out)."""
         self._set_serving: Callable[[bool], Awaitable[None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self.store_ok = True
@@ -142,12 +150,14 @@ class InteractionApp:
 
 def answer_sealer(settings: Settings) -> AnswerSealer:
     """The sealer of answer values at rest (docs/security.md "Answer values at rest"): reads
-    ``answer_key_file`` (raises :class:`~services.core.key_file.KeyFileError`); none set: plaintext, with
-    one ``answer_values_unsealed`` warning."""
+    ``answer_key_file``, one key or a key ring (raises :class:`~services.core.key_file.KeyFileError`); none
+    set: plaintext, with one ``answer_values_unsealed`` warning."""
     if settings.answer_key_file is None:
         log.warning("answer_values_unsealed")
         return AnswerSealer(None)
-    return AnswerSealer(read_key_file(settings.answer_key_file, "an answer"))
+    ring = read_key_ring(settings.answer_key_file, "an answer")
+    log.info("answer_key_ring", extra={"keys": len(ring.keys), "current_key_id": ring.current})
+    return AnswerSealer(ring)
 
 
 async def build(settings: Settings) -> GrpcApp:
@@ -167,6 +177,11 @@ async def build(settings: Settings) -> GrpcApp:
         limiter=limiter,
         retry_seconds=settings.reaper_interval_seconds,
     )
+    try:
+        await check_wait_fence(client, settings.wait_replicas)
+    except FenceUnsatisfiable:
+        await close_client(client)
+        raise
     fence = Fence(replicas=settings.wait_replicas, timeout_ms=settings.redis_wait_timeout_ms)
     authorities = {
         host: InteractionAuthority(
@@ -189,13 +204,17 @@ async def build(settings: Settings) -> GrpcApp:
 
 async def main() -> int:
     """Run the service until SIGINT/SIGTERM. A bad answer key file exits 2 with one ``answer_key_invalid``
-    line, never a traceback."""
+    line, a cluster that cannot honour the ``WAIT`` fence with one ``redis_wait_fence_unsatisfiable`` line
+    (:mod:`services.interaction.fence_check`), never a traceback."""
     settings = Settings()
     logs.configure("interaction", settings.log_level)
     try:
         app = await build(settings)
     except KeyFileError as error:
         log.error("answer_key_invalid", extra={"problem": str(error)})
+        return 2
+    except FenceUnsatisfiable as error:
+        log.error("redis_wait_fence_unsatisfiable", extra={"problem": str(error)})
         return 2
     await serve(app, settings)
     return 0

@@ -18,12 +18,13 @@ from typing import Any, TypeVar
 import grpc.aio
 from google.protobuf import timestamp_pb2
 
-from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import Principal, current_principal
 from services.core.status import ServiceError, abort
 from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import SubscriberOverflow
+from services.interaction.host_link import HostLinkSession
 from services.interaction.presence import Presence
 from services.interaction.tier import InteractionTier
 
@@ -39,44 +40,52 @@ class _End:
 
 _END = _End()
 _QUEUE_SIZE = 256
-_ANSWERED_KEPT = 4096
-"""Answered Interactions a HostLink remembers from its ``settled`` pushes until their delivery report."""
 """Frames buffered per stream before the Redis follower waits for the client (backpressure)."""
-OPEN_CONCURRENCY = 64
-"""Most ``open`` frames of one HostLink processed at once; the link reads no further frame until one ends."""
 
 
 class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceServicer):
     """The gRPC face of the Interaction authority (see the proto for frames and errors)."""
 
     def __init__(
-        self, tier: InteractionTier, *, presence: Presence | None = None, surfaces_listed_max: int = 200
+        self,
+        tier: InteractionTier,
+        *,
+        presence: Presence | None = None,
+        surfaces_listed_max: int = 200,
+        attach_subscribe_timeout: float = 30.0,
     ) -> None:
         self.tier = tier
+        self.attach_subscribe_timeout = attach_subscribe_timeout
+        """Seconds an Attach stream may wait before its subscribe frame."""
         self.presence = presence if presence is not None else Presence(ttl_seconds=30.0)
         """This replica's Attach streams, mirrored into Redis for ``ListSurfaces``
         (docs/design.md#attached-surfaces)."""
         self.surfaces_listed_max = surfaces_listed_max
-        self._streams: set[asyncio.Queue[Any]] = set()
+        self._streams: dict[asyncio.Queue[Any], ServiceError | _End] = {}
+        """Every open stream's queue and what :meth:`drain` queues to end it."""
         self._idle = asyncio.Event()
         self._idle.set()
 
     async def drain(self, timeout: float) -> None:
         """End every open HostLink/Attach stream (clients reconnect and resume elsewhere) and wait,
-        at most ``timeout`` seconds, until their handlers finished. Called on graceful shutdown."""
-        for queue in list(self._streams):
+        at most ``timeout`` seconds, until their handlers finished. Called on graceful shutdown.
+
+        An Attach stream ends UNAVAILABLE / ``SHUTTING_DOWN`` (the surface reconnects to another replica
+        and resumes with its last token); a HostLink stream ends OK (the broker re-links as it does after
+        any end)."""
+        for queue, end in list(self._streams.items()):
             with contextlib.suppress(asyncio.QueueFull):  # a full stream is cancelled by server.stop
-                queue.put_nowait(_END)
+                queue.put_nowait(end)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self._idle.wait()
 
-    def _track(self, queue: asyncio.Queue[Any]) -> None:
-        self._streams.add(queue)
+    def _track(self, queue: asyncio.Queue[Any], on_drain: ServiceError | _End) -> None:
+        self._streams[queue] = on_drain
         self._idle.clear()
 
     def _untrack(self, queue: asyncio.Queue[Any]) -> None:
-        self._streams.discard(queue)
+        self._streams.pop(queue, None)
         if not self._streams:
             self._idle.set()
 
@@ -87,6 +96,8 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         workers: Iterable[Callable[[], Coroutine[Any, Any, None]]],
         *,
         also_cancel: Iterable[asyncio.Task[Any]] = (),
+        method: str,
+        on_drain: Callable[[], ServiceError | _End] = lambda: _END,
     ) -> AsyncGenerator[R, None]:
         """The one-reader/one-writer loop of a bidi stream (HostLink and Attach).
 
@@ -96,17 +107,22 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         with its status through :func:`abort`; per-frame failures are frames the workers queue. However the
         stream ends (end, error, cancellation, the client going away), every worker and every task still in
         ``also_cancel`` (read when the stream ends) is cancelled and awaited, and the stream stops counting
-        for :meth:`drain`. Callers iterate it inside :func:`contextlib.aclosing` so that cleanup runs when
-        their own generator is closed.
+        for :meth:`drain` (which queues ``on_drain()``). A stream the server ends with a status is logged
+        (``stream_ended`` with the reason). Callers iterate it inside :func:`contextlib.aclosing` so that
+        cleanup runs when their own generator is closed.
         """
         tasks = [asyncio.create_task(worker()) for worker in workers]
-        self._track(queue)
+        self._track(queue, on_drain())
         try:
             while True:
                 item = await queue.get()
                 if isinstance(item, _End):
                     return
                 if isinstance(item, ServiceError):
+                    log.info(
+                        "stream_ended",
+                        extra={"code": item.code.name, "reason": str(item.reason), "method": method},
+                    )
                     await abort(context, item)
                 yield item
         finally:
@@ -133,13 +149,16 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
 
         ``hello{begin_new_epoch}`` is answered as soon as the new epoch is fenced: ``closed_count`` is
         the number of older-epoch forms pending at the fence, each of which ends ``host_restarted``
-        (closed in batches right after the reply; watched ones before it). Opens run concurrently, at
-        most :data:`OPEN_CONCURRENCY` at a time, their replies matched by ``request_ref`` (possibly out of
-        order); opens of the same invocation are decided in the order sent; a close or heartbeat is
-        handled after every earlier frame was read and before any later frame starts.
+        (closed in batches right after the reply; watched ones before it). The frames are applied by a
+        :class:`~services.interaction.host_link.HostLinkSession` (its docstring states the ordering).
         """
         requests = aiter(request_iterator)
-        first = await anext(requests, None)
+        try:
+            async with asyncio.timeout(self.attach_subscribe_timeout):
+                first = await anext(requests, None)
+        except TimeoutError:
+            limit = f"{self.attach_subscribe_timeout:g}"
+            await abort(context, errors.InvalidRequest(f"no subscribe frame within {limit} s; the stream ends"))
         if first is None:
             return
         if first.WhichOneof("frame") != "hello":
@@ -147,180 +166,41 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         hello = first.hello
         principal = current_principal()
         authority = await self._call(context, lambda: self._resolve(principal, hello.host_id))
-        epoch, closed, position, already = await self._call(context, lambda: self._hello(authority, hello))
-        yield interaction_service_pb2.HostLinkResponse(
-            epoch=interaction_service_pb2.EpochBegun(host_epoch=epoch, closed_count=closed)
-        )
-        reported: set[str] = set()
-        answered: dict[str, interaction_pb2.Interaction] = {}
-        for interaction in already:
-            reported.add(interaction.interaction_id)
-            _remember_answered(answered, interaction)
-            yield interaction_service_pb2.HostLinkResponse(
-                settled=interaction_service_pb2.InteractionSettled(interaction=interaction)
-            )
         queue: asyncio.Queue[interaction_service_pb2.HostLinkResponse | ServiceError | _End] = asyncio.Queue(
             _QUEUE_SIZE
         )
-        slots = asyncio.Semaphore(OPEN_CONCURRENCY)
-        opens: set[asyncio.Task[None]] = set()
-        last_open: dict[str, asyncio.Task[None]] = {}
-
-        async def run_open(request: interaction_service_pb2.OpenInteraction, before: asyncio.Task[None] | None) -> None:
-            try:
-                if before is not None:  # the same invocation's earlier open decides first, as when serial
-                    await asyncio.wait([before])
-                try:
-                    reply = await self._open(authority, epoch, request)
-                except Exception:  # a bug must not leave the broker waiting: refuse this open only
-                    log.exception("open_failed")
-                    reply = interaction_service_pb2.HostLinkResponse(
-                        open_rejected=interaction_service_pb2.OpenRejected(
-                            request_ref=request.request_ref, message="internal error"
-                        )
-                    )
-                await queue.put(reply)
-            finally:
-                slots.release()
-
-        def forget(invocation_id: str, task: asyncio.Task[None]) -> None:
-            opens.discard(task)
-            if last_open.get(invocation_id) is task:
-                del last_open[invocation_id]
-
-        async def read() -> None:
-            try:
-                async for request in requests:
-                    if request.WhichOneof("frame") == "open":
-                        await slots.acquire()  # at most OPEN_CONCURRENCY opens in flight (backpressure)
-                        invocation_id = request.open.binding.invocation_id
-                        task = asyncio.create_task(run_open(request.open, last_open.get(invocation_id)))
-                        last_open[invocation_id] = task
-                        opens.add(task)
-                        task.add_done_callback(functools.partial(forget, invocation_id))
-                    else:  # close/delivery/heartbeat in order: later frames (opens included) start after them
-                        await queue.put(await self._link_frame(authority, epoch, request, answered))
-            except ServiceError as error:
-                await queue.put(error)
-                return
-            if opens:
-                await asyncio.wait(set(opens))  # every open is answered before the stream ends
-            await queue.put(_END)
-
-        async def follow() -> None:
-            try:
-                async for interaction in authority.follow_settled(epoch, position):
-                    if interaction.interaction_id in reported:
-                        reported.discard(interaction.interaction_id)
-                        continue
-                    _remember_answered(answered, interaction)
-                    await queue.put(
-                        interaction_service_pb2.HostLinkResponse(
-                            settled=interaction_service_pb2.InteractionSettled(interaction=interaction)
-                        )
-                    )
-            except SubscriberOverflow:  # the broker resumes (resume_epoch + watched ids): nothing is lost
-                await queue.put(_END)
-
-        async with contextlib.aclosing(self._serve_bidi(context, queue, (read, follow), also_cancel=opens)) as frames:
+        session = await self._call(
+            context,
+            lambda: HostLinkSession.begin(authority, hello, send=queue.put, finish=functools.partial(queue.put, _END)),
+        )
+        for frame in session.greeting():
+            yield frame
+        workers = (functools.partial(session.read, requests), session.follow)
+        async with contextlib.aclosing(
+            self._serve_bidi(context, queue, workers, also_cancel=session.opens, method="HostLink")
+        ) as frames:
             async for frame in frames:
                 yield frame
 
     async def _resolve(self, principal: Principal, host_id: str) -> InteractionAuthority:
         return self.tier.resolve(principal, host_id)
 
-    async def _hello(
-        self, authority: InteractionAuthority, hello: interaction_service_pb2.Hello
-    ) -> tuple[int, int, str, list[interaction_pb2.Interaction]]:
-        position = await authority.settled_position()
-        mode = hello.WhichOneof("mode")
-        if mode == "begin_new_epoch" and hello.begin_new_epoch:
-            # Reply as soon as the epoch is fenced; the older forms close right after (see EpochBegun).
-            epoch, closed = await authority.fence_epoch()
-            await authority.close_older_of(list(hello.watched_interaction_ids))
-            authority.close_older_epochs_soon()
-        elif mode == "resume_epoch":
-            await authority.resume_epoch(hello.resume_epoch)
-            epoch, closed = hello.resume_epoch, 0
-        else:
-            raise errors.InvalidRequest("hello needs begin_new_epoch=true or resume_epoch")
-        already = await authority.settled_of(list(hello.watched_interaction_ids))
-        return epoch, closed, position, already
-
-    async def _link_frame(
-        self,
-        authority: InteractionAuthority,
-        epoch: int,
-        request: interaction_service_pb2.HostLinkRequest,
-        answered: dict[str, interaction_pb2.Interaction] | None = None,
-    ) -> interaction_service_pb2.HostLinkResponse:
-        frame = request.WhichOneof("frame")
-        if frame == "open":
-            return await self._open(authority, epoch, request.open)
-        if frame == "close" and request.close.invocation_id and not request.close.interaction_id:
-            fence = request.close
-            changed, after = await authority.close_invocation(epoch, fence.invocation_id, fence.reason)
-            closed = interaction_service_pb2.InteractionClosed(invocation_id=fence.invocation_id, changed=changed)
-            if after is not None:
-                closed.interaction_id = after.interaction_id
-                closed.interaction.CopyFrom(after)
-            return interaction_service_pb2.HostLinkResponse(closed=closed)
-        if frame == "close":
-            changed, after = await authority.close(epoch, request.close.interaction_id, request.close.reason)
-            closed = interaction_service_pb2.InteractionClosed(
-                interaction_id=request.close.interaction_id, changed=changed
-            )
-            if after is not None:
-                closed.interaction.CopyFrom(after)
-            return interaction_service_pb2.HostLinkResponse(closed=closed)
-        if frame == "delivery":
-            report = request.delivery
-            known = answered.pop(report.interaction_id, None) if answered is not None else None
-            changed, after = await authority.record_delivery(
-                epoch, report.interaction_id, report.delivery, report.lost_reason, answered=known
-            )
-            recorded = interaction_service_pb2.DeliveryRecorded(interaction_id=report.interaction_id, changed=changed)
-            if after is not None:
-                recorded.interaction.CopyFrom(after)
-            return interaction_service_pb2.HostLinkResponse(delivery_recorded=recorded)
-        if frame == "heartbeat":
-            renewed, deadline_ms = await authority.heartbeat(epoch)
-            ack = interaction_service_pb2.HeartbeatAck(renewed=renewed)
-            ack.lease_deadline.FromMilliseconds(deadline_ms)
-            return interaction_service_pb2.HostLinkResponse(heartbeat_ack=ack)
-        raise errors.InvalidRequest(f"unexpected HostLink frame {frame!r} after hello")
-
-    async def _open(
-        self, authority: InteractionAuthority, epoch: int, request: interaction_service_pb2.OpenInteraction
-    ) -> interaction_service_pb2.HostLinkResponse:
-        wait = request.wait.ToTimedelta().total_seconds() if request.HasField("wait") else None
-        try:
-            round_info = request.round if request.HasField("round") else None
-            interaction = await authority.open(
-                epoch, request.binding, request.form, wait, round_info, replay=request.replay
-            )
-        except ServiceError as error:
-            return interaction_service_pb2.HostLinkResponse(
-                open_rejected=interaction_service_pb2.OpenRejected(
-                    request_ref=request.request_ref,
-                    reason=errors.error_reason(error),
-                    message=error.message,
-                    violations=errors.violations_to_proto(error.violations),
-                )
-            )
-        return interaction_service_pb2.HostLinkResponse(
-            opened=interaction_service_pb2.InteractionOpened(request_ref=request.request_ref, interaction=interaction)
-        )
-
     # --- Attach -----------------------------------------------------------------------------------
 
     async def Attach(
         self, request_iterator: AsyncIterator[interaction_service_pb2.AttachRequest], context: _Ctx
     ) -> AsyncIterator[interaction_service_pb2.AttachResponse]:
-        """A surface's stream: subscribe → snapshot or replay → live events; answers on the same stream."""
+        """A surface's stream: subscribe → snapshot or replay → live events; answers on the same stream.
+
+        A stream that sends no subscribe frame within ``attach_subscribe_timeout`` seconds ends INVALID_REQUEST."""
         principal = current_principal()
         requests = aiter(request_iterator)
-        first = await anext(requests, None)
+        try:
+            async with asyncio.timeout(self.attach_subscribe_timeout):
+                first = await anext(requests, None)
+        except TimeoutError:
+            limit = f"{self.attach_subscribe_timeout:g}"
+            await abort(context, errors.InvalidRequest(f"no subscribe frame within {limit} s; the stream ends"))
         if first is None:
             return
         if first.WhichOneof("frame") != "subscribe":
@@ -355,11 +235,12 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                         )
                     )
             except SubscriberOverflow:  # a resumable end: the surface resumes with its last token
-                await queue.put(_END)
+                await queue.put(errors.SubscriberOverflowed())
 
         stream_id = await self.presence.join(authority.store, principal, subscribe.surface_kind, list(start.positions))
         try:
-            async with contextlib.aclosing(self._serve_bidi(context, queue, (read, follow))) as frames:
+            serve = self._serve_bidi(context, queue, (read, follow), method="Attach", on_drain=errors.ShuttingDown)
+            async with contextlib.aclosing(serve) as frames:
                 async for frame in frames:
                     yield frame
         finally:
@@ -424,18 +305,3 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
         return interaction_service_pb2.ListSurfacesResponse(surfaces=surfaces, omitted=omitted, as_of=as_of)
-
-
-def _remember_answered(
-    answered: dict[str, interaction_pb2.Interaction], interaction: interaction_pb2.Interaction
-) -> None:
-    """Keep an answered, delivery-pending Interaction pushed on a HostLink for its delivery report
-    (bounded: the oldest is dropped past :data:`_ANSWERED_KEPT`, whose report then reads Redis)."""
-    if (
-        interaction.state != interaction_pb2.INTERACTION_STATE_ANSWERED
-        or interaction.delivery != interaction_pb2.DELIVERY_STATE_PENDING
-    ):
-        return
-    if len(answered) >= _ANSWERED_KEPT:
-        del answered[next(iter(answered))]
-    answered[interaction.interaction_id] = interaction

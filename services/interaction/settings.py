@@ -48,6 +48,11 @@ class Settings(GrpcServerSettings):
     """Events buffered per Attach/HostLink subscriber; a subscriber that falls this far behind gets a
     resumable end of stream (it resumes with its token and loses nothing). Entries are shared, so a slot costs a
     pointer; keep it below ``events_maxlen`` so a resumed token is still inside the Stream."""
+    max_pending_calls: int = Field(default=20_000, ge=1000)
+    """Calls (mostly Attach and HostLink stream starts) gRPC may hold for this replica before its handlers pick
+    them up. gRPC's own limits (1,000, then randomly refused up to 3,000) cancel streams of a burst of
+    reconnecting surfaces before any handler runs, so nothing is logged and the client sees a bare
+    CANCELLED; above this limit gRPC refuses calls RESOURCE_EXHAUSTED."""
     redis_wait_replicas: int = Field(default=-1, ge=-1)
     """Replicas that must acknowledge (``WAIT``) an epoch increment or a committed answer before it is
     acknowledged; -1 = the mode's default (standalone 0, sentinel and cluster 1)."""
@@ -82,11 +87,15 @@ class Settings(GrpcServerSettings):
     most this long (docs/design.md#attached-surfaces)."""
     surfaces_listed_max: int = Field(default=200, gt=0)
     """Most attached surfaces one ``ListSurfaces`` returns (the rest are counted in ``omitted``)."""
+    attach_subscribe_timeout_seconds: float = Field(default=30.0, gt=0)
+    """How long an ``Attach`` stream may stay open before its ``subscribe`` frame; a stream that sends none
+    ends ``INVALID_ARGUMENT`` / ``INVALID_REQUEST`` (an idle stream holds no resources past it)."""
     answer_key_file: Path | None = None
     """File holding the base64 AES-256 key that seals answer values at rest in Redis (records, event and
     settled Streams, so the AOF too; docs/security.md "Answer values at rest"): a Kubernetes Secret
-    (``maka-answer-key``), or ``STATE/answer.key`` written by ``maka up``. Every replica of a tier must share
-    the key; a record sealed with another key fails INTERNAL / ``ANSWER_UNSEALABLE``. Unset: answers are
+    (``maka-answer-key``), or ``STATE/answer.key`` written by ``maka up``. It may be a key ring
+    (``<id> <base64 key>`` lines, the last seals; ``maka answer-key rotate``). Every replica of a tier must
+    share it; a record sealed with a key not in it fails INTERNAL / ``ANSWER_UNSEALABLE``. Unset: answers are
     stored in plaintext and the service logs ``answer_values_unsealed`` at start (tests only). A set but
     unreadable or invalid file exits 2 with ``answer_key_invalid``."""
 

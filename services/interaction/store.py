@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,6 +30,8 @@ from maka.interaction.v1 import interaction_pb2
 from services.interaction.errors import AnswerUnsealable, StoreUnavailable
 from services.interaction.keys import ALL_SESSIONS, Keys
 from services.interaction.sealing import AnswerSealer
+
+log = logging.getLogger("maka.interaction.store")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -300,6 +303,14 @@ class InteractionStore:
             if not always and ScriptCode(_s(result[0])) is not ScriptCode.OK:
                 return result
             if isinstance(acked, Exception) or int(acked) < self.fence.replicas:
+                log.warning(
+                    "wait_fence_short",
+                    extra={
+                        "required": self.fence.replicas,
+                        "acked": -1 if isinstance(acked, Exception) else int(acked),
+                        "timeout_ms": self.fence.timeout_ms,
+                    },
+                )
                 raise NotReplicated()
             return result
         raise StoreUnavailable()

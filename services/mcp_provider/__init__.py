@@ -7,8 +7,10 @@ Capability broker as Client Capability providers (docs/design.md#mcp-provider).
   listing and refresh, connection/tool generations, reconnect with backoff; the SDK workarounds.
 - :mod:`.capabilities` — per-call client capability advertisement (form elicitation only on modern
   ``tools/call`` legs that have a form handler).
-- :mod:`.manager` — :class:`~.manager.McpClientManager`: ``call_tool`` drives the manual MRTR loop.
-- :mod:`.provider` — :class:`~.provider.McpProvider`: one broker ``Connect`` stream per MCP server.
+- :mod:`.manager` — :class:`~.manager.McpClientManager`: ``call_tool`` runs the manual MRTR loop
+  (:func:`~.manager.drive_input_required`).
+- :mod:`.broker_link` — :class:`~.broker_link.BrokerLink`: one broker ``Connect`` stream per MCP server.
+- :mod:`.provider` — :class:`~.provider.McpProvider`: every link over one broker channel, and the status report.
 - :mod:`.errors` — :class:`~.errors.McpToolCallError` with stable :class:`~.errors.CallErrorCode`.
 - :mod:`.main` — ``python -m services.mcp_provider.main``; ``build(settings)`` → ``ProviderApp``
   (``.manager``, ``.provider``).

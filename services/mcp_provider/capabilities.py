@@ -26,9 +26,6 @@ from typing import Any
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
-FORM_ELICITATION: dict[str, Any] = {"elicitation": {"form": {}}}
-"""The capability a modern ``tools/call`` with a form handler advertises (form mode only)."""
-
 _form_call: contextvars.ContextVar[bool] = contextvars.ContextVar("maka_mcp_form_call", default=False)
 
 

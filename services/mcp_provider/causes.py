@@ -1,4 +1,4 @@
-"""The real cause of an MCP connection failure, bounded and secret-free (``maka status``, README "Operations").
+"""The real cause of an MCP connection failure, bounded and secret-free (``maka status``, docs/operations.md#status).
 
 A failed connect surfaces as an ``ExceptionGroup`` from the SDK's task groups, wrapping the error that
 mattered (``httpx2.ConnectError``, ``httpx2.HTTPStatusError`` for a 401, ``MCPError: Connection closed``
@@ -109,9 +109,11 @@ def describe(
     secrets: Iterable[str] = (),
     stderr_tail: Iterable[str] = (),
     http: HttpTrace | None = None,
+    target: str = "",
 ) -> FailureCause:
     """Flatten ``error`` into a :class:`FailureCause` (see the module docstring); ``http`` adds the
-    status of the attempt's last failed HTTP response."""
+    status of the attempt's last failed HTTP response; ``target`` (``command 'npx'``, ``URL https://…``,
+    redacted like every line) leads the summary."""
     leaves: list[BaseException] = []
     _walk(error, set(), leaves)
     secrets = tuple(secrets)
@@ -131,7 +133,12 @@ def describe(
     summary = next((line for line in lines if line.startswith("HTTP ")), None) or _innermost(lines)
     if tail and lines and _is_generic(summary):
         summary = f"{summary}; the server's stderr said: {tail[-1]}"
-    return FailureCause(clean_line(summary), tuple(lines), http_status, tail)
+    summary = clean_line(summary)
+    where = clean_line(target, secrets)
+    if where:  # both parts are clean; cleaning again would read the ':' as part of a redacted query
+        summary = f"{where}: {summary}"
+        summary = summary if len(summary) <= MAX_LINE_CHARS else summary[: MAX_LINE_CHARS - 1] + "…"
+    return FailureCause(summary, tuple(lines), http_status, tail)
 
 
 _GENERIC = ("McpError", "MCPError", "ClosedResourceError", "BrokenResourceError", "EndOfStream", "CancelledError")

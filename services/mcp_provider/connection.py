@@ -27,12 +27,22 @@ built over, overriding only the public ``send_raw_request`` and ``run``):
    ``TimeoutError``. :meth:`MakaDispatcher.send_raw_request` turns exactly those into
    :class:`TransportClosed` / :class:`LocalTimeout`; every ``MCPError`` that came from the server stays
    an ``MCPError`` (a server error whose message reaches the caller).
+4. **Undecodable stdio output.** The SDK's stdio reader decodes the child's stdout strictly; one byte that
+   is not UTF-8 raises inside its reader task, which then drains stdout forever and never closes the read
+   stream, so every call on the connection hangs. The connection opens stdio with the error handler
+   :data:`UNDECODABLE_HANDLER` instead (registered with :mod:`codecs`, chosen through the SDK's own
+   ``encoding_error_handler`` field): it replaces the bad bytes with NUL, which no JSON line may contain, so
+   the line never parses into a message, and it tells the connection (through a context variable the
+   reader task inherits), which drops the session with the stated cause: calls in flight end
+   ``CONNECTION_LOST`` naming it, ``maka status`` shows it, and the supervisor reconnects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -61,19 +71,46 @@ from mcp_types import (
     REQUEST_TIMEOUT,
     Implementation,
     PaginatedRequestParams,
-    ServerNotification,
     Tool,
     ToolListChangedNotification,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from services.core import messages
+from services.core.backoff import BackoffAttempts
 from services.mcp_provider import capabilities
 from services.mcp_provider.causes import FailureCause, HttpTrace, StderrTail, describe
 from services.mcp_provider.config import Era, HttpServer, ServerConfig
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 from services.mcp_provider.oauth import OAuthSettings, PreRegisteredClient, ServerAuth
+from services.mcp_provider.settings import reconnect_backoff
 
 log = logging.getLogger("maka.mcp_provider.connection")
+
+UNDECODABLE_HANDLER = "maka-undecodable-stdio"
+"""The codec error handler of stdio connections (workaround 4 of the module docstring)."""
+
+_undecodable_sink: contextvars.ContextVar[Callable[[UnicodeDecodeError], None] | None] = contextvars.ContextVar(
+    "maka_undecodable_sink", default=None
+)
+
+
+def _undecodable(error: UnicodeError) -> tuple[str, int]:
+    """Replace undecodable bytes with NUL (the line then fails to parse) and tell the connection."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    sink = _undecodable_sink.get()
+    if sink is not None:
+        sink(error)
+    return "\x00", error.end
+
+
+codecs.register_error(UNDECODABLE_HANDLER, _undecodable)
+
+
+class UndecodableOutput(ConnectionError):
+    """A stdio server wrote bytes that are not valid UTF-8 on its stdout: the connection is broken."""
+
 
 CLIENT_INFO = Implementation(name="maka-runtime", version="0.1.0")
 """How the provider identifies itself to MCP servers."""
@@ -269,25 +306,13 @@ class ServerHealth:
     next_retry_time: float | None
 
 
-_STATE_TEXT = {
-    ServerState.CONNECTING: "is connecting",
-    ServerState.READY: "is not connected",
-    ServerState.FAILED: "failed to connect",
-    ServerState.WAITING_FOR_SIGN_IN: "is waiting for sign-in",
-    ServerState.DISABLED: "is disabled in the config",
-    ServerState.DRAINING: "was removed from the config (finishing its calls in flight)",
-}
-
-
 def unavailable_reason(server: str, health: ServerHealth, now: float | None = None) -> str:
-    """``server <name> <state>[: <cause>][; next retry in N s]`` (the SERVER_UNAVAILABLE message)."""
-    text = f"MCP server {server} {_STATE_TEXT[health.state]}"
-    if health.last_error is not None and health.state in (ServerState.FAILED, ServerState.CONNECTING):
-        text += f": {health.last_error.summary}"
-    if health.next_retry_time is not None and health.state is ServerState.FAILED:
-        wait = max(0.0, health.next_retry_time - (time.time() if now is None else now))
-        text += f"; next retry in {wait:.0f} s"
-    return text
+    """``MCP server <name> <state>[: <cause>][; next retry in N s]`` (the SERVER_UNAVAILABLE message)."""
+    cause = health.last_error.summary if health.last_error is not None else None
+    retry_in = None
+    if health.next_retry_time is not None:
+        retry_in = health.next_retry_time - (time.time() if now is None else now)
+    return messages.server_unavailable(server, health.state.value, cause, retry_in)
 
 
 def _digest(tool: Tool) -> str:
@@ -327,14 +352,12 @@ class McpConnection:
                 client=PreRegisteredClient(client.client_id, client.client_secret, client.scope) if client else None,
             )
         self._listeners: list[ChangeCallback] = [on_change] if on_change is not None else []
-        self._initial = reconnect_initial_seconds
-        self._max = reconnect_max_seconds
+        self._backoff = reconnect_backoff(reconnect_initial_seconds, reconnect_max_seconds)
         self.generation = 0
         """Connection generation: incremented on every successful connect."""
         self._tool_generation = 0
         self._tools: dict[str, ToolInfo] = {}
         self._session: ClientSession | None = None
-        self._dispatcher: MakaDispatcher | None = None
         self._modern = False
         self._broken = asyncio.Event()
         self._closing = asyncio.Event()
@@ -350,6 +373,7 @@ class McpConnection:
         self._failures = 0
         self._next_retry: float | None = None
         self._status_listeners: list[Callable[[], None]] = []
+        self._loss_cause: str | None = None
 
     # --- status -----------------------------------------------------------------------------
 
@@ -377,7 +401,7 @@ class McpConnection:
         self, error: BaseException, stderr: StderrTail | None, http: HttpTrace | None, delay: float
     ) -> None:
         tail = stderr.lines() if stderr is not None else ()
-        self._last_error = describe(error, self.config.secrets(), tail, http)
+        self._last_error = describe(error, self.config.secrets(), tail, http, target=self._target())
         self._last_error_time = time.time()
         self._failures += 1
         self._state = ServerState.FAILED
@@ -396,6 +420,13 @@ class McpConnection:
         )
         for listener in list(self._status_listeners):
             listener()
+
+    def _target(self) -> str:
+        """What this connection reaches, as a failure cause names it: the command or the URL."""
+        transport = self.config.transport
+        if isinstance(transport, HttpServer):
+            return f"URL {transport.url}"
+        return f"command {transport.command!r}"
 
     @property
     def name(self) -> str:
@@ -471,6 +502,11 @@ class McpConnection:
         """Drop the live session (a transport failure was seen); the supervisor reconnects."""
         self._broken.set()
 
+    @property
+    def loss_cause(self) -> str | None:
+        """Why this connection dropped its live session, when it decided so itself (undecodable output)."""
+        return self._loss_cause
+
     def binding(self, tool: str) -> ToolBinding:
         """Bind a call to ``tool`` on the live session.
 
@@ -480,7 +516,7 @@ class McpConnection:
         if self._session is None:
             state, url = self.sign_in_state()
             if state is SignIn.REQUIRED:
-                raise McpToolCallError(CallErrorCode.AUTH_REQUIRED, sign_in_hint(self.name, url))
+                raise McpToolCallError(CallErrorCode.AUTH_REQUIRED, messages.sign_in_hint(self.name, url))
         if self._session is None or self._state is ServerState.DRAINING:
             raise McpToolCallError(CallErrorCode.SERVER_UNAVAILABLE, self.unavailable_reason())
         info = self._tools.get(tool)
@@ -528,6 +564,8 @@ class McpConnection:
         params = StdioServerParameters(
             command=transport.command, args=list(transport.args), env=transport.env or None, cwd=transport.cwd
         )
+        # The SDK types the field as the three stdlib names; model_copy keeps our registered handler.
+        params = params.model_copy(update={"encoding_error_handler": UNDECODABLE_HANDLER})
         return stdio_client(params, errlog=stderr.writer) if stderr is not None else stdio_client(params)
 
     async def _negotiate(self, session: ClientSession) -> None:
@@ -612,10 +650,6 @@ class McpConnection:
         except Exception as error:
             log.info("mcp_listen_ended", extra={"server": self.name, "error_type": type(error).__name__})
 
-    async def refresh_tools(self) -> None:
-        """List Tools again now (what ``tools/list_changed`` triggers)."""
-        await self._refresh_tools()
-
     def subscribe(self, callback: ChangeCallback) -> None:
         """Also await ``callback`` with a fresh snapshot after every connect, loss and Tool refresh."""
         self._listeners.append(callback)
@@ -634,7 +668,7 @@ class McpConnection:
                 log.warning("mcp_change_callback_failed", extra={"server": self.name, "error": type(error).__name__})
 
     async def _supervise(self) -> None:
-        delay = self._initial
+        retry = self._backoff.attempts()
         while not self._closing.is_set():
             stderr = StderrTail() if not isinstance(self.config.transport, HttpServer) else None
             http = HttpTrace()
@@ -642,61 +676,18 @@ class McpConnection:
             if self._state is not ServerState.CONNECTING:
                 self.set_state(ServerState.CONNECTING)
             try:
-                async with AsyncExitStack() as stack:
-                    if stderr is not None:
-                        stack.callback(stderr.spawned)
-                    read, write = await stack.enter_async_context(self._transport(stderr, http))
-                    if stderr is not None:
-                        stderr.spawned()
-                    dispatcher = MakaDispatcher(read, write)
-                    session = await stack.enter_async_context(
-                        ClientSession(dispatcher=dispatcher, message_handler=self._on_message, client_info=CLIENT_INFO)
-                    )
-                    await self._negotiate(session)
-                    tools = await self._list_tools(session)
-                    self._broken = asyncio.Event()
-                    self.generation += 1
-                    self.connects += 1
-                    self._absorb(tools, fresh=True)
-                    self._session = session
-                    self._dispatcher = dispatcher
-                    self._connected.set()
-                    self._failures = 0
-                    self.set_state(ServerState.READY)
-                    log.info(
-                        "mcp_connected",
-                        extra={
-                            "server": self.name,
-                            "generation": self.generation,
-                            "protocol_version": session.protocol_version,
-                            "tools": len(tools),
-                        },
-                    )
-                    await self._notify()
-                    delay = self._initial
-                    listener = asyncio.create_task(self._listen(session)) if self._wants_listen(session) else None
-                    try:
-                        await _first(dispatcher.closed.wait(), self._broken.wait())
-                    finally:
-                        if listener is not None:
-                            listener.cancel()
-                            with contextlib.suppress(asyncio.CancelledError, Exception):
-                                await listener
+                await self._session_lifetime(stderr, http, retry)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 failure = error
             finally:
-                was_connected = self._session is not None
-                self._session = None
-                self._dispatcher = None
-                self._connected.clear()
-                if was_connected:
-                    log.info("mcp_disconnected", extra={"server": self.name, "generation": self.generation})
+                was_connected = self._drop_session()
             if was_connected and not self._closing.is_set():
                 await self._notify()
             if self._closing.is_set():
                 break
+            delay = retry.next_delay()
             if failure is not None:
                 if stderr is not None:  # the child's last words explain most stdio failures
                     await asyncio.to_thread(stderr.wait_eof, 1.0)
@@ -706,7 +697,82 @@ class McpConnection:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._closing.wait()
-            delay = min(delay * 2, self._max) if math.isfinite(delay) else self._max
+
+    async def _session_lifetime(self, stderr: StderrTail | None, http: HttpTrace, retry: BackoffAttempts) -> None:
+        """Connect, negotiate and list Tools (a new generation), then wait until the session is lost."""
+        undecodable = asyncio.Event()
+        self._loss_cause = None
+
+        def on_undecodable(error: UnicodeDecodeError) -> None:
+            if undecodable.is_set():
+                return
+            bad = error.object[error.start : error.end].hex(" ")
+            self._loss_cause = f"the server wrote bytes that are not UTF-8 on stdout (0x{bad})"
+            log.warning("mcp_stdout_undecodable", extra={"server": self.name, "bytes": bad[:32]})
+            undecodable.set()
+
+        _undecodable_sink.set(on_undecodable)  # the transport's reader task inherits it
+        async with AsyncExitStack() as stack:
+            if stderr is not None:
+                stack.callback(stderr.spawned)
+            read, write = await stack.enter_async_context(self._transport(stderr, http))
+            if stderr is not None:
+                stderr.spawned()
+            dispatcher = MakaDispatcher(read, write)
+            session = await stack.enter_async_context(
+                ClientSession(dispatcher=dispatcher, message_handler=self._on_message, client_info=CLIENT_INFO)
+            )
+            tools: list[Tool] = []
+            connecting = asyncio.ensure_future(self._connect(session, tools))
+            await _first(connecting, undecodable.wait())
+            if undecodable.is_set():
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await connecting
+                raise UndecodableOutput(self._loss_cause)
+            connecting.result()
+            self._broken = asyncio.Event()
+            self.generation += 1
+            self.connects += 1
+            self._absorb(tools, fresh=True)
+            self._session = session
+            self._connected.set()
+            self._failures = 0
+            self.set_state(ServerState.READY)
+            log.info(
+                "mcp_connected",
+                extra={
+                    "server": self.name,
+                    "generation": self.generation,
+                    "protocol_version": session.protocol_version,
+                    "tools": len(tools),
+                },
+            )
+            await self._notify()
+            retry.reset()
+            listener = asyncio.create_task(self._listen(session)) if self._wants_listen(session) else None
+            try:
+                await _first(dispatcher.closed.wait(), self._broken.wait(), undecodable.wait())
+            finally:
+                if listener is not None:
+                    listener.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await listener
+            if undecodable.is_set():
+                raise UndecodableOutput(self._loss_cause)
+
+    async def _connect(self, session: ClientSession, tools: list[Tool]) -> None:
+        """Negotiate and list Tools into ``tools``."""
+        await self._negotiate(session)
+        tools.extend(await self._list_tools(session))
+
+    def _drop_session(self) -> bool:
+        """Forget the live session (the transport is closing); True when there was one."""
+        was_connected = self._session is not None
+        self._session = None
+        self._connected.clear()
+        if was_connected:
+            log.info("mcp_disconnected", extra={"server": self.name, "generation": self.generation})
+        return was_connected
 
 
 @contextlib.asynccontextmanager
@@ -722,11 +788,6 @@ async def _first(*waits: Awaitable[Any]) -> None:
     finally:
         for task in tasks:
             task.cancel()
-
-
-def sign_in_hint(server: str, url: str) -> str:
-    """The text a call on a server waiting for sign-in fails with (``AUTH_REQUIRED``)."""
-    return f"sign in to {server} first: open {url} (or run `maka auth login {server}`)"
 
 
 @contextlib.asynccontextmanager
@@ -750,7 +811,6 @@ __all__ = [
     "MakaDispatcher",
     "McpConnection",
     "ServerHealth",
-    "ServerNotification",
     "ServerState",
     "SignIn",
     "ToolBinding",

@@ -5,7 +5,6 @@ Messages are fixed text plus ids, counts and codes: never ``requestState``, form
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 
 from maka.broker.v1 import broker_pb2
@@ -117,24 +116,3 @@ class InteractionAborted(Exception):
         super().__init__(f"{code.value}: {message}")
         self.code = code
         self.message = message
-
-
-MAX_SERVER_MESSAGE_CHARS = 500
-"""A server's JSON-RPC error message is cut to this many code points before it travels to the caller."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
-_SPACES = re.compile(r"[ \t\n]+")
-
-
-def server_error_text(code: int, message: str, *, redact: str | None = None) -> str:
-    """``MCP error <code>: <the server's message>``: bounded, control characters replaced by one space.
-
-    ``redact`` (the ``requestState`` the failed leg sent) is cut out wherever the server echoed it,
-    whole or its first 32 characters (docs/design.md#requeststate: it never leaves the provider).
-    """
-    if redact:
-        for piece in (redact, redact[:32]):
-            message = message.replace(piece, "[requestState]")
-    text = _SPACES.sub(" ", _CONTROL.sub("", message)).strip()
-    if len(text) > MAX_SERVER_MESSAGE_CHARS:
-        text = text[: MAX_SERVER_MESSAGE_CHARS - 1] + "…"
-    return f"MCP error {code}: {text}" if text else f"MCP error {code}"

@@ -203,7 +203,7 @@ def read_start_config(settings: Settings) -> tuple[Config, ConfigError | None]:
         if applied is None or not applied.is_file():
             raise
         try:
-            config = check_config(applied)
+            config = check_config(applied, origin=settings.mcp_config)
         except ConfigError:
             raise error from None
         for problem in error.problems:

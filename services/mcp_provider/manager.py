@@ -25,9 +25,10 @@ Each call is driven by hand through the SDK's ``ClientSession.call_tool(..., all
 never run this loop (RFC criterion 11; MRTR for them is a non-goal): one request, no ``elicitation`` claim,
 and an ``input_required`` answer fails ``UNSUPPORTED_METHOD`` with no retry.
 
-Secrecy (docs/design.md#requeststate): ``requestState`` exists only in :meth:`McpClientManager.call_tool`'s local
-variables for one continuation; it is never logged, put in an exception message or returned. SDK
-exceptions that could quote it (pydantic ``ValidationError`` echoes input) are replaced, not chained.
+Secrecy (docs/design.md#requeststate): ``requestState`` exists only in the local variables of
+:func:`drive_input_required` (the loop :meth:`McpClientManager.call_tool` runs) for one continuation; it is
+never logged, put in an exception message or returned. SDK exceptions that could quote it (pydantic
+``ValidationError`` echoes input) are replaced, not chained.
 """
 
 from __future__ import annotations
@@ -231,8 +232,8 @@ def server_message(message: object, *, secret: str | None = None) -> str:
 
 
 class _LegTimer:
-    """The read timeout of one ``tools/call`` leg, re-armed by each progress notification (README
-    "Operations") but never past ``maximum`` seconds after the leg started. Expiry raises
+    """The read timeout of one ``tools/call`` leg, re-armed by each progress notification
+    (docs/operations.md#timers-and-progress) but never past ``maximum`` seconds after the leg started. Expiry raises
     ``SERVER_ERROR`` (outcome unknown); the SDK cancels the request on the wire."""
 
     def __init__(self, idle: float, maximum: float, progress: ProgressHandler | None) -> None:
@@ -268,6 +269,57 @@ class _LegTimer:
 
 def _json_bytes(value: object) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+Leg = Callable[[int, dict[str, InputResponse] | None, str | None], Awaitable[CallToolResult | InputRequiredResult]]
+"""Sends leg ``retry`` (0: the original call) with the previous round's responses and ``requestState``."""
+AnswerRound = Callable[[InputRequiredResult, float], Awaitable[dict[str, InputResponse] | None]]
+"""Checks a whole round (received at the given Unix time) and collects its answers; None for a round that
+carried only ``requestState``."""
+
+
+async def drive_input_required(
+    leg: Leg,
+    answer_round: AnswerRound,
+    pause: Callable[[float], Awaitable[None]],
+    *,
+    max_rounds: int,
+    pacing_initial: float,
+    pacing_max: float,
+    clock: Callable[[], float] = time.time,
+) -> tuple[CallToolResult, int, int]:
+    """The ``input_required`` loop of one ``tools/call`` (SEP-2322), with its I/O passed in: returns the
+    complete result, the retries it took and the forms answered.
+
+    Each leg's ``InputRequiredResult`` is answered (``answer_round``) and the call retried with this
+    round's responses only and the byte-exact ``requestState`` of the round (none if the server sent
+    none). A round with only ``requestState`` retries after ``pause`` (``pacing_initial`` doubling to
+    ``pacing_max``, reset by a round with forms). Raises ``ROUNDS_EXHAUSTED`` when the server still
+    asks after ``max_rounds`` retries. ``requestState`` lives only in this function's locals.
+    """
+    responses: dict[str, InputResponse] | None = None
+    request_state: str | None = None
+    retries = forms = 0
+    pacing = pacing_initial
+    while True:
+        result = await leg(retries, responses, request_state)
+        if isinstance(result, CallToolResult):
+            return result, retries, forms
+        received_at = clock()
+        if retries >= max_rounds:
+            raise McpToolCallError(
+                CallErrorCode.ROUNDS_EXHAUSTED, f"no complete result after {retries} retries (cap {max_rounds})"
+            )
+        responses = await answer_round(result, received_at)
+        request_state = result.request_state
+        del result
+        if responses is None:
+            await pause(pacing)
+            pacing = min(pacing * 2, pacing_max)
+        else:
+            pacing = pacing_initial
+            forms += len(responses)
+        retries += 1
 
 
 class McpClientManager:
@@ -363,15 +415,19 @@ class McpClientManager:
         binding = connection.binding(tool)
         original_arguments = dict(arguments or {})
         advertise_form = form_handler is not None and binding.modern
-        responses: dict[str, InputResponse] | None = None
-        request_state: str | None = None
-        retries = 0
-        forms = 0
-        pacing = self.pacing_initial
-        while True:
+
+        async def leg(
+            retry: int, responses: dict[str, InputResponse] | None, request_state: str | None
+        ) -> CallToolResult | InputRequiredResult:
+            if retry:
+                metrics.MRTR_ROUNDS.labels("form" if responses else "state_only").inc()
+                log.info(
+                    "mcp_call_retry",
+                    extra={"server": server, "tool": tool, "retry": retry, "responses": len(responses or {})},
+                )
             self._fence(connection, binding, stop, link_alive)
-            with tracing.span("mcp.tools_call", tool=tool, round=retries):
-                result = await self._leg(
+            with tracing.span("mcp.tools_call", tool=tool, round=retry):
+                return await self._leg(
                     connection,
                     binding,
                     original_arguments,
@@ -381,54 +437,59 @@ class McpClientManager:
                     progress=progress,
                     stop=stop,
                 )
-            if isinstance(result, CallToolResult):
-                _require_complete(result.result_type)
-                log.info("mcp_call_complete", extra={"server": server, "tool": tool, "retries": retries})
-                return CallOutcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), retries, forms)
-            received_at = time.time()
-            if retries >= self.max_rounds:
-                raise McpToolCallError(
-                    CallErrorCode.ROUNDS_EXHAUSTED,
-                    f"no complete result after {retries} retries (cap {self.max_rounds})",
-                )
+
+        async def answer_round(result: InputRequiredResult, received_at: float) -> dict[str, InputResponse] | None:
             requests = self._check_round(result, form_handler, binding)
-            next_state = result.request_state
-            del result
             if not requests:
-                await self._pause(pacing, stop)
-                pacing = min(pacing * 2, self.pacing_max)
-                responses = None
-            else:
-                pacing = self.pacing_initial
-                assert form_handler is not None
-                responses = {}
-                ttl = connection.config.request_state_ttl_seconds
-                deadline = received_at + ttl if next_state is not None else None
-                for position, (key, (form, schema)) in enumerate(requests.items(), start=1):
-                    self._fence(connection, binding, stop, link_alive)
-                    if deadline is not None and time.time() >= deadline:
-                        raise McpToolCallError(
-                            CallErrorCode.ROUND_EXPIRED,
-                            f"the round's requestState expired ({ttl:g} s requestStateTtl) before form "
-                            f"{position} of {len(requests)} could be asked; no retry sent",
-                        )
-                    slot = RoundSlot(position, len(requests), deadline)
-                    answer = await self._abortable(_in_round(slot, form_handler(form)), stop)
-                    forms += 1
-                    responses[key] = self._elicit_result(form, schema, answer)
-                if deadline is not None and time.time() >= deadline:
-                    raise McpToolCallError(
-                        CallErrorCode.ROUND_EXPIRED,
-                        f"the round's requestState expired ({ttl:g} s requestStateTtl) before its "
-                        f"{len(requests)} form(s) were answered; no retry sent",
-                    )
-            request_state = next_state
-            retries += 1
-            metrics.MRTR_ROUNDS.labels("form" if responses else "state_only").inc()
-            log.info(
-                "mcp_call_retry",
-                extra={"server": server, "tool": tool, "retry": retries, "responses": len(responses or {})},
+                return None
+            assert form_handler is not None
+            ttl = connection.config.request_state_ttl_seconds
+            deadline = received_at + ttl if result.request_state is not None else None
+            fence = functools.partial(self._fence, connection, binding, stop, link_alive)
+            return await self._ask_round(requests, form_handler, fence, stop, deadline, ttl)
+
+        result, retries, forms = await drive_input_required(
+            leg,
+            answer_round,
+            functools.partial(self._pause, stop=stop),
+            max_rounds=self.max_rounds,
+            pacing_initial=self.pacing_initial,
+            pacing_max=self.pacing_max,
+        )
+        _require_complete(result.result_type)
+        log.info("mcp_call_complete", extra={"server": server, "tool": tool, "retries": retries})
+        return CallOutcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), retries, forms)
+
+    async def _ask_round(
+        self,
+        requests: dict[str, tuple[Form, dict[str, Any]]],
+        form_handler: FormHandler,
+        fence: Callable[[], None],
+        stop: asyncio.Event,
+        deadline: float | None,
+        ttl: float,
+    ) -> dict[str, InputResponse]:
+        """Ask the round's forms one at a time (fenced before each, none past the round's ``deadline``)
+        and return the validated answers under the server's keys."""
+        responses: dict[str, InputResponse] = {}
+        for position, (key, (form, schema)) in enumerate(requests.items(), start=1):
+            fence()
+            if deadline is not None and time.time() >= deadline:
+                raise McpToolCallError(
+                    CallErrorCode.ROUND_EXPIRED,
+                    f"the round's requestState expired ({ttl:g} s requestStateTtl) before form "
+                    f"{position} of {len(requests)} could be asked; no retry sent",
+                )
+            slot = RoundSlot(position, len(requests), deadline)
+            answer = await self._abortable(_in_round(slot, form_handler(form)), stop)
+            responses[key] = self._elicit_result(form, schema, answer)
+        if deadline is not None and time.time() >= deadline:
+            raise McpToolCallError(
+                CallErrorCode.ROUND_EXPIRED,
+                f"the round's requestState expired ({ttl:g} s requestStateTtl) before its "
+                f"{len(requests)} form(s) were answered; no retry sent",
             )
+        return responses
 
     # --- prompts and resources: one request, never MRTR ---------------------------------------
 
@@ -559,7 +620,12 @@ class McpClientManager:
             raise
         except TransportClosed:
             connection.mark_broken()
-            lost = "the MCP connection closed; outcome unknown"
+            cause = connection.loss_cause
+            lost = (
+                f"the MCP connection closed: {cause}; outcome unknown"
+                if cause
+                else "the MCP connection closed; outcome unknown"
+            )
             raise McpToolCallError(CallErrorCode.CONNECTION_LOST, lost) from None
         except LocalTimeout:
             raise McpToolCallError(CallErrorCode.SERVER_ERROR, "the MCP request timed out; outcome unknown") from None
@@ -580,7 +646,9 @@ class McpClientManager:
         """A JSON-RPC error the server sent → the call's stable error, carrying the server's own message.
 
         Server-defined codes (-32000..-32099, JSON-RPC 2.0 §5.1) have no meaning a client may assume:
-        they are ``SERVER_ERROR`` like any other code without a specific rule here.
+        they are ``SERVER_ERROR`` like any other code without a specific rule here. ``REQUEST_STATE_REJECTED``
+        is decided by the code and the error's structured ``data.reason`` only, never by words in the
+        server's message (the server does not pick the class by wording).
         """
         code = error.code
         if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
@@ -590,11 +658,7 @@ class McpClientManager:
                 mcp_error_code=code,
             )
         data = error.data if isinstance(error.data, dict) else {}
-        if (
-            code == INVALID_PARAMS
-            and sent_state is not None
-            and (data.get("reason") == "invalid_request_state" or "requeststate" in error.message.lower())
-        ):
+        if code == INVALID_PARAMS and sent_state is not None and data.get("reason") == "invalid_request_state":
             return McpToolCallError(
                 CallErrorCode.REQUEST_STATE_REJECTED,
                 "the server rejected or expired its requestState",
@@ -730,7 +794,7 @@ class McpClientManager:
         raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")
 
     @staticmethod
-    async def _pause(seconds: float, stop: asyncio.Event) -> None:
+    async def _pause(seconds: float, *, stop: asyncio.Event) -> None:
         """The state-only pacing delay; returns early (raising ``STOPPED``) when ``stop`` is set."""
         try:
             async with asyncio.timeout(seconds):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from services.core.backoff import Backoff
 from services.core.settings import GrpcServerSettings
 
 
@@ -61,3 +62,9 @@ class Settings(GrpcServerSettings):
     drain_seconds: float = Field(default=0.0, ge=0)
     """On SIGTERM: how long calls in flight may go on finishing before the broker streams and MCP
     connections close (set it with the broker's ``drain_seconds`` in a Host pod). 0 = no drain."""
+
+
+def reconnect_backoff(initial_seconds: float, max_seconds: float) -> Backoff:
+    """The jittered reconnect backoff of an MCP connection, a broker ``Connect`` stream or the status report
+    (``reconnect_initial_seconds`` doubling per failure up to ``reconnect_max_seconds``)."""
+    return Backoff(initial=min(initial_seconds, max_seconds), maximum=max_seconds)

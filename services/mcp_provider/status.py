@@ -1,6 +1,6 @@
 """The provider's server status report to the broker (``CapabilityBrokerService.ReportServers``).
 
-Why this path (README "Operations", ``maka status``): a server that never connects has no ``Connect``
+Why this path (docs/operations.md#status, ``maka status``): a server that never connects has no ``Connect``
 stream (a stream is registered per connection generation), yet the broker must know it exists to
 answer ``SERVER_UNAVAILABLE`` with its cause instead of ``UNKNOWN_TOOL``, and status readers (``maka
 status``, the web page, the TUI) already reach the broker. So each provider process keeps one
@@ -12,7 +12,9 @@ while the stream is open and forgets it when the stream ends (the provider died 
 
 A snapshot carries states, counts, the configured era and transport, the negotiated version and the
 last failure's bounded, secret-free cause (:mod:`services.mcp_provider.causes`); never arguments,
-form values or ``requestState``.
+form values or ``requestState``. A connected server whose registration the broker refused (another
+provider holds its name, :class:`~services.mcp_provider.broker_link.Refusal`) is reported FAILED with
+the cause ``refused by the broker: <reason>`` and the link's next registration attempt as next retry.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ import grpc.aio
 from google.protobuf import timestamp_pb2
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.mcp_provider.broker_link import Refusal
 from services.mcp_provider.causes import clean_line
 from services.mcp_provider.connection import McpConnection, ServerState
+from services.mcp_provider.settings import reconnect_backoff
 
 log = logging.getLogger("maka.mcp_provider.status")
 
@@ -59,8 +63,11 @@ def timestamp(seconds: float) -> timestamp_pb2.Timestamp:
     return stamp
 
 
-def server_status(connection: McpConnection, live_calls: int = 0) -> broker_pb2.ServerStatus:
-    """One connection's ``ServerStatus``."""
+def server_status(
+    connection: McpConnection, live_calls: int = 0, refusal: Refusal | None = None
+) -> broker_pb2.ServerStatus:
+    """One connection's ``ServerStatus`` (FAILED with the refusal's cause while the connection is ready
+    but the broker refused its registration)."""
     health = connection.health()
     status = broker_pb2.ServerStatus(
         name=connection.name,
@@ -87,6 +94,12 @@ def server_status(connection: McpConnection, live_calls: int = 0) -> broker_pb2.
         )
     if health.next_retry_time is not None and math.isfinite(health.next_retry_time):
         status.next_retry_time.CopyFrom(timestamp(health.next_retry_time))
+    if refusal is not None and health.state is ServerState.READY:
+        status.state = broker_pb2.SERVER_STATE_FAILED
+        status.last_error.CopyFrom(broker_pb2.ServerError(summary=refusal.cause, time=timestamp(refusal.time)))
+        status.ClearField("next_retry_time")
+        if refusal.next_retry_time is not None:
+            status.next_retry_time.CopyFrom(timestamp(refusal.next_retry_time))
     return status
 
 
@@ -120,8 +133,7 @@ class StatusReporter:
     ) -> None:
         self._stub = stub
         self._snapshot = snapshot
-        self._initial = reconnect_initial_seconds
-        self._max = reconnect_max_seconds
+        self._backoff = reconnect_backoff(reconnect_initial_seconds, reconnect_max_seconds)
         self._changed = asyncio.Event()
         self._calls_timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
@@ -171,12 +183,12 @@ class StatusReporter:
                     await self._changed.wait()
 
     async def _run(self) -> None:
-        delay = self._initial
+        retry = self._backoff.attempts()
         while True:
             call = self._stub.ReportServers(self._snapshots())
             try:
                 await call
-                delay = self._initial
+                retry.reset()
             except grpc.aio.AioRpcError as error:
                 if error.code() is grpc.StatusCode.UNIMPLEMENTED:
                     log.warning("status_report_unsupported", extra={"code": error.code().name})
@@ -184,5 +196,4 @@ class StatusReporter:
                 log.info("status_report_ended", extra={"code": error.code().name})
             finally:
                 call.cancel()
-            await asyncio.sleep(delay)  # reconnect backoff, not synchronisation
-            delay = min(delay * 2, self._max)
+            await retry.sleep()  # reconnect backoff, not synchronisation

@@ -1,7 +1,8 @@
 """The ``maka`` command: one subcommand per module in :mod:`surfaces.cli.commands`.
 
 Each command module defines ``NAME`` (the subcommand), ``HELP`` (one line), ``add_arguments(parser)``
-and ``run(args) -> int`` (the exit code). Exit codes are stable: 0 success, 1 the Tool reported an
+and ``run(args) -> int`` (the exit code), and may define ``EXAMPLES`` (indented lines for its ``--help``).
+Exit codes are stable: 0 success, 1 the Tool reported an
 error, 2 usage error, 3 the call failed, was lost or stopped (``maka call``); other commands use 0/2/3
 (3 = the operation failed, with a stable error code on stderr). A command whose stdout is closed by
 its reader (``maka pending | head -1``) exits quietly with 141 (128 + SIGPIPE, what a shell reports
@@ -31,8 +32,26 @@ COMMANDS: tuple[str, ...] = (
     "tui",
     "web",
     "auth",
+    "answer_key",
 )
 """Modules under ``surfaces.cli.commands``, in ``--help`` order. A missing module is left out."""
+
+
+EXAMPLES = """\
+examples:
+  maka up --config examples/mcp.json            start the stack (what `make run` does)
+  maka up --config mcp.json --ports ephemeral   ... when the default ports are taken
+  maka tools                                    the Tools of the running stack
+  maka call examples:deploy --args '{"artifact":"build-42"}'
+  maka pending                                  forms waiting for an answer
+  maka answer ID                                answer one field by field in the terminal
+  maka answer ID accept --values '{"environment":"staging","confirm":true}'
+  maka tui                                      every pending form in a terminal UI
+  maka status                                   what runs, MCP servers, recent calls
+
+Other folders: pass --state-dir DIR (or set MAKA_STATE_DIR) to reach the stack `maka up` started there.
+`maka COMMAND --help` shows each command's options; docs/cli.md has every command and its exit codes."""
+"""The top-level ``--help`` epilog. A command module may define ``EXAMPLES`` (lines) for its own ``--help``."""
 
 
 def _load(names: Sequence[str] = COMMANDS) -> list[ModuleType]:
@@ -53,6 +72,20 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _state_dir_first(words: list[str]) -> list[str]:
+    """``maka --state-dir DIR COMMAND ...`` as ``maka COMMAND --state-dir DIR ...``: the option is the
+    subcommand's, and a newcomer types it before the command too."""
+    if words and words[0].startswith("--state-dir="):
+        moved, rest = words[:1], words[1:]
+    elif len(words) >= 2 and words[0] == "--state-dir":
+        moved, rest = words[:2], words[2:]
+    else:
+        return words
+    if not rest or rest[0].startswith("-"):
+        return words  # no command follows: argparse says what is wrong
+    return [rest[0], *moved, *rest[1:]]
+
+
 def _requested(argv: Sequence[str]) -> tuple[str, ...]:
     """The one command module ``argv`` runs (its first word names it), else every module (``--help``,
     ``--version``, no or an unknown command): ``maka answer`` then does not import the whole stack."""
@@ -66,14 +99,24 @@ def _requested(argv: Sequence[str]) -> tuple[str, ...]:
 def build_parser(commands: Sequence[str] = COMMANDS) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     """The top-level parser and the command modules by subcommand name (of ``commands``, default all)."""
     parser = argparse.ArgumentParser(
-        prog="maka", description="Maka Runtime: MCP input_required forms through a durable Host."
+        prog="maka",
+        description="Maka Runtime: MCP input_required forms through a durable Host.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"maka {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     by_name: dict[str, ModuleType] = {}
     for module in _load(commands):
         name: str = module.NAME
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        examples: str | None = getattr(module, "EXAMPLES", None)
+        command = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.HELP,
+            epilog=f"examples:\n{examples}" if examples else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(command)
         by_name[name] = module
     return parser, by_name
@@ -97,7 +140,7 @@ def _quiet_closed_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``maka`` console script. Returns the process exit code
     (:data:`EXIT_BROKEN_PIPE` when stdout was closed by its reader)."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    words = _state_dir_first(list(sys.argv[1:] if argv is None else argv))
     parser, by_name = build_parser(_requested(words))
     args = parser.parse_args(words)
     if args.command is None:

@@ -1,13 +1,14 @@
 """``maka answer ID`` without an action: walk the form in the terminal, field by field.
 
 Shows the form's provenance, the sensitive-data warning every surface shows, and the message; then
-asks each field in order with its kind, limits, choices and default (Enter keeps the default). Input
-is checked as it is typed (:func:`surfaces.common.form_input.parse_field`; a bad entry is explained
-and asked again), the whole answer is checked with :func:`check_form_input` (a field it rejects is
-asked again), and last the action: accept, decline or cancel. A select field takes an option's
-number or value; any other text filters the options (type-to-filter, for long lists like time
-zones). Lines are read with ``input()`` (a terminal or a pipe); end of input cancels the walk
-without answering. Values are never echoed back after entry.
+asks each field in order with its kind, limits, choices and default (Enter keeps the default). Each
+entry is checked as soon as it is typed, by the rule of the whole answer
+(:func:`surfaces.common.form_input.check_form_input` on that one field: its type, format such as email or
+URL, range, length and item count; a bad entry is explained and asked again), the whole answer is checked
+once more at the end (a field it rejects is asked again), and last the action: accept, decline or
+cancel. A select field takes an option's number or value; any other text filters the options
+(type-to-filter, for long lists like time zones). Lines are read with ``input()`` (a terminal or a
+pipe); end of input cancels the walk without answering. Values are never echoed back after entry.
 """
 
 from __future__ import annotations
@@ -25,15 +26,14 @@ from services.core.form import (
     SingleSelectField,
 )
 from surfaces.common.form_input import (
-    FieldInputError,
     RawInput,
     check_form_input,
     field_hints,
     filter_options,
     initial_raw,
-    parse_field,
     plain_text,
 )
+from surfaces.common.untrusted import display_text
 
 WARNING_TEXT = "Do not enter passwords, API keys, access tokens or payment details in this form."
 """The RFC's sensitive-data warning (the same text as the web page and the TUI)."""
@@ -52,8 +52,8 @@ def _options_text(options: list[Option], all_options: tuple[Option, ...]) -> lis
     lines = []
     for option in options[:MAX_LISTED_OPTIONS]:
         number = all_options.index(option) + 1
-        label = plain_text(option.label, keep_newlines=False)
         value = plain_text(option.value, keep_newlines=False)
+        label = plain_text(option.label, keep_newlines=False) or value  # an empty title shows the value
         lines.append(f"    {number}) {label}" + (f" [{value}]" if value != label else ""))
     if len(options) > MAX_LISTED_OPTIONS:
         lines.append(f"    ... and {len(options) - MAX_LISTED_OPTIONS} more: type part of a name to filter")
@@ -127,21 +127,34 @@ def ask_field(field: Field, ask: Ask, say: Say, index: int, total: int) -> RawIn
             raw = tuple(p.value for p in picks if p is not None)
         else:
             raw = text
-        try:
-            value = parse_field(field, raw)
-        except FieldInputError as error:
-            say(f"    ! {error}")
-            continue
-        if value is None and field.required and not isinstance(field, MultiSelectField):
-            say("    ! this field is required")
+        problem = check_field_input(field, raw)
+        if problem is not None:
+            say(f"    ! {'this field is required' if problem == 'required' else problem}")
             continue
         return raw
+
+
+def check_field_input(field: Field, raw: RawInput) -> str | None:
+    """What is wrong with ``raw`` as ``field``'s input, by the very rule the whole answer is checked with
+    (:func:`check_form_input`: typed input, then formats such as email and URL, ranges, lengths and item
+    counts), so a bad entry is asked again at once rather than after the last field; None when it passes."""
+    return check_form_input(Form("", (field,)), {0: raw}).errors.get(0)
+
+
+def _shown_ask(ask: Ask) -> Ask:
+    return lambda prompt: ask(display_text(prompt))
+
+
+def _shown_say(say: Say) -> Say:
+    return lambda text: say(display_text(text, multiline=True))
 
 
 def walk(form: Form, ask: Ask, say: Say) -> Answer:
     """Walk ``form`` (see the module docstring) and return the answer to send.
 
-    Raises :class:`WalkAborted` when the input ends first."""
+    Raises :class:`WalkAborted` when the input ends first. Everything said and every prompt (which shows a
+    server's default) passes :func:`display_text`: no server string reaches the terminal untouched."""
+    ask, say = _shown_ask(ask), _shown_say(say)
     requester = form.requester
     say(
         f"From {plain_text(requester.provider_display_name or requester.provider_id)}"

@@ -43,6 +43,7 @@ from services.core.form import (
     StringFormat,
     validate_answer,
 )
+from surfaces.common.untrusted import display_text
 
 RawInput: TypeAlias = str | bool | tuple[str, ...] | None
 """What a widget holds: text (string/number/integer/date fields), ``bool | None`` (boolean), the chosen
@@ -58,7 +59,6 @@ _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Z
 
 # Bidi embeddings/overrides/isolates and other invisible format controls that could reorder or hide
 # untrusted text (Unicode TR9 explicit formatting characters).
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 
 
 class FieldInputError(ValueError):
@@ -347,7 +347,7 @@ def _describe(reason: FormErrorReason, description: str) -> str:
 def check_form_input(form: Form, raws: Sequence[RawInput] | Mapping[int, RawInput]) -> FormCheck:
     """Parse every field's raw input (by field index) and validate the resulting ``accept`` answer.
 
-    One rule for every surface (docs/acceptance.md#protocol-and-form-correctness, findings 3 and 8; the
+    One rule for every surface (docs/acceptance.md#protocol-and-form-correctness; the
     authority applies the same one):
 
     - a field left empty (text cleared, no option chosen, an untouched boolean or multi select without a
@@ -406,25 +406,11 @@ def filter_options(options: Sequence[Option], query: str) -> list[Option]:
 
 
 def plain_text(text: str, *, keep_newlines: bool = True) -> str:
-    """Untrusted server text made safe to show as plain text: control characters (C0/C1 except newline and tab)
-    and bidi override/embedding/isolate marks are removed, so text cannot hide or reorder what is displayed.
-    Right-to-left letters and wide characters are kept as they are. Markup is *not* escaped here (see the
-    surface's own escaping, e.g. ``rich.markup.escape`` or HTML escaping)."""
-    out: list[str] = []
-    for char in text:
-        if char in _BIDI_CONTROLS:
-            continue
-        if char == "\n":
-            out.append("\n" if keep_newlines else " ")
-            continue
-        if char == "\t":
-            out.append(" ")
-            continue
-        category = unicodedata.category(char)
-        if category == "Cc":
-            continue
-        out.append(char)
-    return "".join(out)
+    """Untrusted server text made safe to show as plain text: the one rule of
+    :func:`surfaces.common.untrusted.display_text` (control, C1, bidi and zero-width characters replaced by a
+    visible marker, runs of blank lines collapsed), newlines kept when ``keep_newlines``. Markup is *not*
+    escaped here (see the surface's own escaping, e.g. ``rich.markup.escape`` or HTML escaping)."""
+    return display_text(text, multiline=keep_newlines)
 
 
 def format_time_left(expires_at: datetime | None, now: datetime) -> str:

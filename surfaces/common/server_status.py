@@ -11,8 +11,10 @@ import os
 import time
 from typing import Any
 
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka.broker.v1 import broker_pb2
+from maka_client import BrokerClient
 from services.core.channels import open_channel
+from surfaces.common.wire import same
 
 STATUS_TIMEOUT_SECONDS = 5.0
 
@@ -29,11 +31,11 @@ STATE_NAMES: dict[int, str] = {
 async def fetch_status(broker: str, *, token: str | None = None) -> broker_pb2.GetStatusResponse:
     """The broker's ``GetStatus``. ``token`` defaults to ``MAKA_CALLER_TOKEN`` or ``MAKA_SURFACE_TOKEN``.
 
-    Raises ``grpc.aio.AioRpcError``."""
+    Raises :class:`maka_client.MakaError`."""
     token = token or os.environ.get("MAKA_CALLER_TOKEN") or os.environ.get("MAKA_SURFACE_TOKEN") or None
     async with open_channel(broker, token=token) as channel:
-        stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-        return await stub.GetStatus(broker_pb2.GetStatusRequest(), timeout=STATUS_TIMEOUT_SECONDS)
+        status = await BrokerClient(broker, channel=channel).get_status(timeout=STATUS_TIMEOUT_SECONDS)
+    return same(broker_pb2.GetStatusResponse, status)
 
 
 def _seconds(stamp: Any) -> float:

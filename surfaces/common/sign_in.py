@@ -3,7 +3,7 @@
 A sign-in is a Host-owned step like a form (docs/security.md "OAuth"): the MCP provider publishes it,
 each surface shows "Sign in to SERVER" with the full authorization URL and an explicit open action,
 and never opens or fetches the URL by itself. The redirect (``code``, ``state``, ``iss``) is delivered
-back with :meth:`SignInClient.complete`; the broker forwards it only to the sign-in whose ``state``
+back with :meth:`SignIns.complete`; the broker forwards it only to the sign-in whose ``state``
 matches.
 """
 
@@ -14,8 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import grpc.aio
 
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka.broker.v1 import broker_pb2
+from maka_client import BrokerClient
 from services.core.channels import open_channel
+from surfaces.common.wire import same
 
 STATE_NAMES = {
     broker_pb2.SIGN_IN_STATE_REQUIRED: "sign_in_required",
@@ -48,33 +50,31 @@ def view(status: broker_pb2.SignInStatus) -> SignInView:
     return SignInView(status.server, STATE_NAMES.get(status.state, "unknown"), status.authorization_url)
 
 
-class SignInClient:
-    """The broker's sign-in RPCs. Raises ``grpc.aio.AioRpcError`` (``NOT_FOUND`` for an unknown state or
-    server, ``UNAVAILABLE`` when no broker answers)."""
+class SignIns:
+    """The broker's sign-in calls (:class:`maka_client.BrokerClient`) as :class:`SignInView` values. Raises
+    :class:`maka_client.MakaError` (``NOT_FOUND`` for an unknown state or server, ``UNAVAILABLE`` when no
+    broker answers)."""
 
     def __init__(self, channel: grpc.aio.Channel) -> None:
         self._channel = channel
-        self._stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+        self._broker = BrokerClient(channel=channel)
 
     @classmethod
-    def connect(cls, target: str, *, token: str | None = None) -> SignInClient:
-        """A client on a new channel to ``target`` (bearer ``token`` when set)."""
+    def connect(cls, target: str, *, token: str | None = None) -> SignIns:
+        """Sign-ins over a new channel to ``target`` (bearer ``token`` when set)."""
         return cls(open_channel(target, token=token))
 
     async def list(self, *, timeout: float = 5.0) -> list[SignInView]:
         """Every server's sign-in status, sorted by server."""
-        response = await self._stub.ListSignIns(broker_pb2.ListSignInsRequest(), timeout=timeout)
-        return [view(status) for status in response.sign_ins]
+        return [view(same(broker_pb2.SignInStatus, s)) for s in await self._broker.list_sign_ins(timeout=timeout)]
 
     async def complete(self, code: str, state: str, iss: str = "", error: str = "", *, timeout: float = 10.0) -> str:
         """Deliver an authorization response; returns the server it signed in."""
-        request = broker_pb2.CompleteSignInRequest(code=code, state=state, iss=iss, error=error)
-        response = await self._stub.CompleteSignIn(request, timeout=timeout)
-        return response.server
+        return await self._broker.complete_sign_in(code, state, iss, error, timeout=timeout)
 
     async def sign_out(self, server: str, *, timeout: float = 5.0) -> None:
         """Forget ``server``'s tokens (it asks for a new sign-in)."""
-        await self._stub.SignOut(broker_pb2.SignOutRequest(server=server), timeout=timeout)
+        await self._broker.sign_out(server, timeout=timeout)
 
     async def close(self) -> None:
         await self._channel.close()

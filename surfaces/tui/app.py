@@ -6,8 +6,10 @@ call), renders the selected one, and answers it with one of three distinct actio
 provider-neutral form Interaction"): **Submit** (``accept``, ``#submit``), **Decline** (``decline``,
 ``#decline``) and **Dismiss** (``cancel``, ``#dismiss`` or Esc; the footer reads "Esc Dismiss (cancel)").
 Esc first does what the focused widget gives it — closes an open dropdown, clears a filter that has
-text — and only otherwise dismisses; there is no confirmation step. After an answer the notice names
-what was sent ("Dismissed (cancel) — sent to the server ..."). Untrusted server text (message,
+text — and only otherwise dismisses. A dismissal waits ``undo_seconds`` (:data:`UNDO_SECONDS`) behind
+``#undo-bar`` ("Dismissed — sending in N s", ``#undo`` or Ctrl+Z restores the form with its draft) before
+``cancel`` is sent. After an answer the notice names what was sent ("Dismissed (cancel) — sent to the server
+..."), then that the Tool received it once the delivery is recorded. Untrusted server text (message,
 labels, descriptions, options, claimed server/Tool) is shown as plain text, never as markup. A form
 closed elsewhere (answered on another surface, stopped, timed out, Host restarted) disappears with its
 reason. No pending list is kept beyond the projection the service streams.
@@ -22,13 +24,14 @@ select.
 Stable widget ids for drivers: ``#pending`` (ListView), ``#status`` (connection, sessions, pending count and
 how many surfaces are attached, as the web page shows it: ``ListSurfaces``), ``#notice``, ``#servers`` (the MCP
 servers' status, when a ``server_status`` source is given), ``#provenance``,
-``#warning``, ``#message``, ``#time-left``, ``#round`` (``form 1 of 2 · the round ends …``),
+``#warning``, ``#message``, ``#time-left`` (the one deadline: the form's, or the round's when that comes first),
+``#round`` (``form 1 of 2 · the round ends …``, the end only when it is the deadline shown),
 ``#label-<index>`` (field label, ``▶`` while focused),
 ``#field-<index>`` (the input widget of field ``index``), ``#filter-<index>`` (option filter of long
 select lists), ``#error-<index>``, ``#form-error``, ``#submit``, ``#decline``, ``#dismiss``.
 
 Tests drive it through the constructor: ``MakaTui(connect=lambda: backend)`` where ``backend``
-implements :class:`FormsBackend` (the real :class:`~surfaces.common.interaction_client.InteractionClient`
+implements :class:`FormsBackend` (the real :class:`~surfaces.common.interactions.Interactions`
 does, and :class:`surfaces.tui.backend.FollowingBackend`, which ``maka tui`` uses, re-locates the stack
 and re-subscribes with a fresh snapshot on every reconnect). ``connect`` is called inside the app's event
 loop, on mount.
@@ -39,7 +42,9 @@ The form panel's widgets live in :mod:`surfaces.tui.widgets`; the stylesheet is 
 from __future__ import annotations
 
 import contextlib
+import math
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,9 +54,10 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import (
     Button,
@@ -67,6 +73,8 @@ from textual.widgets import (
     Static,
 )
 
+from maka_client import AttachedSurface, ErrorReason, InteractionErrorReason, MakaError, Reattaching
+from maka_client.surface import new_submission_id
 from services.core.form import (
     Action,
     Answer,
@@ -74,32 +82,27 @@ from services.core.form import (
     MultiSelectField,
     SingleSelectField,
 )
-from services.core.reasons import ErrorReason, InteractionErrorReason
 from surfaces.common.form_input import (
     RawInput,
     check_form_input,
     filter_options,
-    format_time_left,
     initial_raws,
     plain_text,
-    round_summary,
 )
-from surfaces.common.interaction_client import (
+from surfaces.common.interactions import (
     CLOSE_REASON_TEXT,
     LOST_TEXT,
-    Answered,
     AttachEvent,
-    Closed,
     CloseReason,
     Delivery,
-    DeliveryRecorded,
-    Disconnected,
-    InteractionError,
+    FormAnswered,
+    FormClosed,
+    FormDeliveryRecorded,
+    FormOpened,
+    FormSnapshot,
     InteractionView,
-    Opened,
-    Snapshot,
-    SurfaceView,
-    new_submission_id,
+    deadline_text,
+    round_line,
 )
 from surfaces.common.sign_in import SignInView
 from surfaces.tui.widgets import ACTION_LABELS, FOCUS_MARK, FieldLabel, FormPanel, option_label
@@ -114,6 +117,10 @@ SENT_TEXT: dict[Action, str] = {
     Action.CANCEL: "Dismissed (cancel)",
 }
 """How the notice names the answer this app sent (``ElicitResult.action`` in parentheses)."""
+
+UNDO_SECONDS = 5.0
+"""How long a dismissed form waits before its ``cancel`` is sent; until then Undo (Ctrl+Z, ``#undo``) restores
+it with its draft and nothing reaches the Tool."""
 
 ITEM_WIDTH = 44
 """Characters of text per ``#pending`` line; longer Tool names are shortened in the middle there (the form
@@ -131,7 +138,7 @@ SURFACES_POLL_SECONDS = 3.0
 
 
 class FormsBackend(Protocol):
-    """What the app needs from the Interaction service (``InteractionClient`` implements it)."""
+    """What the app needs from the Interaction service (``Interactions`` implements it)."""
 
     def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
         """Typed projection events, reconnecting as needed."""
@@ -145,16 +152,16 @@ class FormsBackend(Protocol):
         submission_id: str | None = None,
         session_id: str = "",
     ) -> InteractionView:
-        """Commit an answer; raises ``InteractionError``."""
+        """Commit an answer; raises ``MakaError``."""
         ...
 
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
-        """One Interaction, pending or settled; raises ``InteractionError`` (``NOT_FOUND``)."""
+        """One Interaction, pending or settled; raises ``MakaError`` (``NOT_FOUND``)."""
         ...
 
-    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
+    async def list_surfaces(self) -> tuple[list[AttachedSurface], int]:
         """The surfaces attached to the Host (``ListSurfaces``) and how many more the service left out;
-        raises ``InteractionError``."""
+        raises ``MakaError``."""
         ...
 
     async def close(self) -> None:
@@ -200,6 +207,7 @@ class MakaTui(App[None]):
         Binding("ctrl+s", "submit_form", "Submit"),
         Binding("ctrl+d", "decline_form", "Decline"),
         Binding("ctrl+q", "quit", "Quit"),
+        Binding("ctrl+z", "undo_dismiss", "Undo dismiss", show=False),
     ]
 
     def __init__(
@@ -210,8 +218,15 @@ class MakaTui(App[None]):
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         sign_ins: Callable[[], Awaitable[list[SignInView]]] | None = None,
         server_status: ServerStatusSource | None = None,
+        undo_seconds: float = UNDO_SECONDS,
     ) -> None:
         super().__init__()
+        self._undo_seconds = undo_seconds
+        """Esc/Dismiss waits this long (Undo restores the form) before sending ``cancel``; 0 sends at once."""
+        self._dismissing: dict[str, tuple[Timer, float]] = {}
+        """Interaction id → (its countdown, when it sends on the monotonic clock): dismissed, not yet sent."""
+        self._answered: dict[str, Action] = {}
+        """Interaction id → the action this app's answer committed (to name it when its delivery is recorded)."""
         self._connect = connect
         self._sign_ins = sign_ins
         """Reads the OAuth sign-in prompts (broker ``ListSignIns``); shown in ``#sign-ins`` with the full URL."""
@@ -312,7 +327,10 @@ class MakaTui(App[None]):
         except Exception:  # the broker is unreachable: keep what is shown
             return
         lines = [
-            f"Sign in to {item.server}: open {item.authorization_url}  (or run `maka auth login {item.server}`)"
+            plain_text(
+                f"Sign in to {item.server}: open {item.authorization_url}  (or run `maka auth login {item.server}`)",
+                keep_newlines=False,
+            )
             for item in items
             if item.state == "sign_in_required"
         ]
@@ -351,20 +369,20 @@ class MakaTui(App[None]):
                     self._in_flight -= 1
         except NoMatches:
             return  # the static layout (#pending, #form, #status) is only gone while the app shuts down
-        except InteractionError as error:
+        except MakaError as error:
             self.attach_state = f"failed: {error.reason}"
             self._status(f"Cannot attach: {error.reason}")
 
     async def _apply(self, event: AttachEvent) -> None:
-        if isinstance(event, Disconnected):
+        if isinstance(event, Reattaching):
             self.attach_state = "reconnecting"
-            self._status(f"Disconnected; reconnecting in {event.retry_in:.1f}s (attempt {event.attempt})")
+            self._status(f"Disconnected; reconnecting in {event.delay:.1f}s (attempt {event.attempt})")
             return
         if self.attach_state != "connected":
             self.attach_state = "connected"
             self._status(self._connected_text())
             self._poll_surfaces()  # this surface is attached now: count it at once
-        if isinstance(event, Snapshot):
+        if isinstance(event, FormSnapshot):
             fresh = {v.interaction_id: v for v in event.pending}
             gone = [self.pending[i] for i in self.pending if i not in fresh]
             for view in gone:
@@ -374,14 +392,20 @@ class MakaTui(App[None]):
             for view in event.pending:
                 if view.interaction_id not in self.pending:
                     await self._add(view)
-        elif isinstance(event, Opened):
+        elif isinstance(event, FormOpened):
             if event.interaction.pending and event.interaction.interaction_id not in self.pending:
                 await self._add(event.interaction)
-        elif isinstance(event, Answered):
+        elif isinstance(event, FormAnswered):
             await self._remove(event.interaction.interaction_id, CloseReason.ANSWERED)
-        elif isinstance(event, Closed):
+        elif isinstance(event, FormClosed):
             await self._remove(event.interaction.interaction_id, event.reason)
-        elif isinstance(event, DeliveryRecorded) and event.interaction.delivery is Delivery.LOST:
+        elif isinstance(event, FormDeliveryRecorded) and event.interaction.delivery is Delivery.DELIVERED:
+            view = event.interaction
+            action = self._answered.pop(view.interaction_id, None)
+            if action is not None:
+                message = plain_text(view.form.message, keep_newlines=False)[:60]
+                self._notice(f"{SENT_TEXT[action]} — the Tool received it for “{message}”.")
+        elif isinstance(event, FormDeliveryRecorded) and event.interaction.delivery is Delivery.LOST:
             view = event.interaction
             message = plain_text(view.form.message, keep_newlines=False)[:60]
             reason = CLOSE_REASON_TEXT[view.delivery_lost_reason]
@@ -395,7 +419,7 @@ class MakaTui(App[None]):
         for view in gone:
             try:
                 current = await self._backend.get(view.interaction_id, session_id=view.session_id)
-            except InteractionError:
+            except MakaError:
                 continue
             if current.pending or view.interaction_id in self.pending:
                 continue
@@ -425,10 +449,7 @@ class MakaTui(App[None]):
             message = message[:59] + "…"
         width = max(16, ITEM_WIDTH - len(view.session_id) - 3)
         tool = shorten_middle(plain_text(view.tool_name, keep_newlines=False), width)
-        if view.interaction_id == self.selected_id:
-            where = "shown on the right →"
-        else:
-            where = format_time_left(view.expires_at, self._now())
+        where = "shown on the right →" if view.interaction_id == self.selected_id else deadline_text(view, self._now())
         return f"{view.session_id} · {tool}\n{message}\n{where}"
 
     def _refresh_items(self) -> None:
@@ -460,8 +481,12 @@ class MakaTui(App[None]):
             self.closed[interaction_id] = reason
         for item in self.query(f"#{self.item_id(interaction_id)}"):
             await item.remove()
+        countdown = self._dismissing.pop(interaction_id, None)
+        if countdown is not None:
+            countdown[0].stop()  # closed elsewhere while its dismissal waited: nothing will be sent
         sent = self._sent.pop(interaction_id, None)
         if sent is not None:
+            self._answered[interaction_id] = sent
             message = plain_text(view.form.message, keep_newlines=False)[:60]
             text = f"{SENT_TEXT[sent]} — sent to the server for “{message}”."
         elif reason is None:
@@ -492,6 +517,8 @@ class MakaTui(App[None]):
         await container.remove_children()
         await container.mount(FormPanel(view, self._raws[interaction_id], self._now()))
         self.selected_id = interaction_id  # only once its widgets are mounted
+        if interaction_id in self._dismissing:
+            await self._show_dismissing(interaction_id)
         self._refresh_errors(show_missing=False)
         self._refresh_items()
         self._mark_focus(self.screen.focused)
@@ -517,11 +544,12 @@ class MakaTui(App[None]):
             view = self.pending[self.selected_id]
             for widget in self.query("#time-left"):
                 if isinstance(widget, Static):
-                    widget.update(format_time_left(view.expires_at, now))
+                    widget.update(deadline_text(view, now))
             for widget in self.query("#round"):
                 if isinstance(widget, Static):
-                    widget.update(round_summary(view.round_position, view.round_size, view.round_deadline, now))
+                    widget.update(round_line(view))
         self._refresh_items()
+        self._tick_dismissing()
 
     # --- editing ------------------------------------------------------------------------------------
 
@@ -668,7 +696,7 @@ class MakaTui(App[None]):
 
     def action_submit_form(self) -> None:
         """Submit (``accept``) the selected form when every field is valid; otherwise show the errors inline."""
-        if self.selected_id is None:
+        if self.selected_id is None or self.selected_id in self._dismissing:
             return
         if not self._refresh_errors(show_missing=True):
             self._form_error("Fix the highlighted fields before submitting.")
@@ -680,13 +708,92 @@ class MakaTui(App[None]):
 
     def action_decline_form(self) -> None:
         """Decline (``decline``) the selected form."""
-        if self.selected_id is not None:
+        if self.selected_id is not None and self.selected_id not in self._dismissing:
             self._send(self.selected_id, Answer(action=Action.DECLINE))
 
     def action_dismiss_form(self) -> None:
-        """Dismiss (``cancel``) the selected form."""
-        if self.selected_id is not None:
-            self._send(self.selected_id, Answer(action=Action.CANCEL))
+        """Dismiss (``cancel``) the selected form after the undo countdown (at once when it is 0)."""
+        interaction_id = self.selected_id
+        if interaction_id is None or interaction_id in self._dismissing or interaction_id in self._busy:
+            return
+        if self._undo_seconds <= 0:
+            self._send(interaction_id, Answer(action=Action.CANCEL))
+            return
+        timer = self.set_timer(self._undo_seconds, lambda: self._dismiss_due(interaction_id))
+        self._dismissing[interaction_id] = (timer, time.monotonic() + self._undo_seconds)
+        self._in_flight += 1
+        self._dismiss_shown(interaction_id)
+
+    @work(group="dismissing")
+    async def _dismiss_shown(self, interaction_id: str) -> None:
+        try:
+            if self.selected_id == interaction_id:
+                await self._show_dismissing(interaction_id)
+        finally:
+            self._in_flight -= 1
+
+    @on(Button.Pressed, "#undo")
+    def _pressed_undo(self) -> None:
+        self.action_undo_dismiss()
+
+    def action_undo_dismiss(self) -> None:
+        """Undo the selected form's dismissal while its countdown runs: nothing is sent, the draft is kept."""
+        interaction_id = self.selected_id
+        countdown = self._dismissing.pop(interaction_id, None) if interaction_id is not None else None
+        if interaction_id is None or countdown is None:
+            return
+        countdown[0].stop()
+        self._in_flight += 1
+        self._restore_panel(interaction_id, undone=True)
+
+    @work(group="dismissing")
+    async def _restore_panel(self, interaction_id: str, *, undone: bool) -> None:
+        try:
+            for bar in self.query("#undo-bar"):
+                await bar.remove()
+            for panel in self.query("#form-panel"):
+                panel.display = True
+            view = self.pending.get(interaction_id)
+            if undone and view is not None:
+                message = plain_text(view.form.message, keep_newlines=False)[:60]
+                self._notice(f"Undone: “{message}” was not dismissed; nothing was sent.")
+                for button in self.query("#dismiss"):
+                    button.focus()
+        finally:
+            self._in_flight -= 1
+
+    async def _show_dismissing(self, interaction_id: str) -> None:
+        """Hide the selected form's panel (its widgets, and so the draft, stay) behind the undo bar."""
+        for panel in self.query("#form-panel"):
+            panel.display = False
+        if not self.query("#undo-bar"):
+            bar = Vertical(
+                Static(self._dismissing_text(interaction_id), id="undo-text", markup=False),
+                Button("Undo (Ctrl+Z)", id="undo", variant="primary"),
+                id="undo-bar",
+            )
+            await self.query_one("#form", VerticalScroll).mount(bar, before=0)
+        self.query_one("#undo", Button).focus()
+
+    def _dismissing_text(self, interaction_id: str) -> str:
+        countdown = self._dismissing.get(interaction_id)
+        left = math.ceil(max(0.0, countdown[1] - time.monotonic())) if countdown is not None else 0
+        return f"Dismissed — sending in {left} s. Undo keeps the form and sends nothing."
+
+    def _tick_dismissing(self) -> None:
+        if self.selected_id in self._dismissing:
+            for widget in self.query("#undo-text"):
+                if isinstance(widget, Static):
+                    widget.update(self._dismissing_text(self.selected_id or ""))
+
+    def _dismiss_due(self, interaction_id: str) -> None:
+        """The countdown ended: send ``cancel`` now."""
+        if self._dismissing.pop(interaction_id, None) is None or interaction_id not in self.pending:
+            return
+        if self.selected_id == interaction_id:
+            self._in_flight += 1
+            self._restore_panel(interaction_id, undone=False)
+        self._send(interaction_id, Answer(action=Action.CANCEL))
 
     def _form_error(self, text: str) -> None:
         for widget in self.query("#form-error"):
@@ -717,7 +824,7 @@ class MakaTui(App[None]):
                 submission_id=self._submission_ids[interaction_id],
                 session_id=view.session_id,
             )
-        except InteractionError as error:
+        except MakaError as error:
             self._sent.pop(interaction_id, None)
             self.outcomes.append(Outcome(interaction_id, answer.action, accepted=False, reason=error.reason))
             if error.reason in _SETTLED_REASONS:
@@ -740,11 +847,11 @@ class MakaTui(App[None]):
             self._busy.discard(interaction_id)
             self._in_flight -= 1
 
-    def _show_violations(self, error: InteractionError) -> None:
+    def _show_violations(self, error: MakaError) -> None:
         view = self.pending.get(self.selected_id or "")
         names = [f.name for f in view.form.fields] if view is not None else []
         lines: list[str] = []
-        for path, description in error.detail.violations:
+        for path, description in error.violations:
             index = next((i for i, name in enumerate(names) if path == "/" + name), None)
             if index is not None:
                 for widget in self.query(f"#error-{index}"):
@@ -755,11 +862,11 @@ class MakaTui(App[None]):
         self._form_error(f"Not accepted ({error.reason})" + (": " + "; ".join(lines) if lines else ""))
 
 
-def _settled_reason(error: InteractionError) -> CloseReason | None:
+def _settled_reason(error: MakaError) -> CloseReason | None:
     """The close reason an ALREADY_SETTLED/CLOSED error names (``ErrorInfo.metadata["close_reason"]``)."""
     if error.reason == InteractionErrorReason.ALREADY_SETTLED:
         return CloseReason.ANSWERED
-    name = error.detail.metadata.get("close_reason", "").removeprefix("CLOSE_REASON_").lower()
+    name = error.metadata.get("close_reason", "").removeprefix("CLOSE_REASON_").lower()
     try:
         return CloseReason(name)
     except ValueError:

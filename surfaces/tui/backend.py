@@ -1,6 +1,6 @@
 """A :class:`~surfaces.tui.app.FormsBackend` that follows the stack across restarts (``maka tui``).
 
-:class:`FollowingBackend` wraps :class:`~surfaces.common.interaction_client.InteractionClient`. Every time the
+:class:`FollowingBackend` wraps :class:`~surfaces.common.interactions.Interactions`. Every time the
 ``Attach`` stream drops it waits the backoff delay, asks ``locate()`` where the Interaction service is *now*
 (``maka tui`` re-reads ``<state dir>/endpoints.json``: a restarted stack may listen on other ports), reconnects
 there when the address changed, and re-subscribes **without** a resume token, so every (re)connection starts
@@ -11,19 +11,22 @@ while it was away, and forms that closed meanwhile are reconciled from the snaps
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
+from maka_client import AttachedSurface, ReattachPolicy, resumable
 from services.core.form import Answer
-from surfaces.common.interaction_client import (
+from surfaces.common.interactions import (
+    SURFACE_REATTACH,
     AttachEvent,
-    Backoff,
-    Disconnected,
-    InteractionClient,
+    FormAnswered,
+    FormClosed,
+    FormDeliveryRecorded,
+    FormOpened,
+    FormSnapshot,
+    Interactions,
     InteractionView,
-    SurfaceView,
 )
 
 log = logging.getLogger(__name__)
@@ -34,7 +37,7 @@ class FollowingBackend:
 
     ``locate`` returns ``host:port`` (it may raise ``OSError``/``ValueError``/``TypeError`` while the stack is
     down or rewriting its ``endpoints.json``; the last known address is kept then). ``connect`` opens a client
-    for an address (default :meth:`InteractionClient.connect`; call inside the running loop). ``backoff`` sets
+    for an address (default :meth:`Interactions.connect`; call inside the running loop). ``reattach`` sets
     the reconnect delays (consecutive failures grow the delay; any received frame resets it).
     Public state: :attr:`address` (where it is connected now), :attr:`retargets` (how many times it moved).
     """
@@ -43,55 +46,65 @@ class FollowingBackend:
         self,
         locate: Callable[[], str],
         *,
-        connect: Callable[[str], InteractionClient] = InteractionClient.connect,
-        backoff: Backoff | None = None,
+        connect: Callable[[str], Interactions] = Interactions.connect,
+        reattach: ReattachPolicy | None = None,
     ) -> None:
         self._locate = locate
         self._connect = connect
-        self._backoff = backoff or Backoff()
+        self._reattach = reattach or SURFACE_REATTACH
         self.address = locate()
         self.retargets = 0
         self._client = connect(self.address)
 
-    async def _follow(self) -> None:
-        """Re-read the address; switch clients when it changed (the old channel is closed)."""
+    async def _follow(self) -> bool:
+        """Re-read the address; switch clients when it changed (the old channel is closed). Always ready."""
         try:
             address = self._locate()
         except (OSError, ValueError, TypeError, json.JSONDecodeError) as error:
             log.info("tui_locate_failed", extra={"error": type(error).__name__})
-            return
+            return True
         if address == self.address:
-            return
+            return True
         old, self._client = self._client, self._connect(address)
         self.address = address
         self.retargets += 1
         log.info("tui_retargeted", extra={"address": address})
         await old.close()
+        return True
 
     async def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncIterator[AttachEvent]:
-        """Yield ``Snapshot`` then live events, forever; on a drop yield :class:`Disconnected`, wait, re-locate and
-        re-subscribe fresh (``resume_token`` is used only for the first subscription). Raises
-        :class:`~surfaces.common.interaction_client.InteractionError` for errors a reconnect cannot fix."""
-        token = resume_token
-        attempt = 0
-        while True:
-            stream = self._client.attach(session_ids, token)
-            token = ""
-            dropped: Disconnected | None = None
-            try:
-                async for event in stream:
-                    if isinstance(event, Disconnected):
-                        dropped = event
-                        break
-                    attempt = 0
-                    yield event
-            finally:
-                await stream.aclose()
-            attempt += 1
-            delay = self._backoff.delay(attempt)
-            yield Disconnected(error=dropped.error if dropped else None, retry_in=delay, attempt=attempt)
-            await asyncio.sleep(delay)
-            await self._follow()
+        """Yield ``Snapshot`` then live events, forever; on a drop yield :class:`maka_client.Reattaching`, wait,
+        re-locate and re-subscribe fresh (``resume_token`` is used only for the first subscription). Raises
+        :class:`maka_client.MakaError` for errors a reconnect cannot fix."""
+        first = [resume_token]
+
+        def subscription(_: str) -> AsyncIterator[AttachEvent]:
+            token = first.pop() if first else ""
+            return self._until_dropped(session_ids, token)
+
+        stream = resumable(
+            subscription,
+            token_of=lambda _: "",
+            backoff=self._reattach.backoff,
+            retryable=lambda _: True,
+            ready=self._follow,
+        )
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            await stream.aclose()
+
+    async def _until_dropped(self, session_ids: Sequence[str], token: str) -> AsyncGenerator[AttachEvent, None]:
+        """One subscription at the current address, ended by its first drop (the caller re-locates)."""
+        stream = self._client.attach(session_ids, token)
+        try:
+            async for event in stream:
+                if not isinstance(event, (FormSnapshot, FormOpened, FormAnswered, FormClosed, FormDeliveryRecorded)):
+                    return
+                yield event
+        finally:
+            await stream.aclose()
 
     async def answer(
         self,
@@ -101,15 +114,15 @@ class FollowingBackend:
         submission_id: str | None = None,
         session_id: str = "",
     ) -> InteractionView:
-        """:meth:`InteractionClient.answer` on the current address."""
+        """:meth:`Interactions.answer` on the current address."""
         return await self._client.answer(interaction_id, answer, submission_id=submission_id, session_id=session_id)
 
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
-        """:meth:`InteractionClient.get` on the current address."""
+        """:meth:`Interactions.get` on the current address."""
         return await self._client.get(interaction_id, session_id=session_id)
 
-    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
-        """:meth:`InteractionClient.list_surfaces` on the current address."""
+    async def list_surfaces(self) -> tuple[list[AttachedSurface], int]:
+        """:meth:`Interactions.list_surfaces` on the current address."""
         return await self._client.list_surfaces()
 
     async def close(self) -> None:

@@ -28,19 +28,16 @@ from surfaces.common.form_input import (
     RawInput,
     field_hints,
     format_hint,
-    format_time_left,
     plain_text,
-    round_summary,
 )
-from surfaces.common.interaction_client import InteractionView
+from surfaces.common.interactions import InteractionView, deadline_text, round_line
+from surfaces.common.untrusted import display_text
 
 WARNING_TEXT = "⚠ Do not enter passwords, API keys, access tokens or payment details in this form."
 """The RFC's sensitive-data warning, shown on every form."""
 
 FILTER_THRESHOLD = 8
 """Select fields with more options than this get a filter box."""
-
-FILTER_PLACEHOLDER = "type to filter options (Esc clears)"
 
 FOCUS_MARK = "▶ "
 """Prefix of the focused field's label and the focused button (focus is never shown by colour alone)."""
@@ -132,13 +129,8 @@ class FormPanel(Vertical):
         )
         yield Static(WARNING_TEXT, id="warning", markup=False)
         yield Static(plain_text(form.message), id="message", markup=False)
-        yield Static(format_time_left(self.view.expires_at, self._now), id="time-left", markup=False)
-        view = self.view
-        yield Static(
-            round_summary(view.round_position, view.round_size, view.round_deadline, self._now),
-            id="round",
-            markup=False,
-        )
+        yield Static(deadline_text(self.view, self._now), id="time-left", markup=False)
+        yield Static(round_line(self.view), id="round", markup=False)
         for index, f in enumerate(form.fields):
             yield from self._field_row(index, f)
         yield Static("", id="form-error", markup=False)
@@ -150,13 +142,14 @@ class FormPanel(Vertical):
     def _field_row(self, index: int, f: Field) -> ComposeResult:
         label = plain_text(f.label or f.name, keep_newlines=False)
         hints = ", ".join(field_hints(f))
-        yield FieldLabel(f"{label}{' *' if f.required else ''}  ({hints})", index)
+        yield FieldLabel(display_text(f"{label}{' *' if f.required else ''}  ({hints})"), index)
         if f.description:
             yield Static(plain_text(f.description), id=f"help-{index}", classes="help", markup=False)
         raw = self.raws[index]
         if isinstance(f, StringField | NumberField):
             yield Input(
-                value=raw if isinstance(raw, str) else "",
+                # A server's default is shown (and sent, if kept) as the untrusted-text rule shows it.
+                value=display_text(raw) if isinstance(raw, str) else "",
                 placeholder=format_hint(f),
                 id=f"field-{index}",
                 select_on_focus=False,

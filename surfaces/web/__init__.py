@@ -5,5 +5,6 @@
 - :mod:`surfaces.web.security` — CSP and headers, surface-token login/bearer, CSRF defence.
 - :mod:`surfaces.web.settings` — ``WebSettings`` (``MAKA_*``).
 - :mod:`surfaces.web.main` — ``build`` → ``start_web``/``serve`` (uvicorn), ``python -m surfaces.web.main``.
-- ``static/`` — ``index.html``, ``login.html``, ``app.js`` (DOM text only, no inline script), ``app.css``.
+- ``static/`` — ``index.html``, ``login.html``, ``js/*.js`` (ES modules from ``js/main.js``; DOM text only, no
+  inline script), ``app.css``.
 """

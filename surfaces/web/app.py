@@ -2,9 +2,10 @@
 
 Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces.web.security`):
 
-- ``GET /`` — the page (``static/index.html`` + ``static/app.js``); ``GET /login``, ``POST /login``
-  (form field ``token``), ``POST /logout`` when a surface token is configured.
-- ``GET /api/session`` → ``{"csrf": str, "sessions": [str], "auth_required": bool, "server_time": ISO}``.
+- ``GET /`` — the page (``static/index.html`` + the ES modules ``static/js/*.js``, from ``main.js``);
+  ``GET /login``, ``POST /login`` (form field ``token``), ``POST /logout`` when a surface token is configured.
+- ``GET /api/session`` → ``{"csrf": str, "sessions": [str], "auth_required": bool, "undo_seconds": float,
+  "server_time": ISO}`` (``undo_seconds``: how long Dismiss waits, with Undo, before it sends ``cancel``).
 - ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
 - ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
@@ -34,17 +35,18 @@ values are never logged or echoed back.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import html
 import json
 import logging
-from collections.abc import AsyncIterator
+import mimetypes
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+import anyio
 import grpc
-import grpc.aio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -54,32 +56,34 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from maka_client import MakaError, Reattaching
 from services.core import json_text
 from services.core.limits import DEFAULT_LIMITS
-from surfaces.common.interaction_client import (
-    Answered,
-    Closed,
-    DeliveryRecorded,
-    Disconnected,
-    InteractionClient,
-    InteractionError,
-    Opened,
-    Snapshot,
+from surfaces.common.interactions import (
+    AttachEvent,
+    FormAnswered,
+    FormClosed,
+    FormDeliveryRecorded,
+    FormOpened,
+    FormSnapshot,
+    Interactions,
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
-from surfaces.common.sign_in import SignInClient
-from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, error_json
-from surfaces.web.settings import WebSettings
+from surfaces.common.sign_in import SignIns
+from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
+from surfaces.web.settings import WebSettings, is_loopback
 from surfaces.web.views import AnswerShapeError, answer_from_json, interaction_view, now_iso
 
 log = logging.getLogger("maka.web.app")
 
 STATIC_DIR = Path(__file__).parent / "static"
+mimetypes.add_type("text/javascript", ".js")  # module scripts need a JavaScript type (nosniff), whatever the OS maps
 MAX_ANSWER_BODY_BYTES = DEFAULT_LIMITS.max_answer_bytes + 16 * 1024
 """Cap on one answer request body: the answer-values cap plus room for ids and JSON framing."""
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 SSE_PING_SECONDS = 15
 SSE_RETRY_MS = 1500
+SSE_SHUTDOWN_GRACE_SECONDS = 0.5
+"""How long a stopping server lets an event stream end by itself before cutting it."""
 
 _HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.INVALID_ARGUMENT: 422,
@@ -93,42 +97,33 @@ _HTTP_STATUS: dict[grpc.StatusCode, int] = {
 }
 
 
-def _allowed_hosts(loopback: bool, public_origin: str) -> list[str]:
-    """Loopback names (plus the public origin's host) on a loopback bind; any host otherwise."""
-    if not loopback:
-        return ["*"]
-    hosts = list(LOOPBACK_HOSTS)
-    public_host = urlsplit(public_origin).hostname if public_origin else None
-    if public_host:
-        hosts.append(public_host)
-    return hosts
-
-
-def _error_body(error: InteractionError) -> dict[str, Any]:
-    detail = error.detail
+def _error_body(error: MakaError) -> dict[str, Any]:
     violations = []
-    for path, description in detail.violations:
+    for path, description in error.violations:
         reason, sep, text = description.partition(": ")
         violations.append({"path": path, "reason": reason if sep else "", "description": text if sep else description})
-    body: dict[str, Any] = {"reason": error.reason, "message": detail.message, "violations": violations}
-    if "close_reason" in detail.metadata:
-        body["close_reason"] = detail.metadata["close_reason"].lower().removeprefix("close_reason_")
+    body: dict[str, Any] = {"reason": error.reason, "message": error.message, "violations": violations}
+    if "close_reason" in error.metadata:
+        body["close_reason"] = error.metadata["close_reason"].lower().removeprefix("close_reason_")
     return body
 
 
 class WebSurface:
     """The routes' state: settings, the Interaction-service backend, and the access guard."""
 
-    def __init__(self, settings: WebSettings, backend: InteractionClient, sign_ins: SignInClient | None = None) -> None:
+    def __init__(self, settings: WebSettings, backend: Interactions, sign_ins: SignIns | None = None) -> None:
         self.settings = settings
         self.backend = backend
         self.sign_ins = sign_ins
+        self.shutting_down = anyio.Event()
+        """Set by sse-starlette when the server process stops: event streams then end by themselves, cleanly."""
         self.guard = Guard(
             settings.surface_token.get_secret_value(),
             secret=settings.shared_secret(),
             public_origin=settings.web_public_origin,
         )
         self.sessions: list[str] = list(settings.sessions)
+        self.login_limiter = LoginLimiter(settings.web_login_attempts_per_minute)
 
     def visible(self, session_id: str) -> bool:
         """True when this surface is configured to show ``session_id``."""
@@ -149,9 +144,17 @@ class WebSurface:
             return RedirectResponse("/", status_code=303)
         if int(request.headers.get("content-length") or 0) > 4096:
             return error_json(413, "LIMIT_EXCEEDED", "login body too large")
+        client = request.client.host if request.client is not None else ""
+        wait = self.login_limiter.retry_after(client)
+        if wait:
+            log.info("web.login_rate_limited")
+            limited = error_json(429, "RATE_LIMITED", f"too many failed logins; try again in {wait} s")
+            limited.headers["Retry-After"] = str(wait)
+            return limited
         async with request.form(max_files=0, max_fields=4) as form:
             token = form.get("token")
         if not isinstance(token, str) or not self.guard.check_token(token):
+            self.login_limiter.failed(client)
             log.info("web.login_failed")
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')
@@ -180,6 +183,7 @@ class WebSurface:
                 "csrf": self.guard.csrf_token,
                 "sessions": self.sessions,
                 "auth_required": self.guard.enabled,
+                "undo_seconds": self.settings.web_undo_seconds,
                 "server_time": now_iso(),
             }
         )
@@ -189,8 +193,8 @@ class WebSurface:
             return JSONResponse({"sign_ins": []})
         try:
             views = await self.sign_ins.list()
-        except grpc.aio.AioRpcError as error:
-            return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code().name})")
+        except MakaError as error:
+            return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code})")
         return JSONResponse({"sign_ins": [item.to_json() for item in views]})
 
     async def oauth_callback(self, request: Request) -> Response:
@@ -201,9 +205,9 @@ class WebSurface:
             server = await self.sign_ins.complete(
                 query.get("code", ""), query.get("state", ""), query.get("iss", ""), query.get("error", "")
             )
-        except grpc.aio.AioRpcError as error:
-            log.info("web.sign_in_refused", extra={"code": error.code().name})
-            if error.code() == grpc.StatusCode.NOT_FOUND:
+        except MakaError as error:
+            log.info("web.sign_in_refused", extra={"code": error.code})
+            if error.grpc_status_code == grpc.StatusCode.NOT_FOUND:
                 return _page(400, "This sign-in is not pending", "Start the sign-in again from the Maka page.")
             return _page(503, "Sign-in could not be completed", "The broker did not answer; try again.")
         log.info("web.sign_in_completed", extra={"server": server})
@@ -213,8 +217,8 @@ class WebSurface:
 
     async def pending(self, request: Request) -> Response:
         try:
-            items = await self.backend.list_pending(self.sessions)
-        except InteractionError as error:
+            items = await self.backend.pending(self.sessions)
+        except MakaError as error:
             return self._backend_error(error)
         views = [interaction_view(ix) for ix in items if self.visible(ix.session_id)]
         return JSONResponse({"pending": views, "server_time": now_iso()})
@@ -227,12 +231,12 @@ class WebSurface:
             status = await fetch_status(
                 self.settings.broker_target, token=self.settings.surface_token.get_secret_value() or None
             )
-        except grpc.aio.AioRpcError as error:
-            return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code().name})")
+        except MakaError as error:
+            return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code})")
         calls = [call_json(call) for call in status.recent_calls if self.visible(call.session_id)]
         servers = [server_json(server) for server in status.servers]
         surfaces: int | None = None
-        with contextlib.suppress(InteractionError):  # the count is extra: the status shows without it
+        with contextlib.suppress(MakaError):  # the count is extra: the status shows without it
             attached, omitted = await self.backend.list_surfaces()
             surfaces = len(attached) + omitted
         return JSONResponse(
@@ -246,7 +250,7 @@ class WebSurface:
             return error_json(404, "NOT_FOUND", "no such interaction")
         try:
             ix = await self.backend.get(interaction_id, session_id=session_id)
-        except InteractionError as error:
+        except MakaError as error:
             return self._backend_error(error)
         return JSONResponse({"interaction": interaction_view(ix), "server_time": now_iso()})
 
@@ -285,7 +289,7 @@ class WebSurface:
                 {"error": {"reason": "INVALID_REQUEST", "message": "malformed answer", "violations": violations}},
                 status_code=400,
             )
-        except InteractionError as error:
+        except MakaError as error:
             return await self._answer_error(error, interaction_id, session_id)
         log.info(
             "web.answered",
@@ -293,18 +297,18 @@ class WebSurface:
         )
         return JSONResponse({"interaction": interaction_view(settled), "server_time": now_iso()})
 
-    async def _answer_error(self, error: InteractionError, interaction_id: str, session_id: str) -> Response:
+    async def _answer_error(self, error: MakaError, interaction_id: str, session_id: str) -> Response:
         response: dict[str, Any] = {"error": _error_body(error)}
-        if error.code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
-            with contextlib.suppress(InteractionError):
+        if error.grpc_status_code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
+            with contextlib.suppress(MakaError):
                 response["interaction"] = interaction_view(
                     await self.backend.get(interaction_id, session_id=session_id)
                 )
         log.info("web.answer_rejected", extra={"interaction_id": interaction_id, "reason": error.reason})
-        return JSONResponse(response, status_code=_HTTP_STATUS.get(error.code, 502))
+        return JSONResponse(response, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
 
-    def _backend_error(self, error: InteractionError) -> Response:
-        return JSONResponse({"error": _error_body(error)}, status_code=_HTTP_STATUS.get(error.code, 502))
+    def _backend_error(self, error: MakaError) -> Response:
+        return JSONResponse({"error": _error_body(error)}, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
 
     async def events(self, request: Request) -> Response:
         resume_token = request.headers.get("last-event-id", "")
@@ -312,12 +316,40 @@ class WebSurface:
             self._event_stream(resume_token),
             ping=SSE_PING_SECONDS,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            shutdown_event=self.shutting_down,
+            shutdown_grace_period=SSE_SHUTDOWN_GRACE_SECONDS,
         )
+
+    async def _until_shutdown(self, events: AsyncGenerator[AttachEvent, None]) -> AsyncIterator[AttachEvent]:
+        """``events`` until the server stops: the stream then ends by itself, so the response completes and the
+        page's EventSource reconnects (to another replica), instead of the stream being cut at the grace's end.
+        However this generator ends (the page went away: it is cancelled), the Attach stream is closed."""
+        stopping = asyncio.ensure_future(self.shutting_down.wait())
+        following: asyncio.Future[AttachEvent] | None = None
+        try:
+            while True:
+                following = asyncio.ensure_future(anext(events))
+                await asyncio.wait({following, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():
+                    return
+                try:
+                    event = following.result()
+                except StopAsyncIteration:
+                    return
+                following = None
+                yield event
+        finally:
+            stopping.cancel()
+            if following is not None and not following.done():
+                following.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await following
+            await events.aclose()
 
     async def _event_stream(self, resume_token: str) -> AsyncIterator[ServerSentEvent]:
         try:
-            async for event in self.backend.attach(self.sessions, resume_token):
-                if isinstance(event, Snapshot):
+            async for event in self._until_shutdown(self.backend.attach(self.sessions, resume_token)):
+                if isinstance(event, FormSnapshot):
                     views = [interaction_view(ix) for ix in event.pending if self.visible(ix.session_id)]
                     yield ServerSentEvent(
                         json.dumps({"pending": views, "server_time": now_iso()}),
@@ -325,16 +357,16 @@ class WebSurface:
                         id=event.resume_token or None,
                         retry=SSE_RETRY_MS,
                     )
-                elif isinstance(event, Opened | Answered | Closed | DeliveryRecorded):
+                elif isinstance(event, FormOpened | FormAnswered | FormClosed | FormDeliveryRecorded):
                     if not self.visible(event.interaction.session_id):
                         continue
                     name = (
                         "opened"
-                        if isinstance(event, Opened)
+                        if isinstance(event, FormOpened)
                         else "answered"
-                        if isinstance(event, Answered)
+                        if isinstance(event, FormAnswered)
                         else "delivery"
-                        if isinstance(event, DeliveryRecorded)
+                        if isinstance(event, FormDeliveryRecorded)
                         else "closed"
                     )
                     yield ServerSentEvent(
@@ -342,14 +374,14 @@ class WebSurface:
                         event=name,
                         id=event.resume_token or None,
                     )
-                elif isinstance(event, Disconnected):
+                elif isinstance(event, Reattaching):
                     yield ServerSentEvent(
-                        json.dumps({"retry_in": event.retry_in, "attempt": event.attempt}), event="disconnected"
+                        json.dumps({"retry_in": event.delay, "attempt": event.attempt}), event="disconnected"
                     )
-        except InteractionError as error:
-            log.info("web.attach_failed", extra={"code": error.code.name, "reason": error.reason})
+        except MakaError as error:
+            log.info("web.attach_failed", extra={"code": error.code, "reason": error.reason})
             yield ServerSentEvent(
-                json.dumps({"reason": error.reason, "message": error.detail.message}),
+                json.dumps({"reason": error.reason, "message": error.message}),
                 event="failure",
                 retry=SSE_RETRY_MS,
             )
@@ -374,15 +406,16 @@ def _page(status: int, title: str, text: str) -> HTMLResponse:
     )
 
 
-def create_app(settings: WebSettings, backend: InteractionClient, sign_ins: SignInClient | None = None) -> Starlette:
+def create_app(settings: WebSettings, backend: Interactions, sign_ins: SignIns | None = None) -> Starlette:
     """The Starlette app of the web surface over ``backend``.
 
-    When ``web_listen`` is a loopback address, only loopback ``Host`` headers are served (a DNS
-    rebinding defence); otherwise any host name is accepted and the surface token should be set.
+    When ``web_listen`` is any loopback address, only loopback ``Host`` headers (and the bound address and the
+    public origin's host) are served (a DNS rebinding defence); otherwise any host name is accepted and the
+    surface token is required (``WebSettings.listen_host_port``).
     """
     surface = WebSurface(settings, backend, sign_ins)
     host, _ = settings.listen_host_port()
-    loopback = host in LOOPBACK_HOSTS
+    hosts = allowed_hosts(host, settings.web_public_origin, loopback=is_loopback(host))
     routes = [
         Route("/", surface.index, methods=["GET"]),
         Route("/login", surface.login_page, methods=["GET"]),
@@ -399,7 +432,7 @@ def create_app(settings: WebSettings, backend: InteractionClient, sign_ins: Sign
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=_allowed_hosts(loopback, settings.web_public_origin)),
+        Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
         Middleware(GuardMiddleware, guard=surface.guard),
     ]
     app = Starlette(routes=routes, middleware=middleware)

@@ -14,20 +14,18 @@ returns a :class:`RunningWeb` with the bound port; port 0 picks a free one, writ
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
-import socket
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import uvicorn
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 
 from services.core.logs import configure
-from surfaces.common.interaction_client import InteractionClient
-from surfaces.common.sign_in import SignInClient
+from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
+from surfaces.common.interactions import Interactions
+from surfaces.common.sign_in import SignIns
 from surfaces.web.app import create_app
 from surfaces.web.settings import WebSettings
 
@@ -43,9 +41,9 @@ class WebApp:
     """A built web surface: its settings, its Interaction-service client and the ASGI app."""
 
     settings: WebSettings
-    client: InteractionClient
+    client: Interactions
     asgi: Starlette
-    sign_ins: SignInClient | None = None
+    sign_ins: SignIns | None = None
 
     async def close(self) -> None:
         """Close the clients' gRPC channels."""
@@ -60,19 +58,11 @@ async def build(settings: WebSettings) -> WebApp:
     The surface token, when set, authenticates both the page's users and this surface to the service.
     """
     token = settings.surface_token.get_secret_value() or None
-    client = InteractionClient.connect(
+    client = Interactions.connect(
         settings.interaction_target, token=token, host_id=settings.host_id, surface_kind="web"
     )
-    sign_ins = SignInClient.connect(settings.broker_target, token=token) if settings.broker_target else None
+    sign_ins = SignIns.connect(settings.broker_target, token=token) if settings.broker_target else None
     return WebApp(settings=settings, client=client, asgi=create_app(settings, client, sign_ins), sign_ins=sign_ins)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal capture: :func:`serve` handles SIGINT/SIGTERM (exit code 0)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 @dataclass
@@ -100,19 +90,6 @@ class RunningWeb:
         await self.task
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as error:
-        sock.close()
-        raise RuntimeError(f"cannot bind {host}:{port}: {error.strerror}") from None
-    sock.set_inheritable(True)
-    return sock
-
-
 async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
     """Bind ``settings.web_listen`` and serve ``app`` in the running loop; returns once accepting.
 
@@ -120,7 +97,7 @@ async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
     address cannot be bound or the server does not start within 10 s.
     """
     host, port = settings.listen_host_port()
-    sock = _bind(host, port)
+    sock = bind_socket(host, port)
     bound_port: int = sock.getsockname()[1]
     config = uvicorn.Config(
         app.asgi,
@@ -132,7 +109,7 @@ async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
         server_header=False,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
-    server = _Server(config)
+    server = QuietSignalsServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-web")
     try:
         async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
@@ -145,24 +122,25 @@ async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
         server.should_exit = True
         raise RuntimeError("web server did not start") from None
     if settings.web_port_file is not None:
-        _write_atomically(settings.web_port_file, str(bound_port))
+        write_atomically(settings.web_port_file, str(bound_port))
     running = RunningWeb(server=server, task=task, host=host, port=bound_port)
     log.info("web.serving", extra={"port": bound_port, "auth": bool(settings.surface_token.get_secret_value())})
     return running
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 async def serve(app: WebApp, settings: WebSettings) -> None:
     """Serve until SIGINT/SIGTERM, then stop gracefully (open SSE streams get a 1 s grace) and close the client."""
     running = await start_web(app, settings)
     loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        # This process serves one surface: its open event streams end now (sse-starlette's process-wide
+        # flag), so the page reconnects instead of the stream being cancelled at the grace's end.
+        AppStatus.should_exit = True
+        running.request_stop()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, running.request_stop)
+        loop.add_signal_handler(sig, stop)
     try:
         await running.task
     finally:
@@ -173,6 +151,10 @@ async def main() -> None:
     """``settings = WebSettings()`` → ``app = await build(settings)`` → ``await serve(app, settings)``."""
     settings = WebSettings()
     configure("web", settings.log_level)
+    try:
+        settings.listen_host_port()
+    except ValueError as error:
+        raise SystemExit(f"maka web: {error}") from None
     app = await build(settings)
     await serve(app, settings)
 

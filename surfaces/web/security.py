@@ -13,13 +13,24 @@
   skip the origin check. The CSRF token is an HMAC of a shared secret (``MAKA_WEB_SECRET_FILE``), so
   every replica of the surface accepts the token any replica handed out; without a secret it is random
   per process.
+- **Host allow-list** (a DNS rebinding defence, :func:`allowed_hosts`): on any loopback bind (``127.0.0.0/8``,
+  ``::1``, ``localhost``) only the loopback names, the bound address and the public origin's host are served;
+  an ``Origin`` must then match that allowed ``Host``. A non-loopback bind needs the surface token
+  (``surfaces/web/settings.py``), which a rebinding page never holds.
+- **Login rate limit** (:class:`LoginLimiter`): failed ``POST /login`` attempts per client address are a token
+  bucket; an empty bucket is ``429`` with ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -47,6 +58,54 @@ _PUBLIC_PATHS = ("/login", "/static/", "/oauth/callback")
 """``/oauth/callback`` is reached by the authorization server's redirect, a cross-site navigation that
 carries no SameSite=Strict cookie; what protects it is the unguessable OAuth ``state`` the broker matches."""
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+"""Host names every loopback bind serves."""
+
+
+def allowed_hosts(bind_host: str, public_origin: str, *, loopback: bool) -> list[str]:
+    """The ``Host`` names the surface serves: on a loopback bind the loopback names, the bound address itself
+    (``127.0.0.2``) and the public origin's host; any host on a non-loopback bind (signed in)."""
+    if not loopback:
+        return ["*"]
+    hosts = [*LOOPBACK_NAMES, bind_host.lower()]
+    public_host = urlsplit(public_origin).hostname if public_origin else None
+    if public_host:
+        hosts.append(public_host)
+    return list(dict.fromkeys(hosts))
+
+
+class LoginLimiter:
+    """Failed logins per client address: a token bucket of ``per_minute`` attempts refilled over a minute.
+
+    At most ``max_clients`` addresses are remembered (the least recently seen is forgotten first), so a flood of
+    addresses cannot grow memory without bound.
+    """
+
+    def __init__(self, per_minute: int, *, max_clients: int = 10_000, clock: Callable[[], float] = time.monotonic):
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0
+        self.max_clients = max_clients
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def _level(self, client: str, now: float) -> float:
+        tokens, since = self._buckets.get(client, (self.capacity, now))
+        return min(self.capacity, tokens + (now - since) * self.rate)
+
+    def retry_after(self, client: str) -> int:
+        """Seconds until ``client`` may try again (0: it may try now)."""
+        level = self._level(client, self._clock())
+        return 0 if level >= 1 else max(1, math.ceil((1 - level) / self.rate))
+
+    def failed(self, client: str) -> None:
+        """Take one attempt from ``client``'s bucket."""
+        now = self._clock()
+        self._buckets[client] = (max(0.0, self._level(client, now) - 1), now)
+        self._buckets.move_to_end(client)
+        while len(self._buckets) > self.max_clients:
+            self._buckets.popitem(last=False)
 
 
 def error_json(status: int, reason: str, message: str) -> JSONResponse:

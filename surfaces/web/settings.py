@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import ipaddress
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from services.core.settings import comma_or_json_list
 
 
 class WebSettings(BaseSettings):
@@ -40,9 +42,19 @@ class WebSettings(BaseSettings):
     """File holding the shared secret (at least 32 bytes) from which every replica derives the same
     CSRF token, so N replicas serve one page without sticky sessions (a Kubernetes Secret). Unset = a
     random secret per process, which is right for one replica only."""
+    web_undo_seconds: float = Field(default=5.0, ge=0, le=60)
+    """How long the page waits after Dismiss before it sends ``cancel``; until then Undo restores the form with
+    its draft and nothing is sent. 0 sends at once."""
     web_public_origin: str = ""
     """The origin browsers use, e.g. ``https://maka.example.com`` behind a TLS-terminating ingress.
     When set, unsafe requests must carry exactly this ``Origin`` (and its host is an allowed Host)."""
+    web_allow_unauthenticated_remote: bool = False
+    """Serve a non-loopback ``web_listen`` (``0.0.0.0``, a LAN address) without ``surface_token``. Off: such a
+    bind is refused at start, since anyone who reaches the address could read and answer every form. Turn it on
+    only when something else in front (a proxy with its own sign-in, a private network) guards the page."""
+    web_login_attempts_per_minute: int = Field(default=10, ge=1, le=10_000)
+    """Failed ``POST /login`` attempts one client address may make per minute (a token bucket of that size);
+    more are answered ``429`` with ``Retry-After``."""
     web_forwarded_allow_ips: str = ""
     """Comma-separated proxy addresses (or ``*``) whose ``X-Forwarded-Proto``/``X-Forwarded-For`` are
     trusted, so the page sees the browser's scheme and sets ``Secure`` cookies. Empty = no proxy headers."""
@@ -76,20 +88,35 @@ class WebSettings(BaseSettings):
     @field_validator("sessions", mode="before")
     @classmethod
     def _split_sessions(cls, value: object) -> object:
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                parsed: object = json.loads(text)
-                return parsed
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return value
+        return comma_or_json_list(value)
 
     def listen_host_port(self) -> tuple[str, int]:
         """``web_listen`` split into ``(host, port)``; ``[::1]:8765`` style IPv6 is accepted.
 
-        Raises ``ValueError`` for a value without a numeric port.
+        Raises ``ValueError`` for a value without a numeric port, and for a non-loopback address without
+        ``surface_token`` unless ``web_allow_unauthenticated_remote`` is on.
         """
         host, sep, port = self.web_listen.rpartition(":")
         if not sep or not port.isdigit():
             raise ValueError(f"MAKA_WEB_LISTEN must be host:port, got {self.web_listen!r}")
-        return host.strip("[]") or "127.0.0.1", int(port)
+        host = host.strip("[]") or "127.0.0.1"
+        if (
+            not is_loopback(host)
+            and not self.surface_token.get_secret_value()
+            and not self.web_allow_unauthenticated_remote
+        ):
+            raise ValueError(
+                f"refusing to serve the web page on {self.web_listen} (not a loopback address) without sign-in: "
+                "set MAKA_SURFACE_TOKEN, or MAKA_WEB_ALLOW_UNAUTHENTICATED_REMOTE=true if something in front guards it"
+            )
+        return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and any loopback address (``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

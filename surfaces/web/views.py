@@ -1,7 +1,7 @@
 """JSON shapes of the web surface's ``/api/`` (what ``static/app.js`` reads and sends).
 
 The page never sees protobuf: :func:`interaction_view` turns an
-:class:`surfaces.common.interaction_client.InteractionView` into plain JSON, and
+:class:`surfaces.common.interactions.InteractionView` into plain JSON, and
 :func:`answer_from_json` turns the page's answer body into a typed :class:`services.core.form.Answer`
 (with :func:`surfaces.common.form_input.values_from_json`). Answer *values* never go back to the
 page: a settled Interaction's view carries only the action (RFC "Security and privacy requirements").
@@ -16,6 +16,8 @@ Interaction view shape::
      "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
      "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
      "delivery": "" | "pending" | "delivered" | "lost", "delivery_lost_text": str (with "lost"),
+     "deadline": ISO-8601 UTC | null (the earlier of expires_at and the round's deadline: the one the page shows),
+     "deadline_is_round": bool (that deadline is the round's),
      "round": {"position": int, "size": int, "deadline": ISO-8601 UTC | null} | null,
      "requester": {"provider_id", "provider_display_name", "claimed_server", "claimed_tool"},
      "message": str,
@@ -33,7 +35,7 @@ from typing import Any
 from services.core.form import Action, Answer
 from services.core.form.errors import FormErrorReason, Violation, pointer
 from surfaces.common.form_input import FieldInputError, field_to_json, plain_text, values_from_json
-from surfaces.common.interaction_client import CLOSE_REASON_TEXT, CloseReason, Delivery, InteractionView
+from surfaces.common.interactions import CLOSE_REASON_TEXT, CloseReason, Delivery, InteractionView
 
 JsonObject = dict[str, Any]
 
@@ -83,6 +85,8 @@ def interaction_view(ix: InteractionView) -> JsonObject:
         "settled_at": iso(ix.settled_at),
         "delivery": ix.delivery.value if ix.delivery is not Delivery.UNSPECIFIED else "",
         "delivery_lost_text": CLOSE_REASON_TEXT[ix.delivery_lost_reason] if ix.delivery is Delivery.LOST else "",
+        "deadline": iso(ix.deadline),
+        "deadline_is_round": ix.deadline_is_round,
         "round": {"position": ix.round_position, "size": ix.round_size, "deadline": iso(ix.round_deadline)}
         if ix.round_size
         else None,

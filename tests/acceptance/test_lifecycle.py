@@ -109,7 +109,7 @@ async def test_c07_stop_while_a_form_is_pending_sends_no_retry_and_leaves_nothin
     assert error_from_rpc(refused.value).reason == InteractionErrorReason.CLOSED
     # No retry reached the server, and the invocation is gone: a second Stop finds nothing to stop.
     assert await stop(timed.broker, request_) == 0
-    # Settle window (docs/acceptance.md#protocol-and-form-correctness, finding 10): a later call on the
+    # Settle window (docs/acceptance.md#protocol-and-form-correctness): a later call on the
     # same server connection is on the wire before the count is taken, so a late retry of the stopped call
     # would have shown up by then.
     marker = f"{artifact}-marker"

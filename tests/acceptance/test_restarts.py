@@ -20,9 +20,10 @@ import pytest_asyncio
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
+from maka_client import ReattachPolicy
 from services.core.form import Action, Answer
 from services.core.status import error_from_rpc
-from surfaces.common.interaction_client import Backoff, InteractionClient, Snapshot
+from surfaces.common.interactions import FormSnapshot, Interactions
 from tests.acceptance.harness import acceptance_stack, tee_stdio, write_config
 from tests.helpers.stack import RunningStack, answer, pending_forms
 from tests.helpers.wire import Wire
@@ -79,21 +80,21 @@ async def test_c09_a_view_only_surface_reconnect_rehydrates_the_pending_form_and
     restartable: Restartable,
 ) -> None:
     await restartable.ready()
-    backoff = Backoff(initial=0.05, maximum=0.5)
+    backoff = ReattachPolicy(initial_delay=0.05, max_delay=0.5)
     async with ToolCall(restartable.broker, "fx:ask", {"note": "c09-view"}, session="c09-view") as call:
         interaction_id = await call.awaiting()
-        async with InteractionClient.connect(restartable.interaction, backoff=backoff) as first_view:
+        async with Interactions.connect(restartable.interaction, reattach=backoff) as first_view:
             feed = first_view.attach(["c09-view"])
             seen = await asyncio.wait_for(anext(feed), 30)
-            assert isinstance(seen, Snapshot)
+            assert isinstance(seen, FormSnapshot)
             assert [view.interaction_id for view in seen.pending] == [interaction_id]
             await feed.aclose()
         # The first view is gone; a new one in the same Host epoch gets the same form back.
-        async with InteractionClient.connect(restartable.interaction, backoff=backoff) as second_view:
+        async with Interactions.connect(restartable.interaction, reattach=backoff) as second_view:
             feed = second_view.attach(["c09-view"])
             again = await asyncio.wait_for(anext(feed), 30)
             await feed.aclose()
-            assert isinstance(again, Snapshot)
+            assert isinstance(again, FormSnapshot)
             [view] = again.pending
             assert view.interaction_id == interaction_id
             assert [f.name for f in view.form.fields] == ["name", "age", "color"]

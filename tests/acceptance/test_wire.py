@@ -130,7 +130,7 @@ PROFILE = {"name": form_pb2.Value(string_value="Ada"), "age": form_pb2.Value(int
 PROFILE_CONTENT = {"name": "Ada", "age": 36}
 """What the server receives for :data:`PROFILE`: exactly the typed values. ``color`` (default ``red``) was left
 out of the answer and stays out: the Host never refills a default
-(docs/acceptance.md#protocol-and-form-correctness, finding 3)."""
+(docs/acceptance.md#protocol-and-form-correctness)."""
 
 
 async def test_c01_a_modern_tool_asks_one_form_gets_a_typed_accept_and_completes_on_a_second_call(

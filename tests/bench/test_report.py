@@ -22,6 +22,29 @@ def _cpu(anchor_total: float, stack_total: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _front_door_row(tool: str, level: int, added_p50: float) -> dict[str, Any]:
+    def side(p50: float, processes: dict[str, float]) -> dict[str, Any]:
+        total = sum(processes.values())
+        return {
+            "calls_per_s": 100.0,
+            "latency_ms": _summary(p50, p50 + 2),
+            "answer_to_result_ms": _summary(0, 0),
+            "errors": 0,
+            "cpu": {"calls": 10, "ms_per_call": processes, "total_ms_per_call": total},
+        }
+
+    return {
+        "tool": tool,
+        "concurrency": level,
+        "direct": side(3.0, {"bench": 1.0, "example_server": 1.0}),
+        "stack": side(3.0 + added_p50 / 2, {"bench": 1.0, "example_server": 1.0, "broker": 1.5}),
+        "front_door": side(3.0 + added_p50, {"bench": 1.0, "example_server": 1.0, "broker": 1.5, "mcp": 2.5}),
+        "added_ms": {"p50": added_p50, "p99": added_p50},
+        "added_p50_split_ms": {"broker_path": added_p50 / 2, "front_door": added_p50 / 2},
+        "ratio_calls_per_s": 0.5,
+    }
+
+
 def _results(
     deploy_ratio: float,
     answer_p50: float,
@@ -30,6 +53,7 @@ def _results(
     *,
     throughput_ratio: float = 1.0,
     cpu_ratio: float = 2.0,
+    front_door_added_p50: float = 1.0,
 ) -> dict[str, Any]:
     side = {
         tool: {"tool": tool, "latency_ms": _summary(5, 9), "answer_to_result_ms": _summary(answer_p50, 9), "errors": 0}
@@ -65,6 +89,20 @@ def _results(
             }
             for n in (1, 10, 50, 200)
         ],
+        "sweep_ping": [
+            {
+                "concurrency": n,
+                "tool": "ping",
+                "anchor": point,
+                "stack": point,
+                "ratio_calls_per_s": throughput_ratio,
+                "cpu": _cpu(2.0, 2.0 * cpu_ratio),
+            }
+            for n in (1, 10, 50, 200)
+        ],
+        "front_door": [
+            _front_door_row(tool, n, front_door_added_p50) for tool in ("ping", "deploy") for n in (1, 10, 50)
+        ],
         "scale": {
             "pending": 10,
             "sessions": 2,
@@ -86,10 +124,10 @@ def _results(
 
 
 def test_targets_are_met_only_within_their_limits() -> None:
-    results = _results(1.2, 4.9, 19.0, 4000, throughput_ratio=0.6, cpu_ratio=2.5)
+    results = _results(1.2, 4.9, 19.0, 4000, throughput_ratio=0.6, cpu_ratio=2.5, front_door_added_p50=2.0)
     met = {row["key"]: row["met"] for row in report.targets(results)}
     assert met == dict.fromkeys(report.LIMITS, True)
-    results = _results(1.6, 5.1, 21.0, 4100, throughput_ratio=0.59, cpu_ratio=2.6)
+    results = _results(1.6, 5.1, 21.0, 4100, throughput_ratio=0.59, cpu_ratio=2.6, front_door_added_p50=2.01)
     results["latency"]["ratio"]["ping_p50"] = 1.31
     missed = {row["key"]: row["met"] for row in report.targets(results)}
     assert missed == dict.fromkeys(report.LIMITS, False)
@@ -135,3 +173,49 @@ def test_a_report_with_a_target_not_met_points_to_the_profile_analysis_and_one_w
     met = _results(1.2, 4.9, 19.0, 4000, throughput_ratio=0.6, cpu_ratio=2.5)
     report.write(met, {"anchor deploy": [1.0, 2.0]}, [1.0, 1.5], tmp_path, "met")
     assert report.PROFILE_NOTES not in (tmp_path / "met.md").read_text()
+
+
+def test_the_no_form_throughput_targets_are_judged_on_the_ping_sweep_not_the_deploy_sweep() -> None:
+    results = _results(1.0, 1.0, 1.0, 1.0, throughput_ratio=0.9)
+    for point in results["sweep_ping"]:
+        point["ratio_calls_per_s"] = 0.5
+    rows = {row["key"]: row for row in report.targets(results)}
+    assert [rows[f"ping_calls_per_s_ratio_{n}"]["met"] for n in (10, 50, 200)] == [False, False, False]
+    assert [rows[f"calls_per_s_ratio_{n}"]["met"] for n in (10, 50, 200)] == [True, True, True]
+    assert rows["ping_calls_per_s_ratio_50"]["target"] == "no-form calls/s at 50 in flight, stack / anchor >= 0.6"
+    del results["sweep_ping"]
+    assert {row["key"]: row for row in report.targets(results)}["ping_calls_per_s_ratio_10"]["met"] is None
+
+
+def test_the_front_door_target_is_the_added_no_form_p50_at_one_in_flight() -> None:
+    results = _results(1.0, 1.0, 1.0, 1.0, front_door_added_p50=1.5)
+    for row in results["front_door"]:
+        if (row["tool"], row["concurrency"]) != ("ping", 1):
+            row["added_ms"]["p50"] = 50.0
+    rows = {row["key"]: row for row in report.targets(results)}
+    assert rows["front_door_added_p50_ms"]["measured"] == 1.5
+    assert rows["front_door_added_p50_ms"]["met"] is True
+    del results["front_door"]
+    assert {row["key"]: row for row in report.targets(results)}["front_door_added_p50_ms"]["met"] is None
+
+
+def test_the_report_has_the_no_form_sweep_and_the_front_door_tables_and_says_where_an_excess_goes(
+    tmp_path: Path,
+) -> None:
+    report.write(_results(1.0, 1.0, 1.0, 1.0, front_door_added_p50=3.0), {"a": [1.0]}, [], tmp_path, "door")
+    page = (tmp_path / "door.md").read_text()
+    assert "## Concurrency sweep (no-form Tool `ping`)" in page
+    assert "## CPU per call (the sweep's `ping` calls" in page
+    assert "| ping | 1 | 100.0 | 100.0 | 0.5 | 3.00/5.00 | 6.00/8.00 | 3.00/3.00 | 1.50 / 1.50 | 0/0/0 |" in page
+    assert "| ping | 1 | 1.00 | 1.00 | 1.50 | 2.50 | 6.00 | 2.00 |" in page
+    assert "| front door added p50, no-form <= 2 ms | 3.000 | **no** |" in page
+    assert "Where the excess goes (no-form, 1 in flight): added p50 3.00 ms = broker path 1.50 ms" in page
+    assert "most CPU per call: mcp 2.50 ms, broker 1.50 ms" in page
+    assert "The front door's share is 1.50 ms of wall time against 2.50 ms" not in page  # it computed all along
+    report.write(_results(1.0, 1.0, 1.0, 1.0, front_door_added_p50=9.0), {"a": [1.0]}, [], tmp_path, "waits")
+    assert (
+        "The front door's share is 4.50 ms of wall time against 2.50 ms of CPU in its process per call: "
+        "2.00 ms of it is waiting, not computing." in (tmp_path / "waits.md").read_text()
+    )
+    report.write(_results(1.0, 1.0, 1.0, 1.0, front_door_added_p50=1.0), {"a": [1.0]}, [], tmp_path, "fast")
+    assert "Where the excess goes" not in (tmp_path / "fast.md").read_text()

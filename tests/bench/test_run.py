@@ -16,6 +16,8 @@ def test_quick_flag_shrinks_every_size_and_keeps_the_output_directory(tmp_path: 
     assert params.quick
     assert params.pending < 100
     assert params.concurrency == (1, 4)
+    assert params.front_door_concurrency == (1, 4)
+    assert params.front_door_calls < 100
     assert (out_dir, stem) == (tmp_path, "smoke")
 
 
@@ -26,9 +28,20 @@ def test_sweep_levels_get_at_least_five_rounds_of_calls() -> None:
     assert params.sweep_calls_for(200) == 1000
 
 
+def test_the_front_door_phase_defaults_to_one_ten_and_fifty_in_flight() -> None:
+    params, _, _ = parse_args([])
+    assert params.front_door_concurrency == (1, 10, 50)
+    params, _, _ = parse_args(["--front-door-concurrency", "2,3", "--front-door-calls", "7"])
+    assert (params.front_door_concurrency, params.front_door_calls) == ((2, 3), 7)
+
+
 def test_invalid_sizes_are_a_usage_error() -> None:
     with pytest.raises(SystemExit):
         parse_args(["--concurrency", "0"])
+    with pytest.raises(SystemExit):
+        parse_args(["--front-door-concurrency", "0"])
+    with pytest.raises(SystemExit):
+        parse_args(["--front-door-calls", "0"])
 
 
 @pytest.mark.e2e
@@ -54,6 +67,14 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
         results["latency"]["stack"]["deploy"]["latency_ms"]["mean"], rel=0.01
     )
     assert [point["concurrency"] for point in results["sweep"]] == list(params.concurrency)
+    assert [point["concurrency"] for point in results["sweep_ping"]] == list(params.concurrency)
+    for point in results["sweep_ping"]:
+        assert point["tool"] == "ping"
+        assert point["anchor"]["errors"] == point["stack"]["errors"] == 0, point
+        assert point["anchor"]["calls_per_s"] > 0
+        assert point["stack"]["answer_to_result_ms"]["n"] == 0  # no form
+        assert point["cpu"]["ratio_total"] > 0
+        assert "mcp" not in point["cpu"]["stack"]["ms_per_call"]  # the idle front door is not the stack side
     for point in results["sweep"]:
         assert point["anchor"]["errors"] == point["stack"]["errors"] == 0
         assert point["stack"]["calls_per_s"] > 0
@@ -65,6 +86,22 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
             assert processes <= set(cpu["ms_per_call"])
             assert cpu["total_ms_per_call"] > 0
         assert point["cpu"]["ratio_total"] > 0
+
+    front_door = results["front_door"]
+    assert [(row["tool"], row["concurrency"]) for row in front_door] == [
+        (tool, level) for tool in ("ping", "deploy") for level in params.front_door_concurrency
+    ]
+    for row in front_door:
+        for side in ("direct", "stack", "front_door"):
+            assert row[side]["errors"] == 0, row[side]["first_error"]
+            assert row[side]["calls"] >= params.front_door_calls
+            assert row[side]["calls_per_s"] > 0
+        assert "mcp" in row["front_door"]["cpu"]["ms_per_call"]
+        assert row["added_ms"]["p50"] == pytest.approx(
+            row["front_door"]["latency_ms"]["p50"] - row["direct"]["latency_ms"]["p50"], abs=0.01
+        )
+    # the one-form call through the front door went through the answering surface
+    assert all(row["stack"]["answer_to_result_ms"]["n"] > 0 for row in front_door if row["tool"] == "deploy")
 
     scale = results["scale"]
     assert scale["pending"] == params.pending
@@ -87,5 +124,11 @@ async def test_quick_run_measures_both_sides_and_the_scale_phase_and_writes_resu
     assert {row["key"] for row in results["targets"]} == set(LIMITS)
     assert {"one_form_p50_ratio", "cpu_per_call_ratio", "delivery_p99_ms"} <= set(LIMITS)
     assert "## Targets" in (tmp_path / "smoke.md").read_text()
-    assert "## CPU per call" in (tmp_path / "smoke.md").read_text()
+    page = (tmp_path / "smoke.md").read_text()
+    assert "## CPU per call" in page
+    assert "## Concurrency sweep (no-form Tool `ping`)" in page
+    assert "## MCP front door" in page
+    rows = {row["key"]: row for row in results["targets"]}
+    assert rows["front_door_added_p50_ms"]["measured"] is not None
+    assert rows["ping_calls_per_s_ratio_10"]["measured"] is None  # quick mode sweeps 1 and 4 in flight
     assert (tmp_path / "smoke.png").read_bytes()[:4] == b"\x89PNG"

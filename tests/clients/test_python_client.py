@@ -4,6 +4,7 @@ rules hold against a scripted broker (a real grpc.aio server on loopback)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from maka_client import (
     ReattachPolicy,
     Result,
     Status,
+    SurfaceClient,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,3 +182,63 @@ async def test_an_unreachable_broker_fails_at_once_with_unavailable() -> None:
             async with asyncio.timeout(10):
                 await broker.call_tool("x:y").result()
     assert raised.value.grpc_status_code is grpc.StatusCode.UNAVAILABLE
+
+
+async def test_a_client_over_a_callers_channel_answers_status_and_sign_ins_and_leaves_the_channel_open() -> None:
+    server, target = await _serve(Scripted(grpc.StatusCode.UNAVAILABLE))
+    channel = grpc.aio.insecure_channel(target)
+    try:
+        async with BrokerClient(target, channel=channel) as broker:
+            status = await broker.get_status()
+            assert list(status.servers) == []
+            assert await broker.list_sign_ins() == []
+            with pytest.raises(MakaError) as refused:
+                await broker.complete_sign_in("code", "state")
+            assert refused.value.grpc_status_code is grpc.StatusCode.UNKNOWN
+        # the caller's channel outlives the client
+        assert list((await BrokerClient(target, channel=channel).get_status()).servers) == []
+    finally:
+        await channel.close()
+        await server.stop(None)
+
+
+async def test_from_env_finds_the_local_stack_through_the_state_dirs_endpoints_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, address = await _serve(Scripted(grpc.StatusCode.UNAVAILABLE))
+    monkeypatch.delenv("MAKA_BROKER_TARGET", raising=False)
+    monkeypatch.delenv("MAKA_INTERACTION_TARGET", raising=False)
+    monkeypatch.delenv("MAKA_STATE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".state").mkdir()
+    endpoints = {"interaction": "127.0.0.1:1", "broker": address}
+    (tmp_path / ".state" / "endpoints.json").write_text(json.dumps(endpoints))
+    try:
+        async with BrokerClient.from_env() as client:
+            assert client.target == address
+            assert await client.list_tools() == []
+        other = tmp_path / "elsewhere"
+        other.mkdir()
+        (other / "endpoints.json").write_text(json.dumps({"interaction": "127.0.0.1:7", "broker": "127.0.0.1:8"}))
+        monkeypatch.setenv("MAKA_STATE_DIR", str(other))
+        async with BrokerClient.from_env() as moved, SurfaceClient.from_env() as surface:
+            assert (moved.target, surface.target) == ("127.0.0.1:8", "127.0.0.1:7")
+        monkeypatch.setenv("MAKA_BROKER_TARGET", "127.0.0.1:9")
+        async with BrokerClient.from_env() as explicit:
+            assert explicit.target == "127.0.0.1:9"
+    finally:
+        await server.stop(None)
+
+
+def test_a_refusal_with_violations_names_each_failing_field_in_its_text() -> None:
+    error = MakaError(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "the answer does not match the form",
+        reason="INVALID_ANSWER",
+        violations=(("/email", "must be an email address"), ("/coverage", "must be at most 100")),
+    )
+
+    assert str(error) == (
+        "INVALID_ANSWER: the answer does not match the form"
+        " (/email: must be an email address; /coverage: must be at most 100)"
+    )

@@ -13,6 +13,7 @@ from maka_client._codes import parse_failure_code, parse_reason
 from maka_client._gen.maka.broker.v1 import broker_pb2
 from maka_client._gen.maka.interaction.v1 import interaction_pb2
 from maka_client.events import decode
+from services.core import reasons
 
 
 def _names(keys: Iterable[str], prefix: str) -> list[str]:
@@ -67,3 +68,34 @@ def test_a_maka_error_carries_the_status_code_and_its_name() -> None:
     assert error.code == "NOT_FOUND"
     assert str(error) == "CALL_NOT_FOUND: gone"
     assert MakaError(grpc.StatusCode.UNAVAILABLE, "down").reason == "UNAVAILABLE"
+
+
+@pytest.mark.parametrize(
+    ("client", "runtime"),
+    [
+        (BrokerErrorReason, reasons.BrokerErrorReason),
+        (InteractionErrorReason, reasons.InteractionErrorReason),
+    ],
+)
+def test_the_client_and_the_runtime_define_the_same_reasons_member_for_member(
+    client: type[StrEnum], runtime: type[StrEnum]
+) -> None:
+    # The protos are the one definition; the library ships alone, so it mirrors them instead of importing
+    # the runtime's enums. Both mirrors are pinned to the proto above and in tests/services/core/test_reasons.py,
+    # and to each other here, so a surface comparing a MakaError's reason with either gets the same answer.
+    assert [(m.name, m.value) for m in client] == [(m.name, m.value) for m in runtime]
+
+
+@pytest.mark.parametrize(
+    ("domain", "reason"),
+    [
+        (reasons.BROKER_DOMAIN, "CALL_NOT_FOUND"),
+        (reasons.INTERACTION_DOMAIN, "ALREADY_SETTLED"),
+        (reasons.AUTH_DOMAIN, "UNAUTHENTICATED"),
+        (reasons.AUTH_DOMAIN, "PERMISSION_DENIED"),
+        (reasons.INTERACTION_DOMAIN, "SOMETHING_NEW"),
+        ("maka.unknown", "CLOSED"),
+    ],
+)
+def test_the_client_decodes_every_reason_to_what_the_runtime_decodes_it_to(domain: str, reason: str) -> None:
+    assert parse_reason(domain, reason) == reasons.parse_reason(domain, reason)

@@ -147,12 +147,14 @@ class _Node:
 
 
 class RedisClusterServers:
-    """A real Redis Cluster: ``masters`` masters with one replica each (``redis-server --cluster-enabled yes``
-    plus ``redis-cli --cluster create --cluster-replicas 1``) on ephemeral loopback ports."""
+    """A real Redis Cluster: ``masters`` masters with ``replicas`` replicas each (``redis-server
+    --cluster-enabled yes`` plus ``redis-cli --cluster create --cluster-replicas N``) on ephemeral loopback
+    ports; ``replicas=0`` is a replica-less cluster."""
 
-    def __init__(self, directory: Path, masters: int = 3) -> None:
+    def __init__(self, directory: Path, masters: int = 3, replicas: int = 1) -> None:
         self.directory = directory
-        self.ports = [_free_port() for _ in range(masters * 2)]
+        self.replicas = replicas
+        self.ports = [_free_port() for _ in range(masters * (1 + replicas))]
         binary = shutil.which("redis-server") or "redis-server"
         self.nodes = [
             _Node(
@@ -175,7 +177,7 @@ class RedisClusterServers:
             node.start()
         subprocess.run(
             [shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
-             *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", "1", "--cluster-yes"],
+             *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", str(self.replicas), "--cluster-yes"],
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
         )  # fmt: skip
 
@@ -192,7 +194,8 @@ class RedisClusterServers:
         def replicated() -> bool:
             roles = [_replication(p) for p in self.ports]
             replicas = [r for r in roles if r["role"] == "slave"]
-            return len(replicas) == len(self.ports) // 2 and all(r["master_link_status"] == "up" for r in replicas)
+            expected = len(self.ports) * self.replicas // (1 + self.replicas)
+            return len(replicas) == expected and all(r["master_link_status"] == "up" for r in replicas)
 
         _wait(replicated, "every replica finished its initial sync", timeout=60)
 

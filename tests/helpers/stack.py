@@ -97,6 +97,7 @@ async def running_stack(
     redis_mode: str = "standalone",
     echo: bool = True,
     extra_env: dict[str, str] | None = None,
+    child_env: dict[str, dict[str, str]] | None = None,
     stop_grace: float = 10.0,
 ) -> AsyncIterator[RunningStack]:
     """Start the stack on ephemeral loopback ports with state in ``tmp_path/state``; stop it on exit.
@@ -122,6 +123,7 @@ async def running_stack(
         sink=sink,
         ready_timeout=60,
         extra_env=extra_env,
+        child_env=child_env,
         stop_grace=stop_grace,
     )
     async with asyncio.timeout(START_TIMEOUT):

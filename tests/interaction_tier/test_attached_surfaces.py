@@ -24,7 +24,8 @@ import redis.asyncio
 
 from bench.fanout import replica_env
 from bench.processes import InteractionProcess
-from surfaces.common.interaction_client import InteractionClient, InteractionError, Snapshot, SurfaceView
+from maka_client import AttachedSurface, MakaError, SurfaceClient
+from surfaces.common.interactions import FormSnapshot, Interactions, surface_json
 from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.e2e]
@@ -66,10 +67,12 @@ class Tier:
     redis_url: str
     channels: list[grpc.aio.Channel] = field(default_factory=list)
 
-    def client(self, replica: int, who: str, host: str, kind: str = "") -> InteractionClient:
+    def client(self, replica: int, who: str, host: str, kind: str = "") -> Interactions:
         channel = grpc.aio.insecure_channel(self.targets[replica])
         self.channels.append(channel)
-        return InteractionClient(channel, token=TOKENS[who], host_id=host, surface_kind=kind)
+        return Interactions(
+            SurfaceClient(self.targets[replica], channel=channel, token=TOKENS[who], host_id=host, surface_kind=kind)
+        )
 
     def logs(self) -> str:
         return "".join(p.log_path.read_text(errors="replace") for p in self.processes if p.log_path.exists())
@@ -97,13 +100,13 @@ async def tier(redis_url: str, tmp_path: Path) -> AsyncIterator[Tier]:
 
 
 @contextlib.asynccontextmanager
-async def attached(client: InteractionClient, sessions: list[str]) -> AsyncIterator[asyncio.Task[None]]:
+async def attached(client: Interactions, sessions: list[str]) -> AsyncIterator[asyncio.Task[None]]:
     """Hold an Attach stream of ``client`` open (its snapshot received) until the block ends."""
     ready = asyncio.Event()
 
     async def follow() -> None:
         async for event in client.attach(sessions):
-            if isinstance(event, Snapshot):
+            if isinstance(event, FormSnapshot):
                 ready.set()
 
     task = asyncio.create_task(follow())
@@ -113,19 +116,19 @@ async def attached(client: InteractionClient, sessions: list[str]) -> AsyncItera
         yield task
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, InteractionError):
+        with contextlib.suppress(asyncio.CancelledError, MakaError):
             await task
 
 
-def _by_principal(surfaces: list[SurfaceView]) -> dict[str, SurfaceView]:
+def _by_principal(surfaces: list[AttachedSurface]) -> dict[str, AttachedSurface]:
     return {s.principal: s for s in surfaces}
 
 
-async def _listing_of(client: InteractionClient, principals: set[str]) -> tuple[list[SurfaceView], int]:
+async def _listing_of(client: Interactions, principals: set[str]) -> tuple[list[AttachedSurface], int]:
     """The listing once it names exactly ``principals`` (a stream's presence is written just after its
     snapshot is sent, so a listing right after attach may not have it yet); bounded."""
 
-    async def check() -> tuple[list[SurfaceView], int] | None:
+    async def check() -> tuple[list[AttachedSurface], int] | None:
         listed, omitted = await client.list_surfaces()
         return (listed, omitted) if set(_by_principal(listed)) == principals else None
 
@@ -174,15 +177,15 @@ async def test_every_replica_lists_the_hosts_surfaces_scoped_by_token_and_never_
         assert {s.host_id for s in listed} == {"h00"}
         assert seen["alice"].replica_id != seen["ops"].replica_id
         assert seen["alice"].attached_at is not None
-        assert seen["alice"].to_json()["sessions"] == ["s1"]
-        assert seen["ops"].to_json()["sessions"] == "all"
+        assert surface_json(seen["alice"])["sessions"] == ["s1"]
+        assert surface_json(seen["ops"])["sessions"] == "all"
 
         other_host, _ = await _listing_of(tier.client(1, "team-b", "h01"), {"team-b"})
         assert [(s.principal, s.kind, s.host_id) for s in other_host] == [("team-b", "maka-client-ts", "h01")]
-        with pytest.raises(InteractionError) as refused:
+        with pytest.raises(MakaError) as refused:
             await tier.client(1, "team-b", "h00").list_surfaces()
-        assert refused.value.code == grpc.StatusCode.PERMISSION_DENIED
-        assert "alice" not in refused.value.detail.message
+        assert refused.value.grpc_status_code == grpc.StatusCode.PERMISSION_DENIED
+        assert "alice" not in refused.value.message
 
         as_alice, _ = await tier.client(1, "alice", "h00").list_surfaces()
         assert set(_by_principal(as_alice)) == {"alice", "ops"}  # ops watches every session, s1 included
@@ -192,7 +195,7 @@ async def test_every_replica_lists_the_hosts_surfaces_scoped_by_token_and_never_
         assert CANARY not in await _redis_text(tier.redis_url)
         assert CANARY not in tier.logs()
 
-    async def alice_gone() -> list[SurfaceView] | None:
+    async def alice_gone() -> list[AttachedSurface] | None:
         now, _ = await ops_on_a.list_surfaces()
         return now if "alice" not in _by_principal(now) else None
 
@@ -209,7 +212,7 @@ async def test_the_surfaces_of_a_replica_that_dies_leave_the_list_within_the_pre
         assert set(_by_principal(before)) == {"alice", "ops"}
         tier.processes[1].stop(kill=True)  # no stream ends cleanly: its entries only expire
 
-        async def ops_gone() -> list[SurfaceView] | None:
+        async def ops_gone() -> list[AttachedSurface] | None:
             now, _ = await lister.list_surfaces()
             return now if "ops" not in _by_principal(now) else None
 

@@ -79,6 +79,7 @@ async def test_two_thousand_attach_streams_over_fifty_hosts_and_two_hundred_host
     assert result.subscribers == 2000
     assert result.links == 200
     assert result.snapshots == 2000, "every subscriber gets its snapshot"
+    assert result.subscriber_ends == {}, "no stream of the burst is cancelled by gRPC before its handler runs"
     assert result.deliveries == 2000, "every subscriber gets its form's live opened event"
     assert result.settlements_received == result.settlements_expected == 200, "every HostLink of a Host sees it"
     assert result.answered_events == 50

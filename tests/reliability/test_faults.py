@@ -25,11 +25,12 @@ import pytest
 import pytest_asyncio
 
 from maka.interaction.v1 import interaction_pb2
+from maka_client import Reattaching, ReattachPolicy
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
 from stack.supervisor import StackEvent
 from stack.topology import Stack
-from surfaces.common.interaction_client import Answered, Backoff, Disconnected, InteractionClient, Opened, Snapshot
+from surfaces.common.interactions import FormAnswered, FormOpened, FormSnapshot, Interactions
 from tests.helpers.stack import OnStack
 from tests.helpers.waiting import eventually, none_while_unavailable
 from tests.reliability.counting_server import digest
@@ -144,8 +145,8 @@ async def test_killing_the_broker_closes_the_form_host_restarted_and_never_calls
     ]
 
 
-def _has(event: Snapshot | Opened, interaction_id: str) -> bool:
-    if isinstance(event, Snapshot):
+def _has(event: FormSnapshot | FormOpened, interaction_id: str) -> bool:
+    if isinstance(event, FormSnapshot):
         return any(v.interaction_id == interaction_id for v in event.pending)
     return event.interaction.interaction_id == interaction_id
 
@@ -154,24 +155,24 @@ async def test_restarting_the_interaction_service_keeps_the_form_and_the_answer_
     faulty: Faulty,
 ) -> None:
     events = faulty.running.stack.subscribe()
-    backoff = Backoff(initial=0.05, maximum=0.5)
+    backoff = ReattachPolicy(initial_delay=0.05, max_delay=0.5)
     async with ToolCall(faulty.broker, "counter:ask", {"tag": "restart-ix"}) as call:
         interaction_id = await call.awaiting()
-        surface = InteractionClient.connect(faulty.interaction, backoff=backoff)
-        late_surface = InteractionClient.connect(faulty.interaction, backoff=backoff)
+        surface = Interactions.connect(faulty.interaction, reattach=backoff)
+        late_surface = Interactions.connect(faulty.interaction, reattach=backoff)
         try:
             feed = surface.attach(["default"])
             first = await anext(feed)
-            assert isinstance(first, Snapshot)
+            assert isinstance(first, FormSnapshot)
             assert _has(first, interaction_id)
             faulty.running.stack.kill("interaction")
             async with asyncio.timeout(30):  # the surface notices the loss
-                while not isinstance(await anext(feed), Disconnected):
+                while not isinstance(await anext(feed), Reattaching):
                     pass
             await _next(events, "ready", "interaction")
             # A surface attaching after the restart rehydrates the pending form from Redis.
             late = await anext(late_surface.attach(["default"]))
-            assert isinstance(late, Snapshot)
+            assert isinstance(late, FormSnapshot)
             assert _has(late, interaction_id)
             await eventually(
                 none_while_unavailable(lambda: answer(faulty.interaction, interaction_id, "after-restart")),
@@ -182,7 +183,7 @@ async def test_restarting_the_interaction_service_keeps_the_form_and_the_answer_
             # The first surface reconnects with its resume token and sees the answer.
             async with asyncio.timeout(30):
                 async for event in feed:
-                    if isinstance(event, Answered) and event.interaction.interaction_id == interaction_id:
+                    if isinstance(event, FormAnswered) and event.interaction.interaction_id == interaction_id:
                         break
             assert surface.reconnects >= 1
         finally:

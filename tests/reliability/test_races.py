@@ -18,7 +18,7 @@ import pytest
 from maka.interaction.v1 import interaction_pb2
 from services.core.channels import open_channel
 from services.core.status import error_from_rpc
-from surfaces.common.interaction_client import Answered, AttachEvent, InteractionClient, Snapshot
+from surfaces.common.interactions import AttachEvent, FormAnswered, FormSnapshot, Interactions
 from tests.helpers.observed import Observed
 from tests.helpers.waiting import eventually, none_while_unavailable
 from tests.reliability.counting_server import digest
@@ -30,11 +30,11 @@ CONFLICTING = 50
 CONCURRENT_CALLS = 200
 
 
-async def _watch_answered(feed: AsyncIterator[AttachEvent], interaction_id: str) -> list[Answered]:
+async def _watch_answered(feed: AsyncIterator[AttachEvent], interaction_id: str) -> list[FormAnswered]:
     """The Answered event of ``interaction_id`` on a surface's feed (bounded by the caller)."""
-    seen: list[Answered] = []
+    seen: list[FormAnswered] = []
     async for event in feed:
-        if isinstance(event, Answered) and event.interaction.interaction_id == interaction_id:
+        if isinstance(event, FormAnswered) and event.interaction.interaction_id == interaction_id:
             seen.append(event)
             return seen
     return seen
@@ -47,15 +47,15 @@ async def test_fifty_conflicting_answers_from_two_surfaces_have_exactly_one_winn
     async with (
         open_channel(observed.interaction) as left,
         open_channel(observed.interaction) as right,
-        InteractionClient.connect(observed.interaction) as left_surface,
-        InteractionClient.connect(observed.interaction) as right_surface,
+        Interactions.connect(observed.interaction) as left_surface,
+        Interactions.connect(observed.interaction) as right_surface,
         ToolCall(observed.broker, "counter:ask", {"tag": "race-one"}, session=session) as call,
     ):
         interaction_id = await call.awaiting()
         feeds = [surface.attach([session]) for surface in (left_surface, right_surface)]
         for feed in feeds:  # both surfaces show the form before the race (and follow from that snapshot)
             first = await anext(feed)
-            assert isinstance(first, Snapshot)
+            assert isinstance(first, FormSnapshot)
             assert interaction_id in [v.interaction_id for v in first.pending]
         watchers = [asyncio.create_task(_watch_answered(feed, interaction_id)) for feed in feeds]
 

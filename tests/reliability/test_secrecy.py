@@ -15,7 +15,7 @@ import secrets
 
 import pytest
 
-from surfaces.common.interaction_client import Answered, InteractionClient, Snapshot
+from surfaces.common.interactions import FormAnswered, FormSnapshot, Interactions
 from tests.helpers.observed import SERVICES, Observed
 from tests.helpers.waiting import eventually
 from tests.reliability.counting_server import digest
@@ -28,10 +28,10 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
     form_canary = f"fv-canary-{secrecy_token()}"
     tag = f"secret-{secrecy_token()}"
     surface_frames: list[bytes] = []
-    async with InteractionClient.connect(observed.interaction) as client:
+    async with Interactions.connect(observed.interaction) as client:
         feed = client.attach(["secrets"])
         snapshot = await anext(feed)
-        assert isinstance(snapshot, Snapshot)
+        assert isinstance(snapshot, FormSnapshot)
         surface_frames.append(snapshot_bytes(snapshot))
         async with ToolCall(observed.broker, "counter:ask", {"tag": tag, "mint": True}, session="secrets") as call:
             interaction_id = await call.awaiting()
@@ -40,7 +40,7 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
             async with asyncio.timeout(30):
                 async for event in feed:
                     surface_frames.append(event_bytes(event))
-                    if isinstance(event, Answered) and event.interaction.interaction_id == interaction_id:
+                    if isinstance(event, FormAnswered) and event.interaction.interaction_id == interaction_id:
                         break
         call_events = b"".join(event.SerializeToString() for event in call.events)
 
@@ -95,7 +95,7 @@ def secrecy_token() -> str:
     return secrets.token_hex(8)
 
 
-def snapshot_bytes(snapshot: Snapshot) -> bytes:
+def snapshot_bytes(snapshot: FormSnapshot) -> bytes:
     """The wire bytes of every record in an Attach snapshot."""
     return b"".join(view.proto.SerializeToString() for view in snapshot.pending)
 
@@ -105,6 +105,6 @@ def event_bytes(event: object) -> bytes:
     view = getattr(event, "interaction", None)
     if view is not None:
         return bytes(view.proto.SerializeToString())
-    if isinstance(event, Snapshot):
+    if isinstance(event, FormSnapshot):
         return snapshot_bytes(event)
     return b""

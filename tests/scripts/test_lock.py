@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _checkout(tmp_path: Path) -> Path:
-    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements").mkdir(parents=True)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     for name in lock.LOCKS:
         shutil.copy(ROOT / "requirements" / f"{name}.lock", tmp_path / "requirements" / f"{name}.lock")
@@ -39,3 +39,70 @@ def test_a_pin_outside_its_range_is_reported(tmp_path: Path) -> None:
     lines = [("redis==1.0.0" if line.startswith("redis==") else line) for line in path.read_text().splitlines()]
     path.write_text("\n".join(lines) + "\n")
     assert any("pins redis==1.0.0" in p for p in lock.check(root))
+
+
+def _replace_pin(root: Path, name: str, lines: list[str]) -> None:
+    """Put ``lines`` in place of the entry of ``name`` (its pin line and its ``--hash`` lines) in run.lock."""
+    path = root / "requirements" / "run.lock"
+    out: list[str] = []
+    skipping = False
+    for line in path.read_text().splitlines():
+        if line.startswith(f"{name}=="):
+            out += lines
+            skipping = line.endswith("\\")
+            continue
+        if skipping:
+            skipping = line.endswith("\\")
+            continue
+        out.append(line)
+    path.write_text("\n".join(out) + "\n")
+
+
+def test_the_committed_locks_carry_a_hash_for_every_pin_and_hold_for_each_supported_python() -> None:
+    for name in lock.LOCKS:
+        pins = lock.pins((ROOT / "requirements" / f"{name}.lock").read_text())
+        assert pins
+        assert all(pin.hashes and all(h.startswith("sha256:") for h in pin.hashes) for pin in pins)
+    assert lock.PYTHONS == ("3.11", "3.12", "3.13")
+    assert {label for label in lock.ENVIRONMENTS} >= {"Python 3.13 on Linux x86_64", "Python 3.11 on Linux aarch64"}
+
+
+def test_a_pin_without_a_hash_is_reported(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    _replace_pin(root, "redis", ["redis==8.1.0"])
+    assert any("pins redis==8.1.0 without a --hash" in p for p in lock.check(root))
+
+
+def test_a_requirement_pinned_for_some_pythons_only_is_reported_for_the_others(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    _replace_pin(root, "redis", ["redis==8.1.0 ; python_full_version < '3.13' \\", "    --hash=sha256:" + "0" * 64])
+    problems = lock.check(root)
+    assert "requirements/run.lock has 0 pins of redis for Python 3.13 on Linux x86_64" in problems
+    assert not any("redis" in p and "3.12" in p for p in problems)
+
+
+def test_one_pin_per_python_range_holds_and_two_for_one_python_are_reported(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    digest = "    --hash=sha256:" + "0" * 64
+    _replace_pin(
+        root,
+        "redis",
+        [
+            "redis==8.1.0 ; python_full_version < '3.12' \\",
+            digest,
+            "redis==8.2.0 ; python_full_version >= '3.12' \\",
+            digest,
+        ],
+    )
+    assert lock.check(root) == []
+    other = _checkout(tmp_path / "other")
+    _replace_pin(other, "redis", ["redis==8.1.0 \\", digest, "redis==8.2.0 ; python_full_version >= '3.13' \\", digest])
+    problems = lock.check(other)
+    assert "requirements/run.lock has 2 pins of redis for Python 3.13 on Linux aarch64" in problems
+
+
+def test_requires_python_admitting_a_python_the_locks_do_not_cover_is_reported(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(text.replace('requires-python = ">=3.11,<3.14"', 'requires-python = ">=3.11"'))
+    assert any("admits Python 3.14.0" in p for p in lock.check(root))

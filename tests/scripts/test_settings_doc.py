@@ -1,11 +1,11 @@
-"""The README's configuration reference is generated from the Settings classes and kept fresh."""
+"""The configuration reference in docs/configuration.md is generated from the Settings classes and kept fresh."""
 
 from __future__ import annotations
 
 from scripts import settings_doc
 
 
-def test_the_readme_configuration_reference_matches_the_settings_classes() -> None:
+def test_the_configuration_reference_matches_the_settings_classes() -> None:
     assert settings_doc.main(["--check"]) == 0
 
 

@@ -8,7 +8,7 @@ from stack.ports import Ports, parse_metrics_ports
 
 
 def test_ports_parse_accepts_ephemeral_defaults_and_named_ports() -> None:
-    assert Ports.parse("ephemeral") == Ports(0, 0, 0, 0)
+    assert Ports.parse("ephemeral") == Ports(0, 0, 0, 0, 0)
     assert Ports.parse("default") == Ports(50051, 50052, 50053, 8765)
     assert Ports.parse("web=9000,broker=0") == Ports(50051, 0, 50053, 9000)
 

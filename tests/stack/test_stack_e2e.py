@@ -20,6 +20,7 @@ import pytest_asyncio
 import redis.asyncio
 
 from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2
 from stack.state_dir import read_endpoints
 from tests.helpers.stack import EXAMPLES_CONFIG, answer, call_tool, result_text, running_stack, wait_for_pending
 from tests.helpers.waiting import eventually
@@ -102,7 +103,7 @@ async def test_maka_up_serves_ping_and_a_deploy_answered_through_the_interaction
     up = shared_up
     endpoints = read_endpoints(up.state_dir)
     assert up.ready_line.startswith(f"maka is ready: {endpoints.web} ")
-    assert set(endpoints.pids) == {"redis", "interaction", "broker", "provider", "web"}
+    assert set(endpoints.pids) == {"redis", "interaction", "broker", "provider", "web", "mcp"}
 
     code, out, _ = await _maka("call", "examples:ping", "--state-dir", str(up.state_dir))
     assert (code, out) == (0, "pong\n")
@@ -294,3 +295,25 @@ async def test_each_killed_service_is_restarted_on_its_port_and_calls_keep_worki
             code, out, err = await _maka("call", "examples:ping", "--state-dir", str(tmp_path / "state"))
             assert (code, out) == (0, "pong\n"), (name, err)
         assert read_endpoints(tmp_path / "state").pids == running.stack.supervisor.pids()
+
+
+async def test_ctrl_c_with_a_form_pending_closes_it_host_restarted_and_the_call_ends_lost(own_up: Up) -> None:
+    up = own_up
+    endpoints = read_endpoints(up.state_dir)
+    call = asyncio.create_task(call_tool(endpoints.broker, "examples:deploy", {"artifact": "build-ctrl-c"}))
+    form = await wait_for_pending(endpoints.interaction, timeout=60)
+
+    async def closed() -> interaction_pb2.Interaction | None:
+        record = await get_interaction(endpoints.interaction, form.interaction_id)
+        return record if record.close_reason != interaction_pb2.CLOSE_REASON_UNSPECIFIED else None
+
+    up.process.send_signal(signal.SIGINT)  # Ctrl-C on `maka up`: the broker stops first, then the provider
+    record = await eventually(closed, timeout=60, what="the pending form closed by the stopping Host")
+    events = await asyncio.wait_for(call, 60)
+    async with asyncio.timeout(60):
+        code = await up.process.wait()
+
+    assert record.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
+    assert events[-1].WhichOneof("event") == "lost", events[-1]
+    assert code == 0
+    assert '"provider_lost"' not in up.log.read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from stack import supervisor as supervisor_module
 from stack.errors import StackError
-from stack.supervisor import ChildSpec, StackEvent, Supervisor
+from stack.supervisor import ChildExited, ChildSpec, StackEvent, Supervisor, last_cause
 from tests.helpers.waiting import eventually
 
 CHILD = """
@@ -314,3 +315,31 @@ def test_die_with_parent_wraps_argv_on_linux_only(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(sys, "platform", "darwin")
     assert supervisor_module.die_with_parent(["redis-server"]) == ["redis-server"]
+
+
+async def test_a_child_that_exits_before_ready_names_its_last_meaningful_output_line(supervisor: Supervisor) -> None:
+    script = (
+        "import json, sys\n"
+        "print(json.dumps({'level': 'info', 'event': 'starting'}), flush=True)\n"
+        "raise RuntimeError('cannot bind 127.0.0.1:50051: address in use or not available')\n"
+    )
+    spec = ChildSpec("interaction", [sys.executable, "-c", script], ready=_never)
+
+    with pytest.raises(ChildExited) as exited:
+        await supervisor.start(spec)
+    await supervisor.stop()
+
+    assert exited.value.cause == "cannot bind 127.0.0.1:50051: address in use or not available"
+    assert str(exited.value) == (
+        "interaction exited with code 1 before it was ready:"
+        " cannot bind 127.0.0.1:50051: address in use or not available"
+    )
+
+
+def test_the_last_cause_prefers_an_error_log_line_and_skips_traceback_frames_and_info_lines() -> None:
+    error_line = json.dumps({"level": "error", "event": "redis_unreachable", "error": "connection refused"})
+    info_line = json.dumps({"level": "info", "event": "stopped"})
+
+    assert last_cause(["noise", error_line, info_line, ""]) == "redis_unreachable: connection refused"
+    assert last_cause(["Traceback (most recent call last):", '  File "x.py", line 1', "OSError: boom"]) == "boom"
+    assert last_cause([info_line]) == ""

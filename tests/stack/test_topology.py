@@ -23,7 +23,7 @@ async def test_stack_without_a_config_file_fails_with_a_clear_message(tmp_path: 
 
 async def test_stack_rejects_a_config_without_mcp_servers(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"servers": {}}))
+    config.write_text(json.dumps({"server": {}}))  # neither mcpServers nor VS Code's servers
 
     with pytest.raises(StackError, match="mcpServers: must be an object"):
         await Stack(config, tmp_path / "state").start()

@@ -1,7 +1,7 @@
 """The surfaces' shared acceptance stack: :class:`AcceptanceStackThread` runs the stack (as ``maka up`` starts it,
 with the web surface and the bundled ``examples`` deploy server behind the tee proxy) on an event loop in a
 background thread, so the synchronous Playwright tests and the async TUI/CLI tests share one stack
-(tests/surfaces/test_same_fixture.py, test_protocol_review.py)."""
+(tests/surfaces/test_same_fixture.py; tests/surfaces/fixture_server_stack.py builds on it)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from maka.broker.v1 import broker_pb2
-from surfaces.common.interaction_client import InteractionClient, Opened, Snapshot
+from surfaces.common.interactions import FormOpened, FormSnapshot, Interactions
 from tests.acceptance.harness import acceptance_stack, tee_stdio, write_config
 from tests.helpers.loop_thread import LoopThread
 from tests.helpers.stack import RunningStack, call_tool, result_text
@@ -92,13 +92,13 @@ class AcceptanceStackThread:
 
 async def first_pending(stack: AcceptanceStackThread, session: str) -> str:
     """The id of the first form of ``session``, from the Interaction service's ``Attach`` feed (bounded)."""
-    async with InteractionClient.connect(stack.endpoints.interaction) as client, asyncio.timeout(60):
+    async with Interactions.connect(stack.endpoints.interaction) as client, asyncio.timeout(60):
         feed = client.attach([session])
         try:
             async for event in feed:
-                if isinstance(event, Snapshot) and event.pending:
+                if isinstance(event, FormSnapshot) and event.pending:
                     return event.pending[0].interaction_id
-                if isinstance(event, Opened):
+                if isinstance(event, FormOpened):
                     return event.interaction.interaction_id
         finally:
             await feed.aclose()

@@ -24,18 +24,16 @@ from textual.app import App
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from maka_client import AttachedSurface, InteractionErrorReason, MakaError
 from services.core.auth import bearer_metadata
 from services.core.form import Answer, Form
 from services.core.key_file import generate_key_file
 from services.core.serving import RunningServer, start_server
-from services.core.status import ErrorDetail
-from surfaces.common.interaction_client import (
+from surfaces.common.interactions import (
     AttachEvent,
     CloseReason,
-    InteractionError,
     InteractionState,
     InteractionView,
-    SurfaceView,
 )
 
 _TEXT = re.compile(r'<text[^>]*\by="([0-9.]+)"[^>]*>(.*?)</text>', re.DOTALL)
@@ -85,14 +83,14 @@ class ScriptedBackend:
 
     events: asyncio.Queue[AttachEvent | Exception] = field(default_factory=lambda: asyncio.Queue())
     answers: list[tuple[str, Answer, str | None, str]] = field(default_factory=lambda: [])
-    answer_error: InteractionError | None = None
+    answer_error: MakaError | None = None
     attached: list[tuple[str, ...]] = field(default_factory=lambda: [])
     closed: bool = False
     known: dict[str, InteractionView] = field(default_factory=lambda: {})
     """What ``get`` returns, by id (NOT_FOUND otherwise)."""
-    surfaces: list[SurfaceView] = field(default_factory=lambda: [])
+    surfaces: list[AttachedSurface] = field(default_factory=lambda: [])
     """What ``list_surfaces`` returns (it raises ``surfaces_error`` when set)."""
-    surfaces_error: InteractionError | None = None
+    surfaces_error: MakaError | None = None
     surfaces_asked: int = 0
     """How many times ``list_surfaces`` was called."""
 
@@ -121,10 +119,10 @@ class ScriptedBackend:
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
         view = self.known.get(interaction_id)
         if view is None:
-            raise InteractionError(ErrorDetail(grpc.StatusCode.NOT_FOUND, "NOT_FOUND", "no such interaction"))
+            raise MakaError(grpc.StatusCode.NOT_FOUND, "no such interaction", reason=InteractionErrorReason.NOT_FOUND)
         return view
 
-    async def list_surfaces(self) -> tuple[list[SurfaceView], int]:
+    async def list_surfaces(self) -> tuple[list[AttachedSurface], int]:
         self.surfaces_asked += 1
         if self.surfaces_error is not None:
             raise self.surfaces_error

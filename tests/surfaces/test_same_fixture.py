@@ -29,7 +29,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from textual.widgets import Select
 
-from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.interactions import Interactions
 from surfaces.tui.app import MakaTui
 from tests.helpers.chromium import CHROMIUM
 from tests.helpers.tui import settle
@@ -71,7 +71,7 @@ async def test_the_tui_answers_the_deploy_fixture_and_the_server_gets_that_actio
     session, artifact = f"tui-{action}", f"tui-build-{action}"
     call = shared_stack.deploy(artifact, session)
     interaction_id = await first_pending(shared_stack, session)
-    app = MakaTui(lambda: InteractionClient.connect(shared_stack.endpoints.interaction), session_ids=[session])
+    app = MakaTui(lambda: Interactions.connect(shared_stack.endpoints.interaction), session_ids=[session])
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot, lambda: app.selected_id == interaction_id, "the deploy form to be shown", timeout=30)
         if action == "accept":

@@ -67,7 +67,7 @@ def email_syntax_ok(text: str) -> bool:
     must be a host name (dot-separated LDH labels of 1-63 characters after IDNA encoding, 253 in all; one
     label is enough) or an address literal (``[192.0.2.1]``, ``[IPv6:2001:db8::1]``). No DNS, no
     "globally deliverable" or special-use name rule: internal domains such as
-    ``corp.local`` are real addresses for a form (docs/acceptance.md#protocol-and-form-correctness, finding 4).
+    ``corp.local`` are real addresses for a form (docs/acceptance.md#protocol-and-form-correctness).
     Never raises.
     """
     local, at, domain = text.rpartition("@")
@@ -259,7 +259,7 @@ def validate_answer(form: Form, answer: Answer, *, limits: Limits = DEFAULT_LIMI
     - A default is never filled in: a field the answer leaves out stays out. Surfaces pre-fill defaults and
       send what the user left untouched, so an omitted field is one the user cleared (MCP 2026-07-28
       elicitation: the user MUST be able to review and modify what is sent;
-      docs/acceptance.md#protocol-and-form-correctness, finding 3).
+      docs/acceptance.md#protocol-and-form-correctness).
     - A required field that is absent is ``ANSWER_MISSING_REQUIRED``, with or without a default (a required
       boolean without a default therefore needs an explicit ``true`` or ``false``).
     - A required multi-select submitted as ``[]`` is *present*; it is rejected (``ANSWER_CONSTRAINT``) only

@@ -50,7 +50,7 @@ _ROOT_KEYS = frozenset(
 )
 """Root keys accepted. ``$id``, ``$comment`` and ``examples`` are annotations that cannot change what is valid
 (JSON Schema 2020-12 core §8.2.1; JSON Schema 2020-12 validation §9): accepted and ignored
-(docs/acceptance.md#protocol-and-form-correctness, finding 5)."""
+(docs/acceptance.md#protocol-and-form-correctness)."""
 
 SUPPORTED_DIALECTS = frozenset(
     {
@@ -62,7 +62,7 @@ SUPPORTED_DIALECTS = frozenset(
 """``$schema`` values accepted (a trailing ``#`` is ignored): JSON Schema 2020-12 (MCP's default dialect) and the
 two earlier drafts whose meaning for the flat primitive subset is the same. Anything else is an error: MCP
 2026-07-28 ``basic/index`` "JSON Schema Usage" — an unsupported dialect MUST be reported, never validated as
-2020-12 (docs/acceptance.md#protocol-and-form-correctness, finding 9)."""
+2020-12 (docs/acceptance.md#protocol-and-form-correctness)."""
 _COMMON_KEYS = frozenset({"type", "title", "description", "default"})
 _STRING_KEYS = _COMMON_KEYS | {"minLength", "maxLength", "format"}
 _NUMBER_KEYS = _COMMON_KEYS | {"minimum", "maximum"}
@@ -128,7 +128,7 @@ def _count(add: _Add, schema: Mapping[str, Any], key: str, parts: Sequence[str])
 def _bound(add: _Add, schema: Mapping[str, Any], key: str, parts: Sequence[str]) -> int | float | None:
     """A ``minimum``/``maximum``: any finite JSON number. An integer beyond ±2^53 (``9223372036854775807``) is
     kept as the nearest double: answers stay within ±2^53 anyway, and the server's own schema is checked
-    exactly before the retry (docs/acceptance.md#protocol-and-form-correctness, finding 5)."""
+    exactly before the retry (docs/acceptance.md#protocol-and-form-correctness)."""
     if key not in schema:
         return None
     raw = schema[key]
@@ -212,7 +212,7 @@ class _PropertyDecoder:
         default, problems = check_value(field, schema["default"], limits=self.limits)
         if problems or default is None:
             # A default the user could not submit is dropped, not fatal: the field is asked without a
-            # pre-filled value (docs/acceptance.md#protocol-and-form-correctness, finding 5). Never logged
+            # pre-filled value (docs/acceptance.md#protocol-and-form-correctness). Never logged
             # with the value.
             log.info("form_default_dropped", extra={"path": self.path("default")})
             return field
@@ -557,6 +557,23 @@ def decode_requested_schema(
         ) from None
 
 
+def _required_names(schema: dict[Any, Any], properties: dict[Any, Any] | None, add: _Add) -> set[str]:
+    """The names the root's ``required`` lists (reporting a malformed list, repeats and unknown names)."""
+    required_names: set[str] = set()
+    if "required" in schema:
+        required = schema["required"]
+        if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+            add(pointer("required"), FormErrorReason.SCHEMA_INVALID_VALUE, "required must be an array of strings")
+        else:
+            for index, name in enumerate(required):
+                if name in required_names:
+                    add(pointer("required", str(index)), FormErrorReason.SCHEMA_INVALID_VALUE, "required names repeat")
+                elif properties is not None and name not in properties:
+                    add(pointer("required", str(index)), FormErrorReason.SCHEMA_UNKNOWN_REQUIRED, "names no property")
+                required_names.add(name)
+    return required_names
+
+
 def _decode(requested_schema: object, *, message: object, requester: Requester, limits: Limits) -> Form:
     size = _request_bytes(message, requested_schema)
     if size > limits.max_request_bytes:
@@ -607,18 +624,7 @@ def _decode(requested_schema: object, *, message: object, requester: Requester, 
             FormErrorReason.SCHEMA_UNSUPPORTED_KEYWORD,
             "only additionalProperties: false is allowed",
         )
-    required_names: set[str] = set()
-    if "required" in schema:
-        required = schema["required"]
-        if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
-            add(pointer("required"), FormErrorReason.SCHEMA_INVALID_VALUE, "required must be an array of strings")
-        else:
-            for index, name in enumerate(required):
-                if name in required_names:
-                    add(pointer("required", str(index)), FormErrorReason.SCHEMA_INVALID_VALUE, "required names repeat")
-                elif properties is not None and name not in properties:
-                    add(pointer("required", str(index)), FormErrorReason.SCHEMA_UNKNOWN_REQUIRED, "names no property")
-                required_names.add(name)
+    required_names = _required_names(schema, properties, add)
     fields: list[Field] = []
     if properties is not None:
         if len(properties) > limits.max_fields:

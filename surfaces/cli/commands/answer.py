@@ -31,18 +31,24 @@ import uuid
 
 import grpc
 
+from maka_client import MakaError
 from services.core import json_text
 from services.core.form import Action, Answer, FormValue
 from surfaces.cli.commands.pending import fail
 from surfaces.cli.walk import WalkAborted, walk
 from surfaces.common.form_input import FieldInputError, plain_text, values_from_json
-from surfaces.common.interaction_client import InteractionClient, InteractionError, InteractionView
+from surfaces.common.interactions import Interactions, InteractionView
 from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "answer"
 HELP = "answer a pending form: accept --values JSON | decline | cancel"
 OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
 """The stable code for a deadline exceeded after the answer may have been sent."""
+EXAMPLES = """\
+  maka answer ID                                   field by field in the terminal
+  maka answer ID accept --values '{"environment":"staging","confirm":true}'
+  maka answer ID decline
+  maka pending --json                              the IDs and their fields"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +76,7 @@ def usage(code: str, message: str) -> int:
 
 
 async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
-    async with InteractionClient.connect(target, host_id=host_id(args)) as client:
+    async with Interactions.connect(target, host_id=host_id(args)) as client:
         view = await client.get(args.interaction_id, session_id=args.session)
         if not view.pending:
             raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
@@ -82,7 +88,7 @@ async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
 
 
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
-    async with InteractionClient.connect(target, host_id=host_id(args)) as client:
+    async with Interactions.connect(target, host_id=host_id(args)) as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
         if action is Action.ACCEPT:
@@ -134,15 +140,15 @@ def run(args: argparse.Namespace) -> int:
         return 3
     except FieldInputError as error:
         return usage("INVALID_VALUES", str(error))
-    except InteractionError as error:
-        if error.detail.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+    except MakaError as error:
+        if error.grpc_status_code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return fail(
                 OUTCOME_UNKNOWN,
                 "the Interaction service did not answer in time; the answer may or may not have committed."
                 f" Repeat with --submission-id {args.submission_id} to learn its outcome",
             )
-        code = fail(error.reason, error.detail.message)
-        for path, description in error.detail.violations:
+        code = fail(error.reason, error.message)
+        for path, description in error.violations:
             print(f"  {path}: {description}", file=sys.stderr)
         return code
     outcome = _outcome(view)

@@ -24,10 +24,9 @@ import os
 import sys
 from urllib.parse import parse_qs, urlsplit
 
-import grpc.aio
-
+from maka_client import MakaError
 from stack.state_dir import read_endpoints
-from surfaces.common.sign_in import SignInClient, SignInView
+from surfaces.common.sign_in import SignIns, SignInView
 from surfaces.common.target import add_state_dir_argument, address
 
 NAME = "auth"
@@ -61,11 +60,11 @@ def _line(item: SignInView) -> str:
     return f"{item.server}  {item.state}  {item.authorization_url}".rstrip()
 
 
-async def _find(client: SignInClient, server: str) -> SignInView | None:
+async def _find(client: SignIns, server: str) -> SignInView | None:
     return next((item for item in await client.list() if item.server == server), None)
 
 
-async def _serve_callback(client: SignInClient, redirect_uri: str) -> asyncio.Server | None:
+async def _serve_callback(client: SignIns, redirect_uri: str) -> asyncio.Server | None:
     """Listen on ``redirect_uri``'s loopback host:port unless something (the web surface) already does."""
     parts = urlsplit(redirect_uri)
     host, port = parts.hostname or "", parts.port
@@ -83,7 +82,7 @@ async def _serve_callback(client: SignInClient, redirect_uri: str) -> asyncio.Se
             try:
                 server = await client.complete(values["code"], values["state"], values["iss"], values["error"])
                 status, text = "200 OK", f"Signed in to {server}. You can close this tab."
-            except grpc.aio.AioRpcError:
+            except MakaError:
                 status, text = "400 Bad Request", "This sign-in is not pending."
             body = f"<!doctype html><title>Maka</title><p>{html.escape(text)}</p>".encode()
             writer.write(
@@ -103,7 +102,7 @@ async def _serve_callback(client: SignInClient, redirect_uri: str) -> asyncio.Se
         return None  # the web surface serves /oauth/callback there
 
 
-async def _login(client: SignInClient, server: str, timeout: float) -> int:
+async def _login(client: SignIns, server: str, timeout: float) -> int:
     item = await _find(client, server)
     if item is None:
         raise _NotFound(f"no MCP server {server!r} uses OAuth sign-in (see `maka auth status`)")
@@ -133,7 +132,7 @@ async def _login(client: SignInClient, server: str, timeout: float) -> int:
 
 
 async def _run(args: argparse.Namespace, broker: str) -> int:
-    client = SignInClient.connect(broker, token=os.environ.get(TOKEN_ENV) or None)
+    client = SignIns.connect(broker, token=os.environ.get(TOKEN_ENV) or None)
     try:
         if args.auth_command == "status":
             items = await client.list()
@@ -165,6 +164,9 @@ def run(args: argparse.Namespace) -> int:
     except _NotFound as error:
         print(f"NOT_FOUND: {error}", file=sys.stderr)
         return 3
-    except grpc.aio.AioRpcError as error:
-        print(f"{error.code().name}: {error.details() or 'the broker refused'}", file=sys.stderr)
+    except MakaError as error:
+        # MakaError.message is the status code's name when the broker sent no details
+        print(
+            f"{error.code}: {error.message if error.message != error.code else 'the broker refused'}", file=sys.stderr
+        )
         return 3

@@ -6,6 +6,9 @@ Streams the broker's ``CallTool`` events through :mod:`maka_client` (which reatt
 with ``WatchCall``; docs/clients.md): progress and form notices go to
 stderr ("waiting for your answer in <web URL> (or `maka tui`)"), the final MCP ``CallToolResult``
 to stdout - its text content blocks joined by newlines, or the whole result as JSON with ``--json``.
+Every server string of the human output (notices, the result text) passes
+:func:`surfaces.common.untrusted.display_text`: control, bidi and zero-width characters show as markers;
+``--json`` prints the result exactly, JSON-escaped.
 Ctrl-C stops the call's turn (broker ``Stop``) before exiting.
 
 Exit codes (stable, see :mod:`surfaces.cli.main`): 0 the Tool completed; 1 the Tool reported an
@@ -41,6 +44,7 @@ from maka_client import (
     Accepted,
     AwaitingInteraction,
     BrokerClient,
+    BrokerErrorReason,
     CallEvent,
     Failure,
     InteractionSettled,
@@ -52,12 +56,17 @@ from maka_client import (
     Stopped,
 )
 from services.core import json_text
-from services.core.reasons import BrokerErrorReason
 from stack.state_dir import Endpoints
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
+from surfaces.common.untrusted import display_text
 
 NAME = "call"
 HELP = "call a Tool (SERVER:TOOL) through the broker and print its result"
+EXAMPLES = """\
+  maka call examples:ping
+  maka call examples:deploy --args '{"artifact":"build-42"}'
+  maka call examples:deploy --args '{"artifact":"build-42"}' --json     one JSON event per line
+  maka call examples:ping --state-dir /path/to/.state                   a stack started elsewhere"""
 
 TOKEN_ENV = "MAKA_CALLER_TOKEN"
 DEFAULT_SESSION = "default"
@@ -144,7 +153,9 @@ class _Reporter:
         """Whether the stream broke (a transport error, not the broker ending it) and the client reattached."""
 
     def note(self, text: str) -> None:
-        print(text, file=self.err, flush=True)
+        """One line on stderr. Notices carry server text (progress and form messages, Tool names, server
+        errors), so each passes :func:`display_text` as one line."""
+        print(display_text(text), file=self.err, flush=True)
 
     def fail(self, code: str, message: str) -> int:
         self.note(f"{code}: {message}")
@@ -187,7 +198,9 @@ class _Reporter:
         if self.as_json:
             print(json.dumps(result.result, indent=2, ensure_ascii=False), file=self.out, flush=True)
         else:
-            print(result_text(result.result), file=self.out, flush=True)
+            # The human form always passes the untrusted-text rule (a pipe may end on a terminal too);
+            # --json is the exact result, JSON-escaped.
+            print(display_text(result_text(result.result), multiline=True), file=self.out, flush=True)
         return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
@@ -244,7 +257,8 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
                 and reporter.stream_broke
             ):
                 # A broker that restarted knows none of the calls of its previous Host epoch: their forms closed
-                # host_restarted and nothing is replayed (README "Host restart"; docs/clients.md reattach rules).
+                # host_restarted and nothing is replayed (docs/design.md#restart-and-reconnect; docs/clients.md
+                # reattach rules).
                 return reporter.fail(
                     "LOST",
                     "the broker no longer knows the call (it restarted, or the call ended before the reattach"

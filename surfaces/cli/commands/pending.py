@@ -3,7 +3,7 @@
 ``maka pending [--session S ...] [--json]`` prints every pending form the caller may see (or those of the
 given sessions), each field with its limits, default and choices (the first 20; ``--json`` lists all).
 With ``--json`` the output is a JSON array, one object per form (see
-:meth:`surfaces.common.interaction_client.InteractionView.to_json`: id, session, tool, message, requester,
+:meth:`surfaces.common.interactions.InteractionView.to_json`: id, session, tool, message, requester,
 fields with kind/label/required/constraints/default/options, expires_at, and for an answered form its
 ``delivery``). ``maka pending --id ID`` shows that one form whether pending or settled (``GetInteraction``):
 its state, close reason and - once answered - whether the answer was ``delivered`` to the Tool or ``lost``
@@ -19,27 +19,28 @@ import json
 import sys
 from datetime import UTC, datetime
 
+from maka_client import MakaError
 from services.core.form import Field
 from surfaces.common.form_input import (
     constraint_texts,
     default_value,
     field_kind,
     field_options,
-    format_time_left,
     plain_text,
-    round_summary,
     value_to_json,
 )
-from surfaces.common.interaction_client import (
+from surfaces.common.interactions import (
     CLOSE_REASON_TEXT,
     LOST_TEXT,
     Delivery,
-    InteractionClient,
-    InteractionError,
+    Interactions,
     InteractionState,
     InteractionView,
+    deadline_text,
+    round_line,
 )
 from surfaces.common.target import add_target_arguments, host_id, interaction_target
+from surfaces.common.untrusted import display_text
 
 NAME = "pending"
 HELP = "list pending forms (id, session, message, requester, fields, expiry)"
@@ -79,7 +80,7 @@ def field_details(field: Field) -> list[str]:
     if options:
         listed = ", ".join(
             plain_text(o.value, keep_newlines=False)
-            + (f" ({plain_text(o.label, keep_newlines=False)})" if o.label != o.value else "")
+            + (f" ({plain_text(o.label, keep_newlines=False)})" if o.label and o.label != o.value else "")
             for o in options[:MAX_LISTED_OPTIONS]
         )
         more = (
@@ -100,13 +101,13 @@ def _human(views: list[InteractionView]) -> str:
         requester = view.form.requester
         lines.append(
             f"{view.interaction_id}  session={view.session_id}  tool={plain_text(view.tool_name, keep_newlines=False)}"
-            f"  ({format_time_left(view.expires_at, now)})"
+            f"  ({deadline_text(view, now)})"
         )
         lines.append(
             f"  provider {plain_text(requester.provider_display_name or requester.provider_id)};"
             f" claimed server {plain_text(requester.claimed_server)}, Tool {plain_text(requester.claimed_tool)}"
         )
-        summary = round_summary(view.round_position, view.round_size, view.round_deadline, now)
+        summary = round_line(view)
         if summary:
             lines.append(f"  {summary}")
         lines.append("  " + plain_text(view.form.message).replace("\n", "\n  "))
@@ -134,11 +135,11 @@ def _settled_line(view: InteractionView) -> str:
 
 
 async def _list(target: str, host: str, sessions: list[str], interaction_id: str | None) -> list[InteractionView]:
-    async with InteractionClient.connect(target, host_id=host) as client:
+    async with Interactions.connect(target, host_id=host) as client:
         if interaction_id is not None:
             session = sessions[0] if len(sessions) == 1 else ""
             return [await client.get(interaction_id, session_id=session)]
-        return await client.list_pending(sessions)
+        return await client.pending(sessions)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -149,12 +150,13 @@ def run(args: argparse.Namespace) -> int:
         return fail("NO_STACK", str(error))
     try:
         views = asyncio.run(_list(target, host_id(args), list(args.session), args.id))
-    except InteractionError as error:
-        return fail(error.reason, error.detail.message)
+    except MakaError as error:
+        return fail(error.reason, error.message)
     if args.json:
         print(json.dumps([v.to_json() for v in views], ensure_ascii=False, indent=2))
     elif args.id is not None and not views[0].pending:
-        print(_settled_line(views[0]))
+        print(display_text(_settled_line(views[0])))
     else:
-        print(_human(views))
+        # Every line carries server text (property names, defaults, patterns, labels): one rule for all of it.
+        print(display_text(_human(views), multiline=True))
     return 0

@@ -26,8 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-import grpc.aio
-
+from maka_client import MakaError
 from stack.state_dir import read_endpoints
 from surfaces.common.server_status import config_json, fetch_status
 from surfaces.common.target import add_state_dir_argument
@@ -97,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
     except ProcessLookupError:
         print(f"NO_PROVIDER: the MCP provider (pid {pid}) is not running", file=sys.stderr)
         return 3
-    except grpc.aio.AioRpcError as error:
-        print(f"{error.code().name}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
+    except MakaError as error:
+        print(f"{error.code}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
         return 3
     if outcome is None:
         print(f"TIMEOUT: the provider reported no new config within {args.timeout:g} s", file=sys.stderr)

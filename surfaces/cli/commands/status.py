@@ -1,9 +1,9 @@
-"""``maka status``: what runs and what does not, with the real cause (README "Operations").
+"""``maka status``: what runs and what does not, with the real cause (docs/operations.md#status).
 
 ``maka status [--json] [--state-dir DIR]`` shows, for the stack found in ``DIR/endpoints.json``:
 
 - each service's health (``grpc.health.v1`` of the Interaction service, broker and MCP provider; an
-  HTTP answer from the web surface);
+  HTTP answer from the web surface and the MCP front door);
 - each configured MCP server (from the broker's ``GetStatus``, reported by the provider): state
   (connecting, ready, failed, waiting for sign-in, disabled, draining), transport, negotiated protocol
   version (or the configured era), Tool count, calls in flight, failed attempts and the next retry; for a
@@ -32,16 +32,17 @@ import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
-
-import grpc.aio
+from urllib.parse import urljoin
 
 from maka.broker.v1 import broker_pb2
+from maka_client import MakaError
 from services.core import healthcheck
 from stack.probes import http_ok
 from stack.state_dir import Endpoints, read_endpoints
-from surfaces.common.interaction_client import InteractionClient, InteractionError
+from surfaces.common.interactions import Interactions, surface_json
 from surfaces.common.server_status import fetch_status, server_lines, status_json
 from surfaces.common.target import add_state_dir_argument
+from surfaces.common.untrusted import display_text
 
 NAME = "status"
 HELP = "show services, MCP servers (state, cause, next retry), config reloads, pending forms and attached surfaces"
@@ -72,29 +73,32 @@ async def _health(endpoints: Endpoints) -> dict[str, dict[str, Any]]:
         services[name] = {"address": address, "state": await grpc_state(address)}
     if endpoints.web:
         services["web"] = {"address": endpoints.web, "state": "serving" if await http_ok(endpoints.web) else "down"}
+    if endpoints.mcp:  # the MCP front door answers its health path beside /mcp
+        healthy = await http_ok(urljoin(endpoints.mcp, "/healthz"))
+        services["mcp"] = {"address": endpoints.mcp, "state": "serving" if healthy else "down"}
     return services
 
 
 async def _pending(endpoints: Endpoints) -> int | None:
     try:
-        async with InteractionClient.connect(endpoints.interaction) as client:
-            return len(await client.list_pending())
-    except InteractionError:
+        async with Interactions.connect(endpoints.interaction) as client:
+            return len(await client.pending())
+    except MakaError:
         return None
 
 
 async def _surfaces(endpoints: Endpoints) -> dict[str, Any] | None:
     """The attached surfaces the caller may see (``ListSurfaces``), or None when it cannot be asked."""
     try:
-        async with InteractionClient.connect(endpoints.interaction) as client:
+        async with Interactions.connect(endpoints.interaction) as client:
             surfaces, omitted = await client.list_surfaces()
-    except InteractionError:
+    except MakaError:
         return None
-    return {"attached": [s.to_json() for s in surfaces], "omitted": omitted}
+    return {"attached": [surface_json(s) for s in surfaces], "omitted": omitted}
 
 
 async def collect(endpoints: Endpoints) -> tuple[dict[str, Any], broker_pb2.GetStatusResponse]:
-    """Everything ``maka status`` shows, as JSON, and the broker's raw answer. Raises ``AioRpcError``
+    """Everything ``maka status`` shows, as JSON, and the broker's raw answer. Raises :class:`maka_client.MakaError`
     when the broker cannot be asked."""
     status = await fetch_status(endpoints.broker)
     services, pending, surfaces = await asyncio.gather(_health(endpoints), _pending(endpoints), _surfaces(endpoints))
@@ -196,11 +200,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     try:
         data, status = asyncio.run(collect(endpoints))
-    except grpc.aio.AioRpcError as error:
-        print(f"{error.code().name}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
+    except MakaError as error:
+        print(f"{error.code}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
         return EXIT_FAILED
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        print(render(data, status, time.time()))
+        print(display_text(render(data, status, time.time()), multiline=True))  # causes quote servers
     return EXIT_OK if healthy(data) else EXIT_DEGRADED

@@ -22,6 +22,7 @@ from typing import Any
 
 from maka_client import BrokerClient, MakaError, ToolInfo
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
+from surfaces.common.untrusted import display_text
 
 NAME = "tools"
 HELP = "list the Tools the broker knows (SERVER:TOOL, description; --json adds input schemas)"
@@ -62,9 +63,10 @@ def tool_json(tool: ToolInfo) -> dict[str, Any]:
 
 
 def tool_line(tool: ToolInfo) -> str:
-    """``SERVER:TOOL  first description line`` (just the name when there is no description)."""
+    """``SERVER:TOOL  first description line`` (just the name when there is no description), both shown
+    through :func:`display_text` (server text: no control, bidi or zero-width character reaches the terminal)."""
     summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
-    return f"{tool.name}  {summary}".rstrip()
+    return display_text(f"{tool.name}  {summary}".rstrip())
 
 
 def run(args: argparse.Namespace) -> int:

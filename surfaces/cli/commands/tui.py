@@ -14,7 +14,7 @@ import functools
 import os
 
 from surfaces.cli.commands.pending import fail
-from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.interactions import Interactions
 from surfaces.common.target import add_target_arguments, host_id, interaction_target
 
 NAME = "tui"
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported when the command runs: Textual and the app would slow every `maka` start (`--help` loads all commands).
     from stack.state_dir import read_endpoints
     from surfaces.common.server_status import fetch_status, server_json
-    from surfaces.common.sign_in import SignInClient, SignInView
+    from surfaces.common.sign_in import SignIns, SignInView
     from surfaces.tui.app import MakaTui
     from surfaces.tui.backend import FollowingBackend
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def sign_ins() -> list[SignInView]:
         """The broker's sign-in prompts (read from ``endpoints.json`` each time: the stack may restart)."""
-        client = SignInClient.connect(read_endpoints(args.state_dir).broker, token=os.environ.get(TOKEN_ENV) or None)
+        client = SignIns.connect(read_endpoints(args.state_dir).broker, token=os.environ.get(TOKEN_ENV) or None)
         try:
             return await client.list()
         finally:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     app = MakaTui(
         lambda: FollowingBackend(
             lambda: interaction_target(args),
-            connect=functools.partial(InteractionClient.connect, host_id=host_id(args), surface_kind="tui"),
+            connect=functools.partial(Interactions.connect, host_id=host_id(args), surface_kind="tui"),
         ),
         session_ids=list(args.session),
         sign_ins=sign_ins,

@@ -1,7 +1,7 @@
 """``maka up``: run the whole stack in the foreground (docs/design.md#running-it; ``make run``).
 
 ``maka up --config mcp.json [--state-dir DIR] [--ports ephemeral|name=port,...] [--redis-url URL]
-[--redis-mode standalone|sentinel|cluster] [--host-id H] [--no-web] [--log-level L]
+[--redis-mode standalone|sentinel|cluster] [--host-id H] [--no-web] [--no-mcp] [-v] [--log-level L]
 [--metrics [ephemeral|name=port,...]]``
 
 One stack per state dir: ``maka up`` holds an exclusive lock on ``DIR/maka.lock`` for its whole life;
@@ -11,18 +11,24 @@ port); ``--metrics`` gives the Interaction service, the broker and the MCP provi
 ``/metrics`` port, listed in ``endpoints.json`` (``"metrics"``) and in the ready line.
 
 Starts Redis (a private ``redis-server`` with AOF in the state dir, unless ``--redis-url`` /
-``MAKA_REDIS_URL`` names one), the Interaction service, the Capability broker, the MCP provider and
-the web surface as supervised processes on loopback (defaults 50051, 50052, 50053, 8765), writes
-``DIR/endpoints.json``, and prints one ready line on stdout once every health check passes::
+``MAKA_REDIS_URL`` names one), the Interaction service, the Capability broker, the MCP provider, the
+web surface and the MCP front door (the Host's Tools over MCP Streamable HTTP, docs/mcp-front-door.md; off with
+``--no-mcp``) as supervised processes on loopback (defaults 50051, 50052, 50053, 8765, 8766), writes
+``DIR/endpoints.json`` (the front door's URL under ``"mcp"``), and prints one ready line on stdout once every
+health check passes::
 
-    maka is ready: http://127.0.0.1:8765 (interaction 127.0.0.1:50051, broker 127.0.0.1:50052, state .state)
+    maka is ready: http://127.0.0.1:8765 (mcp http://127.0.0.1:8766/mcp, interaction 127.0.0.1:50051,
+    broker 127.0.0.1:50052, state .state)
 
 SIGHUP (or ``maka reload``) makes the MCP provider re-read the config and apply it without a restart.
 A bad config file is refused before anything starts, one ``CONFIG_INVALID:`` line per problem.
 
-Every child's log lines are forwarded to stderr (``--log-format human|json``, see
-:mod:`surfaces.cli.logview`; third-party output such as Redis's banner goes to ``DIR/logs/``); a child that dies is
-reported and restarted (see :mod:`stack.supervisor`). Ctrl-C / SIGTERM drains and stops
+Before the ready line only the children's warnings and errors are shown (``-v`` or an explicit
+``--log-level`` shows their start-up lines too); after it, every child's log line is forwarded to stderr
+(``--log-format human|json``, see :mod:`surfaces.cli.logview`; third-party output such as Redis's banner
+goes to ``DIR/logs/``); a child that dies is reported and restarted (see :mod:`stack.supervisor`); one that
+exits while starting is named with its last meaningful output line, a taken port with how to choose others.
+Ctrl-C / SIGTERM drains and stops
 all of them in reverse order, even when stdout/stderr were closed by their reader (``| tee`` killed by
 the same Ctrl-C); on Linux the children also get SIGTERM if ``maka up`` itself dies (``kill -9``).
 Exit codes: 0 stopped by a signal; 2 usage (bad ``--ports`` / ``--metrics``); 3 the stack could not
@@ -37,23 +43,33 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import sys
 from pathlib import Path
 
 from stack.ports import Ports, parse_metrics_ports
 from stack.state_dir import Endpoints, StackRunning, StateDirLock
-from stack.supervisor import StackEvent
+from stack.supervisor import ChildExited, StackEvent
 from stack.topology import SUPERSEDED, ConfigInvalid, Stack
 from surfaces.cli import logview
 from surfaces.common.target import add_state_dir_argument
 
+_PORT_TAKEN = re.compile(r"cannot bind|address (?:already )?in use|EADDRINUSE", re.IGNORECASE)
+"""A child's last output line that says its port is taken."""
+
 NAME = "up"
-HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web) in the foreground"
+HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web, MCP endpoint) in the foreground"
+EXAMPLES = """\
+  maka up --config examples/mcp.json
+  maka up --config mcp.json --ports ephemeral              when 50051-50053 or 8765 are taken
+  maka up --config mcp.json --ports interaction=6051,web=9000 --state-dir /tmp/maka
+  maka up --config mcp.json -v                              show the services' start-up lines
+  make run PORTS=ephemeral UP_ARGS='-v'                     the same through make"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--config``, ``--state-dir``, ``--ports``, ``--redis-url``, ``--host-id``, ``--no-web``,
+    """Add ``--config``, ``--state-dir``, ``--ports``, ``--redis-url``, ``--host-id``, ``--no-web``, ``--no-mcp``,
     ``--log-level``."""
     parser.add_argument(
         "--config",
@@ -68,7 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ports",
         default="default",
         metavar="SPEC",
-        help="'default' (50051-50053, web 8765), 'ephemeral', or name=port,... (interaction, broker, provider, web)",
+        help="'default' (50051-50053, web 8765, mcp 8766), 'ephemeral', or name=port,..."
+        " (interaction, broker, provider, web, mcp)",
     )
     parser.add_argument(
         "--redis-url",
@@ -84,7 +101,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host-id", default=os.environ.get("MAKA_HOST_ID", "local"), help="Host id (default local)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web surface")
-    parser.add_argument("--log-level", default=os.environ.get("MAKA_LOG_LEVEL", "INFO"), help="children's log level")
+    parser.add_argument(
+        "--no-mcp", action="store_true", help="do not serve the Host's Tools over MCP (the front door at /mcp)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("MAKA_LOG_LEVEL") or None,
+        help="children's log level (default: $MAKA_LOG_LEVEL or INFO); when given, every line is shown while"
+        " starting too",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the services' start-up lines (by default only warnings and errors before the ready line)",
+    )
     parser.add_argument(
         "--log-format",
         choices=logview.FORMATS,
@@ -109,8 +140,9 @@ def ready_line(endpoints: Endpoints, state_dir: Path) -> str:
     metrics = ""
     if endpoints.metrics:
         metrics = "; metrics " + ", ".join(f"{name} {url}" for name, url in endpoints.metrics.items())
+    mcp = f"mcp {endpoints.mcp}, " if endpoints.mcp else ""
     return (
-        f"maka is ready: {web} (interaction {endpoints.interaction}, broker {endpoints.broker},"
+        f"maka is ready: {web} ({mcp}interaction {endpoints.interaction}, broker {endpoints.broker},"
         f" state {state_dir}{metrics})"
     )
 
@@ -122,6 +154,11 @@ def _say(text: str, *, err: bool = True) -> None:
 
 
 async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | None) -> int:
+    view = logview.LogView(
+        args.state_dir.resolve(),
+        getattr(args, "log_format", "auto"),
+        quiet=not (getattr(args, "verbose", False) or args.log_level),
+    )
     stack = Stack(
         args.config,
         args.state_dir,
@@ -130,9 +167,10 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         redis_mode=args.redis_mode,
         host_id=args.host_id,
         web=not args.no_web,
-        log_level=args.log_level,
+        mcp=not getattr(args, "no_mcp", False),
+        log_level=args.log_level or "INFO",
         metrics=metrics,
-        sink=logview.LogView(args.state_dir.resolve(), getattr(args, "log_format", "auto")),
+        sink=view,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -156,12 +194,21 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         return 3
     if error is not None:
         _say(f"STACK_FAILED: {error}")
-        if "before it was ready" in str(error):
+        if isinstance(error, ChildExited) and _PORT_TAKEN.search(error.cause):
+            _say(
+                "  (a port is taken: choose others with --ports interaction=P,broker=P,provider=P,web=P,mcp=P"
+                " or --ports ephemeral; with make: make run PORTS=ephemeral)"
+            )
+        elif isinstance(error, ChildExited):
+            log = args.state_dir.resolve() / "logs" / f"{error.name}.log"
+            _say(f"  (its log lines are above; the rest of its output, if any, is in {log})")
+        elif "before it was ready" in str(error) or "not ready within" in str(error):
             _say("  (its log lines are above; if a port is taken, try --ports ephemeral)")
         return 3
     code = 0
     try:
         _say(ready_line(starting.result(), args.state_dir), err=False)
+        view.started()
         gave_up = asyncio.ensure_future(_gave_up(events))
         stopped = asyncio.ensure_future(stop.wait())
         await asyncio.wait({gave_up, stopped}, return_when=asyncio.FIRST_COMPLETED)

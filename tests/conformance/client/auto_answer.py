@@ -1,7 +1,7 @@
 """The automatic answering surface: an ``Attach`` client that accepts every pending form.
 
 It is an ordinary surface (docs/design.md#surfaces-and-callers): it reads the Host-owned projection through
-:class:`surfaces.common.interaction_client.InteractionClient` and answers with ``Answer``; it keeps no
+:class:`surfaces.common.interactions.Interactions` and answers with ``Answer``; it keeps no
 pending list of its own. Each form gets :func:`tests.conformance.client.answers.automatic_answer`.
 A ``gate`` lets a driver hold one form pending (e.g. to make another call between MRTR rounds).
 """
@@ -12,14 +12,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from maka_client import MakaError
 from services.core.form import Answer, Form
 from services.core.reasons import InteractionErrorReason
-from surfaces.common.interaction_client import (
-    InteractionClient,
-    InteractionError,
+from surfaces.common.interactions import (
+    FormOpened,
+    FormSnapshot,
+    Interactions,
     InteractionView,
-    Opened,
-    Snapshot,
 )
 from tests.conformance.client.answers import automatic_answer
 
@@ -45,7 +45,7 @@ class AutoAnswerer:
 
     def __init__(
         self,
-        client: InteractionClient,
+        client: Interactions,
         session_ids: Sequence[str],
         *,
         gate: Gate = _open_gate,
@@ -68,15 +68,15 @@ class AutoAnswerer:
         await self._subscribed.wait()
 
     async def run(self) -> None:
-        """Attach and answer forever; cancel the task to stop. Raises ``InteractionError`` for errors a
-        reconnect cannot fix (see :meth:`InteractionClient.attach`)."""
+        """Attach and answer forever; cancel the task to stop. Raises ``MakaError`` for errors a
+        reconnect cannot fix (see :meth:`Interactions.attach`)."""
         try:
             async for event in self._client.attach(self._session_ids):
-                if isinstance(event, Snapshot):
+                if isinstance(event, FormSnapshot):
                     self._subscribed.set()
                     for view in event.pending:
                         self._start(view)
-                elif isinstance(event, Opened):
+                elif isinstance(event, FormOpened):
                     self._start(event.interaction)
         finally:
             for task in self._tasks:
@@ -96,7 +96,7 @@ class AutoAnswerer:
         await self._gate(view)
         try:
             await self._client.answer(view.interaction_id, self._answer_for(view.form), session_id=view.session_id)
-        except InteractionError as error:
+        except MakaError as error:
             if error.reason in (InteractionErrorReason.ALREADY_SETTLED, InteractionErrorReason.CLOSED):
                 log.info(
                     "form_settled_elsewhere", extra={"interaction_id": view.interaction_id, "reason": error.reason}

@@ -39,7 +39,7 @@ import grpc.aio
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from services.core.keepalive import KEEPALIVE_OPTIONS
 from services.core.key_file import generate_key_file
-from surfaces.common.interaction_client import InteractionClient, InteractionView
+from surfaces.common.interactions import Interactions, InteractionView
 from tests.conformance.client.auto_answer import AutoAnswerer
 from tests.conformance.client.scenarios import Scenario, Step, era_for, scenario_for
 from tests.conformance.client.sign_in import AutoSignIn
@@ -386,7 +386,7 @@ async def run_scenario(
             contextlib.AsyncExitStack() as exits,
         ):
             holds = _Holds()
-            interaction = InteractionClient.connect(stack.interaction_target)
+            interaction = Interactions.connect(stack.interaction_target)
             exits.push_async_callback(interaction.close)
             answerer = AutoAnswerer(interaction, [session_id], gate=holds.gate)
             answering = asyncio.create_task(answerer.run(), name="auto-answerer")

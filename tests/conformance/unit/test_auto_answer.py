@@ -6,7 +6,7 @@ import asyncio
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from surfaces.common.interaction_client import InteractionClient, InteractionView
+from surfaces.common.interactions import Interactions, InteractionView
 from tests.conformance.client.auto_answer import AutoAnswerer
 from tests.helpers.waiting import eventually
 from tests.surfaces.helpers import deploy_form, interaction_service
@@ -23,7 +23,7 @@ def _value(answer: form_pb2.Answer, name: str) -> object:
 async def test_forms_pending_before_and_opened_after_attach_are_accepted_with_defaults(redis_url: str) -> None:
     async with interaction_service(redis_url) as live:
         before = await live.link.open(deploy_form("before"), session_id="s-auto")
-        client = InteractionClient.connect(live.address)
+        client = Interactions.connect(live.address)
         answerer = AutoAnswerer(client, ["s-auto"])
         task = asyncio.create_task(answerer.run())
         try:
@@ -54,7 +54,7 @@ async def test_a_gated_form_stays_pending_until_the_gate_opens(redis_url: str) -
         await release.wait()
 
     async with interaction_service(redis_url) as live:
-        client = InteractionClient.connect(live.address)
+        client = Interactions.connect(live.address)
         answerer = AutoAnswerer(client, ["s-gate"], gate=gate)
         task = asyncio.create_task(answerer.run())
         try:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -67,6 +69,67 @@ async def broker(host: RecordingHost) -> AsyncIterator[Broker]:
     await b.shutdown(timeout=1)
 
 
+BrokerFactory = Callable[..., Awaitable[Broker]]
+
+
+@pytest.fixture
+async def make_broker(host: RecordingHost) -> AsyncIterator[BrokerFactory]:
+    """A broker with other settings over the same recorder: ``await make_broker(start=False, **settings)``;
+    shut down when the test ends."""
+    made: list[Broker] = []
+
+    async def factory(*, start: bool = False, **settings: Any) -> Broker:
+        broker = Broker(host, **settings)
+        made.append(broker)
+        if start:
+            await broker.start()
+        return broker
+
+    yield factory
+    for broker in made:
+        await broker.shutdown(timeout=1)
+
+
+@pytest.fixture
+def provider(broker: Broker) -> ProviderStream:
+    """The ``mcp:examples`` provider registered on ``broker``, offering ``examples:deploy``."""
+    return register_provider(broker)
+
+
+@dataclass
+class AwaitingForm:
+    """A broker with a registered provider and an invocation waiting on its form (``ix_1``, correlation
+    ``corr-1``)."""
+
+    broker: Broker
+    host: RecordingHost
+    stream: ProviderStream
+    invocation: Invocation
+
+    def answered(self) -> interaction_pb2.Interaction:
+        """The form as the Interaction service reports it answered."""
+        return _answered(self.host)
+
+    def closed(self, reason: interaction_pb2.CloseReason.ValueType) -> interaction_pb2.Interaction:
+        """The form as the Interaction service reports it closed unanswered with ``reason``."""
+        binding, _ = self.host.opened[0]
+        return interaction_pb2.Interaction(
+            interaction_id="ix_1", binding=binding, state=interaction_pb2.INTERACTION_STATE_CLOSED, close_reason=reason
+        )
+
+
+@pytest.fixture
+async def awaiting(broker: Broker, host: RecordingHost, provider: ProviderStream) -> AwaitingForm:
+    invocation = start_call(broker)
+    _ask(broker, provider, invocation.invocation_id)
+    await _until_awaiting(invocation)
+    return AwaitingForm(broker, host, provider, invocation)
+
+
+async def _until_awaiting(invocation: Invocation) -> None:
+    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+
+
 def _ask(broker: Broker, stream: ProviderStream, invocation_id: str, correlation: str = "corr-1") -> None:
     broker.handle_frame(
         stream,
@@ -75,6 +138,26 @@ def _ask(broker: Broker, stream: ProviderStream, invocation_id: str, correlation
                 invocation_id=invocation_id, correlation_id=correlation, form=_form()
             )
         ),
+    )
+
+
+def _result(invocation_id: str, call_tool_result_json: str = "{}") -> broker_pb2.ConnectRequest:
+    return broker_pb2.ConnectRequest(
+        result=broker_pb2.InvocationResult(invocation_id=invocation_id, call_tool_result_json=call_tool_result_json)
+    )
+
+
+def _progress(invocation_id: str, progress: float) -> broker_pb2.ConnectRequest:
+    return broker_pb2.ConnectRequest(
+        progress=broker_pb2.InvocationProgress(invocation_id=invocation_id, progress=progress)
+    )
+
+
+def _received(invocation_id: str, interaction_id: str, correlation_id: str = "") -> broker_pb2.ConnectRequest:
+    return broker_pb2.ConnectRequest(
+        interaction_received=broker_pb2.InteractionReceived(
+            invocation_id=invocation_id, correlation_id=correlation_id, interaction_id=interaction_id
+        )
     )
 
 
@@ -92,23 +175,22 @@ def _answered(host: RecordingHost, index: int = 0) -> interaction_pb2.Interactio
     )
 
 
-async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker) -> None:
-    stream = register_provider(broker)
-    registered = provider_frames(stream)[0].registered
+async def test_register_mints_ids_and_invoke_reaches_the_provider(broker: Broker, provider: ProviderStream) -> None:
+    registered = provider_frames(provider)[0].registered
     assert registered.registration_id.startswith("reg_")
-    assert registered.connection_id == stream.connection_id
+    assert registered.connection_id == provider.connection_id
     assert registered.heartbeat_interval.seconds == 30
 
     invocation = start_call(broker)
-    invoke = provider_frames(stream)[0].invoke
+    invoke = provider_frames(provider)[0].invoke
     assert invoke.invocation_id == invocation.invocation_id
     assert invoke.tool_name == "deploy"
     assert invoke.arguments_json == '{"artifact":"build-42"}'
     assert _events(invocation)[0].accepted.provider_id == "mcp:examples"
 
 
+@pytest.mark.usefixtures("provider")
 async def test_unknown_tool_and_malformed_calls_fail_with_stable_codes(broker: Broker) -> None:
-    register_provider(broker)
     unknown = await all_events(start_call(broker, tool="examples:nope"))
     assert [e.failure.code for e in unknown] == [broker_pb2.FAILURE_CODE_UNKNOWN_TOOL]
     not_object = await all_events(start_call(broker, args="[1]"))
@@ -118,43 +200,39 @@ async def test_unknown_tool_and_malformed_calls_fail_with_stable_codes(broker: B
     assert broker.stats()["live_invocations"] == 0
 
 
+@pytest.mark.usefixtures("provider")
 async def test_duplicate_tool_use_id_in_a_session_is_refused_while_the_first_is_live(broker: Broker) -> None:
-    register_provider(broker)
     first = start_call(broker)
     second = await all_events(start_call(broker))
     assert second[0].failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
     assert not first.is_terminal
 
 
-async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(broker: Broker) -> None:
-    stream = register_provider(broker)
+async def test_result_settles_once_and_a_second_result_is_rejected_as_settled(
+    broker: Broker, provider: ProviderStream
+) -> None:
     invocation = start_call(broker)
-    provider_frames(stream)
-    result = broker_pb2.ConnectRequest(
-        result=broker_pb2.InvocationResult(
-            invocation_id=invocation.invocation_id, call_tool_result_json='{"content":[],"isError":true}'
-        )
-    )
-    broker.handle_frame(stream, result)
-    broker.handle_frame(stream, result)
+    provider_frames(provider)
+    result = _result(invocation.invocation_id, '{"content":[],"isError":true}')
+    broker.handle_frame(provider, result)
+    broker.handle_frame(provider, result)
     events = await all_events(invocation)
     assert events[-1].result.is_error is True
     assert [e.WhichOneof("event") for e in events] == ["accepted", "result"]
-    rejected = provider_frames(stream)[0].rejected
+    rejected = provider_frames(provider)[0].rejected
     assert rejected.reason == broker_pb2.REJECT_REASON_INVOCATION_SETTLED
     assert broker.stats()["rejected_frames.INVOCATION_SETTLED"] == 1
 
 
-async def test_frames_for_unknown_or_another_connections_invocations_are_rejected(broker: Broker) -> None:
-    owner = register_provider(broker)
-    intruder = register_provider(broker, "mcp:other", tool_descriptor("other"))
+async def test_frames_for_unknown_or_another_connections_invocations_are_rejected(
+    broker: Broker, provider: ProviderStream
+) -> None:
+    intruder = register_provider(broker, "mcp:other", tool_descriptor("other", server="other"))
     invocation = start_call(broker)
-    provider_frames(owner)
+    provider_frames(provider)
     provider_frames(intruder)
     for frame in (
-        broker_pb2.ConnectRequest(
-            result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
-        ),
+        _result(invocation.invocation_id),
         broker_pb2.ConnectRequest(failure=broker_pb2.InvocationFailure(invocation_id=invocation.invocation_id)),
         broker_pb2.ConnectRequest(progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id)),
     ):
@@ -169,14 +247,9 @@ async def test_frames_for_unknown_or_another_connections_invocations_are_rejecte
     assert [e.WhichOneof("event") for e in _events(invocation)] == ["accepted"]
 
 
-async def test_interaction_request_binds_trusted_provenance_and_suspends_the_timer(
-    broker: Broker, host: RecordingHost
-) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    binding, form = host.opened[0]
+async def test_interaction_request_binds_trusted_provenance_and_suspends_the_timer(awaiting: AwaitingForm) -> None:
+    invocation, stream = awaiting.invocation, awaiting.stream
+    binding, form = awaiting.host.opened[0]
     assert binding.invocation_id == invocation.invocation_id
     assert binding.connection_id == stream.connection_id
     assert binding.provider_correlation_id == "corr-1"
@@ -186,33 +259,27 @@ async def test_interaction_request_binds_trusted_provenance_and_suspends_the_tim
     assert form.requester.claimed_server == "srv"
     assert form.requester.claimed_tool == "deploy"
     assert invocation.timer is None
-    awaiting = _events(invocation)[-1].awaiting_interaction
-    assert awaiting.interaction_id == "ix_1"
-    assert awaiting.field_count == 1
+    awaiting_event = _events(invocation)[-1].awaiting_interaction
+    assert awaiting_event.interaction_id == "ix_1"
+    assert awaiting_event.field_count == 1
 
 
 async def test_a_second_interaction_request_while_one_is_pending_is_rejected(
-    broker: Broker, host: RecordingHost
+    broker: Broker, host: RecordingHost, provider: ProviderStream
 ) -> None:
-    stream = register_provider(broker)
     invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    _ask(broker, stream, invocation.invocation_id, "corr-2")
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    rejected = [f.rejected.reason for f in provider_frames(stream) if f.HasField("rejected")]
+    _ask(broker, provider, invocation.invocation_id)
+    _ask(broker, provider, invocation.invocation_id, "corr-2")
+    await _until_awaiting(invocation)
+    rejected = [f.rejected.reason for f in provider_frames(provider) if f.HasField("rejected")]
     assert rejected == [broker_pb2.REJECT_REASON_INTERACTION_ALREADY_PENDING]
     assert len(host.opened) == 1
 
 
-async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rearms(
-    broker: Broker, host: RecordingHost
-) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rearms(awaiting: AwaitingForm) -> None:
+    broker, stream, invocation = awaiting.broker, awaiting.stream, awaiting.invocation
     provider_frames(stream)
-    broker.interaction_settled(_answered(host))
+    broker.interaction_settled(awaiting.answered())
     result = provider_frames(stream)[0].interaction_result
     assert result.correlation_id == "corr-1"
     assert result.interaction_id == "ix_1"
@@ -227,49 +294,34 @@ async def test_answer_is_delivered_with_the_echoed_correlation_and_the_timer_rea
     assert provider_frames(stream)[-1].cancel.invocation_id == invocation.invocation_id
 
 
-async def test_a_settlement_for_another_connection_is_never_delivered(broker: Broker, host: RecordingHost) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    provider_frames(stream)
-    forged = _answered(host)
+async def test_a_settlement_for_another_connection_is_never_delivered(awaiting: AwaitingForm) -> None:
+    provider_frames(awaiting.stream)
+    forged = awaiting.answered()
     forged.binding.connection_id = "conn_other"
-    broker.interaction_settled(forged)
-    assert provider_frames(stream) == []
-    assert invocation.state is InvocationState.AWAITING
+    awaiting.broker.interaction_settled(forged)
+    assert provider_frames(awaiting.stream) == []
+    assert awaiting.invocation.state is InvocationState.AWAITING
 
 
-async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(
-    broker: Broker, host: RecordingHost
-) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    broker.handle_frame(
-        stream,
-        broker_pb2.ConnectRequest(
-            result=broker_pb2.InvocationResult(invocation_id=invocation.invocation_id, call_tool_result_json="{}")
-        ),
-    )
+async def test_final_result_while_form_pending_fails_inconsistent_and_closes_the_form(awaiting: AwaitingForm) -> None:
+    broker, host, stream, invocation = awaiting.broker, awaiting.host, awaiting.stream, awaiting.invocation
+    broker.handle_frame(stream, _result(invocation.invocation_id))
     events = await all_events(invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INCONSISTENT_PROVIDER
     assert not any(e.HasField("result") for e in events)
     await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_INVOCATION_SETTLED)], what="close")
     # A late answer changes nothing.
     provider_frames(stream)
-    broker.interaction_settled(_answered(host))
+    broker.interaction_settled(awaiting.answered())
     assert provider_frames(stream) == []
 
 
 async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned(
-    broker: Broker, host: RecordingHost
+    broker: Broker, host: RecordingHost, provider: ProviderStream
 ) -> None:
-    stream = register_provider(broker)
     invocation = start_call(broker)
     host.gate = asyncio.Event()
-    _ask(broker, stream, invocation.invocation_id)
+    _ask(broker, provider, invocation.invocation_id)
     stopping = asyncio.create_task(broker.stop("s1"))
     await eventually(lambda: invocation.is_terminal, what="stopped")
     assert not stopping.done()  # Stop waits for the in-flight open so it can close it
@@ -280,59 +332,34 @@ async def test_a_form_opened_after_the_invocation_settled_is_closed_not_orphaned
 
 
 async def test_an_invalid_form_refused_by_the_host_is_rejected_and_the_invocation_keeps_running(
-    broker: Broker, host: RecordingHost
+    broker: Broker, host: RecordingHost, provider: ProviderStream
 ) -> None:
-    stream = register_provider(broker)
     invocation = start_call(broker)
     host.refuse = OpenRefused("INVALID_FORM", "bad schema")
-    _ask(broker, stream, invocation.invocation_id)
+    _ask(broker, provider, invocation.invocation_id)
     await eventually(
         lambda: invocation.state is InvocationState.RUNNING and bool(broker.stats().get("rejected_frames")),
         what="the frame rejected",
     )
-    rejected = [f.rejected for f in provider_frames(stream) if f.HasField("rejected")]
+    rejected = [f.rejected for f in provider_frames(provider) if f.HasField("rejected")]
     assert rejected[0].reason == broker_pb2.REJECT_REASON_INVALID_FORM
     assert "bad schema" in rejected[0].message
 
 
 @pytest.mark.parametrize("reason", [interaction_pb2.CLOSE_REASON_TIMED_OUT, interaction_pb2.CLOSE_REASON_LEASE_EXPIRED])
 async def test_timed_out_or_lease_expired_form_fails_the_invocation_and_cancels_the_provider(
-    broker: Broker, host: RecordingHost, reason: int
+    awaiting: AwaitingForm, reason: interaction_pb2.CloseReason.ValueType
 ) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    provider_frames(stream)
-    binding, _ = host.opened[0]
-    broker.interaction_settled(
-        interaction_pb2.Interaction(
-            interaction_id="ix_1",
-            binding=binding,
-            state=interaction_pb2.INTERACTION_STATE_CLOSED,
-            close_reason=reason,  # type: ignore[arg-type]
-        )
-    )
-    events = await all_events(invocation)
+    provider_frames(awaiting.stream)
+    awaiting.broker.interaction_settled(awaiting.closed(reason))
+    events = await all_events(awaiting.invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_TIMED_OUT
-    assert _kinds(stream) == ["interaction_result", "cancel"]
+    assert _kinds(awaiting.stream) == ["interaction_result", "cancel"]
 
 
-async def test_host_restarted_close_fails_interaction_closed(broker: Broker, host: RecordingHost) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    binding, _ = host.opened[0]
-    broker.interaction_settled(
-        interaction_pb2.Interaction(
-            interaction_id="ix_1",
-            binding=binding,
-            state=interaction_pb2.INTERACTION_STATE_CLOSED,
-            close_reason=interaction_pb2.CLOSE_REASON_HOST_RESTARTED,
-        )
-    )
-    assert (await all_events(invocation))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
+async def test_host_restarted_close_fails_interaction_closed(awaiting: AwaitingForm) -> None:
+    awaiting.broker.interaction_settled(awaiting.closed(interaction_pb2.CLOSE_REASON_HOST_RESTARTED))
+    assert (await all_events(awaiting.invocation))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
 
 
 async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones(broker: Broker) -> None:
@@ -340,19 +367,16 @@ async def test_stale_host_fails_awaiting_invocations_closed_but_not_running_ones
     awaiting = start_call(broker)
     running = start_call(broker, tool="examples:other", tool_use="tu2")
     _ask(broker, stream, awaiting.invocation_id)
-    await eventually(lambda: awaiting.state is InvocationState.AWAITING, what="awaiting")
+    await _until_awaiting(awaiting)
     broker.host_stale()
     assert (await all_events(awaiting))[-1].failure.code == broker_pb2.FAILURE_CODE_INTERACTION_CLOSED
     assert running.state is InvocationState.RUNNING
 
 
 async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_to_the_new_one(
-    broker: Broker, host: RecordingHost
+    awaiting: AwaitingForm,
 ) -> None:
-    old = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, old, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    broker, host, old, invocation = awaiting.broker, awaiting.host, awaiting.stream, awaiting.invocation
     new = register_provider(broker)
     assert (await all_events(invocation))[-1].HasField("lost")
     await eventually(lambda: host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_PROVIDER_LOST)], what="close")
@@ -361,12 +385,7 @@ async def test_reregistration_settles_old_invocations_lost_and_routes_new_calls_
     second = start_call(broker, tool_use="tu2")
     assert provider_frames(new)[0].invoke.invocation_id == second.invocation_id
     # The old connection's late frames are refused.
-    broker.handle_frame(
-        old,
-        broker_pb2.ConnectRequest(
-            result=broker_pb2.InvocationResult(invocation_id=second.invocation_id, call_tool_result_json="{}")
-        ),
-    )
+    broker.handle_frame(old, _result(second.invocation_id))
     assert not second.is_terminal
 
 
@@ -387,13 +406,12 @@ async def test_stop_scopes_turn_session_and_all(broker: Broker) -> None:
         await broker.stop()
 
 
-async def test_too_many_invocations_for_a_provider_fail_resource_exhausted(host: RecordingHost) -> None:
-    broker = Broker(host, execution_timeout=5, max_invocations_per_provider=1)
+async def test_too_many_invocations_for_a_provider_fail_resource_exhausted(make_broker: BrokerFactory) -> None:
+    broker = await make_broker(execution_timeout=5, max_invocations_per_provider=1)
     register_provider(broker)
     start_call(broker)
     second = await all_events(start_call(broker, tool_use="tu2"))
     assert second[0].failure.code == broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED
-    await broker.shutdown(timeout=1)
 
 
 async def test_frames_before_register_and_a_second_register_are_rejected(broker: Broker) -> None:
@@ -417,12 +435,64 @@ async def test_frames_before_register_and_a_second_register_are_rejected(broker:
     ]
 
 
+async def test_a_second_provider_cannot_take_a_server_name_another_registration_holds(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    owner = register_provider(broker, "mcp:examples")
+    rogue = register_provider(broker, "mcp:rogue", tool_descriptor("deploy"))
+    [refused] = provider_frames(rogue)
+    assert refused.rejected.reason == broker_pb2.REJECT_REASON_ALREADY_REGISTERED
+    assert refused.rejected.message == "server examples is already registered by provider mcp:examples"
+    assert "provider_claim_refused" in caplog.messages
+
+    # Claiming it later through a Tool change or a sign-in prompt is refused too.
+    elsewhere = register_provider(broker, "mcp:other", tool_descriptor("x", server="other"))
+    provider_frames(elsewhere)
+    broker.handle_frame(
+        elsewhere, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[tool_descriptor("deploy")]))
+    )
+    status = broker_pb2.SignInStatus(
+        server="examples", state=broker_pb2.SIGN_IN_STATE_REQUIRED, authorization_url="https://as.example/a?state=s"
+    )
+    broker.handle_frame(elsewhere, broker_pb2.ConnectRequest(sign_in_status=status))
+    assert [f.rejected.reason for f in provider_frames(elsewhere)] == [broker_pb2.REJECT_REASON_ALREADY_REGISTERED] * 2
+    assert broker.list_sign_ins() == []
+    provider_frames(owner)
+    call = start_call(broker)
+    assert provider_frames(owner)[0].invoke.invocation_id == call.invocation_id
+
+    # The same provider id reconnecting replaces its own registration.
+    again = register_provider(broker, "mcp:examples")
+    assert [f.WhichOneof("frame") for f in provider_frames(again)] == ["registered"]
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "display_name", "problem"),
+    [
+        ("mcp:ex\u0430mples", "Examples", "provider_id may only contain A-Z a-z 0-9 . _ : -"),
+        ("mcp:examples two", "Examples", "provider_id may only contain A-Z a-z 0-9 . _ : -"),
+        ("mcp:lookalike", "Ex\u0430mples", "display_name may only contain A-Z a-z 0-9, spaces and . _ : ( ) / -"),
+        ("mcp:long", "x" * 129, "display_name is longer than 128 characters"),
+    ],
+)
+async def test_provider_ids_and_display_names_outside_the_safe_characters_are_refused(
+    broker: Broker, provider_id: str, display_name: str, problem: str
+) -> None:
+    stream = broker.open_provider_stream()
+    register = broker_pb2.Register(provider_id=provider_id, display_name=display_name, tools=[tool_descriptor()])
+    broker.handle_frame(stream, broker_pb2.ConnectRequest(register=register))
+
+    [frame] = provider_frames(stream)
+    assert frame.rejected.reason == broker_pb2.REJECT_REASON_INVALID_FRAME
+    assert frame.rejected.message == problem
+
+
 async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: Broker, host: RecordingHost) -> None:
     stream = register_provider(broker, "mcp:examples", tool_descriptor(), tool_descriptor("other"))
     changed = start_call(broker)
     kept = start_call(broker, tool="examples:other", tool_use="tu2")
     _ask(broker, stream, changed.invocation_id)
-    await eventually(lambda: changed.state is InvocationState.AWAITING, what="awaiting")
+    await _until_awaiting(changed)
     broker.handle_frame(
         stream, broker_pb2.ConnectRequest(tools_changed=broker_pb2.ToolsChanged(tools=[tool_descriptor("other")]))
     )
@@ -432,22 +502,17 @@ async def test_tools_changed_settles_invocations_of_changed_tools_lost(broker: B
     assert [t.qualified_name for t in broker.list_tools()] == ["examples:other"]
 
 
-async def test_shutdown_settles_live_invocations_lost_and_closes_forms_stopped(host: RecordingHost) -> None:
-    broker = Broker(host, execution_timeout=5)
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    await broker.shutdown(timeout=1)
-    assert (await all_events(invocation))[-1].HasField("lost")
-    assert host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_STOPPED)]
-    assert stream.outbox.closed
+async def test_shutdown_settles_live_invocations_lost_and_closes_forms_host_restarted(awaiting: AwaitingForm) -> None:
+    await awaiting.broker.shutdown(timeout=1)
+    assert (await all_events(awaiting.invocation))[-1].HasField("lost")
+    assert awaiting.host.closed == [("ix_1", interaction_pb2.CLOSE_REASON_HOST_RESTARTED)]
+    assert awaiting.stream.outbox.closed
 
 
 async def test_a_provider_that_does_not_read_its_bounded_queue_is_retired_and_its_calls_lost(
-    host: RecordingHost,
+    make_broker: BrokerFactory,
 ) -> None:
-    broker = Broker(host, execution_timeout=5, queue_size=2)
+    broker = await make_broker(execution_timeout=5, queue_size=2)
     stream = register_provider(broker)  # queue: registered
     first = start_call(broker)  # queue: registered, invoke
     second = start_call(broker, tool_use="tu2")  # overflow
@@ -456,25 +521,19 @@ async def test_a_provider_that_does_not_read_its_bounded_queue_is_retired_and_it
     assert stream.outbox.closed
     assert broker.stats()["provider_queue_overflows"] == 1
     assert broker.stats()["live_registrations"] == 0
-    await broker.shutdown(timeout=1)
 
 
 async def test_the_event_log_keeps_the_newest_progress_up_to_its_bound_and_every_lifecycle_event(
-    host: RecordingHost,
+    make_broker: BrokerFactory,
 ) -> None:
-    broker = Broker(host, execution_timeout=5, queue_size=3)
+    broker = await make_broker(execution_timeout=5, queue_size=3)
     stream = register_provider(broker)
     invocation = start_call(broker)  # events: accepted
     provider_frames(stream)
     for step in range(5):
-        broker.handle_frame(
-            stream,
-            broker_pb2.ConnectRequest(
-                progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id, progress=step)
-            ),
-        )
+        broker.handle_frame(stream, _progress(invocation.invocation_id, step))
     _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    await _until_awaiting(invocation)
     events = _events(invocation)
     assert [e.WhichOneof("event") for e in events] == [
         "accepted",
@@ -486,7 +545,6 @@ async def test_the_event_log_keeps_the_newest_progress_up_to_its_bound_and_every
     assert [e.progress.progress for e in events if e.HasField("progress")] == [2, 3, 4]
     assert [e.sequence for e in events] == [1, 4, 5, 6, 7]
     assert broker.stats()["progress_dropped"] == 2
-    await broker.shutdown(timeout=1)
 
 
 async def test_a_reported_but_unconnected_server_fails_server_unavailable_with_its_cause(broker: Broker) -> None:
@@ -545,40 +603,31 @@ async def test_arguments_are_checked_against_the_input_schema_unless_skipped(bro
     broker.stop_invocation(skipped, "test over")
 
 
-async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(host: RecordingHost) -> None:
-
-    broker = Broker(host, execution_timeout=0.3, max_execution_seconds=1.0, heartbeat_seconds=30, queue_size=64)
-    await broker.start()
-    try:
-        stream = register_provider(broker)
-        invocation = start_call(broker)
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        while not invocation.is_terminal:
-            broker.handle_frame(
-                stream,
-                broker_pb2.ConnectRequest(
-                    progress=broker_pb2.InvocationProgress(invocation_id=invocation.invocation_id, progress=1)
-                ),
-            )
-            await asyncio.sleep(0.1)  # the provider's progress cadence, not synchronisation
-            assert loop.time() - started < 5, "the maximum must end the call"
-        elapsed = loop.time() - started
-        events = await all_events(invocation)
-        assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
-        assert "maximum execution time" in events[-1].failure.message
-        assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
-    finally:
-        await broker.shutdown(timeout=1)
+async def test_progress_re_arms_the_execution_timer_but_never_past_the_maximum(make_broker: BrokerFactory) -> None:
+    broker = await make_broker(
+        start=True, execution_timeout=0.3, max_execution_seconds=1.0, heartbeat_seconds=30, queue_size=64
+    )
+    stream = register_provider(broker)
+    invocation = start_call(broker)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while not invocation.is_terminal:
+        broker.handle_frame(stream, _progress(invocation.invocation_id, 1))
+        await asyncio.sleep(0.1)  # the provider's progress cadence, not synchronisation
+        assert loop.time() - started < 5, "the maximum must end the call"
+    elapsed = loop.time() - started
+    events = await all_events(invocation)
+    assert events[-1].failure.code == broker_pb2.FAILURE_CODE_EXECUTION_TIMEOUT
+    assert "maximum execution time" in events[-1].failure.message
+    assert elapsed >= 0.9  # progress kept it alive past three execution timeouts
 
 
 async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_failure_is_reported(
-    broker: Broker, host: RecordingHost
+    broker: Broker, host: RecordingHost, provider: ProviderStream
 ) -> None:
-    stream = register_provider(broker)
     invocation = start_call(broker)
     host.unavailable = True
-    _ask(broker, stream, invocation.invocation_id)
+    _ask(broker, provider, invocation.invocation_id)
     events = await all_events(invocation)
     assert events[-1].failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
     # The form may exist in Redis: it is closed and the invocation fenced before the terminal event.
@@ -586,12 +635,9 @@ async def test_an_open_whose_reply_was_lost_fences_the_invocation_before_the_fai
 
 
 async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close_returned(
-    broker: Broker, host: RecordingHost
+    awaiting: AwaitingForm,
 ) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
+    broker, host, invocation = awaiting.broker, awaiting.host, awaiting.invocation
     host.close_gate = asyncio.Event()
     stopping = asyncio.create_task(broker.stop("s1"))
     await eventually(lambda: invocation.is_terminal, what="stopped inside the broker")
@@ -603,58 +649,33 @@ async def test_stop_while_a_form_is_pending_reports_stopped_only_after_the_close
 
 
 async def test_an_answer_that_beat_the_stop_is_recorded_lost_before_stopped_is_reported(
-    broker: Broker, host: RecordingHost
+    awaiting: AwaitingForm,
 ) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    host.answered_first = True
-    assert await broker.stop("s1") == 1
-    assert (await all_events(invocation))[-1].HasField("stopped")
-    assert host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)]
-    assert not any(f.HasField("interaction_result") for f in provider_frames(stream))
+    awaiting.host.answered_first = True
+    assert await awaiting.broker.stop("s1") == 1
+    assert (await all_events(awaiting.invocation))[-1].HasField("stopped")
+    assert awaiting.host.deliveries == [
+        ("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_STOPPED)
+    ]
+    assert not any(f.HasField("interaction_result") for f in provider_frames(awaiting.stream))
 
 
-async def test_a_provider_confirmation_records_the_answer_delivered(broker: Broker, host: RecordingHost) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    broker.interaction_settled(_answered(host))
-    broker.handle_frame(
-        stream,
-        broker_pb2.ConnectRequest(
-            interaction_received=broker_pb2.InteractionReceived(
-                invocation_id=invocation.invocation_id, correlation_id="corr-1", interaction_id="ix_1"
-            )
-        ),
-    )
+async def test_a_provider_confirmation_records_the_answer_delivered(awaiting: AwaitingForm) -> None:
+    broker, host, stream, invocation = awaiting.broker, awaiting.host, awaiting.stream, awaiting.invocation
+    broker.interaction_settled(awaiting.answered())
+    broker.handle_frame(stream, _received(invocation.invocation_id, "ix_1", correlation_id="corr-1"))
     await eventually(lambda: host.deliveries == [("ix_1", interaction_pb2.DELIVERY_STATE_DELIVERED, 0)], what="ack")
     # A second confirmation is refused and records nothing more.
     provider_frames(stream)
-    broker.handle_frame(
-        stream,
-        broker_pb2.ConnectRequest(
-            interaction_received=broker_pb2.InteractionReceived(
-                invocation_id=invocation.invocation_id, interaction_id="ix_1"
-            )
-        ),
-    )
+    broker.handle_frame(stream, _received(invocation.invocation_id, "ix_1"))
     assert [f.rejected.reason for f in provider_frames(stream)] == [broker_pb2.REJECT_REASON_NO_INTERACTION_PENDING]
     assert len(host.deliveries) == 1
 
 
-async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_lost(
-    broker: Broker, host: RecordingHost
-) -> None:
-    stream = register_provider(broker)
-    invocation = start_call(broker)
-    _ask(broker, stream, invocation.invocation_id)
-    await eventually(lambda: invocation.state is InvocationState.AWAITING, what="awaiting")
-    broker.interaction_settled(_answered(host))
-    broker.provider_stream_lost(stream)
-    assert (await all_events(invocation))[-1].HasField("lost")
-    assert host.deliveries == [
+async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_lost(awaiting: AwaitingForm) -> None:
+    awaiting.broker.interaction_settled(awaiting.answered())
+    awaiting.broker.provider_stream_lost(awaiting.stream)
+    assert (await all_events(awaiting.invocation))[-1].HasField("lost")
+    assert awaiting.host.deliveries == [
         ("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)
     ]

@@ -16,7 +16,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from tests.helpers.broker import Call, Provider, accept_staging, deploy_tool
 from tests.helpers.waiting import eventually
 
@@ -124,7 +124,7 @@ async def test_broker_process_serves_a_form_call_and_shuts_down_gracefully_on_si
             record = await surface.GetInteraction(
                 interaction_service_pb2.GetInteractionRequest(interaction_id=pending.interaction_id, session_id="s1")
             )
-            assert record.interaction.close_reason == 2  # CLOSE_REASON_STOPPED
+            assert record.interaction.close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
             log = (tmp_path / "broker.log").read_text()
             assert '"event": "shutting down"' in log
             await provider.close()

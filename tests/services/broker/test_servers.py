@@ -5,7 +5,8 @@ from __future__ import annotations
 from google.protobuf import timestamp_pb2
 
 from maka.broker.v1 import broker_pb2
-from services.broker.servers import MAX_CONFIG_LINE_CHARS, MAX_CONFIG_LINES, ServerTable
+from services.broker.servers import MAX_CONFIG_LINE_CHARS, MAX_CONFIG_LINES, ServerTable, refused, unavailable_message
+from services.core import messages
 
 
 def test_a_report_keeps_its_reload_time_and_at_most_twenty_one_config_lines_of_three_hundred_characters() -> None:
@@ -34,3 +35,23 @@ def test_a_report_without_a_reload_has_no_reload_time() -> None:
     table.update(table.open(), broker_pb2.ReportServersRequest(reporter_id="p", config_generation=1))
     (reporter,) = table.reporters()
     assert not reporter.HasField("config_reload_time")
+
+
+def test_only_a_failed_server_whose_cause_starts_refused_by_the_broker_counts_as_refused() -> None:
+    cause = messages.claim_refused("server fx is already registered by provider other")
+    failed = broker_pb2.ServerStatus(
+        name="fx", state=broker_pb2.SERVER_STATE_FAILED, last_error=broker_pb2.ServerError(summary=cause)
+    )
+    ready = broker_pb2.ServerStatus(
+        name="fx", state=broker_pb2.SERVER_STATE_READY, last_error=broker_pb2.ServerError(summary=cause)
+    )
+    other = broker_pb2.ServerStatus(
+        name="fx", state=broker_pb2.SERVER_STATE_FAILED, last_error=broker_pb2.ServerError(summary="exited (code 1)")
+    )
+
+    assert cause == "refused by the broker: server fx is already registered by provider other"
+    assert refused(failed)
+    assert not refused(ready)
+    assert not refused(other)
+    assert not refused(broker_pb2.ServerStatus(name="fx", state=broker_pb2.SERVER_STATE_FAILED))
+    assert unavailable_message(failed).startswith(f"MCP server fx failed to connect: {cause}")

@@ -400,7 +400,7 @@ async def test_hostlink_drop_resumes_the_same_epoch_and_delivers_an_answer_given
     assert (await call.terminal()).HasField("result")
 
 
-async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_stopped(stack: BrokerStack) -> None:
+async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_host_restarted(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
     invoke = await provider.invoked()
@@ -408,7 +408,7 @@ async def test_shutdown_settles_live_calls_lost_and_closes_pending_forms_stopped
     awaiting = (await call.next("awaiting_interaction")).awaiting_interaction
     await stack.broker_server.stop()
     assert (await call.terminal()).HasField("lost")
-    assert (await stack.get(awaiting.interaction_id)).close_reason == interaction_pb2.CLOSE_REASON_STOPPED
+    assert (await stack.get(awaiting.interaction_id)).close_reason == interaction_pb2.CLOSE_REASON_HOST_RESTARTED
     await eventually(lambda: provider.ended.is_set(), what="provider stream ended")
     assert any(f.HasField("cancel") for f in provider.received)
 

@@ -7,12 +7,12 @@ import pytest
 from maka.broker.v1 import broker_pb2
 from services.broker.validation import (
     MAX_AUTHORIZATION_URL_CHARS,
-    MAX_ID_CHARS,
     check_call_request,
     check_id,
     check_sign_in_status,
     check_tools,
 )
+from services.core.limits import MAX_ID_CHARS
 
 
 def _request(**overrides: str) -> broker_pb2.CallToolRequest:

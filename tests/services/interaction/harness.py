@@ -264,6 +264,19 @@ class Surface:
         async with asyncio.timeout(FRAME_TIMEOUT):
             await self._task
 
+    async def next_or_end(self) -> interaction_service_pb2.AttachResponse | None:
+        """The next frame, or ``None`` once the stream ended with nothing left (bounded by FRAME_TIMEOUT)."""
+        assert self._task is not None
+        if self._stash:
+            return self._stash.pop(0)
+        getter = asyncio.ensure_future(self.frames.get())
+        async with asyncio.timeout(FRAME_TIMEOUT):
+            await asyncio.wait({getter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter.done():
+            return getter.result()
+        getter.cancel()
+        return None if self.frames.empty() else self.frames.get_nowait()
+
     async def events(self, count: int) -> list[interaction_pb2.InteractionEvent]:
         return [(await self.next("event")).event.event for _ in range(count)]
 

@@ -6,6 +6,7 @@ import asyncio
 
 import redis.asyncio
 
+from services.core import metrics
 from services.interaction.fanout import FanOut, SubscriberOverflow, Subscription
 from tests.helpers.waiting import eventually
 
@@ -35,6 +36,7 @@ async def _take(sub: Subscription[str], count: int) -> list[tuple[str, str, str]
 async def test_a_slow_subscriber_overflows_alone_and_resumes_from_its_position_losing_nothing(redis_url: str) -> None:
     client = redis.asyncio.Redis.from_url(redis_url)
     hub = FanOut(client, lanes=1, queue_size=8, block_ms=500)
+    overflows = metrics.REGISTRY.get_sample_value("maka_subscriber_overflows_total") or 0.0
     try:
         fast = hub.subscribe({KEY: "0-0"}, _text)
         slow = hub.subscribe({KEY: "0-0"}, _text)
@@ -54,6 +56,7 @@ async def test_a_slow_subscriber_overflows_alone_and_resumes_from_its_position_l
         except SubscriberOverflow:
             ended = True
         assert ended, "the slow stream ends (resumably) once it has yielded what it had"
+        assert metrics.REGISTRY.get_sample_value("maka_subscriber_overflows_total") == overflows + 1
         assert [v for _k, _i, v in seen] == [str(n) for n in range(8)]
         slow.close()
         resumed = hub.subscribe({KEY: seen[-1][1]}, _text)  # behind the live feed: catches up by XRANGE

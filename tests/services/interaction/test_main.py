@@ -14,6 +14,8 @@ import pytest
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.channels import open_channel
 from services.core.settings import ClientTlsSettings
+from services.interaction.main import InteractionApp, build
+from services.interaction.settings import Settings
 from tests.helpers.waiting import eventually
 from tests.services.interaction.harness import Link, Surface
 
@@ -102,3 +104,18 @@ async def test_a_restarted_service_process_resumes_the_link_and_the_surface_with
             await sch.close()
     finally:
         _stop(process)
+
+
+async def test_the_service_lifts_grpcs_pending_call_limits_so_a_burst_of_streams_is_not_cancelled(
+    redis_url: str,
+) -> None:
+    settings = Settings(redis_url=redis_url, max_pending_calls=12_345)
+    app = await build(settings)
+    try:
+        assert dict(getattr(app, "server_options", ())) == {
+            "grpc.server.max_pending_requests": 12_345,
+            "grpc.server.max_pending_requests_hard_limit": 12_345,
+        }
+    finally:
+        assert isinstance(app, InteractionApp)
+        await app.close()

@@ -15,9 +15,11 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
-from services.interaction.servicer import OPEN_CONCURRENCY
+from services.interaction.host_link import OPEN_CONCURRENCY
+from services.interaction.settings import Settings
 from tests.helpers.waiting import eventually
 from tests.services.interaction.harness import (
+    ADMIN_SURFACE_TOKEN,
     FRAME_TIMEOUT,
     SURFACE_A_TOKEN,
     Link,
@@ -26,6 +28,7 @@ from tests.services.interaction.harness import (
     accept,
     channel,
     make_form,
+    start_service,
 )
 
 
@@ -452,3 +455,23 @@ async def test_a_link_that_stops_writing_still_gets_a_reply_for_every_open(broke
 
     assert all(r.WhichOneof("frame") == "opened" for r in replies.values())
     await link.close()
+
+
+async def test_an_attach_stream_that_never_subscribes_ends_invalid_request_after_the_subscribe_deadline(
+    settings: Settings,
+) -> None:
+    service = await start_service(settings.model_copy(update={"attach_subscribe_timeout_seconds": 0.2}))
+    try:
+        async with channel(service, ADMIN_SURFACE_TOKEN) as ch:
+            call = interaction_service_pb2_grpc.InteractionServiceStub(ch).Attach()
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                async with asyncio.timeout(FRAME_TIMEOUT):
+                    await call.read()
+        detail = error_from_rpc(ended.value)
+        assert (detail.code, detail.reason) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            InteractionErrorReason.INVALID_REQUEST,
+        )
+        assert detail.message == "no subscribe frame within 0.2 s; the stream ends"
+    finally:
+        await service.running.stop()

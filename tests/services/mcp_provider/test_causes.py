@@ -73,3 +73,11 @@ def test_the_stderr_tail_keeps_the_last_lines_a_child_wrote_and_copies_them_to_t
     assert tail.lines()[-1] == "line 29"
     assert len(tail.lines()) == 10
     assert sink.getvalue().count("\n") == 30
+
+
+def test_the_summary_leads_with_the_target_redacted() -> None:
+    missing = describe(FileNotFoundError(2, "No such file or directory"), target="command 'no-such-mcp-server'")
+    http = describe(_group(), ["tok-secret-1"], target="URL https://u:pw@h.example/mcp?key=tok-secret-1")
+
+    assert missing.summary == "command 'no-such-mcp-server': FileNotFoundError: [Errno 2] No such file or directory"
+    assert http.summary == "URL https://***@h.example/mcp?***: ConnectError: All connection attempts failed"

@@ -178,7 +178,7 @@ def test_every_problem_of_a_bad_file_is_one_line_naming_its_path_never_a_value(t
 
 def test_bad_json_names_the_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
-    path.write_text('{"mcpServers": {\n  "a": {"command": "x",}\n}}')
+    path.write_text('{"mcpServers": {\n  "a": {"command" "x"}\n}}')  # a missing colon (trailing commas are read)
 
     with pytest.raises(ConfigError) as caught:
         check_config(path)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from services.core.form import Action, Answer, Form
-from services.mcp_provider.config import Era
-from services.mcp_provider.connection import normalize_result, reject_unknown_input_requests
+from services.mcp_provider.config import Era, HttpServer, ServerConfig, StdioServer
+from services.mcp_provider.connection import McpConnection, normalize_result, reject_unknown_input_requests
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
-from tests.helpers.mcp_servers import ScriptedForms, accept, serve_mcp
+from services.mcp_provider.manager import McpClientManager
+from tests.helpers.mcp_servers import ROOT, ScriptedForms, accept, serve_mcp
 from tests.helpers.waiting import eventually
 
 MODERN_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
@@ -253,3 +255,59 @@ async def test_legacy_push_elicitation_is_rejected_and_never_reaches_the_form_ha
             m for d, m in served.wire.messages() if d == "C->S" and m.get("id") == push["id"] and "method" not in m
         ]
         assert [("error" in m) for m in replies] == [True]
+
+
+@pytest.mark.slow
+async def test_a_non_utf8_byte_on_stdout_ends_the_call_lost_with_the_cause_and_the_server_reconnects(
+    tmp_path: Path,
+) -> None:
+    config = ServerConfig(
+        "garbled",
+        StdioServer(sys.executable, ("-m", "tests.fixtures.mcp_servers.garbling_server"), {}, str(ROOT)),
+        Era.AUTO,
+    )
+    connection = McpConnection(config, reconnect_initial_seconds=0.05, reconnect_max_seconds=0.5)
+    manager = McpClientManager(pacing_initial_ms=5, pacing_max_ms=20)
+    manager.add(connection)
+    await connection.start()
+    try:
+        await connection.wait_connected(timeout=30)
+        first = connection.generation
+
+        with pytest.raises(McpToolCallError) as caught:
+            async with asyncio.timeout(30):
+                await manager.call_tool("garbled", "garble", {})
+
+        assert caught.value.code is CallErrorCode.CONNECTION_LOST
+        assert "not UTF-8" in str(caught.value)
+        assert "0xff" in str(caught.value)
+        await eventually(lambda: connection.health().last_error is not None, what="the recorded cause")
+        last_error = connection.health().last_error
+        assert last_error is not None
+        assert "not UTF-8" in last_error.summary
+        await eventually(lambda: connection.connected and connection.generation > first, what="the reconnect")
+        outcome = await manager.call_tool("garbled", "echo", {"after": "garble"})
+        assert json.loads(outcome.result["content"][0]["text"]) == {"after": "garble"}
+    finally:
+        await connection.close()
+
+
+async def test_a_missing_command_and_an_unreachable_url_are_named_in_the_cause(tmp_path: Path) -> None:
+    missing = ServerConfig("gone", StdioServer("no-such-mcp-server-binary", (), {}, str(tmp_path)), Era.AUTO)
+    unreachable = ServerConfig("away", HttpServer("http://127.0.0.1:9/mcp?key=k3y-secret", {}), Era.AUTO)
+    connections = [
+        McpConnection(c, reconnect_initial_seconds=5, reconnect_max_seconds=5) for c in (missing, unreachable)
+    ]
+    for connection in connections:
+        await connection.start()
+    try:
+        await eventually(lambda: all(c.health().last_error is not None for c in connections), what="both causes")
+        gone, away = (c.health().last_error for c in connections)
+        assert gone is not None
+        assert away is not None
+        assert gone.summary.startswith("command 'no-such-mcp-server-binary': ")
+        assert away.summary.startswith("URL http://127.0.0.1:9/mcp?***: ")
+        assert "k3y-secret" not in away.summary
+    finally:
+        for connection in connections:
+            await connection.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from maka.broker.v1 import broker_pb2
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 ADA = {"action": "accept", "content": {"name": "Ada"}}
 """The bare ElicitResult of ``accept(name="Ada")`` on the profile form: exactly what was answered (``color``,
-left out, is never refilled with its default: docs/acceptance.md#protocol-and-form-correctness, finding 3)."""
+left out, is never refilled with its default: docs/acceptance.md#protocol-and-form-correctness)."""
 
 
 def _text(result: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +285,24 @@ async def test_rejected_request_state_fails_with_its_stable_code(tmp_path: Path)
 
         assert caught.value.code is CallErrorCode.REQUEST_STATE_REJECTED
         assert "will-be-rejected" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("message", "data", "expected"),
+    [
+        ("Invalid or expired requestState", None, CallErrorCode.SERVER_ERROR),
+        ("bad requeststate, says the server", {"reason": "other"}, CallErrorCode.SERVER_ERROR),
+        ("rejected", {"reason": "invalid_request_state"}, CallErrorCode.REQUEST_STATE_REJECTED),
+    ],
+)
+def test_the_request_state_class_is_decided_by_the_code_and_data_not_the_servers_words(
+    message: str, data: dict[str, str] | None, expected: CallErrorCode
+) -> None:
+    error = MCPError(-32602, message, data)
+
+    classified = McpClientManager._from_mcp_error(Any, error, sent_state="st-1")  # type: ignore[arg-type]
+
+    assert classified.code is expected
 
 
 async def test_missing_client_capability_without_a_form_handler_fails_with_its_stable_code(tmp_path: Path) -> None:

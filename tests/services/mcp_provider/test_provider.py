@@ -209,8 +209,8 @@ async def test_heartbeats_keep_the_registration_alive_past_three_intervals(stack
 
 
 def test_tools_the_broker_would_refuse_are_left_out_of_the_registration() -> None:
+    from services.mcp_provider.broker_link import descriptors
     from services.mcp_provider.connection import ConnectionSnapshot, ToolInfo
-    from services.mcp_provider.provider import descriptors
 
     def tool(name: str) -> ToolInfo:
         return ToolInfo(name, "d", {"type": "object"}, 1, "x")

@@ -80,3 +80,36 @@ def test_maka_version_prints_the_package_version() -> None:
 
     assert done.returncode == 0
     assert done.stdout.strip() == "maka 0.1.0"
+
+
+def test_a_quiet_view_shows_only_warnings_until_the_stack_started_then_every_line(tmp_path: Path) -> None:
+    out = _Tty()
+    view = LogView(tmp_path, "human", out, quiet=True)
+
+    view("redis", "1234:M * Ready to accept connections")
+    view("broker", json.dumps({"ts": 0, "level": "info", "logger": "l", "event": "serving"}))
+    view("provider", json.dumps({"ts": 0, "level": "warning", "logger": "l", "event": "mcp_connect_failed"}))
+    view("stack", "MCP server 'a' is not connected yet")
+    view.started()
+    view("broker", json.dumps({"ts": 0, "level": "info", "logger": "l", "event": "invocation_started"}))
+
+    shown = out.getvalue().splitlines()
+    assert len(shown) == 3, shown
+    assert shown[0].endswith("WARNING [provider] mcp_connect_failed")
+    assert shown[1] == "[stack] MCP server 'a' is not connected yet"
+    assert shown[2].endswith("INFO    [broker] invocation_started")
+    assert (tmp_path / "logs" / "redis.log").read_text() == "1234:M * Ready to accept connections\n"
+
+
+def test_a_servers_control_and_bidi_characters_in_a_log_line_never_reach_the_terminal(tmp_path: Path) -> None:
+    out = _Tty()
+    view = LogView(tmp_path, "human", out)
+    hostile = "boom\x1b[2J\x07\u202ereversed\u200b\x9b31m"
+
+    view("provider", json.dumps({"ts": 0, "level": "warning", "logger": "l", "event": "mcp_stderr", "line": hostile}))
+    view("stack", f"interaction exited: {hostile}")
+
+    shown = out.getvalue()
+    assert not any(ch in shown for ch in "\x1b\x07\u202e\u200b\x9b")
+    assert shown.count("boom") == 2
+    assert "reversed" in shown

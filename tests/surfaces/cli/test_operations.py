@@ -1,4 +1,4 @@
-"""Running the Host day to day (README.md "Operations"), through real processes and the ``maka`` entry point:
+"""Running the Host day to day (docs/operations.md), through real processes and the ``maka`` entry point:
 ``maka status`` with real failure causes, ``SERVER_UNAVAILABLE``, a server's own error message,
 argument validation, ``maka config check``, and ``maka reload`` / SIGHUP with a call in flight."""
 
@@ -22,7 +22,7 @@ import pytest
 
 from stack.ports import free_port
 from stack.state_dir import Endpoints, read_endpoints
-from surfaces.common.interaction_client import InteractionClient, Snapshot
+from surfaces.common.interactions import FormSnapshot, Interactions
 from tests.helpers.cli import MAKA, Ran, maka
 from tests.helpers.stack import running_stack
 from tests.helpers.waiting import eventually
@@ -166,10 +166,10 @@ async def test_maka_status_lists_the_attached_surfaces_a_web_page_and_a_client_l
         snapshot = asyncio.Event()
 
         async def library() -> None:
-            client = InteractionClient.connect(running.endpoints.interaction, surface_kind="maka-client-py")
+            client = Interactions.connect(running.endpoints.interaction, surface_kind="maka-client-py")
             async with client:
                 async for event in client.attach(["s-lib", "s-other"]):
-                    if isinstance(event, Snapshot):
+                    if isinstance(event, FormSnapshot):
                         snapshot.set()
 
         follower = asyncio.create_task(library())

@@ -13,7 +13,7 @@ import pytest
 from services.core.form import Action
 from stack.state_dir import Endpoints, write_endpoints
 from surfaces.cli.main import build_parser, main
-from surfaces.common.interaction_client import InteractionClient
+from surfaces.common.interactions import Interactions
 from tests.helpers.waiting import eventually
 from tests.surfaces.helpers import deploy_form, interaction_service
 
@@ -62,7 +62,7 @@ async def test_maka_tui_in_a_real_terminal_shows_the_form_and_escape_cancels_it(
             text = await screen()
             assert "Deploy build-42 — 部署 — פריסה" in text
             await tmux_run("send-keys", "Escape")
-            async with InteractionClient.connect(live.address) as client:
+            async with Interactions.connect(live.address) as client:
 
                 async def answered() -> bool:
                     return not (await client.get(opened.interaction_id)).pending

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -189,7 +190,7 @@ async def running_up(tmp_path: Path) -> AsyncIterator[UpProcess]:
 @pytest.mark.e2e
 async def test_every_child_dies_when_maka_up_is_killed_with_sigkill(running_up: UpProcess) -> None:
     pids = running_up.endpoints.pids
-    assert set(pids) == {"redis", "interaction", "broker", "provider"}
+    assert set(pids) == {"redis", "interaction", "broker", "provider", "mcp"}
     assert all(_alive(pid) for pid in pids.values())
 
     running_up.process.kill()
@@ -262,7 +263,7 @@ async def test_ctrl_c_after_the_log_reader_went_away_still_stops_every_child(tmp
         async with asyncio.timeout(START_TIMEOUT):
             assert (await out.readline()).startswith(b"maka is ready: ")
         pids = read_endpoints(state_dir).pids
-        assert set(pids) == {"redis", "interaction", "broker", "provider"}
+        assert set(pids) == {"redis", "interaction", "broker", "provider", "mcp"}
         # `make run 2>&1 | tee log`: Ctrl-C kills tee first, so maka up's stdout and stderr are broken pipes.
         out_transport.close()
         err_transport.close()
@@ -319,3 +320,27 @@ async def test_an_inherited_metrics_listen_does_not_stop_the_stack_without_metri
         assert await grpc_serving(up_process.endpoints.broker)
     finally:
         await _finish(up_process)
+
+
+@pytest.mark.e2e
+async def test_a_taken_port_fails_start_naming_the_address_and_how_to_choose_other_ports(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            *MAKA, "up", "--config", str(config), "--state-dir", str(tmp_path / "state"), "--no-web",
+            "--ports", f"interaction={port},broker=0,provider=0",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT,
+        )  # fmt: skip
+        async with asyncio.timeout(START_TIMEOUT):
+            out, err = await process.communicate()
+
+    assert (process.returncode, out) == (3, b"")
+    assert f"STACK_FAILED: interaction exited with code 1 before it was ready: cannot bind 127.0.0.1:{port}" in (
+        err.decode()
+    )
+    assert "choose others with --ports" in err.decode()
+    assert "make run PORTS=ephemeral" in err.decode()

@@ -129,8 +129,8 @@ def test_filter_options_matches_labels_and_values_case_insensitively() -> None:
     assert len(filter_options(ENVS, "  ")) == 3
 
 
-def test_plain_text_drops_controls_and_bidi_overrides_but_keeps_rtl_and_wide_text() -> None:
-    assert plain_text("pay\u202eusd 001\x1b[31m") == "payusd 001[31m"
+def test_plain_text_marks_controls_and_bidi_overrides_but_keeps_rtl_and_wide_text() -> None:
+    assert plain_text("pay\u202eusd 001\x1b[31m") == "pay\ufffdusd 001\u241b[31m"
     assert plain_text("שלום 世界\nnext") == "שלום 世界\nnext"
     assert plain_text("a\nb", keep_newlines=False) == "a b"
 

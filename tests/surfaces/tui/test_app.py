@@ -15,6 +15,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select,
 
 from maka.broker.v1 import broker_pb2
 from maka.interaction.v1 import interaction_pb2
+from maka_client import AttachedSurface, InteractionErrorReason, MakaError, Reattaching, ReattachPolicy
 from services.core.form import (
     Action,
     Answer,
@@ -28,23 +29,17 @@ from services.core.form import (
     StringField,
     StringFormat,
 )
-from services.core.reasons import InteractionErrorReason
-from services.core.status import ErrorDetail
 from stack.state_dir import Endpoints, read_endpoints, write_endpoints
-from surfaces.common.interaction_client import (
-    Answered,
-    Backoff,
-    Closed,
+from surfaces.common.interactions import (
     CloseReason,
     Delivery,
-    DeliveryRecorded,
-    Disconnected,
-    InteractionClient,
-    InteractionError,
+    FormAnswered,
+    FormClosed,
+    FormDeliveryRecorded,
+    FormOpened,
+    FormSnapshot,
+    Interactions,
     InteractionState,
-    Opened,
-    Snapshot,
-    SurfaceView,
 )
 from surfaces.common.server_status import server_json
 from surfaces.common.sign_in import SignInView
@@ -103,13 +98,14 @@ async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text
     backend = ScriptedBackend()
     view = view_of(every_kind_form(), expires_at=NOW + timedelta(minutes=4, seconds=5))
     async with running(backend) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(view,), resume_token="1-0"))
+        await backend.events.put(FormSnapshot(pending=(view,), resume_token="1-0"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
         text = screen_text(app)
         assert "Requested by provider: Maka MCP provider (mcp-provider-1)" in text
         assert "Claimed MCP server: deployer · claimed Tool: deploy (claimed by the server — display only)" in text
         assert WARNING_TEXT in text
-        assert "Deploy [bold red]now[/]? [31mall" in text  # markup not interpreted, controls dropped
+        # Markup not interpreted; the escape and the bidi override shown as markers, never sent to the terminal.
+        assert "Deploy [bold red]now[/]? \u241b[31m\ufffdall" in text
         assert "Why [i]deploy[/i]" in text
         assert "4m 05s left" in text
         assert app.attach_state == "connected"
@@ -118,7 +114,7 @@ async def test_form_shows_provenance_warning_and_untrusted_message_as_plain_text
 async def test_every_field_kind_gets_its_widget_with_defaults_prefilled() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(view_of(every_kind_form()),), resume_token="1-0"))
+        await backend.events.put(FormSnapshot(pending=(view_of(every_kind_form()),), resume_token="1-0"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
         assert app.query_one("#field-0", Input).value == ""
         assert app.query_one("#field-1", Input).value == "a@b.co"
@@ -147,7 +143,7 @@ async def test_every_field_kind_gets_its_widget_with_defaults_prefilled() -> Non
 async def test_submit_sends_accept_with_typed_values_after_edits() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(every_kind_form()), "1-0"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1-0"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
         await pilot.click("#field-0")
         await pilot.press(*"rollout")
@@ -184,7 +180,7 @@ async def test_submit_sends_accept_with_typed_values_after_edits() -> None:
 async def test_invalid_input_is_shown_inline_and_blocks_submit_until_fixed() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(every_kind_form()), "1-0"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1-0"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
         app.query_one("#field-2", Input).value = "2.5"
         app.query_one("#field-7", Input).value = "2026-02-30"
@@ -211,7 +207,7 @@ async def test_invalid_input_is_shown_inline_and_blocks_submit_until_fixed() -> 
 async def test_required_field_cleared_shows_required_only_after_submit_attempt() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(every_kind_form()), "1-0"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1-0"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form to be shown")
         app.query_one("#field-1", Input).value = ""
         app.query_one("#field-6", SelectionList).select("prod")
@@ -229,7 +225,9 @@ async def test_decline_and_escape_send_decline_and_cancel_without_values() -> No
     form = every_kind_form()
     async with running(backend) as (app, pilot):
         await backend.events.put(
-            Snapshot(pending=(view_of(form, interaction_id="a"), view_of(form, interaction_id="b")), resume_token="1")
+            FormSnapshot(
+                pending=(view_of(form, interaction_id="a"), view_of(form, interaction_id="b")), resume_token="1"
+            )
         )
         await settle(pilot, lambda: len(app.pending) == 2, "two forms")
         assert app.selected_id == "a"
@@ -261,8 +259,8 @@ async def test_several_forms_are_listed_and_each_is_reachable() -> None:
         tool_name="other:tool",
     )
     async with running(backend, sessions=("s1", "s2")) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(first,), resume_token="1"))
-        await backend.events.put(Opened(second, "2"))
+        await backend.events.put(FormSnapshot(pending=(first,), resume_token="1"))
+        await backend.events.put(FormOpened(second, "2"))
         await settle(pilot, lambda: len(app.pending) == 2, "two forms")
         assert backend.attached == [("s1", "s2")]
         text = screen_text(app)
@@ -284,15 +282,15 @@ async def test_an_answer_recorded_lost_is_shown_as_never_reaching_the_tool() -> 
     backend = ScriptedBackend()
     a = view_of(every_kind_form(), interaction_id="a")
     async with running(backend) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(a,), resume_token="1"))
+        await backend.events.put(FormSnapshot(pending=(a,), resume_token="1"))
         await settle(pilot, lambda: len(app.pending) == 1, "one form")
         answered = replace(a, state=InteractionState.ANSWERED, close_reason=CloseReason.ANSWERED)
-        await backend.events.put(Answered(answered, "2"))
+        await backend.events.put(FormAnswered(answered, "2"))
         await settle(pilot, lambda: not app.pending, "the answered form to leave")
         delivered = replace(answered, delivery=Delivery.DELIVERED)
-        await backend.events.put(DeliveryRecorded(delivered, "3"))
+        await backend.events.put(FormDeliveryRecorded(delivered, "3"))
         lost = replace(answered, delivery=Delivery.LOST, delivery_lost_reason=CloseReason.STOPPED)
-        await backend.events.put(DeliveryRecorded(lost, "4"))
+        await backend.events.put(FormDeliveryRecorded(lost, "4"))
         await settle(pilot, lambda: "never reached the Tool" in screen_text(app), "the lost-answer notice")
         text = screen_text(app)
         assert "the Tool call was stopped first" in text
@@ -304,16 +302,16 @@ async def test_form_closed_elsewhere_disappears_with_its_reason() -> None:
     form = every_kind_form()
     a, b = view_of(form, interaction_id="a"), view_of(form, interaction_id="b")
     async with running(backend) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(a, b), resume_token="1"))
+        await backend.events.put(FormSnapshot(pending=(a, b), resume_token="1"))
         await settle(pilot, lambda: len(app.pending) == 2, "two forms")
         closed = replace(a, state=InteractionState.CLOSED, close_reason=CloseReason.STOPPED)
-        await backend.events.put(Closed(closed, CloseReason.STOPPED, "2"))
+        await backend.events.put(FormClosed(closed, CloseReason.STOPPED, "2"))
         await settle(pilot, lambda: "a" not in app.pending, "the stopped form to leave")
         assert app.closed["a"] is CloseReason.STOPPED
         assert "closed: the Tool call was stopped" in screen_text(app)
         assert app.selected_id == "b"
         answered = replace(b, state=InteractionState.ANSWERED, close_reason=CloseReason.ANSWERED)
-        await backend.events.put(Answered(answered, "3"))
+        await backend.events.put(FormAnswered(answered, "3"))
         await settle(pilot, lambda: not app.pending, "the answered form to leave")
         text = screen_text(app)
         assert "closed: answered on another surface" in text
@@ -323,10 +321,12 @@ async def test_form_closed_elsewhere_disappears_with_its_reason() -> None:
 
 async def test_answer_refused_as_already_settled_removes_the_form() -> None:
     backend = ScriptedBackend(
-        answer_error=InteractionError(ErrorDetail(grpc.StatusCode.ABORTED, "ALREADY_SETTLED", "already answered"))
+        answer_error=MakaError(
+            grpc.StatusCode.ABORTED, "already answered", reason=InteractionErrorReason.ALREADY_SETTLED
+        )
     )
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(Form(message="m", fields=())), "1"))
+        await backend.events.put(FormOpened(view_of(Form(message="m", fields=())), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         await pilot.click("#decline")
         await settle(pilot, lambda: not app.pending, "the settled form to leave")
@@ -338,14 +338,14 @@ async def test_disconnect_shows_reconnecting_and_a_new_snapshot_restores_the_lis
     backend = ScriptedBackend()
     view = view_of(Form(message="survives", fields=()))
     async with running(backend) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(view,), resume_token="1"))
+        await backend.events.put(FormSnapshot(pending=(view,), resume_token="1"))
         await settle(pilot, lambda: app.attach_state == "connected", "connected")
-        await backend.events.put(Disconnected(error=None, retry_in=0.4, attempt=1))
+        await backend.events.put(Reattaching("UNAVAILABLE", 1, 0.4))
         await settle(pilot, lambda: app.attach_state == "reconnecting", "reconnecting")
         assert "reconnecting in 0.4s (attempt 1)" in screen_text(app)
         assert "ix-1" in app.pending  # the form stays listed while reconnecting
         backend.known["ix-1"] = replace(view, state=InteractionState.CLOSED, close_reason=CloseReason.HOST_RESTARTED)
-        await backend.events.put(Snapshot(pending=(), resume_token="2"))
+        await backend.events.put(FormSnapshot(pending=(), resume_token="2"))
         await settle(pilot, lambda: app.attach_state == "connected" and not app.pending, "the fresh snapshot")
         await settle(pilot, lambda: "closed: the Host restarted" in screen_text(app), "the reason to be looked up")
         assert app.closed["ix-1"] is CloseReason.HOST_RESTARTED
@@ -355,7 +355,7 @@ async def test_attach_refused_shows_the_stable_reason() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
         await backend.events.put(
-            InteractionError(ErrorDetail(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", "not yours"))
+            MakaError(grpc.StatusCode.PERMISSION_DENIED, "not yours", reason=InteractionErrorReason.PERMISSION_DENIED)
         )
         await settle(pilot, lambda: app.attach_state == "failed: PERMISSION_DENIED", "the failure")
         assert "Cannot attach: PERMISSION_DENIED" in screen_text(app)
@@ -372,7 +372,7 @@ async def test_long_option_lists_are_filterable_and_keep_picks() -> None:
     )
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(form), "1"))
+        await backend.events.put(FormOpened(view_of(form), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         selection = app.query_one("#field-0", SelectionList)
         selection.select("v3")
@@ -401,7 +401,7 @@ async def test_wide_and_right_to_left_text_is_laid_out_whole() -> None:
     )
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(form), "1"))
+        await backend.events.put(FormOpened(view_of(form), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         text = screen_text(app)
         assert "部署先を選んでください — בחר יעד" in text
@@ -413,7 +413,7 @@ async def test_time_left_counts_down_with_the_clock() -> None:
     backend = ScriptedBackend()
     view = view_of(Form(message="m", fields=()), expires_at=NOW + timedelta(seconds=90))
     async with running(backend, now=lambda: clock[0]) as (app, pilot):
-        await backend.events.put(Opened(view, "1"))
+        await backend.events.put(FormOpened(view, "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         assert "1m 30s left" in screen_text(app)
         clock[0] = NOW + timedelta(seconds=80)
@@ -424,7 +424,7 @@ async def test_boolean_without_default_is_omitted_until_chosen() -> None:
     form = Form(message="m", fields=(BooleanField(name="ok", label="OK"),))
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(form), "1"))
+        await backend.events.put(FormOpened(view_of(form), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         assert app.query_one("#field-0", RadioSet).pressed_index == -1
         assert not app.query_one("#field-0-yes", RadioButton).value
@@ -444,7 +444,7 @@ async def test_untrusted_labels_and_options_are_shown_literally_never_as_markup(
     )
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(form), "1"))
+        await backend.events.put(FormOpened(view_of(form), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         text = screen_text(app)
         assert "[blink]One[/blink]" in text
@@ -455,10 +455,12 @@ async def test_untrusted_labels_and_options_are_shown_literally_never_as_markup(
 
 async def test_unavailable_keeps_the_form_and_the_retry_reuses_the_submission_id() -> None:
     backend = ScriptedBackend(
-        answer_error=InteractionError(ErrorDetail(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE", "try again"))
+        answer_error=MakaError(
+            grpc.StatusCode.UNAVAILABLE, "try again", reason=InteractionErrorReason.STORE_UNAVAILABLE
+        )
     )
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(Form(message="m", fields=())), "1"))
+        await backend.events.put(FormOpened(view_of(Form(message="m", fields=())), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         await pilot.click("#decline")
         await settle(pilot, lambda: len(app.outcomes) == 1, "the failed attempt")
@@ -473,7 +475,7 @@ async def test_unavailable_keeps_the_form_and_the_retry_reuses_the_submission_id
 async def test_the_focused_field_and_button_are_marked_beyond_colour() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         app.set_focus(app.query_one("#field-1", Input))
         await settle(pilot, lambda: str(app.query_one("#label-1", Label).content).startswith("▶ "), "the marker")
@@ -497,7 +499,7 @@ async def test_every_field_and_button_is_reachable_by_keyboard_in_a_small_termin
     backend = ScriptedBackend()
     app = MakaTui(lambda: backend, now=lambda: NOW)
     async with app.run_test(size=(100, 30)) as pilot:
-        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         assert "Dismiss (Esc)" not in screen_text(app)  # below the fold at first
         focused: list[str | None] = []
@@ -517,7 +519,7 @@ async def test_every_field_and_button_is_reachable_by_keyboard_in_a_small_termin
 async def test_enter_opens_a_focused_select_and_esc_then_only_closes_the_dropdown() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         assert "Esc Dismiss (cancel)" in screen_text(app)  # the footer names the key and the action sent
         select = app.query_one("#field-5", Select)
@@ -539,7 +541,7 @@ async def test_esc_in_a_filter_with_text_clears_it_first_and_only_then_dismisses
     form = Form(message="pick", fields=(MultiSelectField(name="r", label="Regions", options=options),))
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(form), "1"))
+        await backend.events.put(FormOpened(view_of(form), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         app.set_focus(app.query_one("#filter-0", Input))
         await pilot.press(*"region 1")
@@ -557,7 +559,7 @@ async def test_esc_in_a_filter_with_text_clears_it_first_and_only_then_dismisses
 async def test_yes_no_and_multi_select_states_are_marked_as_text() -> None:
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(every_kind_form()), "1"))
+        await backend.events.put(FormOpened(view_of(every_kind_form()), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         text = screen_text(app)
         assert "[x] Yes" in text
@@ -584,7 +586,7 @@ async def test_the_countdown_shows_once_per_form_and_long_tool_names_stay_reacha
     )
     typical = view_of(Form(message="third", fields=()), interaction_id="c", tool_name="examples:release_checklist")
     async with running(backend) as (app, pilot):
-        await backend.events.put(Snapshot(pending=(shown, other, typical), resume_token="1"))
+        await backend.events.put(FormSnapshot(pending=(shown, other, typical), resume_token="1"))
         await settle(pilot, lambda: len(app.pending) == 3, "three forms")
         text = screen_text(app)
         assert text.count("4m 00s left") == 1  # the selected form's countdown, in the form panel only
@@ -610,7 +612,8 @@ async def test_the_countdown_shows_once_per_form_and_long_tool_names_stay_reacha
 @asynccontextmanager
 async def live_tui(address: str, *, sessions: tuple[str, ...] = ()) -> AsyncIterator[tuple[MakaTui, Pilot[None]]]:
     app = MakaTui(
-        lambda: InteractionClient.connect(address, backoff=Backoff(initial=0.05, maximum=0.2)), session_ids=sessions
+        lambda: Interactions.connect(address, reattach=ReattachPolicy(initial_delay=0.05, max_delay=0.2)),
+        session_ids=sessions,
     )
     async with app.run_test(size=(140, 90)) as pilot:
         yield app, pilot
@@ -633,7 +636,7 @@ async def test_live_form_opened_through_hostlink_is_submitted_to_the_service(red
             await pilot.pause()
             await pilot.click("#submit")
             await settle(pilot, lambda: not app.pending, "the answered form to leave")
-        async with InteractionClient.connect(live.address) as client:
+        async with Interactions.connect(live.address) as client:
             stored = await client.get(opened.interaction_id)
         assert stored.state is InteractionState.ANSWERED
         assert stored.answer is not None
@@ -651,7 +654,7 @@ async def test_live_escape_cancels_and_decline_declines(redis_url: str) -> None:
             await settle(pilot, lambda: len(app.pending) == 1, "the dismissed form to leave")
             await pilot.click("#decline")
             await settle(pilot, lambda: not app.pending, "the declined form to leave")
-        async with InteractionClient.connect(live.address) as client:
+        async with Interactions.connect(live.address) as client:
             actions = {i: (await client.get(i)).answer for i in (first.interaction_id, second.interaction_id)}
         assert actions[first.interaction_id] == Answer(Action.CANCEL)
         assert actions[second.interaction_id] == Answer(Action.DECLINE)
@@ -663,7 +666,7 @@ async def test_live_forms_closed_elsewhere_disappear_with_their_reason(redis_url
         stopped = await live.link.open(deploy_form("stopped"), session_id="s2")
         async with live_tui(live.address) as (app, pilot):
             await settle(pilot, lambda: len(app.pending) == 2, "both live forms")
-            async with InteractionClient.connect(live.address) as other_surface:
+            async with Interactions.connect(live.address) as other_surface:
                 await other_surface.answer(answered.interaction_id, Answer(Action.DECLINE))
             await settle(pilot, lambda: answered.interaction_id not in app.pending, "the answered form to leave")
             assert app.closed[answered.interaction_id] is CloseReason.ANSWERED
@@ -714,7 +717,9 @@ async def test_live_status_says_connected_again_as_soon_as_the_stream_is_back(re
         backend_box: list[FollowingBackend] = []
 
         def connect() -> FollowingBackend:
-            backend_box.append(FollowingBackend(lambda: live.address, backoff=Backoff(initial=0.05, maximum=0.2)))
+            backend_box.append(
+                FollowingBackend(lambda: live.address, reattach=ReattachPolicy(initial_delay=0.05, max_delay=0.2))
+            )
             return backend_box[0]
 
         async with MakaTui(connect).run_test(size=(140, 90)) as pilot:
@@ -724,7 +729,7 @@ async def test_live_status_says_connected_again_as_soon_as_the_stream_is_back(re
             await live.server.stop()
             await settle(pilot, lambda: app.attach_state == "reconnecting", "the outage to show")
             async with interaction_service(redis_url, port=port, resume_epoch=epoch):
-                # no form opens or closes: the fresh snapshot alone must end "Disconnected…"
+                # no form opens or closes: the fresh snapshot alone must end "Reattaching…"
                 await settle(pilot, lambda: app.attach_state == "connected", "connected again")
                 assert "Connected · all visible sessions · 1 pending" in screen_text(app)
                 assert kept.interaction_id in app.pending
@@ -744,7 +749,7 @@ async def test_live_reconnect_rereads_endpoints_json_and_follows_a_stack_on_new_
         backend_box: list[FollowingBackend] = []
 
         def connect() -> FollowingBackend:
-            backend_box.append(FollowingBackend(locate, backoff=Backoff(initial=0.05, maximum=0.2)))
+            backend_box.append(FollowingBackend(locate, reattach=ReattachPolicy(initial_delay=0.05, max_delay=0.2)))
             return backend_box[0]
 
         async with MakaTui(connect).run_test(size=(140, 90)) as pilot:
@@ -791,7 +796,7 @@ async def test_a_select_with_a_thousand_options_filters_as_you_type() -> None:
     form = Form(message="Which time zone?", fields=(SingleSelectField(name="tz", label="Time zone", options=options),))
     backend = ScriptedBackend()
     async with running(backend) as (app, pilot):
-        await backend.events.put(Opened(view_of(form), "1"))
+        await backend.events.put(FormOpened(view_of(form), "1"))
         await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
         app.query_one("#filter-0", Input).value = "0777"
         await pilot.pause()
@@ -824,8 +829,8 @@ async def test_the_mcp_servers_status_is_shown_with_the_cause_of_a_failed_one() 
         assert "remote: failed — HTTP 401" in screen_text(app)
 
 
-def _surface(kind: str) -> SurfaceView:
-    return SurfaceView(
+def _surface(kind: str) -> AttachedSurface:
+    return AttachedSurface(
         principal="local",
         kind=kind,
         session_ids=(),
@@ -841,21 +846,115 @@ async def test_the_status_line_counts_the_attached_surfaces_and_keeps_the_count_
     backend = ScriptedBackend(surfaces=[_surface("tui"), _surface("web")])
     app = MakaTui(lambda: backend)
     async with app.run_test(size=(140, 40)) as pilot:
-        await backend.events.put(Snapshot(pending=(), resume_token="1-0"))
+        await backend.events.put(FormSnapshot(pending=(), resume_token="1-0"))
         await settle(pilot, lambda: app.surface_count == 2, "the surface count")
         assert "Connected · all visible sessions · 0 pending · 2 surfaces attached" in screen_text(app)
-        backend.surfaces_error = InteractionError(
-            ErrorDetail(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE", "the Interaction service is down")
-        )
+        backend.surfaces_error = MakaError(grpc.StatusCode.UNAVAILABLE, "the Interaction service is down")
         backend.surfaces = [_surface("tui")]
         asked = backend.surfaces_asked
-        await backend.events.put(Disconnected(error=None, retry_in=0.1, attempt=1))
-        await backend.events.put(Snapshot(pending=(), resume_token="1-1"))  # reconnected: a poll that fails
+        await backend.events.put(Reattaching("UNAVAILABLE", 1, 0.1))
+        await backend.events.put(FormSnapshot(pending=(), resume_token="1-1"))  # reconnected: a poll that fails
         await settle(pilot, lambda: backend.surfaces_asked > asked, "the failing poll")
         assert app.surface_count == 2
         assert "· 0 pending · 2 surfaces attached" in screen_text(app)
         backend.surfaces_error = None
-        await backend.events.put(Disconnected(error=None, retry_in=0.1, attempt=1))
-        await backend.events.put(Snapshot(pending=(), resume_token="1-2"))
+        await backend.events.put(Reattaching("UNAVAILABLE", 1, 0.1))
+        await backend.events.put(FormSnapshot(pending=(), resume_token="1-2"))
         await settle(pilot, lambda: app.surface_count == 1, "the new count")
         assert "· 0 pending · 1 surface attached" in screen_text(app)
+
+
+# --- one deadline, undo, outcome ----------------------------------------------------------------------
+
+
+async def test_a_round_form_shows_one_deadline_the_earlier_labelled_by_what_it_is() -> None:
+    backend = ScriptedBackend()
+    form = Form(message="round form", fields=(StringField(name="x", label="X"),))
+    closes_first = replace(
+        view_of(form, interaction_id="a", expires_at=NOW + timedelta(minutes=4, seconds=57)),
+        round_position=1,
+        round_size=2,
+        round_deadline=NOW + timedelta(minutes=9, seconds=57),
+    )
+    round_first = replace(
+        view_of(form, interaction_id="b", expires_at=NOW + timedelta(minutes=9, seconds=57)),
+        round_position=2,
+        round_size=2,
+        round_deadline=NOW + timedelta(minutes=4, seconds=57),
+    )
+    async with running(backend) as (app, pilot):
+        await backend.events.put(FormSnapshot(pending=(closes_first, round_first), resume_token="1"))
+        await settle(pilot, lambda: app.selected_id == "a", "the first form")
+        assert str(app.query_one("#time-left", Static).content) == "4m 57s left"
+        assert str(app.query_one("#round", Static).content) == "form 1 of 2"
+        assert "9m 57s" not in screen_text(app)
+        await app.select("b")
+        await settle(pilot, lambda: app.selected_id == "b", "the second form")
+        assert str(app.query_one("#time-left", Static).content) == "4m 57s left in this round"
+        assert str(app.query_one("#round", Static).content) == "form 2 of 2 · the round ends 09:04:57 UTC"
+        assert "9m 57s" not in screen_text(app)
+
+
+async def test_esc_starts_a_countdown_and_undo_restores_the_form_with_its_draft_sending_nothing() -> None:
+    backend = ScriptedBackend()
+    form = Form(message="undo me", fields=(StringField(name="note", label="Note"),))
+    app = MakaTui(lambda: backend, now=lambda: NOW, undo_seconds=600)
+    async with app.run_test(size=(140, 90)) as pilot:
+        await backend.events.put(FormOpened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        app.set_focus(app.query_one("#field-0", Input))
+        await pilot.press(*"draft")
+        await pilot.press("escape")
+        await settle(pilot, lambda: bool(app.query("#undo")), "the undo bar")
+        assert "Dismissed — sending in " in screen_text(app)
+        assert not app.query_one("#form-panel").display
+        assert backend.answers == []
+        assert "ix-1" in app.pending
+        await pilot.click("#undo")
+        await settle(pilot, lambda: not app.query("#undo-bar"), "the undo bar to go")
+        assert app.query_one("#form-panel").display
+        assert app.query_one("#field-0", Input).value == "draft"
+        assert "was not dismissed; nothing was sent" in screen_text(app)
+        assert backend.answers == []
+        await pilot.press("ctrl+z")  # nothing to undo: nothing happens
+        await pilot.press("escape")
+        await settle(pilot, lambda: bool(app.query("#undo")), "the undo bar again")
+        await pilot.press("ctrl+z")
+        await settle(pilot, lambda: not app.query("#undo-bar"), "the undo bar to go again")
+        assert backend.answers == []
+
+
+async def test_a_dismissal_whose_countdown_ends_sends_cancel_then_names_the_delivery() -> None:
+    backend = ScriptedBackend()
+    form = Form(message="let it go", fields=(StringField(name="note", label="Note"),))
+    app = MakaTui(lambda: backend, now=lambda: NOW, undo_seconds=0.05)
+    async with app.run_test(size=(140, 90)) as pilot:
+        await backend.events.put(FormOpened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        await pilot.press("escape")
+        await settle(pilot, lambda: not app.pending, "the cancel to be sent and the form to leave")
+        assert [(i, a.action) for i, a, _, _ in backend.answers] == [("ix-1", Action.CANCEL)]
+        assert "Dismissed (cancel) — sent to the server" in screen_text(app)
+        delivered = replace(
+            view_of(form), state=InteractionState.ANSWERED, answer=Answer(Action.CANCEL), delivery=Delivery.DELIVERED
+        )
+        await backend.events.put(FormDeliveryRecorded(delivered, "2"))
+        await settle(pilot, lambda: "the Tool received it" in screen_text(app), "the delivery notice")
+        assert "Dismissed (cancel) — the Tool received it for “let it go”." in screen_text(app)
+
+
+async def test_a_form_closed_elsewhere_during_its_countdown_is_never_answered() -> None:
+    backend = ScriptedBackend()
+    form = Form(message="raced", fields=())
+    app = MakaTui(lambda: backend, now=lambda: NOW, undo_seconds=600)
+    async with app.run_test(size=(140, 90)) as pilot:
+        await backend.events.put(FormOpened(view_of(form), "1"))
+        await settle(pilot, lambda: app.selected_id == "ix-1", "the form")
+        await pilot.press("escape")
+        await settle(pilot, lambda: bool(app.query("#undo")), "the undo bar")
+        closed = replace(view_of(form), state=InteractionState.CLOSED, close_reason=CloseReason.STOPPED)
+        await backend.events.put(FormClosed(closed, CloseReason.STOPPED, "2"))
+        await settle(pilot, lambda: not app.pending, "the form to leave")
+        assert "closed: the Tool call was stopped" in screen_text(app)
+        assert not app._dismissing
+        assert backend.answers == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from surfaces.common.interaction_client import InteractionClient, Snapshot
+from surfaces.common.interactions import FormSnapshot, Interactions
 from surfaces.tui.app import MakaTui
 from surfaces.tui.backend import FollowingBackend
 from tests.helpers.stack import ROOT, running_stack
@@ -29,9 +29,9 @@ async def attached_client_library(interaction: str) -> AsyncIterator[None]:
     snapshot = asyncio.Event()
 
     async def follow() -> None:
-        async with InteractionClient.connect(interaction, surface_kind="script") as client:
+        async with Interactions.connect(interaction, surface_kind="script") as client:
             async for event in client.attach():
-                if isinstance(event, Snapshot):
+                if isinstance(event, FormSnapshot):
                     snapshot.set()
 
     task = asyncio.create_task(follow())
@@ -61,7 +61,7 @@ async def test_the_tui_shows_how_many_surfaces_are_attached_as_maka_status_lists
         interaction = running.endpoints.interaction
         app = MakaTui(
             lambda: FollowingBackend(
-                lambda: interaction, connect=functools.partial(InteractionClient.connect, surface_kind="tui")
+                lambda: interaction, connect=functools.partial(Interactions.connect, surface_kind="tui")
             )
         )
         async with app.run_test(size=(140, 40)) as pilot:

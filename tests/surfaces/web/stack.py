@@ -146,13 +146,24 @@ class WebStack:
     channel: grpc.aio.Channel
     link: BrokerLink
 
-    async def web(self, sessions: Sequence[str] = (), token: str = "") -> tuple[WebApp, RunningWeb]:
-        """Start a web surface on 127.0.0.1:0 showing ``sessions`` (empty: all)."""
+    async def web(
+        self,
+        sessions: Sequence[str] = (),
+        token: str = "",
+        listen: str = "127.0.0.1:0",
+        *,
+        undo_seconds: float = 0.0,
+        **settings_fields: Any,
+    ) -> tuple[WebApp, RunningWeb]:
+        """Start a web surface on ``listen`` (127.0.0.1:0) showing ``sessions`` (empty: all); Dismiss sends at
+        once unless ``undo_seconds`` gives it an undo countdown."""
         settings = WebSettings(
             interaction_target=self.target,
-            web_listen="127.0.0.1:0",
+            web_listen=listen,
             sessions=list(sessions),
             surface_token=SecretStr(token),
+            web_undo_seconds=undo_seconds,
+            **settings_fields,
         )
         app = await build_web(settings)
         return app, await start_web(app, settings)
@@ -209,10 +220,10 @@ class WebStackThread:
         """Run ``coro`` on the stack's loop and wait for its result."""
         return self._thread.run(coro, timeout)
 
-    def web(self, sessions: Sequence[str] = (), token: str = "") -> str:
+    def web(self, sessions: Sequence[str] = (), token: str = "", *, undo_seconds: float = 0.0) -> str:
         """Start a web surface for ``sessions``; returns its base URL (stopped with the stack)."""
         assert self.stack is not None
-        app, running = self.run(self.stack.web(sessions, token))
+        app, running = self.run(self.stack.web(sessions, token, undo_seconds=undo_seconds))
         self._webs.append((app, running))
         return running.url
 

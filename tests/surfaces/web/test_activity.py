@@ -85,7 +85,7 @@ def test_a_draft_survives_a_reload_and_the_answered_card_follows_its_call_to_the
 
     followed = page.locator(".notice[data-interaction]")
     expect(followed).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
-    expect(followed.locator(".notice-text")).to_have_text("You answered; the Tool completed.")
+    expect(followed.locator(".notice-text")).to_have_text("Sent; the Tool finished.")
     out, err = call.communicate(timeout=60)
     assert out.strip() == "Deployed build-42 to production.", err
     drafts = page.evaluate("Object.keys(sessionStorage).filter((k) => k.startsWith('maka.draft.'))")
@@ -144,9 +144,8 @@ def test_the_tab_that_did_not_answer_follows_the_call_another_tab_answered(
     (answering, watching), interaction_id = _open_tabs(page, process_stack, session)
     card = answering.locator(f'article.card[data-id="{interaction_id}"]')
     card.get_by_role("button", name="Decline").click()
-    mine = answering.locator(f'.notice[data-interaction="{interaction_id}"]')
-    expect(mine).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
-    expect(mine.locator(".notice-text")).to_have_text("You answered; the Tool completed.")
+    mine = answering.locator('.notice.own[data-action="decline"]')  # a decline is the whole story: not followed
+    expect(mine.locator(".notice-text")).to_have_text("Declined; the Tool was told.", timeout=TIMEOUT_MS)
     theirs = watching.locator(f'.notice[data-interaction="{interaction_id}"]')
     expect(theirs).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
     expect(theirs.locator(".notice-text")).to_have_text("Answered on another surface; the Tool completed.")

@@ -13,7 +13,7 @@ import pytest
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
-from surfaces.web.app import MAX_ANSWER_BODY_BYTES
+from surfaces.web.app import MAX_ANSWER_BODY_BYTES, STATIC_DIR
 from surfaces.web.security import COOKIE_NAME, CSRF_HEADER
 from tests.surfaces.web.stack import WebStack, every_kind_form, running_stack, text_form
 
@@ -66,11 +66,29 @@ async def test_page_is_served_with_a_strict_csp_and_no_inline_script(web: Web) -
         assert 'src="/static/' in attributes
         assert body.strip() == ""
     assert not re.search(r"<[^>]+\son[a-z]+=", response.text), "no inline event handlers"
-    js = await web.client.get("/static/app.js")
-    assert js.status_code == 200
-    assert "innerHTML" not in js.text
-    assert "insertAdjacentHTML" not in js.text
-    assert js.headers["content-security-policy"] == csp
+    # The page's script is ES modules: every module it imports (static and relative only) is served as
+    # JavaScript with the same CSP, and none of them parses HTML.
+    entry = re.search(r'<script type="module" src="(/static/[^"]+\.js)"></script>', response.text)
+    assert entry, "the page loads its script as an ES module"
+    seen: set[str] = set()
+    queue = [entry.group(1)]
+    while queue:
+        path = queue.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        js = await web.client.get(path)
+        assert js.status_code == 200, path
+        assert js.headers["content-type"].startswith("text/javascript"), path
+        assert js.text.startswith("// @ts-check"), path
+        assert "innerHTML" not in js.text
+        assert "insertAdjacentHTML" not in js.text
+        assert js.headers["content-security-policy"] == csp
+        for module in re.findall(r'^import .* from "([^"]+)";$', js.text, re.MULTILINE):
+            assert module.startswith("./"), f"{path} imports only the page's own modules"
+            queue.append(path.rsplit("/", 1)[0] + module[1:])
+    on_disk = {f"/static/js/{file.name}" for file in (STATIC_DIR / "js").glob("*.js")}
+    assert seen == on_disk, "every module is reachable from the entry point"
 
 
 async def test_pending_lists_only_the_configured_sessions_forms(stack: WebStack, web: Web) -> None:
@@ -254,6 +272,42 @@ async def test_posts_without_the_csrf_token_or_from_another_origin_are_refused(s
 async def test_a_foreign_host_header_is_refused_on_a_loopback_surface(web: Web) -> None:
     response = await web.client.get("/api/pending", headers={"Host": "attacker.example:8765"})
     assert response.status_code == 400
+
+
+async def test_a_rebinding_host_is_refused_on_any_loopback_bind_and_the_bound_address_is_served(
+    stack: WebStack,
+) -> None:
+    app, running = await stack.web(sessions=["s1"], listen="127.0.0.2:0")
+    try:
+        async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
+            rebound = await client.get("/api/pending", headers={"Host": f"rebind.attacker.example:{running.port}"})
+            assert rebound.status_code == 400
+            own = await client.get("/api/pending")
+            assert own.status_code == 200
+            named = await client.get("/api/pending", headers={"Host": f"localhost:{running.port}"})
+            assert named.status_code == 200
+    finally:
+        await running.stop()
+        await app.close()
+
+
+async def test_failed_logins_from_one_address_are_rate_limited_with_retry_after(stack: WebStack) -> None:
+    app, running = await stack.web(sessions=["s1"], token="t0ken-secret", web_login_attempts_per_minute=2)
+    try:
+        async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
+            headers = {"Origin": running.url}
+            statuses = [
+                (await client.post("/login", data={"token": "nope"}, headers=headers)).status_code for _ in range(2)
+            ]
+            limited = await client.post("/login", data={"token": "t0ken-secret"}, headers=headers)
+            assert statuses == [401, 401]
+            assert limited.status_code == 429
+            assert limited.json()["error"]["reason"] == "RATE_LIMITED"
+            assert int(limited.headers["Retry-After"]) >= 1
+            assert COOKIE_NAME not in limited.cookies
+    finally:
+        await running.stop()
+        await app.close()
 
 
 async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(stack: WebStack) -> None:

@@ -122,7 +122,7 @@ def test_submit_sends_typed_values_for_every_field_kind(
     labelled(card, "Release note").fill("Holiday hotfix")
     card.get_by_role("button", name="Submit").click()
     expect(card).to_have_count(0, timeout=TIMEOUT_MS)
-    expect(page.locator(".notice.own")).to_contain_text("You submitted the form")
+    expect(page.locator(".notice.own")).to_contain_text("Sent to the Tool.")
     page.screenshot(path=str(artifacts / "submitted.png"), full_page=True)
     stored = stack_thread.get(ix.interaction_id)
     assert stored.state == interaction_pb2.INTERACTION_STATE_ANSWERED
@@ -148,10 +148,10 @@ def test_decline_and_dismiss_send_distinct_answers(page: Page, stack_thread: Web
     expect(page.locator("article.card")).to_have_count(2, timeout=TIMEOUT_MS)
     card_of(page, first.interaction_id).get_by_role("button", name="Decline").click()
     expect(card_of(page, first.interaction_id)).to_have_count(0, timeout=TIMEOUT_MS)
-    expect(page.locator(".notice.own").first).to_contain_text("You declined")
+    expect(page.locator(".notice.own").first).to_contain_text("Declined; the Tool was told.")
     card_of(page, second.interaction_id).get_by_role("button", name="Dismiss").click()
     expect(card_of(page, second.interaction_id)).to_have_count(0, timeout=TIMEOUT_MS)
-    expect(page.locator(".notice.own").first).to_contain_text("You dismissed")
+    expect(page.locator(".notice.own").first.locator(".notice-text")).to_have_text("Dismissed.")
     assert stack_thread.get(first.interaction_id).answer.action == form_pb2.ACTION_DECLINE
     assert stack_thread.get(second.interaction_id).answer.action == form_pb2.ACTION_CANCEL
     assert not stack_thread.get(first.interaction_id).answer.values
@@ -224,6 +224,71 @@ def test_an_answer_recorded_lost_shows_a_notice_that_it_never_reached_the_tool(
     expect(notice.locator(".notice-text")).to_have_text(
         "Your answer was recorded but never reached the Tool: the Tool call was stopped first (nothing was retried)."
     )
+
+
+def test_dismiss_waits_with_undo_and_undo_brings_the_form_back_with_its_draft_sending_nothing(
+    page: Page, stack_thread: WebStackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("dismiss, then undo"), session_id)
+    open_page(page, stack_thread.web([session_id], undo_seconds=60))
+    card = card_of(page, ix.interaction_id)
+    labelled(card, "Target").fill("eu-west")
+    card.get_by_role("button", name="Dismiss").click()
+    bar = card.locator(".undo-bar")
+    expect(bar).to_contain_text("Dismissed — sending in ", timeout=TIMEOUT_MS)
+    expect(labelled(card, "Target")).to_be_hidden()
+    assert stack_thread.get(ix.interaction_id).state == interaction_pb2.INTERACTION_STATE_PENDING
+    bar.get_by_role("button", name="Undo").click()
+    expect(bar).to_have_count(0)
+    expect(labelled(card, "Target")).to_have_value("eu-west")
+    expect(card.get_by_role("button", name="Dismiss")).to_be_focused()
+    assert stack_thread.get(ix.interaction_id).state == interaction_pb2.INTERACTION_STATE_PENDING
+    card.get_by_role("button", name="Submit").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    assert stack_thread.get(ix.interaction_id).answer.action == form_pb2.ACTION_ACCEPT
+
+
+def test_a_dismissal_sends_cancel_when_its_countdown_ends_and_says_only_dismissed(
+    page: Page, stack_thread: WebStackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("let it go"), session_id)
+    open_page(page, stack_thread.web([session_id], undo_seconds=1))
+    card = card_of(page, ix.interaction_id)
+    card.get_by_role("button", name="Dismiss").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    expect(page.locator(".notice.own").first.locator(".notice-text")).to_have_text("Dismissed.")
+    assert stack_thread.get(ix.interaction_id).answer.action == form_pb2.ACTION_CANCEL
+
+
+def test_a_form_closed_elsewhere_during_its_countdown_is_never_answered(
+    page: Page, stack_thread: WebStackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("stopped while dismissing", claimed_tool="migrate"), session_id)
+    open_page(page, stack_thread.web([session_id], undo_seconds=60))
+    card = card_of(page, ix.interaction_id)
+    card.get_by_role("button", name="Dismiss").click()
+    expect(card.locator(".undo-bar")).to_be_visible(timeout=TIMEOUT_MS)
+    stack_thread.close(ix.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    expect(page.locator(".notice.closed").first.locator(".notice-text")).to_have_text(
+        "Closed: the Tool call was stopped."
+    )
+    assert not stack_thread.get(ix.interaction_id).HasField("answer")
+
+
+def test_a_submitted_form_says_sent_and_then_that_the_tool_received_it(
+    page: Page, stack_thread: WebStackThread, session_id: str
+) -> None:
+    ix = stack_thread.open(text_form("submit and follow"), session_id)
+    open_page(page, stack_thread.web([session_id]))
+    card = card_of(page, ix.interaction_id)
+    labelled(card, "Target").fill("eu-west")
+    card.get_by_role("button", name="Submit").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT_MS)
+    mine = page.locator(f'.notice.own[data-interaction="{ix.interaction_id}"] .notice-text')
+    expect(mine).to_have_text("Sent to the Tool.")
+    stack_thread.deliver(ix.interaction_id, interaction_pb2.DELIVERY_STATE_DELIVERED)
+    expect(mine).to_have_text("Sent; the Tool received your answer.", timeout=TIMEOUT_MS)
 
 
 def test_a_form_closed_elsewhere_disappears_with_its_reason(

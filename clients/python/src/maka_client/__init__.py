@@ -2,13 +2,15 @@
 
 Callers (agent runtimes) use :class:`BrokerClient`: ``call_tool()`` yields typed events and a final
 outcome and survives L7 proxies and reconnects; ``stop()``, ``list_tools()``, ``watch_call()``.
-Surfaces use :class:`SurfaceClient`: ``attach()``, ``pending()``, ``answer()``. Wire rules:
+Surfaces use :class:`SurfaceClient`: ``attach()``, ``pending()``, ``get()``, ``answer()``,
+``list_surfaces()``. Every reconnecting stream resumes after its last token with one jittered backoff. Wire rules:
 docs/clients.md.
 """
 
 from maka_client._channel import TlsOptions
 from maka_client._codes import BrokerErrorReason, ClientErrorReason, ErrorReason, FailureCode, InteractionErrorReason
 from maka_client._errors import MakaError
+from maka_client._resume import resumable
 from maka_client.broker import BrokerClient, ReattachPolicy, ToolCall, ToolInfo
 from maka_client.events import (
     Accepted,
@@ -27,9 +29,11 @@ from maka_client.events import (
     Stopped,
 )
 from maka_client.surface import (
+    AttachedSurface,
     Form,
     FormAnswered,
     FormClosed,
+    FormDeliveryRecorded,
     FormEvent,
     FormField,
     FormOpened,
@@ -40,6 +44,7 @@ from maka_client.surface import (
 __all__ = [
     "Accepted",
     "Action",
+    "AttachedSurface",
     "AwaitingInteraction",
     "BrokerClient",
     "BrokerErrorReason",
@@ -51,6 +56,7 @@ __all__ = [
     "Form",
     "FormAnswered",
     "FormClosed",
+    "FormDeliveryRecorded",
     "FormEvent",
     "FormField",
     "FormOpened",
@@ -71,4 +77,5 @@ __all__ = [
     "TlsOptions",
     "ToolCall",
     "ToolInfo",
+    "resumable",
 ]

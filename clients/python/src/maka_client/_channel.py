@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,25 @@ def open_channel(target: str, tls: TlsOptions | None, max_message_bytes: int = 4
         tls.client_cert_file.read_bytes() if tls.client_cert_file else None,
     )
     return grpc.aio.secure_channel(target, credentials, options=options)
+
+
+STATE_DIR_ENV = "MAKA_STATE_DIR"
+DEFAULT_STATE_DIR = ".state"
+ENDPOINTS_FILE = "endpoints.json"
+
+
+def state_dir_address(name: str) -> str | None:
+    """The address ``endpoints.json`` of the local stack names for ``name`` (``"broker"``, ``"interaction"``):
+    the file ``maka up`` writes in ``$MAKA_STATE_DIR`` (default ``./.state``). None when there is no such
+    file, it cannot be read, or it names no address (read here, not through the runtime: the library ships
+    alone)."""
+    path = Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR) / ENDPOINTS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def bearer(token: str | None) -> tuple[tuple[str, str], ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import grpc
 import grpc.aio
 from google.rpc import error_details_pb2, status_pb2
@@ -22,7 +24,10 @@ class MakaError(Exception):
             ``ALREADY_SETTLED``, ...) or :class:`ClientErrorReason` when this library raised it; a newer
             server's unknown reason stays a string; without one, the same as ``code``.
         message: human-readable; never contains form values.
-        violations: ``(field path, description)`` pairs from ``google.rpc.BadRequest``.
+        violations: ``(field path, description)`` pairs from ``google.rpc.BadRequest``; ``str(error)`` lists
+            them after the message (``INVALID_ANSWER: ... (/email: must be an email address; ...)``).
+        domain: the ``google.rpc.ErrorInfo`` domain (``maka.interaction.v1``, ...; empty without one).
+        metadata: the ``google.rpc.ErrorInfo`` metadata (e.g. ``close_reason`` of ``ALREADY_SETTLED``).
     """
 
     def __init__(
@@ -32,18 +37,25 @@ class MakaError(Exception):
         *,
         reason: ErrorReason | str = "",
         violations: tuple[tuple[str, str], ...] = (),
+        domain: str = "",
+        metadata: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(f"{reason or code.name}: {message}")
+        failing = "; ".join(f"{path or '$'}: {description}" for path, description in violations)
+        super().__init__(f"{reason or code.name}: {message}" + (f" ({failing})" if failing else ""))
         self.grpc_status_code = code
         self.code = code.name
         self.reason: ErrorReason | str = reason or code.name
         self.message = message
         self.violations = violations
+        self.domain = domain
+        self.metadata: Mapping[str, str] = dict(metadata or {})
 
     @classmethod
     def from_rpc(cls, error: grpc.aio.AioRpcError) -> MakaError:
         """Decode a failed RPC, reading ``google.rpc.ErrorInfo`` / ``BadRequest`` from the status details."""
         reason: ErrorReason | str = ""
+        domain = ""
+        metadata: dict[str, str] = {}
         violations: list[tuple[str, str]] = []
         for key, value in error.trailing_metadata() or ():
             if key != _DETAILS_KEY or not isinstance(value, bytes):
@@ -54,9 +66,17 @@ class MakaError(Exception):
                 bad = error_details_pb2.BadRequest()
                 if detail.Unpack(info):
                     reason = parse_reason(info.domain, info.reason)
+                    domain, metadata = info.domain, dict(info.metadata)
                 elif detail.Unpack(bad):
                     violations += [(v.field, v.description) for v in bad.field_violations]
-        return cls(error.code(), error.details() or error.code().name, reason=reason, violations=tuple(violations))
+        return cls(
+            error.code(),
+            error.details() or error.code().name,
+            reason=reason,
+            violations=tuple(violations),
+            domain=domain,
+            metadata=metadata,
+        )
 
 
 RETRYABLE = frozenset(
@@ -69,5 +89,17 @@ RETRYABLE = frozenset(
         grpc.StatusCode.RESOURCE_EXHAUSTED,
     }
 )
-"""Stream failures a reattach may fix: transport, proxy or server restarts (an L7 proxy reports a cut
+"""Call-stream failures a reattach may fix: transport, proxy or server restarts (an L7 proxy reports a cut
 stream as UNAVAILABLE, INTERNAL or UNKNOWN). Anything else is the server's answer and is raised."""
+
+ATTACH_FATAL = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.UNIMPLEMENTED,
+    }
+)
+"""``Attach`` failures a reconnect cannot fix (raised); a surface reconnects after any other."""

@@ -12,11 +12,9 @@ reattaching after :attr:`ReattachPolicy.give_up_after` seconds (default 25 s, in
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import os
-import random
-import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -25,10 +23,12 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from maka_client._channel import TlsOptions, bearer, open_channel
+from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address
 from maka_client._codes import ClientErrorReason
 from maka_client._errors import RETRYABLE, MakaError
 from maka_client._gen.maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from maka_client._resume import resumable
+from maka_client._retry import Backoff
 from maka_client.events import OUTCOMES, Accepted, CallEvent, Outcome, Reattaching, decode
 
 DEFAULT_TARGET = "127.0.0.1:50052"
@@ -38,22 +38,27 @@ TOKEN_ENV = "MAKA_CALLER_TOKEN"
 
 @dataclass(frozen=True)
 class ReattachPolicy:
-    """How a dropped call stream is resumed: jittered exponential backoff, bounded in time.
+    """How a dropped stream is resumed: jittered exponential backoff (:class:`maka_client._retry.Backoff`
+    from ``initial_delay`` doubling to ``max_delay``), bounded in time for calls.
 
     ``give_up_after`` counts from the first failure since the last event received; 0 disables
     reattaching (a dropped stream raises at once). A call whose first stream failed before any
     event arrived (broker unreachable, refused) raises at once too: start it again with the same
-    ``call_id`` to retry safely.
+    ``call_id`` to retry safely. A surface's ``attach`` never gives up (it is the surface's feed).
     """
 
     initial_delay: float = 0.2
     max_delay: float = 3.0
     give_up_after: float = 25.0
 
+    @property
+    def backoff(self) -> Backoff:
+        """The delays as a :class:`~maka_client._retry.Backoff`."""
+        return Backoff(initial=self.initial_delay, maximum=self.max_delay, multiplier=2.0)
+
     def delay(self, attempt: int) -> float:
         """The wait before reattach ``attempt`` (1-based)."""
-        base: float = min(self.max_delay, self.initial_delay * 2 ** (attempt - 1))
-        return base * random.uniform(0.5, 1.0)  # jitter, not a secret
+        return self.backoff.delay(attempt)
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class ToolCall:
         self.sequence = int(resume_token) if resume_token.isdigit() else 0
         self.reattaches = 0
         self.outcome: Outcome | None = None
+        self._received = bool(invocation_id)
         self._iterator: AsyncGenerator[CallEvent, None] | None = None
 
     def __aiter__(self) -> AsyncIterator[CallEvent]:
@@ -142,63 +148,74 @@ class ToolCall:
         if self._iterator is not None:
             await self._iterator.aclose()
 
-    def _open(
-        self,
-    ) -> (
-        grpc.aio.UnaryStreamCall[broker_pb2.WatchCallRequest, broker_pb2.WatchCallResponse]
-        | grpc.aio.UnaryStreamCall[broker_pb2.CallToolRequest, broker_pb2.CallToolResponse]
-    ):
+    def _open(self, token: str) -> AsyncIterator[broker_pb2.CallToolResponse]:
         stub = self._client.stub
         if self.invocation_id:
-            request = broker_pb2.WatchCallRequest(invocation_id=self.invocation_id, resume_token=self.resume_token)
-            return stub.WatchCall(request, metadata=self._client.metadata)
-        return stub.CallTool(self.request, metadata=self._client.metadata)
+            request = broker_pb2.WatchCallRequest(invocation_id=self.invocation_id, resume_token=token)
+            return _watched(stub.WatchCall(request, metadata=self._client.metadata))
+        return _cancelling(stub.CallTool(self.request, metadata=self._client.metadata))
+
+    def _retryable(self, failure: grpc.aio.AioRpcError | None) -> bool:
+        # A refusal, or a first stream that failed before any event, is the server's answer.
+        return failure is None or (failure.code() in RETRYABLE and self._received)
 
     async def _events(self) -> AsyncGenerator[CallEvent, None]:
         policy = self._client.reattach
-        attempt = 0
-        failing_since: float | None = None
-        received = bool(self.invocation_id)
-        while True:
-            stream = self._open()
-            code = "EOF"
-            try:
-                async for item in stream:
-                    raw = item.event if isinstance(item, broker_pb2.WatchCallResponse) else item
-                    attempt, failing_since, received = 0, None, True
-                    is_status = raw.WhichOneof("event") == "status"
-                    if not is_status and raw.sequence and raw.sequence <= self.sequence:
-                        continue  # replayed by an idempotent CallTool retry: already yielded
-                    event = decode(raw)
-                    if not is_status and raw.sequence:
-                        self.sequence, self.resume_token = raw.sequence, raw.resume_token
-                    if isinstance(event, Accepted):
-                        self.invocation_id = event.invocation_id
-                    if event is None:
-                        continue
-                    yield event
-                    if isinstance(event, OUTCOMES):
-                        self.outcome = event
-                        return
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in RETRYABLE or not received:
-                    raise MakaError.from_rpc(error) from None
-                code = error.code().name
-            finally:
-                stream.cancel()
-            now = time.monotonic()
-            failing_since = failing_since if failing_since is not None else now
-            if policy.give_up_after <= 0 or now - failing_since >= policy.give_up_after:
-                raise MakaError(
-                    grpc.StatusCode.UNAVAILABLE,
-                    f"the call's stream dropped ({code}) and could not be resumed",
-                    reason=ClientErrorReason.REATTACH_FAILED,
-                )
-            attempt += 1
-            self.reattaches += 1
-            delay = policy.delay(attempt)
-            yield Reattaching(code, attempt, delay)
-            await asyncio.sleep(delay)
+        self._received = bool(self.invocation_id)
+        stream = resumable(
+            self._open,
+            token_of=_token_of,
+            backoff=policy.backoff,
+            retryable=self._retryable,
+            resume_token=self.resume_token,
+            give_up_after=policy.give_up_after,
+        )
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                if isinstance(item, Reattaching):
+                    self.reattaches += 1
+                    yield item
+                    continue
+                self._received = True
+                is_status = item.WhichOneof("event") == "status"
+                if not is_status and item.sequence and item.sequence <= self.sequence:
+                    continue  # replayed by an idempotent CallTool retry: already yielded
+                event = decode(item)
+                if not is_status and item.sequence:
+                    self.sequence, self.resume_token = item.sequence, item.resume_token
+                if isinstance(event, Accepted):
+                    self.invocation_id = event.invocation_id
+                if event is None:
+                    continue
+                yield event
+                if isinstance(event, OUTCOMES):
+                    self.outcome = event
+                    return
+
+
+def _token_of(event: broker_pb2.CallToolResponse) -> str:
+    """A logged event's resume token (a ``status`` keepalive repeats the last sequence: it moves nothing)."""
+    return "" if event.WhichOneof("event") == "status" else event.resume_token
+
+
+async def _cancelling(
+    call: grpc.aio.UnaryStreamCall[broker_pb2.CallToolRequest, broker_pb2.CallToolResponse],
+) -> AsyncGenerator[broker_pb2.CallToolResponse, None]:
+    try:
+        async for event in call:
+            yield event
+    finally:
+        call.cancel()
+
+
+async def _watched(
+    call: grpc.aio.UnaryStreamCall[broker_pb2.WatchCallRequest, broker_pb2.WatchCallResponse],
+) -> AsyncGenerator[broker_pb2.CallToolResponse, None]:
+    try:
+        async for item in call:
+            yield item.event
+    finally:
+        call.cancel()
 
 
 class BrokerClient:
@@ -209,6 +226,8 @@ class BrokerClient:
         token: bearer token of the ``caller`` role (``authorization: Bearer``); None sends none.
         tls: TLS / mutual TLS options; None is plaintext (loopback, or h2c behind a proxy).
         reattach: how dropped call streams are resumed.
+        channel: an open channel to use instead of opening one to ``target`` (e.g. the runtime's own
+            channel with its balancing and retry policy); ``close()`` leaves it open for its owner.
 
     Create it inside the event loop that uses it; ``async with`` closes the channel.
     """
@@ -220,23 +239,28 @@ class BrokerClient:
         token: str | None = None,
         tls: TlsOptions | None = None,
         reattach: ReattachPolicy | None = None,
+        channel: grpc.aio.Channel | None = None,
     ) -> None:
         self.target = target
         self.reattach = reattach or ReattachPolicy()
         self.metadata = bearer(token)
-        self._channel = open_channel(target, tls)
+        self._owns_channel = channel is None
+        self._channel = channel if channel is not None else open_channel(target, tls)
         self.stub = broker_pb2_grpc.CapabilityBrokerServiceStub(self._channel)
 
     @classmethod
     def from_env(cls, target: str | None = None, **kwargs: Any) -> BrokerClient:
-        """``target`` or ``$MAKA_BROKER_TARGET`` (default ``127.0.0.1:50052``), token ``$MAKA_CALLER_TOKEN``,
-        TLS from ``$MAKA_TLS_*``."""
+        """``target``, else ``$MAKA_BROKER_TARGET``, else the broker of the local stack's ``endpoints.json``
+        (in ``$MAKA_STATE_DIR``, default ``./.state``: what ``maka up`` wrote), else ``127.0.0.1:50052``;
+        token ``$MAKA_CALLER_TOKEN``, TLS from ``$MAKA_TLS_*``."""
         kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or None)
         kwargs.setdefault("tls", TlsOptions.from_env())
-        return cls(target or os.environ.get(TARGET_ENV) or DEFAULT_TARGET, **kwargs)
+        return cls(target or os.environ.get(TARGET_ENV) or state_dir_address("broker") or DEFAULT_TARGET, **kwargs)
 
     async def close(self) -> None:
-        await self._channel.close()
+        """Close the channel when this client opened it."""
+        if self._owns_channel:
+            await self._channel.close()
 
     async def __aenter__(self) -> BrokerClient:
         return self
@@ -315,3 +339,39 @@ class BrokerClient:
                 )
             )
         return sorted(tools, key=lambda t: t.name)
+
+    async def get_status(self, *, timeout: float = 5.0) -> broker_pb2.GetStatusResponse:
+        """``GetStatus``: the MCP servers the providers report, their config reloads, the broker's gauges."""
+        try:
+            return await self.stub.GetStatus(broker_pb2.GetStatusRequest(), metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None
+
+    async def list_sign_ins(self, *, timeout: float = 5.0) -> list[broker_pb2.SignInStatus]:
+        """``ListSignIns``: every OAuth server's sign-in status (never a token)."""
+        try:
+            response = await self.stub.ListSignIns(
+                broker_pb2.ListSignInsRequest(), metadata=self.metadata, timeout=timeout
+            )
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None
+        return list(response.sign_ins)
+
+    async def complete_sign_in(
+        self, code: str, state: str, iss: str = "", error: str = "", *, timeout: float = 10.0
+    ) -> str:
+        """``CompleteSignIn``: deliver an authorization response (``code``, ``state``, ``iss`` or ``error``);
+        returns the server it signed in. ``NOT_FOUND`` for a ``state`` no sign-in is waiting for."""
+        request = broker_pb2.CompleteSignInRequest(code=code, state=state, iss=iss, error=error)
+        try:
+            response = await self.stub.CompleteSignIn(request, metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as failure:
+            raise MakaError.from_rpc(failure) from None
+        return response.server
+
+    async def sign_out(self, server: str, *, timeout: float = 5.0) -> None:
+        """``SignOut``: forget ``server``'s tokens (it asks for a new sign-in)."""
+        try:
+            await self.stub.SignOut(broker_pb2.SignOutRequest(server=server), metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, TypeAlias
 
 from maka_client._codes import FailureCode, parse_failure_code
+from maka_client._errors import MakaError
 from maka_client._gen.maka.broker.v1 import broker_pb2
 from maka_client._gen.maka.form.v1 import form_pb2
 from maka_client._gen.maka.interaction.v1 import interaction_pb2
@@ -92,11 +93,14 @@ class Status:
 
 @dataclass(frozen=True)
 class Reattaching:
-    """Client-side: the stream dropped (``code``); attempt ``attempt`` to reattach follows in ``delay`` s."""
+    """Client-side: the stream dropped (``code``: the status code's name, ``"EOF"`` when it just ended);
+    attempt ``attempt`` to reattach follows in ``delay`` s. ``error`` is the decoded status (``None`` for
+    ``EOF``)."""
 
     code: str
     attempt: int
     delay: float
+    error: MakaError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

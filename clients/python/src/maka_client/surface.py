@@ -4,27 +4,34 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeAlias
 
 import grpc
 import grpc.aio
 
-from maka_client._channel import TlsOptions, bearer, open_channel
+from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address
 from maka_client._codes import ClientErrorReason
-from maka_client._errors import RETRYABLE, MakaError
+from maka_client._errors import ATTACH_FATAL, MakaError
 from maka_client._gen.maka.form.v1 import form_pb2
 from maka_client._gen.maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from maka_client._resume import resumable
 from maka_client.broker import ReattachPolicy
 from maka_client.events import Action, Reattaching, _time
+
+log = logging.getLogger("maka_client.surface")
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "MAKA_INTERACTION_TARGET"
 TOKEN_ENV = "MAKA_SURFACE_TOKEN"
+READY_TIMEOUT = 2.0
+"""Seconds an :meth:`SurfaceClient.attach` (re)connect waits for a ready replica before it reattaches later."""
 
 AnswerValue: TypeAlias = str | int | float | bool | Sequence[str]
 
@@ -58,6 +65,8 @@ class Form:
     action: Action | None
     close_reason: str
     expires_at: datetime | None
+    proto: interaction_pb2.Interaction = field(default_factory=interaction_pb2.Interaction, repr=False, compare=False)
+    """The ``maka.interaction.v1.Interaction`` as received (for surfaces that decode the whole form)."""
 
     @classmethod
     def from_proto(cls, message: interaction_pb2.Interaction) -> Form:
@@ -85,6 +94,7 @@ class Form:
             action=action,
             close_reason=interaction_pb2.CloseReason.Name(message.close_reason).removeprefix("CLOSE_REASON_").lower(),
             expires_at=_time(message, "expires_at"),
+            proto=message,
         )
 
 
@@ -114,7 +124,43 @@ class FormClosed:
     resume_token: str
 
 
-FormEvent: TypeAlias = FormSnapshot | FormOpened | FormAnswered | FormClosed | Reattaching
+@dataclass(frozen=True)
+class FormDeliveryRecorded:
+    """A committed answer's delivery became ``delivered`` or ``lost`` (``form.proto.delivery``)."""
+
+    form: Form
+    resume_token: str
+
+
+@dataclass(frozen=True)
+class AttachedSurface:
+    """One surface attached to the Host (``ListSurfaces``): its token's name (never the token), kind,
+    the sessions it watches (``all_sessions`` for every one), when it attached, its Host and replica."""
+
+    principal: str
+    kind: str
+    session_ids: tuple[str, ...]
+    all_sessions: bool
+    session_count: int
+    attached_at: datetime | None
+    host_id: str
+    replica_id: str
+
+    @classmethod
+    def from_proto(cls, message: interaction_service_pb2.AttachedSurface) -> AttachedSurface:
+        return cls(
+            principal=message.principal,
+            kind=message.kind,
+            session_ids=tuple(message.session_ids),
+            all_sessions=message.all_sessions,
+            session_count=message.session_count,
+            attached_at=_time(message, "attached_at"),
+            host_id=message.host_id,
+            replica_id=message.replica_id,
+        )
+
+
+FormEvent: TypeAlias = FormSnapshot | FormOpened | FormAnswered | FormClosed | FormDeliveryRecorded | Reattaching
 
 _ACTIONS = {
     Action.ACCEPT: form_pb2.ACTION_ACCEPT,
@@ -149,8 +195,11 @@ class SurfaceClient:
         target: ``host:port`` of the Interaction service.
         token: bearer token of the ``surface`` role; None sends none.
         tls: TLS / mutual TLS options; None is plaintext.
-        reattach: backoff of :meth:`attach` reconnects.
+        reattach: backoff of :meth:`attach` reconnects (it never gives up).
         surface_kind: what this surface is, as ``maka status`` lists it (``Subscribe.surface_kind``).
+        host_id: the Runtime Host addressed on a tier serving several (empty: the tier's only Host).
+        channel: an open channel to use instead of opening one to ``target`` (e.g. the runtime's own
+            channel with its balancing and retry policy); ``close()`` leaves it open for its owner.
     """
 
     def __init__(
@@ -161,23 +210,33 @@ class SurfaceClient:
         tls: TlsOptions | None = None,
         reattach: ReattachPolicy | None = None,
         surface_kind: str = "maka-client-py",
+        host_id: str = "",
+        channel: grpc.aio.Channel | None = None,
     ) -> None:
         self.target = target
         self.surface_kind = surface_kind
+        self.host_id = host_id
         self.reattach = reattach or ReattachPolicy()
         self.metadata = bearer(token)
-        self._channel = open_channel(target, tls)
+        self._owns_channel = channel is None
+        self._channel = channel if channel is not None else open_channel(target, tls)
         self.stub = interaction_service_pb2_grpc.InteractionServiceStub(self._channel)
+        self.reconnects = 0
+        """How many times :meth:`attach` re-opened its stream (for status displays and tests)."""
 
     @classmethod
     def from_env(cls, target: str | None = None, **kwargs: Any) -> SurfaceClient:
-        """``target`` or ``$MAKA_INTERACTION_TARGET``, token ``$MAKA_SURFACE_TOKEN``, TLS from ``$MAKA_TLS_*``."""
+        """``target``, else ``$MAKA_INTERACTION_TARGET``, else the Interaction service of the local stack's
+        ``endpoints.json`` (in ``$MAKA_STATE_DIR``, default ``./.state``), else ``127.0.0.1:50051``; token
+        ``$MAKA_SURFACE_TOKEN``, TLS from ``$MAKA_TLS_*``."""
         kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or None)
         kwargs.setdefault("tls", TlsOptions.from_env())
-        return cls(target or os.environ.get(TARGET_ENV) or DEFAULT_TARGET, **kwargs)
+        return cls(target or os.environ.get(TARGET_ENV) or state_dir_address("interaction") or DEFAULT_TARGET, **kwargs)
 
     async def close(self) -> None:
-        await self._channel.close()
+        """Close the channel when this client opened it."""
+        if self._owns_channel:
+            await self._channel.close()
 
     async def __aenter__(self) -> SurfaceClient:
         return self
@@ -187,27 +246,33 @@ class SurfaceClient:
 
     async def pending(self, session_ids: Sequence[str] = (), *, timeout: float = 10.0) -> list[Form]:
         """The pending forms of ``session_ids`` (empty = every session this surface may see)."""
+        request = interaction_service_pb2.ListPendingRequest(session_ids=list(session_ids), host_id=self.host_id)
         try:
-            response = await self.stub.ListPending(
-                interaction_service_pb2.ListPendingRequest(session_ids=list(session_ids)),
-                metadata=self.metadata,
-                timeout=timeout,
-            )
+            response = await self.stub.ListPending(request, metadata=self.metadata, timeout=timeout)
         except grpc.aio.AioRpcError as error:
             raise MakaError.from_rpc(error) from None
         return [Form.from_proto(i) for i in response.pending]
 
     async def get(self, interaction_id: str, *, session_id: str = "", timeout: float = 10.0) -> Form:
-        """One form, pending or settled."""
+        """One form, pending or settled (within retention). ``NOT_FOUND`` when there is none."""
+        request = interaction_service_pb2.GetInteractionRequest(
+            interaction_id=interaction_id, session_id=session_id, host_id=self.host_id
+        )
         try:
-            response = await self.stub.GetInteraction(
-                interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id, session_id=session_id),
-                metadata=self.metadata,
-                timeout=timeout,
-            )
+            response = await self.stub.GetInteraction(request, metadata=self.metadata, timeout=timeout)
         except grpc.aio.AioRpcError as error:
             raise MakaError.from_rpc(error) from None
         return Form.from_proto(response.interaction)
+
+    async def list_surfaces(self, *, timeout: float = 10.0) -> tuple[list[AttachedSurface], int]:
+        """The surfaces attached to the Host that watch a session this surface may see, and how many
+        more the service left out (its cap)."""
+        request = interaction_service_pb2.ListSurfacesRequest(host_id=self.host_id)
+        try:
+            response = await self.stub.ListSurfaces(request, metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None
+        return [AttachedSurface.from_proto(s) for s in response.surfaces], response.omitted
 
     async def answer(
         self,
@@ -232,64 +297,134 @@ class SurfaceClient:
             session_id = session_id or form.session_id
             for name, value in values.items():
                 answer.values[name].CopyFrom(_value(kinds.get(name), name, value))
+        return await self.send_answer(
+            interaction_id, answer, session_id=session_id, submission_id=submission_id, timeout=timeout
+        )
+
+    async def send_answer(
+        self,
+        interaction_id: str,
+        answer: form_pb2.Answer,
+        *,
+        session_id: str = "",
+        submission_id: str | None = None,
+        timeout: float = 10.0,
+    ) -> Form:
+        """Commit an answer already encoded as ``maka.form.v1.Answer`` (what :meth:`answer` sends).
+
+        Idempotent per ``submission_id`` (a fresh one by default); ``session_id`` (optional) must match
+        the Interaction's session. Raises :class:`MakaError` as :meth:`answer` does.
+        """
+        request = interaction_service_pb2.AnswerRequest(
+            interaction_id=interaction_id,
+            session_id=session_id,
+            submission_id=submission_id or new_submission_id(),
+            answer=answer,
+            host_id=self.host_id,
+        )
         try:
-            response = await self.stub.Answer(
-                interaction_service_pb2.AnswerRequest(
-                    interaction_id=interaction_id,
-                    session_id=session_id,
-                    submission_id=submission_id or f"sub-{uuid.uuid4().hex}",
-                    answer=answer,
-                ),
-                metadata=self.metadata,
-                timeout=timeout,
-            )
+            response = await self.stub.Answer(request, metadata=self.metadata, timeout=timeout)
         except grpc.aio.AioRpcError as error:
             raise MakaError.from_rpc(error) from None
         return Form.from_proto(response.interaction)
 
     async def attach(self, session_ids: Sequence[str] = (), resume_token: str = "") -> AsyncGenerator[FormEvent, None]:
         """The live projection of ``session_ids``: a :class:`FormSnapshot` (or the events after a
-        still-valid ``resume_token``), then :class:`FormOpened` / :class:`FormAnswered` / :class:`FormClosed`.
-        A dropped stream yields :class:`Reattaching` and resumes with the last token; errors a
-        reconnect cannot fix raise :class:`MakaError`. Runs until the consumer stops."""
-        token = resume_token
-        attempt = 0
-        while True:
-            call = self.stub.Attach(metadata=self.metadata)
-            code = "EOF"
-            try:
-                await call.write(
-                    interaction_service_pb2.AttachRequest(
-                        subscribe=interaction_service_pb2.Subscribe(
-                            session_ids=list(session_ids), resume_token=token, surface_kind=self.surface_kind
-                        )
+        still-valid ``resume_token``), then :class:`FormOpened` / :class:`FormAnswered` / :class:`FormClosed`
+        / :class:`FormDeliveryRecorded`. Before each (re)connect it waits up to :data:`READY_TIMEOUT` s for
+        a ready replica. A dropped stream yields :class:`Reattaching` and resumes with the last token
+        (RFC criterion 9: a surface that reconnects in the same Host epoch gets the pending form back);
+        errors a reconnect cannot fix (``UNAUTHENTICATED``, ``PERMISSION_DENIED``, ``INVALID_ARGUMENT``,
+        ``NOT_FOUND``, ``FAILED_PRECONDITION``, ``UNIMPLEMENTED``) raise :class:`MakaError`. Runs until
+        the consumer stops."""
+
+        def open_stream(token: str) -> AsyncIterator[interaction_service_pb2.AttachResponse]:
+            subscribe = interaction_service_pb2.Subscribe(
+                session_ids=list(session_ids), resume_token=token, host_id=self.host_id, surface_kind=self.surface_kind
+            )
+            return _attach_once(self.stub.Attach(metadata=self.metadata), subscribe)
+
+        stream = resumable(
+            open_stream,
+            token_of=_token_of,
+            backoff=self.reattach.backoff,
+            retryable=lambda failure: failure is None or failure.code() not in ATTACH_FATAL,
+            resume_token=resume_token,
+            ready=self._ready,
+        )
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                if isinstance(item, Reattaching):
+                    self.reconnects += 1
+                    log.info(
+                        "attach_reconnecting",
+                        extra={
+                            "attempt": item.attempt,
+                            "code": item.code,
+                            # SUBSCRIBER_OVERFLOW (fell behind: resume with the token) or SHUTTING_DOWN
+                            # (the replica drains: another one serves the resume); "" for a plain drop
+                            "reason": str(item.error.reason) if item.error is not None else "",
+                            "delay_s": round(item.delay, 3),
+                        },
                     )
-                )
-                while True:
-                    response = await call.read()
-                    if not isinstance(response, interaction_service_pb2.AttachResponse):
-                        break
-                    attempt = 0
-                    event = _decode_attach(response)
-                    if event is None:
-                        continue
-                    token = event.resume_token or token
+                    yield item
+                    continue
+                event = decode_attach(item)
+                if event is not None:
                     yield event
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in RETRYABLE:
-                    raise MakaError.from_rpc(error) from None
-                code = error.code().name
-            finally:
-                call.cancel()
-            attempt += 1
-            delay = self.reattach.delay(attempt)
-            yield Reattaching(code, attempt, delay)
-            await asyncio.sleep(delay)
+
+    async def _ready(self) -> bool:
+        # Wait (bounded) for a ready replica instead of failing fast while round_robin's subchannels are in
+        # backoff (docs/design.md#grpc-for-a-replicated-tier); none ready → reconnect.
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), READY_TIMEOUT)
+        except TimeoutError:
+            return False
+        return True
 
 
-def _decode_attach(
+def new_submission_id() -> str:
+    """A fresh client-chosen submission id (retrying with the same id returns the same outcome)."""
+    return f"sub-{uuid.uuid4().hex}"
+
+
+def _token_of(response: interaction_service_pb2.AttachResponse) -> str:
+    frame = response.WhichOneof("frame")
+    if frame == "snapshot":
+        return response.snapshot.resume_token
+    if frame == "event":
+        return response.event.resume_token
+    return ""
+
+
+async def _attach_once(
+    call: grpc.aio.StreamStreamCall[interaction_service_pb2.AttachRequest, interaction_service_pb2.AttachResponse],
+    subscribe: interaction_service_pb2.Subscribe,
+) -> AsyncGenerator[interaction_service_pb2.AttachResponse, None]:
+    """One ``Attach`` stream: subscribe, yield its frames; raise its final status unless it ended OK."""
+    try:
+        try:
+            await call.write(interaction_service_pb2.AttachRequest(subscribe=subscribe))
+            while True:
+                response = await call.read()
+                if not isinstance(response, interaction_service_pb2.AttachResponse):
+                    break  # grpc.aio.EOF; a refusal that raced the first read also ends here: read the status
+                yield response
+        except asyncio.InvalidStateError:
+            pass  # the server finished the call before the subscribe was written: its status says why
+        code = await call.code()
+        if code != grpc.StatusCode.OK:
+            raise grpc.aio.AioRpcError(
+                code, grpc.aio.Metadata(), await call.trailing_metadata(), details=await call.details()
+            )
+    finally:
+        call.cancel()
+
+
+def decode_attach(
     response: interaction_service_pb2.AttachResponse,
-) -> FormSnapshot | FormOpened | FormAnswered | FormClosed | None:
+) -> FormSnapshot | FormOpened | FormAnswered | FormClosed | FormDeliveryRecorded | None:
+    """The typed event of one ``AttachResponse`` (None for frames a reader ignores, e.g. ``answer_outcome``)."""
     frame = response.WhichOneof("frame")
     if frame == "snapshot":
         pending = tuple(Form.from_proto(i) for i in response.snapshot.pending)
@@ -305,4 +440,6 @@ def _decode_attach(
         return FormAnswered(form, token)
     if kind == interaction_pb2.EVENT_KIND_CLOSED:
         return FormClosed(form, token)
+    if kind == interaction_pb2.EVENT_KIND_DELIVERY:
+        return FormDeliveryRecorded(form, token)
     return None

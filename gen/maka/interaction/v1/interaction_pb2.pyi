@@ -129,6 +129,15 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_ANSWER_UNSEALABLE: _ErrorReason.ValueType  # 13
     """INTERNAL: the stored answer of this Interaction does not open with the service's answer key
     (sealed with another key, or moved from another record); the record is never served without it.
+    """
+    ERROR_REASON_SUBSCRIBER_OVERFLOW: _ErrorReason.ValueType  # 14
+    """UNAVAILABLE: the server ended an Attach stream because the surface fell too far behind the live events
+    (its queue overflowed). Nothing is lost: reattach at once with the resume token of the last event
+    received (not a snapshot). UNAVAILABLE so that every client's reconnect rule retries it.
+    """
+    ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 15
+    """UNAVAILABLE: the replica is shutting down and ended the stream (drain). Reconnect (another replica
+    serves it) and resume with the last token.
     ALREADY_EXISTS is not used: a repeated submission id returns the first outcome.
     """
 
@@ -163,6 +172,15 @@ ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 12
 ERROR_REASON_ANSWER_UNSEALABLE: ErrorReason.ValueType  # 13
 """INTERNAL: the stored answer of this Interaction does not open with the service's answer key
 (sealed with another key, or moved from another record); the record is never served without it.
+"""
+ERROR_REASON_SUBSCRIBER_OVERFLOW: ErrorReason.ValueType  # 14
+"""UNAVAILABLE: the server ended an Attach stream because the surface fell too far behind the live events
+(its queue overflowed). Nothing is lost: reattach at once with the resume token of the last event
+received (not a snapshot). UNAVAILABLE so that every client's reconnect rule retries it.
+"""
+ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 15
+"""UNAVAILABLE: the replica is shutting down and ended the stream (drain). Reconnect (another replica
+serves it) and resume with the last token.
 ALREADY_EXISTS is not used: a repeated submission id returns the first outcome.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -805,8 +805,8 @@ def test_a_required_name_that_is_not_a_property_is_rejected(schema: dict[str, An
     )
 
 
-# --- reasonable schemas no longer fail the whole call (finding 5), dialects (finding 9) of
-# docs/acceptance.md#protocol-and-form-correctness
+# --- reasonable schemas do not fail the whole call, and an unsupported dialect is an error
+# (docs/acceptance.md#protocol-and-form-correctness)
 
 
 def test_integer_bounds_beyond_2_pow_53_are_accepted_as_the_nearest_double() -> None:

@@ -41,7 +41,7 @@ from services.core.form.mcp_json import answer_to_elicit_result
 from services.core.form.protobuf import form_from_proto, form_to_proto
 from surfaces.cli.commands.pending import _human
 from surfaces.common.form_input import RawInput, check_form_input, field_hints, initial_raws, values_from_json
-from surfaces.common.interaction_client import InteractionView
+from surfaces.common.interactions import InteractionView
 from surfaces.web.views import interaction_view
 from tests.services.core.form.strategies import requested_schemas, values_for
 

@@ -1,0 +1,132 @@
+"""Bearer tokens on the MCP front door: with a tokens file it is an OAuth 2.0 protected resource holding static
+tokens (MCP specification basic/authorization; RFC 6750 bearer tokens; RFC 9728 protected-resource metadata).
+
+Without ``MAKA_AUTH_TOKENS_FILE`` (the default loopback stack) nothing here applies: the endpoint is open, bound to
+loopback. With it, every request to ``/mcp`` needs ``Authorization: Bearer <token>`` of a principal holding the
+broker's ``caller`` role (:mod:`services.core.auth`, the same file and tokens as the gRPC services):
+
+- no or unknown token: ``401`` with ``WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/
+  oauth-protected-resource/mcp"``; a token without the ``caller`` role: ``403`` (``error="insufficient_scope"``);
+- ``GET /.well-known/oauth-protected-resource/mcp`` (and without the ``/mcp`` suffix) serves the metadata
+  naming the resource (``MAKA_MCP_RESOURCE_URL``, else the URL the request came to);
+- the broker calls a request makes carry that request's own token (:class:`ForwardingBrokerClient`), so the
+  broker sees the person the call is made for, as for any caller; background reads use the door's own
+  ``MAKA_CALLER_TOKEN``.
+
+Tokens are compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from maka_client import BrokerClient
+from services.core.auth import Role, TokenTable
+from surfaces.mcp.settings import McpSettings
+
+log = logging.getLogger("maka.mcp.auth")
+
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+_forwarded: contextvars.ContextVar[str | None] = contextvars.ContextVar("maka_mcp_caller_token", default=None)
+
+
+def bearer_token(headers: Any) -> str | None:
+    """The token of an ``Authorization: Bearer`` header (scheme case-insensitive), or None."""
+    value = headers.get("authorization") or ""
+    scheme, _, token = value.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def forward_caller(request: object) -> None:
+    """Make the broker calls of the current request carry its bearer token (no-op without one)."""
+    if isinstance(request, Request):
+        token = bearer_token(request.headers)
+        if token is not None:
+            _forwarded.set(token)
+
+
+class ForwardingBrokerClient(BrokerClient):
+    """A :class:`BrokerClient` whose calls carry the current request's bearer token (:func:`forward_caller`),
+    else its own."""
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        token = _forwarded.get()
+        return (("authorization", f"Bearer {token}"),) if token else self._own
+
+    @metadata.setter
+    def metadata(self, value: tuple[tuple[str, str], ...]) -> None:
+        self._own = value
+
+
+def resource_url(settings: McpSettings, scope: Scope, mcp_path: str) -> str:
+    """The resource's canonical URL: ``MAKA_MCP_RESOURCE_URL``, else the URL of ``mcp_path`` on this request."""
+    if settings.mcp_resource_url:
+        return settings.mcp_resource_url.rstrip("/")
+    return str(Request(scope).base_url).rstrip("/") + mcp_path
+
+
+def metadata_url(resource: str) -> str:
+    """Where RFC 9728 puts ``resource``'s metadata: the well-known path inserted before the resource's path."""
+    scheme, _, rest = resource.partition("://")
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority}{METADATA_PATH}{slash}{path}"
+
+
+class BearerGate:
+    """ASGI middleware: ``mcp_path`` needs a caller's bearer token; the metadata paths are open."""
+
+    def __init__(self, app: ASGIApp, table: TokenTable, settings: McpSettings, mcp_path: str) -> None:
+        self.app = app
+        self.table = table
+        self.settings = settings
+        self.mcp_path = mcp_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != self.mcp_path:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        token = bearer_token(request.headers)
+        principal = self.table.lookup(token) if token is not None else None
+        resource = resource_url(self.settings, scope, self.mcp_path)
+        challenge = f'Bearer resource_metadata="{metadata_url(resource)}"'
+        if principal is None:
+            log.info("mcp.unauthenticated", extra={"token_sent": token is not None})
+            body = {"error": "invalid_token" if token else "unauthorized", "error_description": "needs a bearer token"}
+            if token is not None:
+                challenge += ', error="invalid_token"'
+            response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})
+        elif not principal.has_role(Role.CALLER):
+            log.info("mcp.forbidden", extra={"principal": principal.name})
+            challenge += ', error="insufficient_scope"'
+            body = {"error": "insufficient_scope", "error_description": "the token lacks the caller role"}
+            response = JSONResponse(body, status_code=403, headers={"WWW-Authenticate": challenge})
+        else:
+            await self.app(scope, receive, send)
+            return
+        await response(scope, receive, send)
+
+
+def protect(app: Starlette, settings: McpSettings, mcp_path: str) -> None:
+    """With a tokens file, put ``app``'s ``mcp_path`` behind :class:`BearerGate` and serve the metadata."""
+    table = TokenTable.from_file(settings.auth_tokens_file)
+    if not table.enabled:
+        return
+
+    async def metadata(request: Request) -> JSONResponse:
+        resource = resource_url(settings, request.scope, mcp_path)
+        document = {"resource": resource, "bearer_methods_supported": ["header"], "resource_name": "Maka"}
+        return JSONResponse(document)
+
+    app.router.routes.insert(0, Route(METADATA_PATH + mcp_path, metadata, methods=["GET"]))
+    app.router.routes.insert(0, Route(METADATA_PATH, metadata, methods=["GET"]))
+    app.add_middleware(BearerGate, table=table, settings=settings, mcp_path=mcp_path)

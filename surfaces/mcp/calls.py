@@ -1,0 +1,141 @@
+"""One MCP ``tools/call`` as one broker call, exactly like ``maka call`` (docs/mcp-front-door.md).
+
+The call runs through :class:`maka_client.BrokerClient` under its own turn: its forms open on Maka's surfaces
+(web, TUI, CLI, gRPC clients) and the first answer wins. While a form waits, ``notify`` (the request's
+``notifications/progress`` when the client sent a progress token) names the form and where to answer it. The
+MCP client receives one complete ``CallToolResult``. A cancelled request (``notifications/cancelled``, or the
+HTTP response stream closing) stops the turn (broker ``Stop``: no retry is sent, nothing stays pending).
+
+Errors map to MCP: an unknown Tool is JSON-RPC ``-32602``; invalid arguments, an unavailable server (with its
+cause) and every other broker failure are a Tool execution error (``isError``, the code and message as text,
+so a model can correct itself); a Tool's own ``isError`` result passes through unchanged. Only the result's
+``content``, ``structuredContent`` and ``isError`` are passed on: nothing else of the upstream result (its
+``_meta``, and never a ``requestState``, which the provider keeps) reaches the MCP client.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
+from pydantic import ValidationError
+
+from maka_client import (
+    AwaitingInteraction,
+    BrokerClient,
+    Failure,
+    FailureCode,
+    Lost,
+    MakaError,
+    Progress,
+    Result,
+    Stopped,
+)
+
+log = logging.getLogger("maka.mcp.calls")
+
+STOP_TIMEOUT_SECONDS = 5.0
+PASSED_KEYS = ("content", "structuredContent", "isError")
+"""The only keys of the upstream ``CallToolResult`` the MCP client receives."""
+
+Notify = Callable[[str], Awaitable[None]]
+"""Sends one progress message to the MCP client (a no-op without a progress token)."""
+
+
+def error_result(text: str) -> CallToolResult:
+    """A Tool execution error (``isError``) with ``text``."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def passed_result(result: Mapping[str, Any]) -> CallToolResult:
+    """The upstream ``CallToolResult`` as the MCP client receives it (see the module docstring)."""
+    kept = {key: result[key] for key in PASSED_KEYS if key in result}
+    kept.setdefault("content", [])
+    try:
+        return CallToolResult.model_validate(kept)
+    except ValidationError:
+        return error_result("INVALID_RESULT: the Tool returned a result this endpoint cannot pass on")
+
+
+def where_to_answer(web_url: str, interaction_id: str) -> str:
+    """Where a person answers form ``interaction_id``: the web page when one runs, else the CLI."""
+    cli = f"`maka answer {interaction_id}`"
+    return f"{web_url} (or {cli})" if web_url else f"{cli} (or `maka tui`)"
+
+
+class UnknownTool(MCPError):
+    """``tools/call`` named a Tool this endpoint does not list: JSON-RPC ``-32602``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(INVALID_PARAMS, f"Unknown tool: {name}")
+
+
+async def run_call(
+    broker: BrokerClient,
+    *,
+    mcp_name: str,
+    qualified: str,
+    arguments: Mapping[str, Any],
+    session_id: str,
+    web_url: str,
+    notify: Notify,
+    observe: Callable[[object], None] | None = None,
+) -> CallToolResult:
+    """Run broker Tool ``qualified`` with ``arguments``; returns the MCP result (see the module docstring).
+
+    Raises :class:`UnknownTool` when the broker knows no such Tool. Cancelling the caller stops the turn first.
+    ``observe`` (optional) sees every broker event first (the forms asked of the client itself,
+    :mod:`surfaces.mcp.elicit`).
+    """
+    turn = f"mcp-{uuid.uuid4().hex[:16]}"
+    call = broker.call_tool(qualified, arguments, session_id=session_id, turn_id=turn, tool_use_id=turn)
+    ended = False
+    try:
+        async for event in call:
+            ended = isinstance(event, (Result, Failure, Lost, Stopped))
+            if observe is not None:
+                observe(event)
+            if isinstance(event, AwaitingInteraction):
+                await notify(
+                    f"Waiting for your answer to the form “{event.message}” ({event.interaction_id}): answer it"
+                    f" in {where_to_answer(web_url, event.interaction_id)}"
+                )
+            elif isinstance(event, Progress) and event.message:
+                await notify(event.message)
+            elif isinstance(event, Result):
+                return passed_result(event.result)
+            elif isinstance(event, Failure):
+                if event.code == FailureCode.UNKNOWN_TOOL:
+                    raise UnknownTool(mcp_name)
+                return error_result(f"{event.code}: {event.message or 'the call failed'}")
+            elif isinstance(event, Lost):
+                reason = event.reason or "the provider went away"
+                return error_result(f"LOST: {reason}; the outcome is unknown and nothing was replayed")
+            elif isinstance(event, Stopped):
+                return error_result("STOPPED: the call was stopped")
+    except MakaError as error:
+        return error_result(f"{error.code}: {error.message or 'the broker refused the call'}")
+    except BaseException:
+        if not ended:
+            await _stop(broker, session_id, turn)
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await call.aclose()
+    return error_result("NO_RESULT: the broker ended the call without a result")
+
+
+async def _stop(broker: BrokerClient, session_id: str, turn: str) -> None:
+    """Stop the turn even though the caller's scope is cancelled (bounded)."""
+    with anyio.move_on_after(STOP_TIMEOUT_SECONDS, shield=True):
+        try:
+            stopped = await broker.stop(session_id, turn, timeout=STOP_TIMEOUT_SECONDS)
+        except MakaError as error:
+            log.warning("mcp.stop_failed", extra={"turn": turn, "code": error.code})
+            return
+        log.info("mcp.call_stopped", extra={"turn": turn, "stopped": stopped})

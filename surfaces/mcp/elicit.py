@@ -1,0 +1,334 @@
+"""The downstream MCP client as one more surface of a call's forms (docs/mcp-front-door.md "Answering in the
+client").
+
+When the client declares form elicitation, the Host-owned form (the broker's Interaction) is also asked of it:
+
+- **2026-07-28**: the call runs detached from the HTTP request (:class:`DetachedCall`, kept in :class:`Calls`);
+  the request returns ``input_required`` with one ``elicitation/create`` per pending form (keyed by the
+  Interaction id) and Maka's own ``requestState`` (:class:`StateSeal`: HMAC-SHA256 over the call id, the
+  Interaction ids, a digest of the Tool name and arguments, and an expiry). The retry's ``inputResponses`` answer
+  the Interactions like any surface's answer; the retry then waits for the next round or the result.
+- **2025-11-25**: :func:`ask_legacy` sends ``elicitation/create`` on the request's session while the form waits
+  on the other surfaces; whichever answers first wins, the other is cancelled or its late answer ignored.
+
+An answer that arrives after the form settled (another surface was first) changes nothing: the Interaction
+service refuses it (``ALREADY_SETTLED``/``CLOSED``) and the client gets the settled outcome. The upstream server's
+``requestState`` never reaches the client: the provider keeps it and this module never sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+)
+
+from maka_client import AwaitingInteraction, InteractionSettled, MakaError
+from services.core.form import FormError
+from services.core.form.mcp_json import answer_from_elicit_result, form_to_requested_schema
+from surfaces.common.interactions import Interactions
+from surfaces.mcp.calls import error_result
+
+log = logging.getLogger("maka.mcp.elicit")
+
+INVALID_REQUEST_STATE = "invalid_request_state"
+"""``data.reason`` of the ``-32602`` error for a ``requestState`` this endpoint cannot use (the field's term)."""
+SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
+"""Interaction errors that mean "another surface (or the call's end) settled the form first"."""
+
+
+def invalid_state(why: str) -> MCPError:
+    """JSON-RPC ``-32602`` with ``data.reason`` ``invalid_request_state``."""
+    return MCPError(INVALID_PARAMS, f"Invalid requestState: {why}", {"reason": INVALID_REQUEST_STATE})
+
+
+def call_digest(name: str, arguments: Mapping[str, Any]) -> str:
+    """A digest of the Tool name and arguments a ``requestState`` is bound to (the retry must repeat them)."""
+    canonical = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class State:
+    """What a verified ``requestState`` names."""
+
+    call_id: str
+    interaction_ids: tuple[str, ...]
+    digest: str
+
+
+class StateSeal:
+    """Maka's ``requestState``: ``base64url(payload) "." base64url(HMAC-SHA256(key, payload))``.
+
+    The key is ``MAKA_MCP_STATE_KEY`` when set (so several front-door replicas accept each other's states), else
+    random per process (a retry reaching another process, or one after a restart, gets ``invalid_request_state``).
+    """
+
+    def __init__(self, key: bytes | None, ttl_seconds: float, clock: Callable[[], float] = time.time) -> None:
+        self._key = key or secrets.token_bytes(32)
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()
+
+    def seal(self, state: State) -> str:
+        body = {
+            "c": state.call_id,
+            "i": list(state.interaction_ids),
+            "d": state.digest,
+            "e": int(self._clock() + self.ttl_seconds),
+        }
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def open(self, token: str) -> State:
+        """The :class:`State` of ``token``; raises :func:`invalid_state` when it was altered or expired."""
+        try:
+            raw_payload, raw_mac = token.split(".")
+            payload, mac = _unb64(raw_payload), _unb64(raw_mac)
+        except ValueError:
+            raise invalid_state("it is not one this endpoint issued") from None
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise invalid_state("it is not one this endpoint issued (altered, or issued by another process)")
+        body = json.loads(payload)
+        if body["e"] < self._clock():
+            raise invalid_state("it expired")
+        return State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]))
+
+
+@dataclass
+class DetachedCall:
+    """A 2026-07-28 call that outlives the HTTP requests (rounds) that drive it."""
+
+    call_id: str
+    digest: str
+    task: asyncio.Task[CallToolResult] | None = None
+    pending: dict[str, AwaitingInteraction] = field(default_factory=dict)
+    """The call's forms that wait for an answer, by Interaction id."""
+    answered_here: set[str] = field(default_factory=set)
+    """Forms this client already answered (not asked again)."""
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    attached: int = 0
+    notify: Callable[[str], Awaitable[None]] | None = None
+    expiry: asyncio.TimerHandle | None = None
+
+    def observe(self, event: object) -> None:
+        """Track the broker's form events (run_call's observer)."""
+        if isinstance(event, AwaitingInteraction):
+            self.pending[event.interaction_id] = event
+        elif isinstance(event, InteractionSettled):
+            self.pending.pop(event.interaction_id, None)
+        else:
+            return
+        self.changed.set()
+
+    def to_ask(self) -> list[AwaitingInteraction]:
+        return [event for key, event in self.pending.items() if key not in self.answered_here]
+
+
+class Calls:
+    """The running detached calls of this process, by call id."""
+
+    def __init__(self, seal: StateSeal, interactions: Interactions, session_id: str) -> None:
+        self.seal = seal
+        self.interactions = interactions
+        self.session_id = session_id
+        self._calls: dict[str, DetachedCall] = {}
+
+    def start(self, digest: str, run: Callable[[DetachedCall], Awaitable[CallToolResult]]) -> DetachedCall:
+        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest)
+        self._calls[call.call_id] = call
+
+        async def body() -> CallToolResult:
+            try:
+                return await run(call)
+            finally:
+                self._settled(call)
+
+        call.task = asyncio.create_task(body(), name=f"maka-mcp-call-{call.call_id[:8]}")
+        return call
+
+    def _settled(self, call: DetachedCall) -> None:
+        """Keep a finished call's outcome for the state's lifetime: a retry arriving after another surface
+        answered (and the call ended) gets that outcome."""
+        if call.expiry is not None:
+            call.expiry.cancel()
+        call.expiry = asyncio.get_running_loop().call_later(self.seal.ttl_seconds, self._calls.pop, call.call_id, None)
+        call.changed.set()
+
+    def resume(self, request_state: str, digest: str) -> tuple[DetachedCall, State]:
+        """The call a retry's ``requestState`` names; raises :func:`invalid_state` when there is none."""
+        state = self.seal.open(request_state)
+        if state.digest != digest:
+            raise invalid_state("the retry names another Tool or other arguments than the call it continues")
+        call = self._calls.get(state.call_id)
+        if call is None:
+            raise invalid_state("the call it continues is no longer running on this endpoint")
+        return call, state
+
+    async def answer(self, call: DetachedCall, state: State, responses: Mapping[str, Any]) -> None:
+        """Answer each named Interaction with the client's ``ElicitResult``; a form another surface settled
+        first is left as it is. An invalid answer leaves the form pending (asked again)."""
+        for interaction_id in state.interaction_ids:
+            response = responses.get(interaction_id)
+            if response is None:
+                continue
+            raw = response.model_dump(by_alias=True, exclude_none=True) if isinstance(response, ElicitResult) else None
+            if raw is None:
+                continue
+            raw.pop("_meta", None)
+            raw.pop("resultType", None)
+            try:
+                answer = answer_from_elicit_result(raw)
+                await self.interactions.answer(interaction_id, answer, session_id=self.session_id)
+            except FormError:
+                log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
+                continue
+            except MakaError as error:
+                if str(error.reason) in SETTLED_REASONS:
+                    call.answered_here.add(interaction_id)
+                    continue
+                if str(error.reason) == "INVALID_ANSWER":
+                    log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
+                    continue
+                raise MCPError(INVALID_PARAMS, f"the answer was not taken: {error.code}") from None
+            call.answered_here.add(interaction_id)
+        call.changed.set()
+
+    async def wait(self, call: DetachedCall) -> CallToolResult | InputRequiredResult:
+        """Wait until the call ends (its result) or a form waits that this client was not asked yet
+        (``input_required``). Cancelling this wait while attached stops the call."""
+        assert call.task is not None
+        if call.expiry is not None and not call.task.done():
+            call.expiry.cancel()
+            call.expiry = None
+        call.attached += 1
+        try:
+            while True:
+                if call.task.done():
+                    if call.task.cancelled():
+                        return error_result("STOPPED: no retry came in time; the call was stopped")
+                    return call.task.result()
+                asking = call.to_ask()
+                if asking:
+                    return await self._input_required(call, asking)
+                call.changed.clear()
+                finished: asyncio.Future[Any] = asyncio.ensure_future(asyncio.shield(call.task))
+                changed: asyncio.Future[Any] = asyncio.ensure_future(call.changed.wait())
+                try:
+                    await asyncio.wait({finished, changed}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    finished.cancel()
+                    changed.cancel()
+        except asyncio.CancelledError:
+            if not call.task.done():
+                call.task.cancel()  # the client went away while attached: the call stops (run_call stops the turn)
+            raise
+        finally:
+            call.attached -= 1
+
+    async def _input_required(
+        self, call: DetachedCall, asking: list[AwaitingInteraction]
+    ) -> CallToolResult | InputRequiredResult:
+        requests: dict[str, Any] = {}
+        for event in asking:
+            try:
+                view = await self.interactions.get(event.interaction_id, session_id=self.session_id)
+            except MakaError:
+                continue
+            if not view.pending:
+                continue
+            schema = form_to_requested_schema(view.form)
+            requests[event.interaction_id] = ElicitRequest(
+                params=ElicitRequestFormParams(message=view.form.message, requested_schema=schema)
+            )
+        if not requests:  # settled meanwhile: wait on
+            for event in asking:
+                call.pending.pop(event.interaction_id, None)
+            return await self.wait(call)
+        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest))
+        loop = asyncio.get_running_loop()
+        call.expiry = loop.call_later(self.seal.ttl_seconds, self._expire, call)
+        log.info("mcp.input_required", extra={"forms": len(requests)})
+        return InputRequiredResult(input_requests=requests, request_state=state)
+
+    def _expire(self, call: DetachedCall) -> None:
+        """No retry came within the state's lifetime: stop the call (nothing stays pending)."""
+        if call.attached == 0 and call.task is not None and not call.task.done():
+            log.info("mcp.input_required_expired")
+            call.task.cancel()
+
+    async def close(self) -> None:
+        """Stop every detached call (the endpoint is stopping)."""
+        tasks = [call.task for call in self._calls.values() if call.task is not None and not call.task.done()]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+
+def declares_form_elicitation(capabilities: Any) -> bool:
+    """Whether client ``capabilities`` declare form elicitation (``elicitation: {}`` means form)."""
+    elicitation = getattr(capabilities, "elicitation", None)
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+async def ask_legacy(
+    interactions: Interactions,
+    session_id: str,
+    event: AwaitingInteraction,
+    elicit: Callable[[str, dict[str, Any]], Awaitable[ElicitResult]],
+) -> None:
+    """Ask a 2025-11-25 client form ``event`` with ``elicitation/create`` and answer it with the reply; a form
+    settled elsewhere first keeps that answer (the late reply is refused by the Interaction service)."""
+    try:
+        view = await interactions.get(event.interaction_id, session_id=session_id)
+    except MakaError:
+        return
+    if not view.pending:
+        return
+    try:
+        reply = await elicit(view.form.message, form_to_requested_schema(view.form))
+    except Exception as error:  # the client refused or failed the request: the other surfaces still can answer
+        log.info("mcp.elicit_failed", extra={"interaction": event.interaction_id, "error": type(error).__name__})
+        return
+    raw = reply.model_dump(by_alias=True, exclude_none=True)
+    raw.pop("_meta", None)
+    raw.pop("resultType", None)
+    try:
+        await interactions.answer(event.interaction_id, answer_from_elicit_result(raw), session_id=session_id)
+    except FormError:
+        log.info("mcp.elicit_answer_invalid", extra={"interaction": event.interaction_id})
+    except MakaError as error:
+        log.info("mcp.elicit_answer_not_taken", extra={"interaction": event.interaction_id, "reason": error.reason})

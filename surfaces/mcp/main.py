@@ -1,0 +1,104 @@
+"""Run the MCP front door: ``python -m surfaces.mcp.main`` (``maka up`` starts it).
+
+Same shape as every service ``main``::
+
+    settings = McpSettings()          # MAKA_BROKER_TARGET, MAKA_MCP_LISTEN, MAKA_WEB_URL, ...
+    app = await build(settings)       # broker client + SDK server + Starlette app
+    await serve(app, settings)        # uvicorn until SIGINT/SIGTERM
+
+Port 0 picks a free port, written to ``MAKA_MCP_PORT_FILE`` once serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+
+import uvicorn
+from starlette.applications import Starlette
+
+from maka_client import BrokerClient
+from services.core.logs import configure
+from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
+from surfaces.common.interactions import Interactions
+from surfaces.mcp.auth import ForwardingBrokerClient
+from surfaces.mcp.server import MCP_PATH, build_asgi, build_server
+from surfaces.mcp.settings import McpSettings
+
+log = logging.getLogger("maka.mcp.main")
+
+STARTUP_TIMEOUT_SECONDS = 10.0
+SHUTDOWN_GRACE_SECONDS = 2
+
+
+@dataclass
+class McpApp:
+    """A built MCP front door: its settings, its broker client and the ASGI app."""
+
+    settings: McpSettings
+    broker: BrokerClient
+    asgi: Starlette
+    interactions: Interactions
+
+    async def close(self) -> None:
+        """Close the broker and Interaction channels."""
+        await self.broker.close()
+        await self.interactions.close()
+
+
+async def build(settings: McpSettings) -> McpApp:
+    """Open the broker client (inside the running loop) and build the server and its app."""
+    token = settings.caller_token.get_secret_value() or None
+    broker = ForwardingBrokerClient.from_env(settings.broker_target, token=token)
+    interactions = Interactions.connect(settings.interaction_target, surface_kind="mcp")
+    server = build_server(settings, broker, interactions)
+    return McpApp(settings=settings, broker=broker, asgi=build_asgi(settings, server), interactions=interactions)
+
+
+async def serve(app: McpApp, settings: McpSettings) -> None:
+    """Serve until SIGINT/SIGTERM, then stop (open streams get a short grace) and close the broker client."""
+    host, port = settings.listen_host_port()
+    sock = bind_socket(host, port)
+    bound: int = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app.asgi,
+        lifespan="on",
+        access_log=False,
+        log_config=None,
+        server_header=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+    )
+    server = QuietSignalsServer(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-mcp")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+    try:
+        async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("the MCP endpoint exited during startup")
+                await asyncio.sleep(0.01)  # uvicorn exposes no started event; bounded by the timeout
+        if settings.mcp_port_file is not None:
+            write_atomically(settings.mcp_port_file, str(bound))
+        shown = f"[{host}]" if ":" in host else host
+        log.info("mcp.serving", extra={"port": bound, "url": f"http://{shown}:{bound}{MCP_PATH}"})
+        await task
+    finally:
+        sock.close()
+        await app.close()
+
+
+async def main() -> None:
+    """``settings = McpSettings()`` → ``app = await build(settings)`` → ``await serve(app, settings)``."""
+    settings = McpSettings()
+    configure("mcp", settings.log_level)
+    app = await build(settings)
+    await serve(app, settings)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

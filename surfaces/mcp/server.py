@@ -1,0 +1,329 @@
+"""The SDK server of the MCP front door: a low-level ``mcp.server.lowlevel.Server`` over Streamable HTTP.
+
+One server object answers both eras: 2026-07-28 requests (``server/discover``, per-request ``_meta``) and
+2025-11-25 sessions (``initialize``), through the SDK's ``StreamableHTTPSessionManager``. ``tools/list`` is the
+broker's ``ListTools`` under MCP names (:mod:`surfaces.mcp.tools`); ``tools/call`` runs one broker call
+(:mod:`surfaces.mcp.calls`). :class:`ToolWatch` follows the broker's listing (config reloads, servers coming
+and going) and sends ``notifications/tools/list_changed`` to every 2025-11-25 session that listed or called Tools
+(2026-07-28 delivers it on ``subscriptions/listen`` streams, which this cut does not serve). The endpoint checks
+``Host`` and ``Origin`` against loopback plus the configured extras (DNS rebinding protection, MCP
+specification basic/transports "Security Warning").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Tool,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError
+from surfaces.common.interactions import Interactions
+from surfaces.mcp import auth, tools
+from surfaces.mcp.calls import UnknownTool, error_result, run_call
+from surfaces.mcp.elicit import Calls, DetachedCall, StateSeal, ask_legacy, call_digest, declares_form_elicitation
+from surfaces.mcp.settings import McpSettings
+
+log = logging.getLogger("maka.mcp.server")
+
+SERVER_NAME = "maka"
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+DISCONNECT_POLL_SECONDS = 0.5
+"""How often a 2025-11-25 call checks whether its HTTP response stream is still open."""
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def security_settings(settings: McpSettings) -> TransportSecuritySettings:
+    """Loopback ``Host`` and ``Origin`` values plus the configured extras; everything else is refused."""
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*LOOPBACK_HOSTS, *settings.mcp_allowed_hosts],
+        allowed_origins=[*LOOPBACK_ORIGINS, *settings.mcp_allowed_origins],
+    )
+
+
+def mcp_tool(info: Any) -> Tool | None:
+    """The MCP ``Tool`` of one broker :class:`maka_client.ToolInfo` (None when it has no MCP name)."""
+    name = tools.encode(info.name)
+    if name is None:
+        log.warning("mcp.tool_unlisted", extra={"chars": len(info.name)})
+        return None
+    schema = info.input_schema if info.input_schema.get("type") == "object" else {"type": "object"}
+    return Tool(
+        name=name,
+        description=info.description or None,
+        input_schema=schema,
+        output_schema=info.output_schema,
+    )
+
+
+def _listing(infos: Sequence[Any]) -> tuple[tuple[str, str, str, str], ...]:
+    """What a client sees of the broker's listing: each Tool's name, description and schemas."""
+    return tuple(sorted((i.name, i.description, repr(i.input_schema), repr(i.output_schema)) for i in infos))
+
+
+class ToolWatch:
+    """Tells 2025-11-25 sessions when the broker's Tool listing changes (``notifications/tools/list_changed``).
+
+    The broker pushes no listing changes to callers, so :meth:`run` reads ``ListTools`` every ``interval`` s.
+    """
+
+    def __init__(self, broker: BrokerClient, interval: float) -> None:
+        self.broker = broker
+        self.interval = interval
+        self._sessions: dict[int, Connection] = {}
+        self._last: tuple[tuple[str, str, str, str], ...] | None = None
+
+    def follow(self, connection: Connection) -> None:
+        """Remember a handshake-era session (until it closes) to tell it about listing changes."""
+        key = id(connection)
+        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or key in self._sessions:
+            return
+        self._sessions[key] = connection
+        connection.exit_stack.callback(self._sessions.pop, key, None)
+
+    async def check(self) -> bool:
+        """Read the listing once; on a change tell every followed session. True when it changed."""
+        try:
+            listing = _listing(await self.broker.list_tools(timeout=self.interval + 5.0))
+        except MakaError:
+            return False
+        changed = self._last is not None and listing != self._last
+        self._last = listing
+        if changed:
+            log.info("mcp.tools_changed", extra={"tools": len(listing), "sessions": len(self._sessions)})
+            for connection in list(self._sessions.values()):
+                try:
+                    await connection.send_tool_list_changed()
+                except Exception:  # a session that just went away: it no longer needs telling
+                    self._sessions.pop(id(connection), None)
+        return changed
+
+    async def run(self) -> None:
+        """Check the listing every ``interval`` s until cancelled."""
+        while True:
+            await self.check()
+            await asyncio.sleep(self.interval)  # the broker has no change feed for callers
+
+
+class FrontDoorServer(Server[dict[str, Any]]):
+    """The low-level server, advertising ``tools.listChanged`` to 2025-11-25 sessions (:class:`ToolWatch`)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+async def _until_disconnected(request: Request) -> None:
+    """Return once the client closed ``request``'s HTTP stream."""
+    while True:
+        if await request.is_disconnected():
+            return
+        await anyio.sleep(DISCONNECT_POLL_SECONDS)  # ASGI has no disconnect event besides receive()
+
+
+async def stop_on_disconnect(ctx: ServerRequestContext[Any], call: Awaitable[CallToolResult]) -> CallToolResult:
+    """Run ``call``; on a 2025-11-25 session, cancel it (which stops the turn) when the client closes the POST's
+    response stream. The handshake-era transport keeps serving a request whose stream closed (a client could
+    resume it), and this endpoint keeps no events to resume from; at 2026-07-28 the SDK cancels the handler
+    itself (closing the stream is the cancellation, MCP specification basic/patterns/cancellation)."""
+    request = ctx.request
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not isinstance(request, Request):
+        return await call
+    outcome: list[CallToolResult] = []
+    failed: list[Exception] = []
+
+    async def run() -> None:
+        try:
+            outcome.append(await call)
+        except Exception as error:  # raised as itself below, not inside the task group's ExceptionGroup
+            failed.append(error)
+        group.cancel_scope.cancel()
+
+    async def watch() -> None:
+        await _until_disconnected(request)
+        log.info("mcp.client_disconnected")
+        group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        group.start_soon(watch)
+    if failed:
+        raise failed[0]
+    if outcome:
+        return outcome[0]
+    return error_result("STOPPED: the client closed the stream; the call was stopped")
+
+
+def _connection(ctx: ServerRequestContext[Any]) -> Connection:
+    return ctx.session._connection  # the SDK's own Context.connection reads the same attribute
+
+
+def build_server(settings: McpSettings, broker: BrokerClient, interactions: Interactions | None = None) -> Server[Any]:
+    """The SDK server whose handlers list and call the broker's Tools; its lifespan runs the :class:`ToolWatch`.
+
+    With ``interactions``, a client that declares form elicitation is asked the call's forms itself
+    (:mod:`surfaces.mcp.elicit`)."""
+    watch = ToolWatch(broker, settings.mcp_tools_poll_seconds)
+    key = settings.mcp_state_key.get_secret_value().encode() or None
+    calls = (
+        Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_session)
+        if interactions
+        else None
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        task = asyncio.create_task(watch.run(), name="maka-mcp-tool-watch")
+        try:
+            yield {}
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            if calls is not None:
+                await calls.close()
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+        auth.forward_caller(ctx.request)
+        watch.follow(_connection(ctx))
+        try:
+            infos = await broker.list_tools()
+        except MakaError as error:
+            raise MCPError(INTERNAL_ERROR, f"the broker is unavailable: {error.code}") from None
+        listed = [tool for tool in (mcp_tool(info) for info in infos) if tool is not None]
+        return ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        auth.forward_caller(ctx.request)
+        watch.follow(_connection(ctx))
+        qualified = tools.decode(params.name)
+        if qualified is None:
+            raise UnknownTool(params.name)
+        arguments = dict(params.arguments or {})
+        sent = 0
+
+        async def notify(message: str) -> None:
+            nonlocal sent
+            sent += 1  # progress MUST increase (MCP specification basic/utilities/progress)
+            await ctx.session.report_progress(sent, None, message)
+
+        def call(notify: Callable[[str], Awaitable[None]], observe: Callable[[object], None] | None) -> Any:
+            return run_call(
+                broker,
+                mcp_name=params.name,
+                qualified=qualified,
+                arguments=arguments,
+                session_id=settings.mcp_session,
+                web_url=settings.web_url,
+                notify=notify,
+                observe=observe,
+            )
+
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if calls is None:
+            return await stop_on_disconnect(ctx, call(notify, None))
+        if modern and params.request_state is not None:
+            detached, state = calls.resume(params.request_state, call_digest(params.name, arguments))
+            detached.notify = notify
+            await calls.answer(detached, state, params.input_responses or {})
+            return await calls.wait(detached)
+        if not declares_form_elicitation(ctx.session.client_capabilities):
+            return await stop_on_disconnect(ctx, call(notify, None))
+        if modern:
+
+            def run(detached: DetachedCall) -> Awaitable[CallToolResult]:
+                async def forward(message: str) -> None:
+                    if detached.notify is not None and detached.attached:
+                        with contextlib.suppress(Exception):  # the request that would carry it has ended
+                            await detached.notify(message)
+
+                return call(forward, detached.observe)  # type: ignore[no-any-return]
+
+            detached = calls.start(call_digest(params.name, arguments), run)
+            detached.notify = notify
+            return await calls.wait(detached)
+        return await stop_on_disconnect(ctx, _with_legacy_elicitation(ctx, calls, call, notify))
+
+    return FrontDoorServer(SERVER_NAME, lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _with_legacy_elicitation(
+    ctx: ServerRequestContext[Any],
+    calls: Calls,
+    call: Callable[[Callable[[str], Awaitable[None]], Callable[[object], None] | None], Any],
+    notify: Callable[[str], Awaitable[None]],
+) -> CallToolResult:
+    """Run a 2025-11-25 call whose client declared form elicitation: each form is also sent to the client as
+    ``elicitation/create``; a form settled on another surface first has its request cancelled."""
+    asking: dict[str, asyncio.Task[None]] = {}
+
+    async def elicit(message: str, schema: dict[str, Any]) -> Any:
+        return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+
+    def observe(event: object) -> None:
+        if isinstance(event, AwaitingInteraction) and event.interaction_id not in asking:
+            ask = ask_legacy(calls.interactions, calls.session_id, event, elicit)
+            asking[event.interaction_id] = asyncio.create_task(ask, name="maka-mcp-elicit")
+        elif isinstance(event, InteractionSettled) and event.interaction_id in asking:
+            asking[event.interaction_id].cancel()
+
+    try:
+        result: CallToolResult = await call(notify, observe)
+        return result
+    finally:
+        for task in asking.values():
+            task.cancel()
+        for task in asking.values():
+            with contextlib.suppress(BaseException):
+                await task
+
+
+async def _health(request: Request) -> PlainTextResponse:
+    return PlainTextResponse("ok")
+
+
+def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
+    """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager) and ``/healthz``."""
+    host, _port = settings.listen_host_port()
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=security_settings(settings),
+        host=host,
+        custom_starlette_routes=[Route(HEALTH_PATH, _health)],
+    )
+    auth.protect(app, settings, MCP_PATH)
+    return app

@@ -1,0 +1,67 @@
+"""Settings of the MCP front door (``python -m surfaces.mcp.main``), from ``MAKA_*`` variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from services.core.settings import comma_or_json_list
+
+
+class McpSettings(BaseSettings):
+    """Where the MCP endpoint listens, which broker it calls, and which browsers may reach it."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    broker_target: str = "127.0.0.1:50052"
+    """``host:port`` of the Capability broker the endpoint lists and calls Tools through."""
+    interaction_target: str = "127.0.0.1:50051"
+    """``host:port`` of the Interaction service, where the answers of clients that declare form elicitation go
+    (as a surface, with ``MAKA_SURFACE_TOKEN``)."""
+    caller_token: SecretStr = SecretStr("")
+    """Bearer token of the broker's ``caller`` role (empty sends none)."""
+    mcp_listen: str = "127.0.0.1:8766"
+    """``host:port`` the MCP endpoint binds (path ``/mcp``); loopback by default. Port 0 picks a free one."""
+    mcp_port_file: Path | None = None
+    """Where to write the bound port once serving (for port 0)."""
+    mcp_session: str = "default"
+    """The Maka session the endpoint's calls run in (the forms' session on every surface)."""
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = []
+    """Extra ``Origin`` values browsers may send (comma-separated or a JSON list); loopback origins are always
+    allowed, every other origin is refused (DNS rebinding protection)."""
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
+    """Extra ``Host`` header values the endpoint answers (comma-separated or a JSON list) besides loopback."""
+    mcp_tools_poll_seconds: float = Field(default=2.0, gt=0)
+    """How often the endpoint reads the broker's Tool listing to tell 2025-11-25 sessions it changed
+    (``notifications/tools/list_changed``)."""
+    mcp_state_key: SecretStr = SecretStr("")
+    """Key of the HMAC-SHA256 that protects the ``requestState`` the endpoint gives 2026-07-28 clients (any
+    string; replicas behind one URL must share it). Empty: a random key per process, so a retry that reaches
+    another process, or this one after a restart, gets ``-32602`` ``invalid_request_state``."""
+    mcp_state_ttl_seconds: float = Field(default=600.0, gt=0)
+    """How long a ``requestState`` stays valid; a call whose client does not retry within it is stopped."""
+    auth_tokens_file: Path | None = None
+    """The stack's tokens file (``MAKA_AUTH_TOKENS_FILE``, :mod:`services.core.auth`): when set, ``/mcp`` needs a
+    bearer token of the ``caller`` role and the endpoint serves protected-resource metadata
+    (:mod:`surfaces.mcp.auth`)."""
+    mcp_resource_url: str = ""
+    """The endpoint's public URL behind an ingress (the ``resource`` of its metadata); empty: the request's URL."""
+    web_url: str = ""
+    """Base URL of the web surface, named in progress notifications as where to answer a form (empty: the CLI)."""
+    log_level: str = "INFO"
+    """Log level of the process."""
+
+    @field_validator("mcp_allowed_origins", "mcp_allowed_hosts", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        return comma_or_json_list(value)
+
+    def listen_host_port(self) -> tuple[str, int]:
+        """``mcp_listen`` split into ``(host, port)``; raises ``ValueError`` without a numeric port."""
+        host, sep, port = self.mcp_listen.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"MAKA_MCP_LISTEN must be host:port, got {self.mcp_listen!r}")
+        return host.strip("[]") or "127.0.0.1", int(port)

@@ -1,0 +1,39 @@
+"""What of an upstream ``CallToolResult`` the MCP client receives (pure logic; the calls themselves run through
+real processes in test_front_door.py)."""
+
+from __future__ import annotations
+
+from surfaces.mcp.calls import passed_result
+
+
+def test_only_content_structured_content_and_is_error_pass_on() -> None:
+    upstream = {
+        "content": [{"type": "text", "text": "Deployed web to staging."}],
+        "structuredContent": {"environment": "staging"},
+        "isError": False,
+        "resultType": "complete",
+        "requestState": "v1.sealed-state",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "maka-examples", "version": ""}},
+    }
+
+    wire = passed_result(upstream).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    assert "requestState" not in str(wire)
+    assert "v1.sealed-state" not in str(wire)
+    assert wire["content"] == [{"type": "text", "text": "Deployed web to staging."}]
+    assert wire["structuredContent"] == {"environment": "staging"}
+    assert "_meta" not in wire
+
+
+def test_a_tool_error_result_passes_through_as_an_error() -> None:
+    result = passed_result({"content": [{"type": "text", "text": "disk full"}], "isError": True})
+
+    assert result.is_error
+    assert result.content[0].text == "disk full"  # type: ignore[union-attr]
+
+
+def test_a_result_the_sdk_cannot_type_becomes_an_invalid_result_error() -> None:
+    result = passed_result({"content": [{"type": "no-such-block"}]})
+
+    assert result.is_error
+    assert result.content[0].text.startswith("INVALID_RESULT: ")  # type: ignore[union-attr]

@@ -1,0 +1,463 @@
+"""The MCP front door through real processes: ``maka up`` with the example server, the official SDK ``Client``
+at both protocol eras over the URL in ``endpoints.json``, forms answered with ``maka answer``.
+
+Covers the done-when of docs/mcp-front-door.md: the ``deploy`` Tool called at 2026-07-28 and at 2025-11-25
+returns "Deployed … to staging." after the form is answered from the CLI; progress names the form and the web
+page; a client that cancels or disconnects mid-form leaves nothing pending; an unknown Tool is a JSON-RPC
+error; two concurrent clients are isolated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import pytest_asyncio
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    InputRequiredResult,
+)
+
+from tests.helpers.cli import maka
+from tests.helpers.waiting import eventually
+from tests.surfaces.mcp.stack import Up, maka_up
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
+
+DEPLOY = "examples.deploy"
+FORM_ID = re.compile(r"\(([^()\s]+)\): answer it")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
+    """The example server and ``broken``, one that exits at once; web on."""
+    broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    async with maka_up(tmp_path_factory.mktemp("front-door"), extra_servers={"broken": broken}) as running:
+        yield running
+
+
+async def _pending(up: Up) -> list[dict[str, object]]:
+    ran = await maka("pending", "--json", state_dir=up.state_dir)
+    assert ran.code == 0, ran.err
+    forms: list[dict[str, object]] = json.loads(ran.out)
+    return forms
+
+
+async def _answer_staging(up: Up, interaction_id: str) -> None:
+    values = json.dumps({"environment": "staging", "confirm": True})
+    ran = await maka("answer", interaction_id, "accept", "--values", values, state_dir=up.state_dir)
+    assert ran.code == 0, ran.err
+
+
+class _Progress:
+    """A progress callback that remembers every message and signals the first form it names."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.form = asyncio.get_running_loop().create_future()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.messages.append(message or "")
+        found = FORM_ID.search(message or "")
+        if found and not self.form.done():
+            self.form.set_result(found.group(1))
+
+
+async def _deploy_answered_from_the_cli(up: Up, client: Client, artifact: str) -> tuple[str, _Progress]:
+    progress = _Progress()
+    call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": artifact}, progress_callback=progress))
+    async with asyncio.timeout(60):
+        interaction_id = await asyncio.shield(progress.form)
+    await _answer_staging(up, interaction_id)
+    async with asyncio.timeout(60):
+        result = await call
+    assert not result.is_error
+    text = "\n".join(block.text for block in result.content if block.type == "text")
+    return text, progress
+
+
+async def test_the_endpoint_url_is_in_endpoints_json_and_the_ready_line(up: Up) -> None:
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/mcp", up.endpoints.mcp)
+    assert f"mcp {up.endpoints.mcp}" in up.ready_line
+
+
+async def test_maka_status_lists_the_endpoint_as_a_serving_service(up: Up) -> None:
+    ran = await maka("status", "--json", state_dir=up.state_dir)
+
+    assert json.loads(ran.out)["services"]["mcp"] == {"address": up.endpoints.mcp, "state": "serving"}
+
+
+async def test_tools_list_names_the_example_tools_with_server_prefixes_at_both_eras(up: Up) -> None:
+    for mode in ("auto", "legacy"):
+        async with Client(up.endpoints.mcp, mode=mode) as client:
+            listed = await client.list_tools()
+        tools = {tool.name: tool for tool in listed.tools}
+        assert {"examples.deploy", "examples.release_checklist", "examples.ping"} <= set(tools)
+        assert tools[DEPLOY].input_schema["properties"]["artifact"]["type"] == "string"
+
+
+async def test_a_modern_client_deploys_to_staging_after_the_form_is_answered_with_maka_answer(up: Up) -> None:
+    async with Client(up.endpoints.mcp) as client:
+        assert client.protocol_version == "2026-07-28"
+        text, progress = await _deploy_answered_from_the_cli(up, client, "web-2026")
+
+    assert text == "Deployed web-2026 to staging."
+    assert any("Choose the deployment target" in m and up.endpoints.web in m for m in progress.messages)
+
+
+async def test_a_legacy_client_deploys_to_staging_after_the_form_is_answered_with_maka_answer(up: Up) -> None:
+    async with Client(up.endpoints.mcp, mode="legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        text, _progress = await _deploy_answered_from_the_cli(up, client, "web-2025")
+
+    assert text == "Deployed web-2025 to staging."
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_unknown_tool_is_a_jsonrpc_invalid_params_error(up: Up, mode: str) -> None:
+    for name in ("examples.nope", "no-such-name"):
+        async with Client(up.endpoints.mcp, mode=mode) as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool(name, {})
+        assert raised.value.code == INVALID_PARAMS
+        assert name in raised.value.error.message
+
+
+async def test_invalid_arguments_are_a_tool_error_naming_the_problem(up: Up) -> None:
+    async with Client(up.endpoints.mcp) as client:
+        result = await client.call_tool(DEPLOY, {"artifact": 7})
+    assert result.is_error
+    text = "\n".join(block.text for block in result.content if block.type == "text")
+    assert text.startswith("INVALID_ARGUMENTS: ")
+
+
+async def test_a_server_that_is_down_is_a_tool_error_naming_it_and_its_cause(up: Up) -> None:
+    async with Client(up.endpoints.mcp) as client:
+        result = await client.call_tool("broken.anything", {})
+    assert result.is_error
+    text = "\n".join(block.text for block in result.content if block.type == "text")
+    assert text.startswith("SERVER_UNAVAILABLE: ")
+    assert "broken" in text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_cancelling_mid_form_leaves_nothing_pending(up: Up, mode: str) -> None:
+    async with Client(up.endpoints.mcp, mode=mode) as client:
+        progress = _Progress()
+        call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "cancelled"}, progress_callback=progress))
+        async with asyncio.timeout(60):
+            interaction_id = await asyncio.shield(progress.form)
+        assert any(form["id"] == interaction_id for form in await _pending(up))
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+
+    await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+
+
+async def _nothing_pending(up: Up) -> bool:
+    return not await _pending(up)
+
+
+async def test_a_client_disconnecting_mid_form_leaves_nothing_pending(up: Up) -> None:
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": DEPLOY,
+            "arguments": {"artifact": "gone"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "progressToken": "p1",
+            },
+        },
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": DEPLOY,
+    }
+    async with (
+        httpx.AsyncClient(timeout=60) as http,
+        http.stream("POST", up.endpoints.mcp, json=request, headers=headers) as response,
+    ):
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if "Choose the deployment target" in line:
+                break  # a form waits: drop the connection
+    await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+
+
+async def test_two_concurrent_clients_each_get_their_own_result(up: Up) -> None:
+    async with Client(up.endpoints.mcp) as modern, Client(up.endpoints.mcp, mode="legacy") as legacy:
+        first, second = _Progress(), _Progress()
+        one = asyncio.ensure_future(modern.call_tool(DEPLOY, {"artifact": "one"}, progress_callback=first))
+        two = asyncio.ensure_future(legacy.call_tool(DEPLOY, {"artifact": "two"}, progress_callback=second))
+        async with asyncio.timeout(60):
+            first_form, second_form = await asyncio.gather(asyncio.shield(first.form), asyncio.shield(second.form))
+        assert first_form != second_form
+        decline = await maka("answer", second_form, "decline", state_dir=up.state_dir)
+        assert decline.code == 0, decline.err
+        async with asyncio.timeout(60):
+            declined = await two
+        assert not one.done()
+        await _answer_staging(up, first_form)
+        async with asyncio.timeout(60):
+            deployed = await one
+
+    assert deployed.content[0].text == "Deployed one to staging."  # type: ignore[union-attr]
+    assert declined.content[0].text == "Deployment of two was declined by the user; nothing was deployed."  # type: ignore[union-attr]
+
+
+async def test_a_foreign_origin_is_refused(up: Up) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(
+            up.endpoints.mcp,
+            json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
+            headers={"origin": "http://evil.example", "accept": "application/json, text/event-stream"},
+        )
+    assert response.status_code == 403
+
+
+async def test_a_foreign_host_header_is_refused(up: Up) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(
+            up.endpoints.mcp,
+            json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
+            headers={"host": "evil.example:80", "accept": "application/json, text/event-stream"},
+        )
+    assert response.status_code == 421
+
+
+async def test_a_legacy_session_is_told_when_a_reload_adds_a_server(up: Up) -> None:
+    changed = asyncio.Event()
+
+    async def on_message(message: object) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Client(up.endpoints.mcp, mode="legacy", message_handler=on_message) as client:
+        assert "more.ping" not in {tool.name for tool in (await client.list_tools()).tools}
+        servers = json.loads(up.config.read_text())
+        servers["mcpServers"]["more"] = servers["mcpServers"]["examples"]
+        up.config.write_text(json.dumps(servers))
+        reloaded = await maka("reload", state_dir=up.state_dir)
+        assert reloaded.code == 0, reloaded.err
+
+        async with asyncio.timeout(60):
+            await changed.wait()
+        assert "more.ping" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_a_legacy_client_closing_its_session_mid_form_leaves_nothing_pending(up: Up) -> None:
+    progress = _Progress()
+    async with Client(up.endpoints.mcp, mode="legacy") as client:
+        call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "closed"}, progress_callback=progress))
+        async with asyncio.timeout(60):
+            interaction_id = await asyncio.shield(progress.form)
+        assert any(form["id"] == interaction_id for form in await _pending(up))
+    # the session is closed (HTTP DELETE) with the call still waiting for its form
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await call
+
+    await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+
+
+async def test_a_legacy_client_dropping_the_stream_mid_form_without_cancelling_leaves_nothing_pending(
+    up: Up,
+) -> None:
+    headers = {"accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": DEPLOY, "arguments": {"artifact": "dropped"}, "_meta": {"progressToken": "p"}},
+    }
+    async with httpx.AsyncClient(timeout=60) as http:
+        opened = await http.post(up.endpoints.mcp, json=initialize, headers=headers)
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(up.endpoints.mcp, json=initialized, headers=session)
+        async with http.stream("POST", up.endpoints.mcp, json=call, headers=session) as response:
+            async for line in response.aiter_lines():
+                if "Choose the deployment target" in line:
+                    break  # a form waits: drop the stream, keep the session, send no cancel
+
+        await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+
+
+# --------------------------------------------------------------------------- the client as a surface
+
+STAGING = {"environment": "staging", "confirm": True}
+PRODUCTION = {"environment": "production", "confirm": True}
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def _staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content=STAGING)
+
+
+async def _first_round(client: Client, artifact: str) -> InputRequiredResult:
+    first = await client.session.call_tool(DEPLOY, {"artifact": artifact}, allow_input_required=True)
+    assert isinstance(first, InputRequiredResult), first
+    return first
+
+
+def _only_form(first: InputRequiredResult) -> str:
+    assert first.input_requests is not None
+    assert len(first.input_requests) == 1
+    ((key, request),) = first.input_requests.items()
+    assert isinstance(request, ElicitRequest)
+    assert request.params.message.startswith("Choose the deployment target")
+    return key
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_that_declares_elicitation_answers_the_form_itself_and_deploys_to_staging(
+    up: Up, mode: str
+) -> None:
+    async with Client(up.endpoints.mcp, mode=mode, elicitation_callback=_staging) as client:
+        async with asyncio.timeout(60):
+            result = await client.call_tool(DEPLOY, {"artifact": f"self-{mode}"})
+    assert _text(result) == f"Deployed self-{mode} to staging."
+    assert not await _pending(up)
+
+
+async def test_a_modern_client_gets_input_required_with_makas_own_request_state(up: Up) -> None:
+    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+        first = await _first_round(client, "state")
+        key = _only_form(first)
+        assert any(form["id"] == key for form in await _pending(up))
+        state = first.request_state or ""
+        payload, _mac = state.split(".")
+        named = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        assert set(named) == {"c", "i", "d", "e"}
+        assert named["i"] == [key]
+        # the example server's own sealed requestState ("v1." AES-GCM) never reaches the client
+        assert not state.startswith("v1.")
+        assert "v1." not in first.model_dump_json(by_alias=True, exclude={"request_state"})
+        done = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "state"},
+            input_responses={key: ElicitResult(action="accept", content=STAGING)},
+            request_state=state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "Deployed state to staging."
+
+
+async def test_a_modern_client_answering_after_maka_answer_gets_the_settled_outcome(up: Up) -> None:
+    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+        first = await _first_round(client, "raced")
+        key = _only_form(first)
+        await _answer_staging(up, key)  # another surface is first
+        late = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "raced"},
+            input_responses={key: ElicitResult(action="accept", content=PRODUCTION)},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(late, CallToolResult)
+    assert _text(late) == "Deployed raced to staging."  # the client's production answer changed nothing
+    assert not await _pending(up)
+
+
+async def test_a_tampered_request_state_is_invalid_params_naming_invalid_request_state(up: Up) -> None:
+    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+        first = await _first_round(client, "tampered")
+        key = _only_form(first)
+        state = first.request_state or ""
+        payload, mac = state.split(".")
+        forged = f"{payload}.{mac[:-2]}{'AA' if mac[-2:] != 'AA' else 'BB'}"
+        with pytest.raises(MCPError) as raised:
+            await client.session.call_tool(
+                DEPLOY,
+                {"artifact": "tampered"},
+                input_responses={key: ElicitResult(action="accept", content=STAGING)},
+                request_state=forged,
+                allow_input_required=True,
+            )
+        assert raised.value.code == INVALID_PARAMS
+        assert raised.value.error.data == {"reason": "invalid_request_state"}
+        assert any(form["id"] == key for form in await _pending(up))  # the forged retry answered nothing
+        await _answer_staging(up, key)
+        done = await client.session.call_tool(
+            DEPLOY, {"artifact": "tampered"}, request_state=state, allow_input_required=True
+        )
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "Deployed tampered to staging."
+
+
+async def test_a_legacy_client_whose_elicitation_is_outstanding_gets_the_result_of_maka_answer(up: Up) -> None:
+    asked = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow(context: object, params: ElicitRequestParams) -> ElicitResult:
+        asked.set()
+        await release.wait()
+        return ElicitResult(action="accept", content=PRODUCTION)
+
+    async with Client(up.endpoints.mcp, mode="legacy", elicitation_callback=slow) as client:
+        call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "legacy-raced"}))
+        async with asyncio.timeout(60):
+            await asyncio.shield(asked.wait())
+        (form,) = await _pending(up)
+        await _answer_staging(up, str(form["id"]))
+        async with asyncio.timeout(60):
+            result = await call
+        release.set()
+    assert _text(result) == "Deployed legacy-raced to staging."
+    assert not await _pending(up)
+
+
+async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again(up: Up) -> None:
+    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+        first = await _first_round(client, "refit")
+        key = _only_form(first)
+        again = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "refit"},
+            input_responses={key: ElicitResult(action="accept", content={"environment": "moon", "confirm": True})},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(again, InputRequiredResult)
+        assert _only_form(again) == key
+        assert any(form["id"] == key for form in await _pending(up))  # the misfit answered nothing
+        done = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "refit"},
+            input_responses={key: ElicitResult(action="accept", content=STAGING)},
+            request_state=again.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "Deployed refit to staging."

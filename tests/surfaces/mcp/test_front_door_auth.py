@@ -1,0 +1,135 @@
+"""The MCP front door of a stack with a tokens file (``MAKA_AUTH_TOKENS_FILE``): ``/mcp`` needs a bearer token of
+the ``caller`` role (401 with the RFC 9728 metadata URL in ``WWW-Authenticate`` otherwise, 403 without the role),
+the protected-resource metadata names the resource, and a call made with a caller's token runs through the
+broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+import pytest_asyncio
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.surfaces.mcp.stack import TS_CLIENT, Up, inspector, maka_up, node_env, run_node
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
+
+STACK = "stack-admin-secret-1"  # every role: the stack's own processes and maka's CLI
+CALLER = "caller-secret-1"
+SURFACE = "surface-secret-1"
+ELSEWHERE = "caller-elsewhere-secret-1"  # a caller of another session than the door's ("default")
+UNKNOWN = "not-a-configured-token"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
+    tmp = tmp_path_factory.mktemp("front-door-auth")
+    tokens = tmp / "tokens.json"
+    entries = [
+        {"name": "stack", "token": STACK, "roles": ["admin"]},
+        {"name": "alice", "token": CALLER, "roles": ["caller"]},
+        {"name": "web", "token": SURFACE, "roles": ["surface"]},
+        {"name": "bob", "token": ELSEWHERE, "roles": ["caller"], "sessions": ["elsewhere"]},
+    ]
+    tokens.write_text(json.dumps({"tokens": entries}))
+    env = {"MAKA_AUTH_TOKENS_FILE": str(tokens)}
+    env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
+    env["MAKA_BROKER_TOKEN"] = STACK
+    async with maka_up(tmp, env=env) as running:
+        yield running
+
+
+def _metadata_url(up: Up) -> str:
+    base = up.endpoints.mcp.removesuffix("/mcp")
+    return f"{base}/.well-known/oauth-protected-resource/mcp"
+
+
+async def test_a_request_without_a_token_is_401_naming_the_protected_resource_metadata(up: Up) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(up.endpoints.mcp, json=INIT, headers=ACCEPT)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == f'Bearer resource_metadata="{_metadata_url(up)}"'
+
+
+async def test_an_unknown_token_is_401_invalid_token(up: Up) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            up.endpoints.mcp, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {UNKNOWN}"}
+        )
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+    assert UNKNOWN not in response.text
+
+
+async def test_a_token_without_the_caller_role_is_403_insufficient_scope(up: Up) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            up.endpoints.mcp, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {SURFACE}"}
+        )
+    assert response.status_code == 403
+    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+
+async def test_the_protected_resource_metadata_names_the_endpoint_and_is_open(up: Up) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.get(_metadata_url(up))
+    assert response.status_code == 200
+    document = response.json()
+    assert document["resource"] == up.endpoints.mcp
+    assert document["bearer_methods_supported"] == ["header"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_python_sdk_client_with_a_caller_token_lists_and_calls_tools(up: Up, mode: str) -> None:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {CALLER}"}, timeout=60)
+    transport = streamable_http_client(up.endpoints.mcp, http_client=http)
+    async with http, Client(transport, mode=mode) as client:
+        listed = await client.list_tools()
+        result = await client.call_tool("examples.ping", {})
+    assert "examples.deploy" in {tool.name for tool in listed.tools}
+    assert [block.text for block in result.content if block.type == "text"] == ["pong"]
+
+
+async def test_the_typescript_client_with_a_caller_token_calls_ping(up: Up) -> None:
+    env = node_env(headers={"Authorization": f"Bearer {CALLER}"})
+    code, out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "call", "examples.ping", "{}", env=env)
+    assert code == 0, err
+    assert json.loads(out.splitlines()[-1])["text"] == "pong"
+
+
+async def test_the_inspector_cli_with_a_caller_token_lists_tools(up: Up, tmp_path: Path) -> None:
+    headers = {"Authorization": f"Bearer {CALLER}"}
+    code, out, err = await inspector(up.endpoints.mcp, "--method", "tools/list", tmp=tmp_path, headers=headers)
+    assert code == 0, err
+    assert "examples.deploy" in {tool["name"] for tool in json.loads(out)["tools"]}
+
+
+async def test_the_typescript_client_without_a_token_is_refused(up: Up) -> None:
+    code, _out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "list", env=node_env())
+    assert code != 0
+    assert '"error":"unauthorized"' in err
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_broker_call_carries_the_clients_own_token_not_the_doors(up: Up, mode: str) -> None:
+    # The door's own token may call in every session; bob's may not call in the door's session.
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {ELSEWHERE}"}, timeout=60)
+    transport = streamable_http_client(up.endpoints.mcp, http_client=http)
+    async with http, Client(transport, mode=mode) as client:
+        result = await client.call_tool("examples.ping", {})
+    assert result.is_error
+    text = "\n".join(block.text for block in result.content if block.type == "text")
+    assert text.startswith("PERMISSION_DENIED"), text
