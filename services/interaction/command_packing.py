@@ -6,15 +6,24 @@ eighth of the service's Python time per one-form call (bench/results/profile-not
 already the reply parser — packs the same RESP bytes. Arguments of any type other than ``str``,
 ``bytes``, ``int`` and ``float`` (a ``bool``, ``None``, a ``memoryview``) take redis-py's own path, so
 its ``DataError`` for bad input is unchanged.
+
+redis-py 8's asyncio connections have no packer choice of their own (only its sync ``Connection`` picks
+hiredis when installed), so every mode's client gets the packing here: a standalone or Sentinel client
+through its pool's ``connection_class`` (a Sentinel master's pool opens ``SentinelManagedConnection`` objects,
+which keep following failovers), a Cluster client through the ``connection_class`` its nodes manager
+builds every node from (the seed nodes now, the nodes a slot refresh or a ``MOVED`` discovers later).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import hiredis
 import redis.asyncio
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
+
+C = TypeVar("C", redis.asyncio.Redis, RedisCluster)
 
 _PACKED_TYPES = frozenset({str, bytes, int, float})
 
@@ -45,8 +54,18 @@ def packed(connection_class: type[AbstractConnection]) -> type[AbstractConnectio
     return found
 
 
-def use_hiredis_packing(client: redis.asyncio.Redis) -> redis.asyncio.Redis:
-    """Make ``client``'s pool open hiredis-packing connections (before it opened any); returns ``client``."""
+def use_hiredis_packing(client: C) -> C:
+    """Make ``client`` open hiredis-packing connections (before it opened any); returns ``client``.
+
+    A standalone or Sentinel client: its pool's connection class. A Cluster client: the connection class in
+    the keyword arguments every ``ClusterNode`` is built from, and that of the seed nodes already built.
+    """
+    if isinstance(client, RedisCluster):
+        kwargs = client.connection_kwargs  # the nodes manager's own dict: nodes found later are built from it
+        kwargs["connection_class"] = packed(kwargs["connection_class"])
+        for node in (*client.startup_nodes, *client.nodes_manager.startup_nodes.values()):
+            node.connection_class = packed(node.connection_class)
+        return client
     pool = client.connection_pool
     pool.connection_class = packed(pool.connection_class)
     return client

@@ -8,7 +8,8 @@
 
 Every client: binary values, short retries, a read timeout (outages surface as STORE_UNAVAILABLE instead
 of hanging), at most ``redis_pool_size`` connections (per node in cluster mode), and the connection name
-``maka-interaction`` so ``CLIENT LIST`` shows them (docs/design.md#interaction-tier).
+``maka-interaction`` so ``CLIENT LIST`` shows them (docs/design.md#interaction-tier), and commands packed by
+hiredis in every mode (:mod:`services.interaction.command_packing`).
 """
 
 from __future__ import annotations
@@ -112,12 +113,14 @@ def redis_client(settings: Settings) -> Client:
         master: redis.asyncio.Redis = sentinel.master_for(
             settings.redis_sentinel_service, max_connections=settings.redis_pool_size, health_check_interval=30
         )
-        return master
+        return use_hiredis_packing(master)
     addresses = parse_addresses(settings.redis_url, 6379)
     if addresses[0].tls:
         kwargs["ssl"] = True
-    return RedisCluster(
-        startup_nodes=[ClusterNode(a.host, a.port) for a in addresses],
-        max_connections=settings.redis_pool_size,
-        **kwargs,
+    return use_hiredis_packing(
+        RedisCluster(
+            startup_nodes=[ClusterNode(a.host, a.port) for a in addresses],
+            max_connections=settings.redis_pool_size,
+            **kwargs,
+        )
     )

@@ -19,14 +19,18 @@ from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
+import hiredis
 import pytest
 import redis
+from redis.asyncio.sentinel import SentinelManagedConnection
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
+from services.interaction import command_packing
 from services.interaction.keys import Keys
+from services.interaction.redis_client import close_client, redis_client
 from services.interaction.settings import RedisMode, Settings
 from tests.helpers.redis_server import RedisClusterServers, RedisSentinelServers
 from tests.helpers.stack import answer, call_tool, result_text, running_stack, wait_for_pending
@@ -252,6 +256,77 @@ async def test_over_sentinel_an_answer_a_failover_took_back_never_reaches_the_br
             await link.close()
     finally:
         await service.running.stop()
+
+
+# A script call as the store makes them: a script, keys and arguments of each type the store passes.
+SCRIPT = "return {KEYS[1], ARGV[1], ARGV[2], ARGV[3]}"
+
+
+def _packed_by_hiredis(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """Every command hiredis packs from now on (the real packer still packs it)."""
+    seen: list[tuple[Any, ...]] = []
+    real = hiredis.pack_command
+
+    def spy(args: tuple[Any, ...]) -> bytes:
+        seen.append(args)
+        return real(args)
+
+    monkeypatch.setattr(hiredis, "pack_command", spy)
+    return seen
+
+
+async def test_over_sentinel_the_services_client_packs_its_commands_with_hiredis(
+    sentinel: RedisSentinelServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    packed = _packed_by_hiredis(monkeypatch)
+    client = redis_client(_sentinel_settings(sentinel, tmp_path))
+    try:
+        reply = await client.eval(SCRIPT, 1, "packing:{sentinel}", "värde ✓", b"\x00\xff", 42)
+        assert reply == [b"packing:{sentinel}", "värde ✓".encode(), b"\x00\xff", b"42"]
+        assert ("EVAL", SCRIPT, 1, "packing:{sentinel}", "värde ✓", b"\x00\xff", 42) in packed
+        connection = await client.connection_pool.get_connection()
+        try:
+            # still the Sentinel-managed connection that asks the sentinels for the master after a failover
+            assert isinstance(connection, SentinelManagedConnection)
+            assert isinstance(connection, command_packing._HiredisPacking)
+        finally:
+            await client.connection_pool.release(connection)
+    finally:
+        await close_client(client)
+
+
+async def test_over_cluster_every_node_the_client_discovers_packs_its_commands_with_hiredis(
+    cluster: RedisClusterServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    packed = _packed_by_hiredis(monkeypatch)
+    settings = Settings(
+        redis_url=cluster.url, redis_mode=RedisMode.CLUSTER, auth_tokens_file=write_tokens(tmp_path / "tokens.json")
+    )
+    client = redis_client(settings)
+    seeds = set(cluster.ports[:3])
+
+    async def round_trip(key: str) -> None:
+        before = len(packed)
+        reply = await client.eval(SCRIPT, 1, key, "värde ✓", b"\x00\xff", 42)
+        assert reply == [key.encode(), "värde ✓".encode(), b"\x00\xff", b"42"]
+        # packed before the connection's own handshake (CLIENT SETNAME ...) when it is a new one
+        assert ("EVAL", SCRIPT, 1, key, "värde ✓", b"\x00\xff", 42) in packed[before:]
+
+    try:
+        keys = [f"packing:{{{tag}}}" for tag in ("a", "b", "c", "d", "e", "f")]
+        for key in keys:
+            await round_trip(key)
+        assert len({client.get_node_from_key(key).name for key in keys}) == 3, "the keys spread over every master"
+        if all(int(node.port) in seeds for node in client.get_nodes()):
+            # every master is a seed: fail one over to its replica, a node the client was never given; it
+            # learns of it from the MOVED its next command gets and builds that node then
+            cluster.failover(cluster.replica_of_slot(keys[0]))
+            await round_trip(keys[0])
+        nodes = client.get_nodes()
+        assert {int(node.port) for node in nodes} - seeds, "the client serves keys from a node it discovered"
+        assert all(issubclass(node.connection_class, command_packing._HiredisPacking) for node in nodes)
+    finally:
+        await close_client(client)
 
 
 DEPLOY_VALUES = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
