@@ -60,6 +60,7 @@ from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, 
 from services.mcp_provider.errors import FAILURE_CODES, CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager, RoundSlot, current_round
 from services.mcp_provider.settings import reconnect_backoff
+from services.mcp_provider.stop import Stop
 
 log = logging.getLogger("maka.mcp_provider.broker_link")
 
@@ -161,7 +162,7 @@ class _Stream:
     sign_in_url: str = ""
     refused: str = ""
     """The broker's reason when it refused this stream's ``Register`` (the stream then ends)."""
-    calls: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = field(default_factory=dict)
+    calls: dict[str, tuple[asyncio.Task[None], Stop]] = field(default_factory=dict)
     forms: dict[tuple[str, str], asyncio.Future[broker_pb2.InteractionResult]] = field(default_factory=dict)
     counter: int = 0
 
@@ -489,7 +490,7 @@ class BrokerLink:
     def _apply_invoke(self, stream: _Stream, invoke: broker_pb2.Invoke) -> None:
         if invoke.invocation_id in stream.calls:
             return
-        stop = asyncio.Event()
+        stop = Stop()
         task = asyncio.create_task(self._invoke(stream, invoke, stop))
         stream.calls[invoke.invocation_id] = (task, stop)
         self._calls_changed()
@@ -547,7 +548,7 @@ class BrokerLink:
         log.warning("provider_registration_refused", extra={"provider_id": self.provider_id, "reason": reason})
         self._set_refusal(Refusal(messages.claim_refused(reason), time.time()))
 
-    async def _invoke(self, stream: _Stream, invoke: broker_pb2.Invoke, stop: asyncio.Event) -> None:
+    async def _invoke(self, stream: _Stream, invoke: broker_pb2.Invoke, stop: Stop) -> None:
         call = _Invocation(stream, invoke.invocation_id)
         try:
             outcome = await self.manager.call_tool(

@@ -34,7 +34,6 @@ never logged, put in an exception message or returned. SDK exceptions that could
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import json
@@ -76,6 +75,7 @@ from services.core.limits import DEFAULT_LIMITS, Limits
 from services.mcp_provider import capabilities
 from services.mcp_provider.connection import LocalTimeout, McpConnection, ToolBinding, TransportClosed
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
+from services.mcp_provider.stop import Stop, abortable
 
 log = logging.getLogger("maka.mcp_provider.manager")
 
@@ -395,7 +395,7 @@ class McpClientManager:
         *,
         form_handler: FormHandler | None = None,
         progress: ProgressHandler | None = None,
-        stop: asyncio.Event | None = None,
+        stop: Stop | None = None,
         link_alive: Callable[[], bool] | None = None,
     ) -> CallOutcome:
         """Run ``server``'s Tool ``tool`` with ``arguments`` to a complete result (see module docstring).
@@ -410,7 +410,7 @@ class McpClientManager:
         ``INVALID_ANSWER``, ``SERVER_ERROR``, ``REQUEST_STATE_REJECTED``, ``MISSING_CLIENT_CAPABILITY``,
         ``STOPPED``, or the code of an :class:`InteractionAborted` raised by ``form_handler``.
         """
-        stop = stop if stop is not None else asyncio.Event()
+        stop = stop if stop is not None else Stop()
         connection = self.connection(server)
         binding = connection.binding(tool)
         original_arguments = dict(arguments or {})
@@ -465,7 +465,7 @@ class McpClientManager:
         requests: dict[str, tuple[Form, dict[str, Any]]],
         form_handler: FormHandler,
         fence: Callable[[], None],
-        stop: asyncio.Event,
+        stop: Stop,
         deadline: float | None,
         ttl: float,
     ) -> dict[str, InputResponse]:
@@ -481,7 +481,7 @@ class McpClientManager:
                     f"{position} of {len(requests)} could be asked; no retry sent",
                 )
             slot = RoundSlot(position, len(requests), deadline)
-            answer = await self._abortable(_in_round(slot, form_handler(form)), stop)
+            answer = await abortable(_in_round(slot, form_handler(form)), stop)
             responses[key] = self._elicit_result(form, schema, answer)
         if deadline is not None and time.time() >= deadline:
             raise McpToolCallError(
@@ -499,7 +499,7 @@ class McpClientManager:
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        stop: asyncio.Event | None = None,
+        stop: Stop | None = None,
     ) -> dict[str, Any]:
         """Send exactly one ``prompts/get`` for prompt ``name`` on ``server`` and return its complete result.
 
@@ -523,7 +523,7 @@ class McpClientManager:
         assert isinstance(result, GetPromptResult)
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
-    async def read_resource(self, server: str, uri: str, *, stop: asyncio.Event | None = None) -> dict[str, Any]:
+    async def read_resource(self, server: str, uri: str, *, stop: Stop | None = None) -> dict[str, Any]:
         """Send exactly one ``resources/read`` for ``uri`` on ``server`` and return its complete result.
 
         Returns the ``ReadResourceResult`` JSON object (``{"contents": [...]}``). Same rules and errors as
@@ -546,13 +546,13 @@ class McpClientManager:
         self,
         connection: McpConnection,
         request: Coroutine[Any, Any, T],
-        stop: asyncio.Event | None,
+        stop: Stop | None,
         method: str,
     ) -> T:
         """Send one non-MRTR request (bounded by ``call_timeout_seconds``); fail an ``InputRequiredResult``."""
         try:
             async with asyncio.timeout(self.call_timeout_seconds):
-                result = await self._guarded(connection, request, stop or asyncio.Event(), sent_state=None)
+                result = await self._guarded(connection, request, stop or Stop(), sent_state=None)
         except TimeoutError:
             raise McpToolCallError(CallErrorCode.SERVER_ERROR, f"{method} timed out; outcome unknown") from None
         if not isinstance(result, InputRequiredResult):
@@ -578,7 +578,7 @@ class McpClientManager:
         *,
         advertise_form: bool,
         progress: ProgressHandler | None,
-        stop: asyncio.Event,
+        stop: Stop,
     ) -> CallToolResult | InputRequiredResult:
         session = connection.check_binding(binding)
         idle = connection.config.timeout_seconds or self.call_timeout_seconds
@@ -603,7 +603,7 @@ class McpClientManager:
         self,
         connection: McpConnection,
         request: Coroutine[Any, Any, T],
-        stop: asyncio.Event,
+        stop: Stop,
         *,
         sent_state: str | None,
     ) -> T:
@@ -615,7 +615,7 @@ class McpClientManager:
         other call on it alone.
         """
         try:
-            return await self._abortable(request, stop)
+            return await abortable(request, stop)
         except McpToolCallError:
             raise
         except TransportClosed:
@@ -674,7 +674,7 @@ class McpClientManager:
         self,
         connection: McpConnection,
         binding: ToolBinding,
-        stop: asyncio.Event,
+        stop: Stop,
         link_alive: Callable[[], bool] | None,
     ) -> None:
         if stop.is_set():
@@ -771,30 +771,7 @@ class McpClientManager:
     # --- waiting ------------------------------------------------------------------------------
 
     @staticmethod
-    async def _abortable(awaitable: Awaitable[T], stop: asyncio.Event) -> T:
-        """Await ``awaitable`` unless ``stop`` is set first; then cancel it and raise ``STOPPED``."""
-        if stop.is_set():
-            if isinstance(awaitable, Coroutine):
-                awaitable.close()
-            raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")
-        task = asyncio.ensure_future(awaitable)
-        stopper = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            stopper.cancel()
-            raise
-        if task.done():
-            stopper.cancel()
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        raise McpToolCallError(CallErrorCode.STOPPED, "the call was stopped")
-
-    @staticmethod
-    async def _pause(seconds: float, *, stop: asyncio.Event) -> None:
+    async def _pause(seconds: float, *, stop: Stop) -> None:
         """The state-only pacing delay; returns early (raising ``STOPPED``) when ``stop`` is set."""
         try:
             async with asyncio.timeout(seconds):

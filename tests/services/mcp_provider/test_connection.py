@@ -15,6 +15,7 @@ from services.mcp_provider.config import Era, HttpServer, ServerConfig, StdioSer
 from services.mcp_provider.connection import McpConnection, normalize_result, reject_unknown_input_requests
 from services.mcp_provider.errors import CallErrorCode, McpToolCallError
 from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.stop import Stop
 from tests.helpers.mcp_servers import ROOT, ScriptedForms, accept, serve_mcp
 from tests.helpers.waiting import eventually
 
@@ -185,7 +186,7 @@ async def test_progress_notifications_reach_the_progress_handler(tmp_path: Path)
 @pytest.mark.slow
 async def test_stop_cancels_the_in_flight_request_on_the_wire(tmp_path: Path) -> None:
     async with serve_mcp(tmp_path, kind="high") as served:
-        stop = asyncio.Event()
+        stop = Stop()
         call = asyncio.create_task(served.manager.call_tool("fx", "slow", {}, stop=stop))
         await eventually(lambda: bool(served.wire.tool_calls("slow")), what="slow call sent")
         stop.set()

@@ -18,6 +18,7 @@ from services.core.form import Action, Answer, Form
 from services.mcp_provider import capabilities
 from services.mcp_provider.errors import CallErrorCode, InteractionAborted, McpToolCallError
 from services.mcp_provider.manager import McpClientManager
+from services.mcp_provider.stop import Stop
 from tests.fixtures.mcp_servers.scenarios import MULTI_KEYS, PROMPT_STATE
 from tests.helpers.mcp_servers import ALL_SERVERS, LOW_SERVERS, ScriptedForms, Served, accept, serve_mcp
 from tests.helpers.waiting import eventually
@@ -336,7 +337,7 @@ async def test_form_closed_without_answer_aborts_and_sends_no_retry(tmp_path: Pa
 
 async def test_stop_while_a_form_is_pending_sends_no_retry(tmp_path: Path) -> None:
     async with serve_mcp(tmp_path) as served:
-        stop = asyncio.Event()
+        stop = Stop()
         pending = asyncio.Event()
 
         async def never_answered(form: Form) -> Answer:
@@ -450,7 +451,7 @@ async def test_nested_form_schema_is_an_invalid_form_and_nothing_is_published(tm
 async def test_stop_during_state_only_pacing_ends_the_call_without_another_leg(tmp_path: Path) -> None:
     manager = McpClientManager(pacing_initial_ms=60_000, pacing_max_ms=60_000)
     async with serve_mcp(tmp_path, manager=manager) as served:
-        stop = asyncio.Event()
+        stop = Stop()
         call = asyncio.create_task(served.manager.call_tool("fx", "forever_state", {}, stop=stop))
 
         def first_leg_answered() -> bool:
@@ -636,7 +637,7 @@ async def test_prompt_and_resource_errors_map_to_stable_codes(tmp_path: Path) ->
 
 async def test_a_prompt_request_with_stop_already_set_sends_nothing_and_fails_stopped(tmp_path: Path) -> None:
     async with serve_mcp(tmp_path) as served:
-        stop = asyncio.Event()
+        stop = Stop()
         stop.set()
         with pytest.raises(McpToolCallError) as caught:
             await served.manager.get_prompt("fx", "plain", stop=stop)
