@@ -5,8 +5,8 @@ ending, the provider shutting down) must abort: each ``tools/call`` leg, and eac
 wait used to run as a task of its own beside a second task blocked in ``stop.wait()``, with
 ``asyncio.wait(FIRST_COMPLETED)`` over the pair: two tasks, a waiter future and four done-callbacks per
 wait, on every call. :func:`abortable` runs the awaitable in the calling task instead, and :class:`Stop`
-cancels that task when it is set, the way ``asyncio.timeout`` does: nothing is created unless the stop
-actually comes.
+cancels that task when it is set, the way ``asyncio.timeout`` does: no task at all, and only a loop
+callback when the stop actually comes.
 
 The outcome is the same as before: the work's own result or exception when it ends first (also when it
 ends in the same loop turn as the stop, e.g. a form's future failed just before its stream's calls are
