@@ -15,7 +15,9 @@
 The token is generated per stack and written to ``<state dir>/tokens.json`` (mode ``0600``) in the shape of
 ``MAKA_AUTH_TOKENS_FILE`` (:mod:`services.core.auth`): one ``admin`` entry named ``owner``. ``endpoints.json``
 names that file (``"tokens"``); the ``maka`` commands and the client libraries read it when no token variable is
-set. :attr:`Access.OPEN` is the stack as tests and benchmarks run it in-process: loopback TCP, no tokens.
+set. A tokens file of the person's own (``MAKA_AUTH_TOKENS_FILE`` in ``maka up``'s environment, with their token
+variables) replaces the generated one: then ``maka up`` writes none and passes theirs on. :attr:`Access.OPEN` is
+the stack as tests and benchmarks run it in-process: loopback TCP, no tokens.
 """
 
 from __future__ import annotations

@@ -187,7 +187,9 @@ class Stack:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.access is not Access.OPEN:
             make_private(self.state_dir)
-            self._tokens_file, self._token = write_owner_token(self.state_dir)
+            # a tokens file of the person's own (MAKA_AUTH_TOKENS_FILE + their token variables) replaces ours
+            if not (self._extra_env.get("MAKA_AUTH_TOKENS_FILE") or os.environ.get("MAKA_AUTH_TOKENS_FILE")):
+                self._tokens_file, self._token = write_owner_token(self.state_dir)
         (self.state_dir / "run").mkdir(exist_ok=True)
         self._applied_config.unlink(missing_ok=True)  # an earlier run's: this run's first provider writes its own
         try:
