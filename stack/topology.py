@@ -90,7 +90,10 @@ class Stack:
     ``config_path`` is the ``mcpServers`` JSON for the MCP provider; ``state_dir`` holds
     ``endpoints.json``, port files, and the embedded Redis's data and socket. With ``redis_url``
     (or ``MAKA_REDIS_URL`` given by the caller) no Redis is started. ``web=False`` skips the web
-    surface. Children are run with ``python`` (this interpreter) ``-m services.<x>.main``.
+    surface. Children are run with ``python`` (this interpreter) ``-m services.<x>.main``. ``access``
+    (:mod:`stack.access`) says who may reach them: ``OPEN`` (loopback TCP, no tokens: tests, benchmarks), ``UNIX``
+    (``maka up``: gRPC on unix sockets in the ``0700`` state dir, the web page and the MCP front door needing the
+    owner's per-run token) or ``TOKENS`` (``maka up --ports``: loopback TCP, every service needing that token).
 
     Fault tests use :meth:`kill` (SIGKILL, then supervised restart) and :meth:`restart`; events
     are observable through :meth:`subscribe` / :attr:`history`.
@@ -378,7 +381,8 @@ class Stack:
         if name == self.WEB:
             return {"MAKA_SURFACE_TOKEN": self._token}
         if name == self.MCP:
-            return {**tokens, "MAKA_CALLER_TOKEN": self._token}
+            # its callers' bearer tokens; its own: caller (Tool listing), surface (answers of eliciting clients)
+            return {**tokens, "MAKA_CALLER_TOKEN": self._token, "MAKA_SURFACE_TOKEN": self._token}
         if self.access is not Access.TOKENS:
             return {}
         own = {self.BROKER: "MAKA_INTERACTION_TOKEN", self.PROVIDER: "MAKA_BROKER_TOKEN"}

@@ -78,15 +78,21 @@ def owner_token_env(args: argparse.Namespace) -> dict[str, str]:
     explicit = getattr(args, "broker", None) or getattr(args, "interaction", None)
     if explicit or os.environ.get(BROKER_ENV) or os.environ.get("MAKA_INTERACTION_TARGET"):
         return {}
+    token = local_owner_token(args)
+    return {name: token for name in TOKEN_VARIABLES if token and not os.environ.get(name)}
+
+
+def local_owner_token(args: argparse.Namespace) -> str | None:
+    """The owner's token of the stack in ``args.state_dir`` (the tokens file its ``endpoints.json`` names), or
+    None when no stack runs there or it has none."""
     state_dir: Path | None = getattr(args, "state_dir", None)
     if state_dir is None:
-        return {}
+        return None
     try:
         tokens = read_endpoints(state_dir).tokens
     except (FileNotFoundError, ValueError, TypeError, OSError):
-        return {}
-    token = read_owner_token(Path(tokens)) if tokens else None
-    return {name: token for name in TOKEN_VARIABLES if token and not os.environ.get(name)}
+        return None
+    return read_owner_token(Path(tokens)) if tokens else None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
