@@ -70,7 +70,8 @@ NAME = "up"
 HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web, MCP endpoint) in the foreground"
 EXAMPLES = """\
   maka up --config examples/mcp.json
-  maka up --config mcp.json --ports ephemeral              when 50051-50053 or 8765 are taken
+  maka up --config mcp.json --ports web=0,mcp=0            when 8765 or 8766 are taken
+  maka up --config mcp.json --ports ephemeral              gRPC on loopback TCP too (each needs the token)
   maka up --config mcp.json --ports interaction=6051,web=9000 --state-dir /tmp/maka
   maka up --config mcp.json -v                              show the services' start-up lines
   make run PORTS=ephemeral UP_ARGS='-v'                     the same through make"""
