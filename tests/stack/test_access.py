@@ -233,3 +233,6 @@ async def test_with_tcp_ports_every_service_refuses_another_local_user_without_t
         assert code == 0, err
         assert f"broker       serving      {up.endpoints.broker}" in out, out
         await _owner_uses_web_and_mcp(up)
+        # the token went to every child and through every service: it is in no log line
+        logs = [parent / "up.log", *sorted((up.state_dir / "logs").glob("*"))]
+        assert all(up.token not in path.read_text(errors="replace") for path in logs if path.is_file())
