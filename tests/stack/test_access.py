@@ -17,9 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_asyncio
+from playwright.async_api import async_playwright
 
 from stack.access import OWNER, TOKENS_FILE, Access, access_for_ports, make_private, read_owner_token, write_owner_token
 from stack.state_dir import Endpoints, read_endpoints
+from tests.helpers.chromium import CHROMIUM
 from tests.helpers.other_user import (
     EMPTY_GRPC_MESSAGE,
     grpc_curl,
@@ -180,8 +182,26 @@ async def _other_user_is_refused_by_web_and_mcp(user: str, up: Up) -> None:
     assert refused.out == "401"
 
 
+async def _owner_opens_the_printed_url_in_chromium(up: Up) -> None:
+    """The printed URL signs Chromium in and the page loads with the token gone from the address bar; a browser
+    without it gets the login page."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--disable-gpu"])
+        try:
+            page = await (await browser.new_context()).new_page()
+            await page.goto(f"{up.endpoints.web}/?token={up.token}")
+            await page.wait_for_selector("body[data-ready='true']", timeout=30_000)
+            assert page.url == f"{up.endpoints.web}/"
+            stranger = await (await browser.new_context()).new_page()
+            await stranger.goto(f"{up.endpoints.web}/")
+            assert stranger.url == f"{up.endpoints.web}/login"
+        finally:
+            await browser.close()
+
+
 @pytest.mark.e2e
 @pytest.mark.slow
+@pytest.mark.browser
 async def test_another_local_user_reaches_nothing_of_the_default_stack_while_its_owner_uses_all_of_it(
     parent: Path,
 ) -> None:
@@ -209,6 +229,7 @@ async def test_another_local_user_reaches_nothing_of_the_default_stack_while_its
         assert f"broker       serving      {sockets['broker']}" in out
         assert (await _maka(up.state_dir, "call", "examples:ping"))[:2] == (0, "pong\n")
         await _owner_uses_web_and_mcp(up)
+        await _owner_opens_the_printed_url_in_chromium(up)
 
 
 @pytest.mark.e2e
