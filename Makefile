@@ -75,7 +75,8 @@ faults: setup-node
 conformance: setup-node
 	$(PYTEST) -m conformance
 
-# PORTS=ephemeral or name=port,... (interaction, broker, provider, web) when the defaults are taken;
+# PORTS=web=P,mcp=P when 8765/8766 are taken (PORTS=ephemeral or naming interaction, broker, provider puts the
+# gRPC services on loopback TCP, each requiring the stack's token, instead of unix sockets in .state);
 # UP_ARGS passes any other `maka up` option (e.g. UP_ARGS='--state-dir /tmp/maka -v').
 run: setup
 	$(VENV)/bin/maka up --config examples/mcp.json $(if $(PORTS),--ports $(PORTS)) $(UP_ARGS)

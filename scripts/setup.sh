@@ -65,6 +65,11 @@ if [ "$MODE" = test ]; then
   # kubectl (its built-in kustomize renders deploy/k8s for the offline manifest tests).
   command -v kubectl >/dev/null 2>&1 || need_apt+=(kubectl)
   command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+  # The local-only stack's test (tests/stack/test_access.py) probes the stack as another local user: curl
+  # (HTTP, HTTP/2 gRPC, unix sockets), useradd (passwd) and runuser (util-linux); the user is made there.
+  command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+  command -v useradd >/dev/null 2>&1 || need_apt+=(passwd)
+  command -v runuser >/dev/null 2>&1 || need_apt+=(util-linux)
   if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}"
   fi

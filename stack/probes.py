@@ -21,20 +21,21 @@ async def grpc_serving(target: str, *, timeout: float = 2.0) -> bool:
     return await healthcheck.serving(target, "", timeout=timeout)
 
 
-async def list_tools(broker: str, *, timeout: float = 2.0) -> list[str]:
+async def list_tools(broker: str, *, timeout: float = 2.0, token: str | None = None) -> list[str]:
     """Qualified names (``SERVER:TOOL``) of every Tool the broker at ``broker`` lists (``ListTools``).
 
-    Sends ``MAKA_CALLER_TOKEN`` as the bearer token when set. Raises ``grpc.aio.AioRpcError``.
+    Sends ``token`` (else ``MAKA_CALLER_TOKEN`` when set) as the bearer token. Raises ``grpc.aio.AioRpcError``.
     """
-    async with open_channel(broker, token=os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
+    async with open_channel(broker, token=token or os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
         stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
         response = await stub.ListTools(broker_pb2.ListToolsRequest(), timeout=timeout)
     return [tool.qualified_name for tool in response.tools]
 
 
-async def servers_waiting_for_sign_in(broker: str, *, timeout: float = 2.0) -> set[str]:
-    """MCP servers whose provider published a pending OAuth sign-in (broker ``ListSignIns``)."""
-    async with open_channel(broker, token=os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
+async def servers_waiting_for_sign_in(broker: str, *, timeout: float = 2.0, token: str | None = None) -> set[str]:
+    """MCP servers whose provider published a pending OAuth sign-in (broker ``ListSignIns``); sends ``token``
+    (else ``MAKA_CALLER_TOKEN``)."""
+    async with open_channel(broker, token=token or os.environ.get("MAKA_CALLER_TOKEN") or None) as channel:
         stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
         response = await stub.ListSignIns(broker_pb2.ListSignInsRequest(), timeout=timeout)
     return {status.server for status in response.sign_ins if status.state == broker_pb2.SIGN_IN_STATE_REQUIRED}
@@ -61,11 +62,11 @@ async def redis_ping(url: str) -> bool:
         await client.aclose()
 
 
-async def servers_not_connecting(broker: str, *, timeout: float = 5.0) -> set[str]:
+async def servers_not_connecting(broker: str, *, timeout: float = 5.0, token: str | None = None) -> set[str]:
     """MCP servers the broker's ``GetStatus`` reports as failed or waiting for a sign-in (waiting longer for
-    their Tools would not help). Sends ``MAKA_CALLER_TOKEN`` (else ``MAKA_SURFACE_TOKEN``) as the bearer
-    token when set. Raises ``grpc.aio.AioRpcError``."""
-    token = os.environ.get("MAKA_CALLER_TOKEN") or os.environ.get("MAKA_SURFACE_TOKEN") or None
+    their Tools would not help). Sends ``token``, else ``MAKA_CALLER_TOKEN`` (else ``MAKA_SURFACE_TOKEN``) as
+    the bearer token when set. Raises ``grpc.aio.AioRpcError``."""
+    token = token or os.environ.get("MAKA_CALLER_TOKEN") or os.environ.get("MAKA_SURFACE_TOKEN") or None
     async with open_channel(broker, token=token) as channel:
         stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
         response = await stub.GetStatus(broker_pb2.GetStatusRequest(), timeout=timeout)

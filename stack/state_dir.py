@@ -1,13 +1,14 @@
 """The state dir of a stack: ``<state dir>/endpoints.json`` (where it runs) and ``maka.lock`` (one stack per dir).
 
-``maka up`` writes ``endpoints.json``; every other command finds the stack through ``--state-dir`` or
+``maka up`` writes ``endpoints.json`` (by default its gRPC addresses are ``unix:///abs/.state/sock/NAME.sock``
+targets, :mod:`stack.access`); every other command finds the stack through ``--state-dir`` or
 ``MAKA_STATE_DIR`` (default ``./.state``; :mod:`surfaces.common.target`). Shape::
 
     {"interaction": "127.0.0.1:50051", "broker": "127.0.0.1:50052",
      "web": "http://127.0.0.1:8765", "redis_url": "unix:///.../redis.sock",
      "host_id": "local", "pids": {"interaction": 123, ...},
      "provider": "127.0.0.1:50053", "config": "/abs/mcp.json",
-     "mcp": "http://127.0.0.1:8766/mcp",
+     "mcp": "http://127.0.0.1:8766/mcp", "tokens": "/abs/.state/tokens.json",
      "metrics": {"interaction": "http://127.0.0.1:P/metrics", ...}}   # only with `maka up --metrics`
 """
 
@@ -30,9 +31,9 @@ class Endpoints:
     """Addresses of one running stack."""
 
     interaction: str
-    """``host:port`` of the Interaction service."""
+    """``host:port`` (or ``unix:///abs/path.sock``) of the Interaction service."""
     broker: str
-    """``host:port`` of the Capability broker."""
+    """``host:port`` (or ``unix:///abs/path.sock``) of the Capability broker."""
     web: str = ""
     """Base URL of the web surface (empty when not running)."""
     redis_url: str = ""
@@ -46,6 +47,9 @@ class Endpoints:
     """Absolute path of the ``mcpServers`` file the provider reads (``maka reload`` checks it first)."""
     mcp: str = ""
     """URL of the MCP front door (the Host's Tools over MCP Streamable HTTP; empty when not running)."""
+    tokens: str = ""
+    """Absolute path of the owner's tokens file (mode 0600, :mod:`stack.access`): the token the web page, the MCP
+    front door and (with ``maka up --ports``) every gRPC service require; empty when the stack needs none."""
 
 
 def write_endpoints(state_dir: Path, endpoints: Endpoints) -> Path:

@@ -25,6 +25,7 @@ import grpc.aio
 from services.broker.main import SUPERSEDED_EXIT_CODE
 from services.core.key_file import generate_key_file
 from services.mcp_provider.config import ConfigError, ServerConfig, load_config
+from stack.access import Access, make_private, write_owner_token
 from stack.errors import StackError
 from stack.ports import METRICS_ENV, Ports, free_port
 from stack.probes import (
@@ -89,7 +90,10 @@ class Stack:
     ``config_path`` is the ``mcpServers`` JSON for the MCP provider; ``state_dir`` holds
     ``endpoints.json``, port files, and the embedded Redis's data and socket. With ``redis_url``
     (or ``MAKA_REDIS_URL`` given by the caller) no Redis is started. ``web=False`` skips the web
-    surface. Children are run with ``python`` (this interpreter) ``-m services.<x>.main``.
+    surface. Children are run with ``python`` (this interpreter) ``-m services.<x>.main``. ``access``
+    (:mod:`stack.access`) says who may reach them: ``OPEN`` (loopback TCP, no tokens: tests, benchmarks), ``UNIX``
+    (``maka up``: gRPC on unix sockets in the ``0700`` state dir, the web page and the MCP front door needing the
+    owner's per-run token) or ``TOKENS`` (``maka up --ports``: loopback TCP, every service needing that token).
 
     Fault tests use :meth:`kill` (SIGKILL, then supervised restart) and :meth:`restart`; events
     are observable through :meth:`subscribe` / :attr:`history`.
@@ -124,6 +128,7 @@ class Stack:
         max_restarts: int = 5,
         restart_window: float = 60.0,
         restart_backoff: float = 0.2,
+        access: Access = Access.OPEN,
     ) -> None:
         self.config_path = config_path.resolve()
         self.state_dir = state_dir.resolve()
@@ -150,6 +155,14 @@ class Stack:
         self._signing_in: set[str] = set()
         """Configured MCP servers last seen waiting for an OAuth sign-in (ready without their Tools)."""
         self._socket_dir: Path | None = None
+        self.access = access
+        """Who may reach the services (:mod:`stack.access`): ``maka up`` runs ``UNIX`` (``TOKENS`` with ports)."""
+        self._token = ""
+        """The owner's token (``access`` other than ``OPEN``), generated at :meth:`start`."""
+        self._tokens_file: Path | None = None
+        self._grpc_socket_dir: Path | None = None
+        """Where the gRPC children's unix sockets are (``Access.UNIX``)."""
+        self._grpc_socket_tmp = False
         self.supervisor = Supervisor(
             sink=sink,
             ready_timeout=ready_timeout,
@@ -175,6 +188,11 @@ class Stack:
         """
         _check_config(self.config_path)
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.access is not Access.OPEN:
+            make_private(self.state_dir)
+            # a tokens file of the person's own (MAKA_AUTH_TOKENS_FILE + their token variables) replaces ours
+            if not (self._extra_env.get("MAKA_AUTH_TOKENS_FILE") or os.environ.get("MAKA_AUTH_TOKENS_FILE")):
+                self._tokens_file, self._token = write_owner_token(self.state_dir)
         (self.state_dir / "run").mkdir(exist_ok=True)
         self._applied_config.unlink(missing_ok=True)  # an earlier run's: this run's first provider writes its own
         try:
@@ -215,20 +233,27 @@ class Stack:
         deadline = time.monotonic() + self.tools_timeout
         while missing and time.monotonic() < deadline:
             stuck: set[str] = set()
+            token = self._token or None
             try:
-                tools = await list_tools(self.address(self.BROKER))
-                stuck = await servers_not_connecting(self.address(self.BROKER))
+                tools = await list_tools(self.address(self.BROKER), token=token)
+                stuck = await servers_not_connecting(self.address(self.BROKER), token=token)
             except grpc.aio.AioRpcError:
                 tools = []
             missing = servers - {name.partition(":")[0] for name in tools}
             with contextlib.suppress(grpc.aio.AioRpcError):
-                self._signing_in = await servers_waiting_for_sign_in(self.address(self.BROKER)) if missing else set()
+                broker = self.address(self.BROKER)
+                self._signing_in = await servers_waiting_for_sign_in(broker, token=token) if missing else set()
             stuck |= self._signing_in  # a sign-in needs a person: the stack is ready without those Tools
             if missing and not missing <= stuck:
                 await asyncio.sleep(0.1)  # polling a remote listing, bounded by the deadline
             elif missing:
                 break
         return missing
+
+    @property
+    def owner_token(self) -> str:
+        """The owner's token (:mod:`stack.access`; empty with ``Access.OPEN`` or before :meth:`start`)."""
+        return self._token
 
     @property
     def oauth_redirect_uri(self) -> str:
@@ -281,6 +306,11 @@ class Stack:
         (``provider_lost``)."""
         await self.supervisor.stop(order=(self.MCP, self.WEB, self.BROKER, self.PROVIDER, self.INTERACTION, self.REDIS))
         (self.state_dir / "endpoints.json").unlink(missing_ok=True)
+        if self._tokens_file is not None:
+            self._tokens_file.unlink(missing_ok=True)  # this stack's token opens nothing any more
+        if self._grpc_socket_dir is not None and self._grpc_socket_tmp:
+            shutil.rmtree(self._grpc_socket_dir, ignore_errors=True)
+            self._grpc_socket_dir = None
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
@@ -308,8 +338,11 @@ class Stack:
         return self.supervisor.history
 
     def address(self, name: str) -> str:
-        """``127.0.0.1:<port>`` of a gRPC child, the web base URL for ``web``, the endpoint URL for ``mcp``."""
+        """``127.0.0.1:<port>`` of a gRPC child (``unix:///abs/<name>.sock`` with ``Access.UNIX``), the web base
+        URL for ``web``, the endpoint URL for ``mcp``."""
         port = self.bound[name]
+        if self.access is Access.UNIX and name in (self.INTERACTION, self.BROKER, self.PROVIDER):
+            return self._unix_target(name)
         if name == self.MCP:
             return f"http://127.0.0.1:{port}/mcp"
         return f"http://127.0.0.1:{port}" if name == self.WEB else f"127.0.0.1:{port}"
@@ -323,19 +356,56 @@ class Stack:
         """The configured port, or after a first launch the port that launch bound (restarts keep it)."""
         return self.bound.get(name, configured)
 
+    def _sockets(self) -> Path:
+        """The ``0700`` folder of the gRPC children's unix sockets: ``<state dir>/sock``, or a private folder under
+        ``/tmp`` when that path is too long for a socket (removed at :meth:`stop`)."""
+        if self._grpc_socket_dir is None:
+            folder = self.state_dir / "sock"
+            if len(str(folder / "interaction.sock")) > SHORT_SOCKET_CHARS:
+                folder, self._grpc_socket_tmp = Path(tempfile.mkdtemp(prefix="maka-sock-", dir="/tmp")), True
+            folder.mkdir(mode=0o700, exist_ok=True)
+            folder.chmod(0o700)
+            self._grpc_socket_dir = folder
+        return self._grpc_socket_dir
+
+    def _unix_target(self, name: str) -> str:
+        return f"unix://{self._sockets() / f'{name}.sock'}"
+
+    def _auth_env(self, name: str) -> dict[str, str]:
+        """The token variables of child ``name`` (:mod:`stack.access`): with ``Access.TOKENS`` every gRPC service
+        checks the owner's tokens file and every child presents the owner's token; the web page and the MCP front
+        door need it whenever the access is not ``OPEN``."""
+        if self.access is Access.OPEN or self._tokens_file is None:
+            return {}
+        tokens = {"MAKA_AUTH_TOKENS_FILE": str(self._tokens_file)}
+        if name == self.WEB:
+            return {"MAKA_SURFACE_TOKEN": self._token}
+        if name == self.MCP:
+            # its callers' bearer tokens; its own: caller (Tool listing), surface (answers of eliciting clients)
+            return {**tokens, "MAKA_CALLER_TOKEN": self._token, "MAKA_SURFACE_TOKEN": self._token}
+        if self.access is not Access.TOKENS:
+            return {}
+        own = {self.BROKER: "MAKA_INTERACTION_TOKEN", self.PROVIDER: "MAKA_BROKER_TOKEN"}
+        return {**tokens, **({own[name]: self._token} if name in own else {})}
+
     def _grpc_spec(self, name: str, module: str, configured: int, env: Callable[[], dict[str, str]]) -> ChildSpec:
         port_file = self._port_file(name)
+        unix = self.access is Access.UNIX
+        socket_path = self._sockets() / f"{name}.sock" if unix else None
 
         async def prepare(spec: ChildSpec, attempt: int) -> None:
             port_file.unlink(missing_ok=True)
             port = self._pinned_port(name, configured)
+            if socket_path is not None:
+                socket_path.unlink(missing_ok=True)
             spec.env = child_env(
                 {
-                    "MAKA_LISTEN": f"127.0.0.1:{port}",
+                    "MAKA_LISTEN": self._unix_target(name) if unix else f"127.0.0.1:{port}",
                     "MAKA_PORT_FILE": str(port_file),
                     "MAKA_HOST_ID": self.host_id,
                     "MAKA_LOG_LEVEL": self.log_level,
                     **env(),
+                    **self._auth_env(name),
                     **self._extra_env,
                     **self._child_env.get(name, {}),
                     **self._metrics_env(name),
@@ -344,7 +414,7 @@ class Stack:
 
         async def ready() -> bool:
             port = _read_port(port_file)
-            if port is None or not await grpc_serving(f"127.0.0.1:{port}"):
+            if port is None or not await grpc_serving(self._unix_target(name) if unix else f"127.0.0.1:{port}"):
                 return False
             self.bound[name] = port
             return True
@@ -415,6 +485,7 @@ class Stack:
                     "MAKA_WEB_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_WEB_PORT_FILE": str(port_file),
                     "MAKA_LOG_LEVEL": self.log_level,
+                    **self._auth_env(self.WEB),
                     **self._extra_env,
                 }
             )
@@ -444,6 +515,7 @@ class Stack:
                     "MAKA_MCP_LISTEN": f"127.0.0.1:{port}",
                     "MAKA_MCP_PORT_FILE": str(port_file),
                     "MAKA_LOG_LEVEL": self.log_level,
+                    **self._auth_env(self.MCP),
                     **self._extra_env,
                 }
             )
@@ -506,6 +578,7 @@ class Stack:
             provider=self.address(self.PROVIDER) if self.PROVIDER in self.bound else "",
             config=str(self.config_path),
             mcp=self.address(self.MCP) if self.MCP in self.bound else "",
+            tokens=str(self._tokens_file) if self._tokens_file is not None else "",
         )
         write_endpoints(self.state_dir, endpoints)
         self.endpoints = endpoints

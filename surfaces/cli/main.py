@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from surfaces.common.target import owner_token_env
+
 COMMANDS: tuple[str, ...] = (
     "up",
     "status",
@@ -146,12 +148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    # the owner's token of the local stack (`maka up` writes it; docs/security.md), for this command only
+    injected = owner_token_env(args) if args.command != "up" else {}
+    os.environ.update(injected)
     try:
         code: int = by_name[args.command].run(args)
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_closed_stdout()
         return EXIT_BROKEN_PIPE
+    finally:
+        for name in injected:
+            os.environ.pop(name, None)
     return code
 
 

@@ -15,7 +15,11 @@ import contextlib
 import os
 from pathlib import Path
 
+from stack.access import read_owner_token
 from stack.state_dir import DEFAULT_STATE_DIR, Endpoints, read_endpoints
+
+TOKEN_VARIABLES = ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN")
+"""The variables every ``maka`` command reads its bearer tokens from."""
 
 
 def address(text: str) -> str:
@@ -64,6 +68,31 @@ def broker_endpoints(args: argparse.Namespace) -> tuple[Endpoints, str]:
             raise
         endpoints = Endpoints(interaction="", broker=explicit)
     return endpoints, explicit or endpoints.broker
+
+
+def owner_token_env(args: argparse.Namespace) -> dict[str, str]:
+    """The token variables a ``maka`` command should see for the stack of its state dir (:mod:`stack.access`):
+    the owner's token of the tokens file ``endpoints.json`` names, for each of :data:`TOKEN_VARIABLES` that is
+    unset. Empty when the command names its services itself (``--broker``, ``--interaction``, their variables:
+    the local token is never sent elsewhere), when no stack runs there or it needs no token."""
+    explicit = getattr(args, "broker", None) or getattr(args, "interaction", None)
+    if explicit or os.environ.get(BROKER_ENV) or os.environ.get("MAKA_INTERACTION_TARGET"):
+        return {}
+    token = local_owner_token(args)
+    return {name: token for name in TOKEN_VARIABLES if token and not os.environ.get(name)}
+
+
+def local_owner_token(args: argparse.Namespace) -> str | None:
+    """The owner's token of the stack in ``args.state_dir`` (the tokens file its ``endpoints.json`` names), or
+    None when no stack runs there or it has none."""
+    state_dir: Path | None = getattr(args, "state_dir", None)
+    if state_dir is None:
+        return None
+    try:
+        tokens = read_endpoints(state_dir).tokens
+    except (FileNotFoundError, ValueError, TypeError, OSError):
+        return None
+    return read_owner_token(Path(tokens)) if tokens else None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,9 @@
   ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``.
 - **Surface token** (when configured): ``Authorization: Bearer <token>``, or the cookie set by the
   ``/login`` step (HttpOnly, SameSite=Strict; its value is an HMAC of the token, never the token).
-  Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``.
+  Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``. A page
+  ``GET`` carrying the token as ``?token=`` (the URL ``maka up`` prints, as Jupyter's) gets the cookie and a
+  redirect to the same path without the query, so the token leaves the address bar.
 - **CSRF**: every unsafe request authenticated by cookie or by nothing (no token configured) must
   come from this origin (``Origin`` equal to the configured public origin, else to the request's own
   origin as the trusted proxy headers describe it, or, when the browser sends none or ``null``,
@@ -149,6 +151,18 @@ class Guard:
         scheme, _, value = header.partition(" ")
         return scheme.lower() == "bearer" and self.check_token(value.strip())
 
+    def signed_in(self, response: Response, request: Request) -> Response:
+        """``response`` with the login cookie set (HttpOnly, SameSite=Strict, Secure over https)."""
+        response.set_cookie(
+            COOKIE_NAME,
+            self.cookie_value(),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
     def has_cookie(self, request: Request) -> bool:
         """True when the request carries the login cookie."""
         value = request.cookies.get(COOKIE_NAME, "")
@@ -168,6 +182,13 @@ class Guard:
         is_api = path.startswith("/api/")
         by_bearer = self.bearer(request)
         public = any(path == p or (p.endswith("/") and path.startswith(p)) for p in _PUBLIC_PATHS)
+        if (
+            self.enabled
+            and request.method == "GET"
+            and not is_api
+            and self.check_token(request.query_params.get("token", ""))
+        ):
+            return self.signed_in(RedirectResponse(path, status_code=303), request)
         if self.enabled and not public and not by_bearer and not self.has_cookie(request):
             if is_api:
                 return error_json(401, "UNAUTHENTICATED", "log in or send Authorization: Bearer <surface token>")

@@ -291,7 +291,7 @@ def _spawn_up(state_dir: Path, config: Path, *extra: str) -> subprocess.Popen[st
     argv = [sys.executable, "-m", "surfaces.cli.main", "up", "--config", str(config), "--state-dir", str(state_dir)]
     with state_dir.with_suffix(".stderr").open("w") as stderr:
         return subprocess.Popen(
-            [*argv, "--ports", "ephemeral", "--no-web", *extra],
+            [*argv, "--ports", "web=0,mcp=0", "--no-web", *extra],
             env=env,
             stdout=subprocess.PIPE,
             stderr=stderr,

@@ -42,7 +42,8 @@ class Up:
 
 
 async def _start_up(tmp_path: Path) -> AsyncIterator[Up]:
-    """``maka up`` with the example config on ephemeral ports; SIGINT (bounded wait) when done."""
+    """``maka up`` with the example config (gRPC on unix sockets, web and MCP on ephemeral ports); SIGINT (bounded
+    wait) when done."""
     state_dir = tmp_path / "state"
     log = tmp_path / "maka-up.log"
     with log.open("wb") as log_file:
@@ -54,7 +55,7 @@ async def _start_up(tmp_path: Path) -> AsyncIterator[Up]:
             "--state-dir",
             str(state_dir),
             "--ports",
-            "ephemeral",
+            "web=0,mcp=0",
             stdout=asyncio.subprocess.PIPE,
             stderr=log_file,
         )
@@ -102,7 +103,7 @@ async def _maka(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str
 async def test_maka_up_serves_ping_and_a_deploy_answered_through_the_interaction_service(shared_up: Up) -> None:
     up = shared_up
     endpoints = read_endpoints(up.state_dir)
-    assert up.ready_line.startswith(f"maka is ready: {endpoints.web} ")
+    assert up.ready_line.startswith(f"maka is ready: {endpoints.web}/?token=")
     assert set(endpoints.pids) == {"redis", "interaction", "broker", "provider", "web", "mcp"}
 
     code, out, _ = await _maka("call", "examples:ping", "--state-dir", str(up.state_dir))

@@ -12,7 +12,15 @@ import { type CallEvent, type Outcome, decode, isOutcome } from "./events.js";
 import type { CapabilityBrokerServiceClient } from "./generated/maka/broker/v1/CapabilityBrokerService.js";
 import type { CallToolRequest } from "./generated/maka/broker/v1/CallToolRequest.js";
 import type { CallToolResponse__Output } from "./generated/maka/broker/v1/CallToolResponse.js";
-import { type ClientOptions, channelOptions, credentials, loadBroker, metadata, tlsFromEnv } from "./grpc.js";
+import {
+  type ClientOptions,
+  channelOptions,
+  credentials,
+  loadBroker,
+  metadata,
+  stateDirEndpoint,
+  tlsFromEnv,
+} from "./grpc.js";
 
 export const DEFAULT_BROKER_TARGET = "127.0.0.1:50052";
 
@@ -181,10 +189,13 @@ export class BrokerClient {
     this.token = options.token;
   }
 
-  /** `target`, else $MAKA_BROKER_TARGET (default 127.0.0.1:50052); token $MAKA_CALLER_TOKEN, TLS from $MAKA_TLS_*. */
+  /** `target`, else $MAKA_BROKER_TARGET, else the broker of the local stack's endpoints.json ($MAKA_STATE_DIR,
+   * default ./.state; with its owner's token when $MAKA_CALLER_TOKEN is unset), else 127.0.0.1:50052; token
+   * $MAKA_CALLER_TOKEN, TLS from $MAKA_TLS_*. */
   static fromEnv(target?: string, options: BrokerClientOptions = {}): BrokerClient {
-    return new BrokerClient(target || process.env.MAKA_BROKER_TARGET || DEFAULT_BROKER_TARGET, {
-      token: process.env.MAKA_CALLER_TOKEN || undefined,
+    const local = target || process.env.MAKA_BROKER_TARGET ? undefined : stateDirEndpoint("broker");
+    return new BrokerClient(target || process.env.MAKA_BROKER_TARGET || local?.target || DEFAULT_BROKER_TARGET, {
+      token: process.env.MAKA_CALLER_TOKEN || local?.token || undefined,
       tls: tlsFromEnv(),
       ...options,
     });

@@ -35,6 +35,38 @@ export function loadInteraction(): InteractionProto {
   return grpc.loadPackageDefinition(definition) as unknown as InteractionProto;
 }
 
+/** The address the local stack's endpoints.json names for `name` ("broker", "interaction"): the file `maka up`
+ * writes in $MAKA_STATE_DIR (default ./.state), e.g. `unix:///abs/.state/sock/broker.sock`, and the owner's token
+ * of the tokens file it names (docs/security.md "Other local users"). undefined when there is none. */
+export function stateDirEndpoint(
+  name: "broker" | "interaction",
+  env: NodeJS.ProcessEnv = process.env,
+): { target: string; token?: string } | undefined {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path.join(env.MAKA_STATE_DIR || ".state", "endpoints.json"), "utf8"));
+  } catch {
+    return undefined;
+  }
+  const fields = (data ?? {}) as Record<string, unknown>;
+  const target = fields[name];
+  if (typeof target !== "string" || !target) return undefined;
+  return { target, token: typeof fields.tokens === "string" && fields.tokens ? ownerToken(fields.tokens) : undefined };
+}
+
+function ownerToken(file: string): string | undefined {
+  try {
+    const tokens = (JSON.parse(readFileSync(file, "utf8")) as { tokens?: unknown }).tokens;
+    for (const entry of Array.isArray(tokens) ? tokens : []) {
+      const { name, token } = (entry ?? {}) as { name?: unknown; token?: unknown };
+      if (name === "owner" && typeof token === "string") return token;
+    }
+  } catch {
+    // no readable tokens file: no token
+  }
+  return undefined;
+}
+
 /** TLS / mutual TLS options of a client; omit for plaintext (loopback, or h2c behind a proxy). */
 export interface TlsOptions {
   /** PEM CA bundle that verifies the server. */

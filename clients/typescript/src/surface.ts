@@ -13,7 +13,15 @@ import type { Interaction__Output } from "./generated/maka/interaction/v1/Intera
 import type { InteractionServiceClient } from "./generated/maka/interaction/v1/InteractionService.js";
 import type { AttachResponse__Output } from "./generated/maka/interaction/v1/AttachResponse.js";
 import type { Value } from "./generated/maka/form/v1/Value.js";
-import { type ClientOptions, channelOptions, credentials, loadInteraction, metadata, tlsFromEnv } from "./grpc.js";
+import {
+  type ClientOptions,
+  channelOptions,
+  credentials,
+  loadInteraction,
+  metadata,
+  stateDirEndpoint,
+  tlsFromEnv,
+} from "./grpc.js";
 
 export const DEFAULT_INTERACTION_TARGET = "127.0.0.1:50051";
 /** Sent on Attach's subscribe so `maka status` can say what is attached (`Subscribe.surface_kind`). */
@@ -132,10 +140,14 @@ export class SurfaceClient {
     this.hostId = options.hostId ?? "";
   }
 
-  /** `target`, else $MAKA_INTERACTION_TARGET; token $MAKA_SURFACE_TOKEN, Host $MAKA_HOST_ID, TLS from $MAKA_TLS_*. */
+  /** `target`, else $MAKA_INTERACTION_TARGET, else the Interaction service of the local stack's endpoints.json
+   * ($MAKA_STATE_DIR, default ./.state; with its owner's token when $MAKA_SURFACE_TOKEN is unset), else
+   * 127.0.0.1:50051; token $MAKA_SURFACE_TOKEN, Host $MAKA_HOST_ID, TLS from $MAKA_TLS_*. */
   static fromEnv(target?: string, options: ClientOptions & { hostId?: string } = {}): SurfaceClient {
-    return new SurfaceClient(target || process.env.MAKA_INTERACTION_TARGET || DEFAULT_INTERACTION_TARGET, {
-      token: process.env.MAKA_SURFACE_TOKEN || undefined,
+    const local = target || process.env.MAKA_INTERACTION_TARGET ? undefined : stateDirEndpoint("interaction");
+    const chosen = target || process.env.MAKA_INTERACTION_TARGET || local?.target || DEFAULT_INTERACTION_TARGET;
+    return new SurfaceClient(chosen, {
+      token: process.env.MAKA_SURFACE_TOKEN || local?.token || undefined,
       hostId: process.env.MAKA_HOST_ID || "",
       tls: tlsFromEnv(),
       ...options,

@@ -13,12 +13,19 @@ port); ``--metrics`` gives the Interaction service, the broker and the MCP provi
 Starts Redis (a private ``redis-server`` with AOF in the state dir, unless ``--redis-url`` /
 ``MAKA_REDIS_URL`` names one), the Interaction service, the Capability broker, the MCP provider, the
 web surface and the MCP front door (the Host's Tools over MCP Streamable HTTP, docs/mcp-front-door.md; off with
-``--no-mcp``) as supervised processes on loopback (defaults 50051, 50052, 50053, 8765, 8766), writes
-``DIR/endpoints.json`` (the front door's URL under ``"mcp"``), and prints one ready line on stdout once every
-health check passes::
+``--no-mcp``) as supervised processes, writes ``DIR/endpoints.json`` (the front door's URL under ``"mcp"``), and
+prints one ready line on stdout once every health check passes::
 
-    maka is ready: http://127.0.0.1:8765 (mcp http://127.0.0.1:8766/mcp, interaction 127.0.0.1:50051,
-    broker 127.0.0.1:50052, state .state)
+    maka is ready: http://127.0.0.1:8765/?token=T (mcp http://127.0.0.1:8766/mcp,
+    interaction unix:///abs/.state/sock/interaction.sock, broker unix:///abs/.state/sock/broker.sock, state .state)
+
+The stack is reachable only by the user who started it (:mod:`stack.access`, docs/security.md): ``DIR`` is made
+0700, the gRPC services listen on unix sockets in ``DIR/sock/``, and the web page (loopback 8765) and the MCP
+front door (loopback 8766) need the owner's token, generated per stack into ``DIR/tokens.json`` (0600): the page
+through the printed URL (exchanged for a cookie), the front door as ``Authorization: Bearer``. With ``--ports``
+setting gRPC ports (``default``, ``ephemeral``, or naming interaction, broker or provider; ``web=P,mcp=P`` alone
+keeps the sockets) the gRPC services listen on loopback TCP instead (50051, 50052, 50053) and each requires that token;
+the ``maka`` commands and the client libraries read it through ``endpoints.json``.
 
 SIGHUP (or ``maka reload``) makes the MCP provider re-read the config and apply it without a restart.
 A bad config file is refused before anything starts, one ``CONFIG_INVALID:`` line per problem.
@@ -48,6 +55,7 @@ import signal
 import sys
 from pathlib import Path
 
+from stack.access import Access, access_for_ports
 from stack.ports import Ports, parse_metrics_ports
 from stack.state_dir import Endpoints, StackRunning, StateDirLock
 from stack.supervisor import ChildExited, StackEvent
@@ -62,7 +70,8 @@ NAME = "up"
 HELP = "start the whole stack (Redis, Interaction service, broker, MCP provider, web, MCP endpoint) in the foreground"
 EXAMPLES = """\
   maka up --config examples/mcp.json
-  maka up --config mcp.json --ports ephemeral              when 50051-50053 or 8765 are taken
+  maka up --config mcp.json --ports web=0,mcp=0            when 8765 or 8766 are taken
+  maka up --config mcp.json --ports ephemeral              gRPC on loopback TCP too (each needs the token)
   maka up --config mcp.json --ports interaction=6051,web=9000 --state-dir /tmp/maka
   maka up --config mcp.json -v                              show the services' start-up lines
   make run PORTS=ephemeral UP_ARGS='-v'                     the same through make"""
@@ -82,10 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_state_dir_argument(parser)
     parser.add_argument(
         "--ports",
-        default="default",
+        default=None,
         metavar="SPEC",
-        help="'default' (50051-50053, web 8765, mcp 8766), 'ephemeral', or name=port,..."
-        " (interaction, broker, provider, web, mcp)",
+        help="'default' (50051-50053, web 8765, mcp 8766), 'ephemeral', or name=port,... (interaction, broker,"
+        " provider, web, mcp). Without it, or naming only web/mcp, the gRPC services listen on unix sockets in the"
+        " state dir; with gRPC ports they listen on loopback TCP and each requires the owner's token"
+        " (STATE_DIR/tokens.json)",
     )
     parser.add_argument(
         "--redis-url",
@@ -134,9 +145,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def ready_line(endpoints: Endpoints, state_dir: Path) -> str:
-    """The one line printed when the stack is up."""
+def ready_line(endpoints: Endpoints, state_dir: Path, token: str = "") -> str:
+    """The one line printed when the stack is up; with the owner's ``token`` the web address carries it
+    (``/?token=...``: opening it signs the browser in, as Jupyter's does)."""
     web = endpoints.web or "web surface off (use `maka tui`)"
+    if endpoints.web and token:
+        web = f"{endpoints.web}/?token={token}"
     metrics = ""
     if endpoints.metrics:
         metrics = "; metrics " + ", ".join(f"{name} {url}" for name, url in endpoints.metrics.items())
@@ -153,7 +167,7 @@ def _say(text: str, *, err: bool = True) -> None:
         print(text, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | None) -> int:
+async def _up(args: argparse.Namespace, ports: Ports, access: Access, metrics: dict[str, int] | None) -> int:
     view = logview.LogView(
         args.state_dir.resolve(),
         getattr(args, "log_format", "auto"),
@@ -171,6 +185,7 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         log_level=args.log_level or "INFO",
         metrics=metrics,
         sink=view,
+        access=access,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -207,7 +222,7 @@ async def _up(args: argparse.Namespace, ports: Ports, metrics: dict[str, int] | 
         return 3
     code = 0
     try:
-        _say(ready_line(starting.result(), args.state_dir), err=False)
+        _say(ready_line(starting.result(), args.state_dir, stack.owner_token), err=False)
         view.started()
         gave_up = asyncio.ensure_future(_gave_up(events))
         stopped = asyncio.ensure_future(stop.wait())
@@ -246,7 +261,7 @@ async def _gave_up(events: asyncio.Queue[StackEvent]) -> StackEvent:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``maka up``; see the module docstring."""
     try:
-        ports = Ports.parse(args.ports)
+        ports = Ports.parse(args.ports) if args.ports is not None else Ports()
     except ValueError as error:
         print(f"USAGE: {error}", file=sys.stderr)
         return 2
@@ -268,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"STACK_FAILED: cannot lock {lock.path}: {error}", file=sys.stderr)
         return 3
     try:
-        return asyncio.run(_up(args, ports, metrics))
+        # gRPC on unix sockets in the owner-only state dir, unless TCP ports were asked for: then tokens
+        return asyncio.run(_up(args, ports, access_for_ports(args.ports), metrics))
     finally:
         lock.release()

@@ -3,7 +3,9 @@
 ``maka web [--session S ...] [--listen HOST:PORT] [--state-dir DIR | --interaction HOST:PORT]`` starts the
 web surface against the stack's Interaction service and prints its URL. Settings not given as options
 come from ``MAKA_*`` variables (:class:`surfaces.web.settings.WebSettings`: ``MAKA_WEB_LISTEN``, default
-``127.0.0.1:8765``; ``MAKA_WEB_PORT_FILE``; ``MAKA_SURFACE_TOKEN``; ``MAKA_SESSIONS``). Exit codes: 0 stopped
+``127.0.0.1:8765``; ``MAKA_WEB_PORT_FILE``; ``MAKA_SURFACE_TOKEN``; ``MAKA_SESSIONS``). On the stack of a
+``maka up`` (its state dir) the page needs that stack's owner token, as ``maka up``'s own does: the printed URL
+carries it (``/?token=...``; docs/security.md "Other local users"). Exit codes: 0 stopped
 by SIGINT/SIGTERM, 2 bad option, 3 no stack found (``NO_STACK``) or the address cannot be bound (``BIND_FAILED``).
 """
 
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 
 from stack.state_dir import read_endpoints
 from surfaces.cli.commands.pending import fail
-from surfaces.common.target import add_target_arguments, host_id, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target, local_owner_token
 from surfaces.web.main import build, start_web
 from surfaces.web.settings import WebSettings
 
@@ -64,14 +66,16 @@ def settings_from(args: argparse.Namespace) -> WebSettings:
     return settings.model_copy(update=overrides)
 
 
-async def _serve(settings: WebSettings) -> None:
+async def _serve(settings: WebSettings, owner_token: str | None = None) -> None:
     app = await build(settings)
     try:
         running = await start_web(app, settings)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, running.request_stop)
-        print(f"maka web: {running.url}  (Ctrl+C to stop)", flush=True)
+        # the page of a `maka up` stack needs its owner's token: the URL that signs the browser in, as maka up's
+        url = f"{running.url}/?token={owner_token}" if owner_token else running.url
+        print(f"maka web: {url}  (Ctrl+C to stop)", flush=True)
         await running.task
     finally:
         await app.close()
@@ -87,8 +91,9 @@ def run(args: argparse.Namespace) -> int:
             return fail("NO_STACK", str(error))
         print(f"maka web: {error}", file=sys.stderr)
         return 2
+    owner = local_owner_token(args)
     try:
-        asyncio.run(_serve(settings))
+        asyncio.run(_serve(settings, owner if owner and settings.surface_token.get_secret_value() == owner else None))
     except RuntimeError as error:
         return fail("BIND_FAILED", str(error))
     except KeyboardInterrupt:

@@ -26,7 +26,7 @@ def _loaded(*argv: str) -> str:
 
 
 def test_a_surface_command_does_not_import_the_stack_or_the_broker() -> None:
-    assert _loaded("answer", "ix_1", "decline") == "stack,stack.errors,stack.state_dir"  # endpoints.json only
+    assert _loaded("answer", "ix_1", "decline") == "stack,stack.access,stack.errors,stack.state_dir"  # endpoints.json
     assert "stack.topology" in _loaded("up", "--config", "x.json")  # the command that needs it does
 
 

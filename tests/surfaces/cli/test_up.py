@@ -72,6 +72,18 @@ def test_the_ready_line_names_the_web_address_and_the_services() -> None:
     )
 
 
+def test_the_ready_line_carries_the_owners_token_in_the_web_address_that_signs_the_browser_in() -> None:
+    endpoints = Endpoints(interaction="unix:///s/sock/interaction.sock", broker="unix:///s/sock/broker.sock")
+    endpoints.web = "http://127.0.0.1:3"
+
+    assert up.ready_line(endpoints, Path(".state"), "T0k") == (
+        "maka is ready: http://127.0.0.1:3/?token=T0k (interaction unix:///s/sock/interaction.sock,"
+        " broker unix:///s/sock/broker.sock, state .state)"
+    )
+    endpoints.web = ""
+    assert "T0k" not in up.ready_line(endpoints, Path(".state"), "T0k")  # no page, no token printed
+
+
 def test_a_bad_metrics_spec_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--config", str(tmp_path / "mcp.json"), "--metrics", "web=9100") == 2
     assert capsys.readouterr().err.startswith("USAGE: bad metrics port spec 'web=9100'")

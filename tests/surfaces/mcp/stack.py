@@ -13,7 +13,13 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx2
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from stack.access import read_owner_token
 from stack.state_dir import Endpoints, read_endpoints
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,6 +41,21 @@ class Up:
     endpoints: Endpoints
     ready_line: str = ""
     config: Path = EXAMPLES_CONFIG
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """``Authorization: Bearer <owner token>`` of the stack (docs/security.md "Other local users"), or nothing
+        when it runs on a tokens file of the test's own."""
+        token = read_owner_token(Path(self.endpoints.tokens)) if self.endpoints.tokens else None
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@contextlib.asynccontextmanager
+async def owner_client(up: Up, **options: Any) -> AsyncIterator[Client]:
+    """The official Python SDK client of the front door, presenting the owner's bearer token."""
+    http = httpx2.AsyncClient(headers=up.auth, timeout=60)
+    async with http, Client(streamable_http_client(up.endpoints.mcp, http_client=http), **options) as client:
+        yield client
 
 
 @contextlib.asynccontextmanager

@@ -33,7 +33,7 @@ from mcp_types import (
 
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
-from tests.surfaces.mcp.stack import Up, maka_up
+from tests.surfaces.mcp.stack import Up, maka_up, owner_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
@@ -102,7 +102,7 @@ async def test_maka_status_lists_the_endpoint_as_a_serving_service(up: Up) -> No
 
 async def test_tools_list_names_the_example_tools_with_server_prefixes_at_both_eras(up: Up) -> None:
     for mode in ("auto", "legacy"):
-        async with Client(up.endpoints.mcp, mode=mode) as client:
+        async with owner_client(up, mode=mode) as client:
             listed = await client.list_tools()
         tools = {tool.name: tool for tool in listed.tools}
         assert {"examples.deploy", "examples.release_checklist", "examples.ping"} <= set(tools)
@@ -110,7 +110,7 @@ async def test_tools_list_names_the_example_tools_with_server_prefixes_at_both_e
 
 
 async def test_a_modern_client_deploys_to_staging_after_the_form_is_answered_with_maka_answer(up: Up) -> None:
-    async with Client(up.endpoints.mcp) as client:
+    async with owner_client(up) as client:
         assert client.protocol_version == "2026-07-28"
         text, progress = await _deploy_answered_from_the_cli(up, client, "web-2026")
 
@@ -119,7 +119,7 @@ async def test_a_modern_client_deploys_to_staging_after_the_form_is_answered_wit
 
 
 async def test_a_legacy_client_deploys_to_staging_after_the_form_is_answered_with_maka_answer(up: Up) -> None:
-    async with Client(up.endpoints.mcp, mode="legacy") as client:
+    async with owner_client(up, mode="legacy") as client:
         assert client.protocol_version == "2025-11-25"
         text, _progress = await _deploy_answered_from_the_cli(up, client, "web-2025")
 
@@ -129,7 +129,7 @@ async def test_a_legacy_client_deploys_to_staging_after_the_form_is_answered_wit
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_an_unknown_tool_is_a_jsonrpc_invalid_params_error(up: Up, mode: str) -> None:
     for name in ("examples.nope", "no-such-name"):
-        async with Client(up.endpoints.mcp, mode=mode) as client:
+        async with owner_client(up, mode=mode) as client:
             with pytest.raises(MCPError) as raised:
                 await client.call_tool(name, {})
         assert raised.value.code == INVALID_PARAMS
@@ -137,7 +137,7 @@ async def test_an_unknown_tool_is_a_jsonrpc_invalid_params_error(up: Up, mode: s
 
 
 async def test_invalid_arguments_are_a_tool_error_naming_the_problem(up: Up) -> None:
-    async with Client(up.endpoints.mcp) as client:
+    async with owner_client(up) as client:
         result = await client.call_tool(DEPLOY, {"artifact": 7})
     assert result.is_error
     text = "\n".join(block.text for block in result.content if block.type == "text")
@@ -145,7 +145,7 @@ async def test_invalid_arguments_are_a_tool_error_naming_the_problem(up: Up) -> 
 
 
 async def test_a_server_that_is_down_is_a_tool_error_naming_it_and_its_cause(up: Up) -> None:
-    async with Client(up.endpoints.mcp) as client:
+    async with owner_client(up) as client:
         result = await client.call_tool("broken.anything", {})
     assert result.is_error
     text = "\n".join(block.text for block in result.content if block.type == "text")
@@ -155,7 +155,7 @@ async def test_a_server_that_is_down_is_a_tool_error_naming_it_and_its_cause(up:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_client_cancelling_mid_form_leaves_nothing_pending(up: Up, mode: str) -> None:
-    async with Client(up.endpoints.mcp, mode=mode) as client:
+    async with owner_client(up, mode=mode) as client:
         progress = _Progress()
         call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "cancelled"}, progress_callback=progress))
         async with asyncio.timeout(60):
@@ -188,6 +188,7 @@ async def test_a_client_disconnecting_mid_form_leaves_nothing_pending(up: Up) ->
         },
     }
     headers = {
+        **up.auth,
         "accept": "application/json, text/event-stream",
         "mcp-protocol-version": "2026-07-28",
         "mcp-method": "tools/call",
@@ -205,7 +206,7 @@ async def test_a_client_disconnecting_mid_form_leaves_nothing_pending(up: Up) ->
 
 
 async def test_two_concurrent_clients_each_get_their_own_result(up: Up) -> None:
-    async with Client(up.endpoints.mcp) as modern, Client(up.endpoints.mcp, mode="legacy") as legacy:
+    async with owner_client(up) as modern, owner_client(up, mode="legacy") as legacy:
         first, second = _Progress(), _Progress()
         one = asyncio.ensure_future(modern.call_tool(DEPLOY, {"artifact": "one"}, progress_callback=first))
         two = asyncio.ensure_future(legacy.call_tool(DEPLOY, {"artifact": "two"}, progress_callback=second))
@@ -230,7 +231,7 @@ async def test_a_foreign_origin_is_refused(up: Up) -> None:
         response = await http.post(
             up.endpoints.mcp,
             json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
-            headers={"origin": "http://evil.example", "accept": "application/json, text/event-stream"},
+            headers={**up.auth, "origin": "http://evil.example", "accept": "application/json, text/event-stream"},
         )
     assert response.status_code == 403
 
@@ -240,7 +241,7 @@ async def test_a_foreign_host_header_is_refused(up: Up) -> None:
         response = await http.post(
             up.endpoints.mcp,
             json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
-            headers={"host": "evil.example:80", "accept": "application/json, text/event-stream"},
+            headers={**up.auth, "host": "evil.example:80", "accept": "application/json, text/event-stream"},
         )
     assert response.status_code == 421
 
@@ -252,7 +253,7 @@ async def test_a_legacy_session_is_told_when_a_reload_adds_a_server(up: Up) -> N
         if getattr(message, "method", None) == "notifications/tools/list_changed":
             changed.set()
 
-    async with Client(up.endpoints.mcp, mode="legacy", message_handler=on_message) as client:
+    async with owner_client(up, mode="legacy", message_handler=on_message) as client:
         assert "more.ping" not in {tool.name for tool in (await client.list_tools()).tools}
         servers = json.loads(up.config.read_text())
         servers["mcpServers"]["more"] = servers["mcpServers"]["examples"]
@@ -267,7 +268,7 @@ async def test_a_legacy_session_is_told_when_a_reload_adds_a_server(up: Up) -> N
 
 async def test_a_legacy_client_closing_its_session_mid_form_leaves_nothing_pending(up: Up) -> None:
     progress = _Progress()
-    async with Client(up.endpoints.mcp, mode="legacy") as client:
+    async with owner_client(up, mode="legacy") as client:
         call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "closed"}, progress_callback=progress))
         async with asyncio.timeout(60):
             interaction_id = await asyncio.shield(progress.form)
@@ -283,7 +284,7 @@ async def test_a_legacy_client_closing_its_session_mid_form_leaves_nothing_pendi
 async def test_a_legacy_client_dropping_the_stream_mid_form_without_cancelling_leaves_nothing_pending(
     up: Up,
 ) -> None:
-    headers = {"accept": "application/json, text/event-stream"}
+    headers = {**up.auth, "accept": "application/json, text/event-stream"}
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -342,7 +343,7 @@ def _only_form(first: InputRequiredResult) -> str:
 async def test_a_client_that_declares_elicitation_answers_the_form_itself_and_deploys_to_staging(
     up: Up, mode: str
 ) -> None:
-    async with Client(up.endpoints.mcp, mode=mode, elicitation_callback=_staging) as client:
+    async with owner_client(up, mode=mode, elicitation_callback=_staging) as client:
         async with asyncio.timeout(60):
             result = await client.call_tool(DEPLOY, {"artifact": f"self-{mode}"})
     assert _text(result) == f"Deployed self-{mode} to staging."
@@ -350,7 +351,7 @@ async def test_a_client_that_declares_elicitation_answers_the_form_itself_and_de
 
 
 async def test_a_modern_client_gets_input_required_with_makas_own_request_state(up: Up) -> None:
-    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+    async with owner_client(up, elicitation_callback=_staging) as client:
         first = await _first_round(client, "state")
         key = _only_form(first)
         assert any(form["id"] == key for form in await _pending(up))
@@ -374,7 +375,7 @@ async def test_a_modern_client_gets_input_required_with_makas_own_request_state(
 
 
 async def test_a_modern_client_answering_after_maka_answer_gets_the_settled_outcome(up: Up) -> None:
-    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+    async with owner_client(up, elicitation_callback=_staging) as client:
         first = await _first_round(client, "raced")
         key = _only_form(first)
         await _answer_staging(up, key)  # another surface is first
@@ -391,7 +392,7 @@ async def test_a_modern_client_answering_after_maka_answer_gets_the_settled_outc
 
 
 async def test_a_tampered_request_state_is_invalid_params_naming_invalid_request_state(up: Up) -> None:
-    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+    async with owner_client(up, elicitation_callback=_staging) as client:
         first = await _first_round(client, "tampered")
         key = _only_form(first)
         state = first.request_state or ""
@@ -425,7 +426,7 @@ async def test_a_legacy_client_whose_elicitation_is_outstanding_gets_the_result_
         await release.wait()
         return ElicitResult(action="accept", content=PRODUCTION)
 
-    async with Client(up.endpoints.mcp, mode="legacy", elicitation_callback=slow) as client:
+    async with owner_client(up, mode="legacy", elicitation_callback=slow) as client:
         call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "legacy-raced"}))
         async with asyncio.timeout(60):
             await asyncio.shield(asked.wait())
@@ -439,7 +440,7 @@ async def test_a_legacy_client_whose_elicitation_is_outstanding_gets_the_result_
 
 
 async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again(up: Up) -> None:
-    async with Client(up.endpoints.mcp, elicitation_callback=_staging) as client:
+    async with owner_client(up, elicitation_callback=_staging) as client:
         first = await _first_round(client, "refit")
         key = _only_form(first)
         again = await client.session.call_tool(

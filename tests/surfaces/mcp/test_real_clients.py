@@ -29,7 +29,7 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
 
 
 async def test_the_typescript_client_lists_the_example_tools_at_2025_11_25(up: Up) -> None:
-    code, out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "list", env=node_env())
+    code, out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "list", env=node_env(headers=up.auth))
     assert code == 0, err
     listed = json.loads(out.splitlines()[-1])
     assert listed["protocolVersion"] == "2025-11-25"
@@ -37,7 +37,9 @@ async def test_the_typescript_client_lists_the_example_tools_at_2025_11_25(up: U
 
 
 async def test_the_typescript_client_calls_ping_and_gets_pong(up: Up) -> None:
-    code, out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "call", "examples.ping", "{}", env=node_env())
+    code, out, err = await run_node(
+        str(TS_CLIENT), up.endpoints.mcp, "call", "examples.ping", "{}", env=node_env(headers=up.auth)
+    )
     assert code == 0, err
     result = json.loads(out.splitlines()[-1])
     assert result == {"protocolVersion": "2025-11-25", "isError": False, "text": "pong"}
@@ -53,7 +55,7 @@ async def test_the_typescript_client_deploys_to_staging_after_the_form_is_answer
         json.dumps({"artifact": "web-ts"}),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=node_env(),
+        env=node_env(headers=up.auth),
     )
     assert process.stdout is not None
     assert process.stderr is not None
@@ -79,7 +81,7 @@ async def test_the_typescript_client_deploys_to_staging_after_the_form_is_answer
 
 
 async def test_the_inspector_cli_lists_the_example_tools(up: Up, tmp_path: Path) -> None:
-    code, out, err = await inspector(up.endpoints.mcp, "--method", "tools/list", tmp=tmp_path)
+    code, out, err = await inspector(up.endpoints.mcp, "--method", "tools/list", tmp=tmp_path, headers=up.auth)
     assert code == 0, err
     names = {tool["name"] for tool in json.loads(out)["tools"]}
     assert {DEPLOY, "examples.ping"} <= names
@@ -87,7 +89,7 @@ async def test_the_inspector_cli_lists_the_example_tools(up: Up, tmp_path: Path)
 
 async def test_the_inspector_cli_calls_ping_and_gets_pong(up: Up, tmp_path: Path) -> None:
     code, out, err = await inspector(
-        up.endpoints.mcp, "--method", "tools/call", "--tool-name", "examples.ping", tmp=tmp_path
+        up.endpoints.mcp, "--method", "tools/call", "--tool-name", "examples.ping", tmp=tmp_path, headers=up.auth
     )
     assert code == 0, err
     result = json.loads(out)

@@ -343,6 +343,27 @@ async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(
         await app.close()
 
 
+async def test_the_token_in_a_page_url_signs_the_browser_in_and_leaves_the_address_bar(stack: WebStack) -> None:
+    app, running = await stack.web(sessions=["s1"], token="t0ken-secret")
+    try:
+        async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
+            wrong = await client.get("/?token=nope")
+            assert (wrong.status_code, wrong.headers["location"]) == (303, "/login")
+            assert COOKIE_NAME not in wrong.cookies
+            assert (await client.get("/api/pending?token=t0ken-secret")).status_code == 401  # pages only
+            opened = await client.get("/?token=t0ken-secret")
+            assert (opened.status_code, opened.headers["location"]) == (303, "/")
+            cookie = opened.headers["set-cookie"]
+            assert "HttpOnly" in cookie
+            assert "SameSite=strict" in cookie.replace("Strict", "strict")
+            assert "t0ken-secret" not in cookie
+            assert (await client.get("/api/pending")).status_code == 200
+            assert (await client.get("/")).status_code == 200
+    finally:
+        await running.stop()
+        await app.close()
+
+
 # --- server-sent events --------------------------------------------------------------------------
 
 

@@ -90,6 +90,23 @@ def state_dir_address(name: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def state_dir_token() -> str | None:
+    """The owner's token of the local stack: the ``owner`` entry of the tokens file ``endpoints.json`` names
+    (``"tokens"``, mode 0600: ``maka up`` writes it, and requires it on TCP ports). None when there is none.
+    Only for a target read from the same ``endpoints.json``: never sent to an address named elsewhere."""
+    path = Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR) / ENDPOINTS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        tokens = json.loads(Path(data["tokens"]).read_text(encoding="utf-8"))["tokens"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for entry in tokens if isinstance(tokens, list) else []:
+        if isinstance(entry, dict) and entry.get("name") == "owner" and isinstance(entry.get("token"), str):
+            token: str = entry["token"]
+            return token
+    return None
+
+
 def bearer(token: str | None) -> tuple[tuple[str, str], ...]:
     """``authorization: Bearer <token>`` metadata, or none."""
     return (("authorization", f"Bearer {token}"),) if token else ()

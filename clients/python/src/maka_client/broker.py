@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address
+from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address, state_dir_token
 from maka_client._codes import ClientErrorReason
 from maka_client._errors import RETRYABLE, MakaError
 from maka_client._gen.maka.broker.v1 import broker_pb2, broker_pb2_grpc
@@ -252,10 +252,12 @@ class BrokerClient:
     def from_env(cls, target: str | None = None, **kwargs: Any) -> BrokerClient:
         """``target``, else ``$MAKA_BROKER_TARGET``, else the broker of the local stack's ``endpoints.json``
         (in ``$MAKA_STATE_DIR``, default ``./.state``: what ``maka up`` wrote), else ``127.0.0.1:50052``;
-        token ``$MAKA_CALLER_TOKEN``, TLS from ``$MAKA_TLS_*``."""
-        kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or None)
+        token ``$MAKA_CALLER_TOKEN`` (else, for the broker of ``endpoints.json``, the owner's token it names),
+        TLS from ``$MAKA_TLS_*``."""
+        local = None if target or os.environ.get(TARGET_ENV) else state_dir_address("broker")
+        kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or (state_dir_token() if local else None))
         kwargs.setdefault("tls", TlsOptions.from_env())
-        return cls(target or os.environ.get(TARGET_ENV) or state_dir_address("broker") or DEFAULT_TARGET, **kwargs)
+        return cls(target or os.environ.get(TARGET_ENV) or local or DEFAULT_TARGET, **kwargs)
 
     async def close(self) -> None:
         """Close the channel when this client opened it."""

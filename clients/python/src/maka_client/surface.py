@@ -16,7 +16,7 @@ from typing import Any, TypeAlias
 import grpc
 import grpc.aio
 
-from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address
+from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address, state_dir_token
 from maka_client._codes import ClientErrorReason
 from maka_client._errors import ATTACH_FATAL, MakaError
 from maka_client._gen.maka.form.v1 import form_pb2
@@ -228,10 +228,12 @@ class SurfaceClient:
     def from_env(cls, target: str | None = None, **kwargs: Any) -> SurfaceClient:
         """``target``, else ``$MAKA_INTERACTION_TARGET``, else the Interaction service of the local stack's
         ``endpoints.json`` (in ``$MAKA_STATE_DIR``, default ``./.state``), else ``127.0.0.1:50051``; token
-        ``$MAKA_SURFACE_TOKEN``, TLS from ``$MAKA_TLS_*``."""
-        kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or None)
+        ``$MAKA_SURFACE_TOKEN`` (else, for the service of ``endpoints.json``, the owner's token it names), TLS from
+        ``$MAKA_TLS_*``."""
+        local = None if target or os.environ.get(TARGET_ENV) else state_dir_address("interaction")
+        kwargs.setdefault("token", os.environ.get(TOKEN_ENV) or (state_dir_token() if local else None))
         kwargs.setdefault("tls", TlsOptions.from_env())
-        return cls(target or os.environ.get(TARGET_ENV) or state_dir_address("interaction") or DEFAULT_TARGET, **kwargs)
+        return cls(target or os.environ.get(TARGET_ENV) or local or DEFAULT_TARGET, **kwargs)
 
     async def close(self) -> None:
         """Close the channel when this client opened it."""
