@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class LoopSettings(BaseSettings):
@@ -24,7 +24,41 @@ class LoopSettings(BaseSettings):
     """Event loop of the service: ``uvloop`` (libuv; less CPU per message) or ``asyncio`` (the standard one)."""
 
 
-class GrpcServerSettings(LoopSettings):
+class OidcSettings(BaseSettings):
+    """Bearer JWTs from an OpenID Connect issuer, accepted beside the tokens file (docs/security.md,
+    "Sign-in for people"); the web surface also signs people in with them."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    oidc_issuer: str = ""
+    """OpenID Connect issuer URL (e.g. ``https://id.example.com/realms/team``): bearer JWTs signed by a key of
+    its JWKS (found by discovery; an unknown ``kid`` refetches it) are accepted; empty = off. Written exactly as
+    the issuer's ``iss`` claim; ``http://`` only for a loopback host."""
+    oidc_audiences: Annotated[list[str], NoDecode] = []
+    """The ``aud`` values a bearer JWT may carry (comma-separated or a JSON list); the web surface adds its
+    ``oidc_client_id``. With an issuer and no audience every JWT is refused."""
+    oidc_name_claim: str = "email"
+    """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name."""
+    oidc_groups_claim: str = "groups"
+    """The claim listing the person's groups (a list of strings, or one string)."""
+    oidc_roles: dict[str, list[str]] = {}
+    """Roles granted per group, a JSON object, e.g. ``{"release-managers": ["surface"], "ci": ["caller"]}``;
+    the group ``*`` grants to every signed-in person. A person with no role is refused every RPC that needs one."""
+    oidc_clock_skew_seconds: int = Field(default=60, ge=0, le=600)
+    """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
+
+    @field_validator("oidc_audiences", mode="before")
+    @classmethod
+    def _split_audiences(cls, value: object) -> object:
+        return comma_or_json_list(value)
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _strip_issuer(cls, value: str) -> str:
+        return value.strip()
+
+
+class GrpcServerSettings(LoopSettings, OidcSettings):
     """How a service's gRPC server listens and shuts down."""
 
     model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
