@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from joserfc import errors as jose_errors
@@ -31,7 +30,7 @@ from joserfc.jwk import KeySet
 
 from services.core.auth import Principal, Role
 from services.core.reasons import AUTH_DOMAIN, AuthErrorReason
-from services.core.settings import OidcSettings
+from services.core.settings import OidcSettings, check_issuer_url
 from services.core.status import Unauthenticated
 
 log = logging.getLogger("maka.auth.jwt")
@@ -66,14 +65,6 @@ class JwtRefused(Exception):
     def __init__(self, refusal: Refusal) -> None:
         super().__init__(f"bearer token refused: {refusal.value}")
         self.refusal = refusal
-
-
-def check_issuer_url(issuer: str) -> None:
-    """Raise ``ValueError`` unless ``issuer`` is an ``https://`` URL (``http://`` only on a loopback host)."""
-    parts = urlsplit(issuer)
-    loopback = (parts.hostname or "") in ("localhost", "127.0.0.1", "::1")
-    if not parts.hostname or parts.scheme not in ("https", "http") or (parts.scheme == "http" and not loopback):
-        raise ValueError(f"MAKA_OIDC_ISSUER must be an https:// URL (http:// only on loopback), got {issuer!r}")
 
 
 @dataclass(frozen=True)

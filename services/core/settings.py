@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from services.core.auth import Role
 
 
 class LoopSettings(BaseSettings):
@@ -54,8 +57,28 @@ class OidcSettings(BaseSettings):
 
     @field_validator("oidc_issuer")
     @classmethod
-    def _strip_issuer(cls, value: str) -> str:
-        return value.strip()
+    def _check_issuer(cls, value: str) -> str:
+        issuer = value.strip()
+        if issuer:
+            check_issuer_url(issuer)
+        return issuer
+
+    @field_validator("oidc_roles")
+    @classmethod
+    def _check_roles(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        known = [role.value for role in Role]
+        for group, names in value.items():
+            if unknown := [name for name in names if name not in known]:
+                raise ValueError(f"MAKA_OIDC_ROLES[{group!r}]: unknown role {unknown[0]!r}; use {known}")
+        return value
+
+
+def check_issuer_url(issuer: str) -> None:
+    """Raise ``ValueError`` unless ``issuer`` is an ``https://`` URL (``http://`` only on a loopback host)."""
+    parts = urlsplit(issuer)
+    loopback = (parts.hostname or "") in ("localhost", "127.0.0.1", "::1")
+    if not parts.hostname or parts.scheme not in ("https", "http") or (parts.scheme == "http" and not loopback):
+        raise ValueError(f"MAKA_OIDC_ISSUER must be an https:// URL (http:// only on loopback), got {issuer!r}")
 
 
 class GrpcServerSettings(LoopSettings, OidcSettings):

@@ -15,6 +15,7 @@ import grpc.aio
 import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
+from pydantic import ValidationError
 
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import Role, acts_for_metadata, current_principal
@@ -237,3 +238,13 @@ async def test_bearer_tokens_never_reach_the_logs(
     for token in (good, other, forged):
         for part in token.split("."):
             assert part not in caplog.text
+
+
+def test_an_http_issuer_off_loopback_and_an_unknown_role_are_configuration_errors() -> None:
+    with pytest.raises(ValidationError, match="MAKA_OIDC_ISSUER must be an https:// URL"):
+        GrpcServerSettings(oidc_issuer="http://id.example.com")
+    with pytest.raises(ValidationError, match="unknown role 'wizard'"):
+        GrpcServerSettings(oidc_issuer="https://id.example.com", oidc_roles={"ops": ["wizard"]})
+    assert (
+        GrpcServerSettings(oidc_issuer="http://localhost:8080/realms/x").oidc_issuer == "http://localhost:8080/realms/x"
+    )
