@@ -279,6 +279,9 @@ def _claim_refusal(claim: str) -> Refusal:
 
 
 def verifier_from_settings(settings: OidcSettings) -> JwtVerifier | None:
-    """A verifier for ``settings`` (None without ``MAKA_OIDC_ISSUER``); raises ``ValueError`` on a bad config."""
+    """A gRPC service's verifier for ``settings``: None unless both ``MAKA_OIDC_ISSUER`` and
+    ``MAKA_OIDC_AUDIENCES`` are set. Raises ``ValueError`` on a bad config."""
+    if not settings.oidc_audiences:
+        return None
     config = OidcConfig.from_settings(settings)
     return JwtVerifier(config) if config is not None else None

@@ -38,8 +38,9 @@ class OidcSettings(BaseSettings):
     its JWKS (found by discovery; an unknown ``kid`` refetches it) are accepted; empty = off. Written exactly as
     the issuer's ``iss`` claim; ``http://`` only for a loopback host."""
     oidc_audiences: Annotated[list[str], NoDecode] = []
-    """The ``aud`` values a bearer JWT may carry (comma-separated or a JSON list); the web surface adds its
-    ``oidc_client_id``. With an issuer and no audience every JWT is refused."""
+    """The ``aud`` values a bearer JWT may carry (comma-separated or a JSON list). A gRPC service accepts JWTs
+    only when this and ``oidc_issuer`` are set (so the web's sign-in settings alone, in a shared environment,
+    turn nothing on for the services); the web surface accepts its ``oidc_client_id`` for sign-in."""
     oidc_name_claim: str = "email"
     """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name."""
     oidc_groups_claim: str = "groups"

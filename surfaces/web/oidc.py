@@ -135,7 +135,7 @@ class OidcSignIn:
             return _page(503, "Sign-in is not available", "The identity provider did not answer; try again.")
         state, nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(32), generate_token(64)
         target = request.query_params.get("next", "/")
-        if not target.startswith("/") or target.startswith("//"):
+        if not target.startswith("/") or target.startswith(("//", "/\\")):
             target = "/"
         async with self._client(request) as client:
             url, _ = client.create_authorization_url(

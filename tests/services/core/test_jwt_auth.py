@@ -248,3 +248,11 @@ def test_an_http_issuer_off_loopback_and_an_unknown_role_are_configuration_error
     assert (
         GrpcServerSettings(oidc_issuer="http://localhost:8080/realms/x").oidc_issuer == "http://localhost:8080/realms/x"
     )
+
+
+async def test_an_issuer_without_audiences_turns_nothing_on_for_a_service(provider: Provider) -> None:
+    running = await start_server(App(), GrpcServerSettings(listen="127.0.0.1:0", oidc_issuer=provider.issuer))
+    try:
+        assert await _whoami(running.port, "") == "anonymous||admin"
+    finally:
+        await running.stop()
