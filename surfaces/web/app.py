@@ -304,7 +304,7 @@ class WebSurface:
                 answer,
                 submission_id=submission_id or None,
                 session_id=session_id,
-                **({"acting_for": person.name} if person is not None else {}),
+                acting_for=person.name if person is not None else "",
             )
         except AnswerShapeError as error:
             violations = [
