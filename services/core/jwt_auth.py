@@ -3,7 +3,8 @@
 A gRPC caller or surface may send ``authorization: Bearer <JWT>`` signed by the configured issuer
 (``MAKA_OIDC_ISSUER``). :class:`JwtVerifier` checks it with joserfc (the JOSE library Authlib is built on; no
 crypto of ours): the signature against the issuer's JWKS (found by OpenID discovery, cached; a ``kid`` it
-does not hold refetches the JWKS, at most once per :data:`MIN_REFRESH_SECONDS`, so a rotated key is picked up
+does not hold (or a signature that fails when the token names no ``kid``) refetches the JWKS, at most once per
+:data:`MIN_REFRESH_SECONDS`, so a rotated key is picked up
 and a flood of made-up ``kid`` values does not hammer the issuer), an asymmetric algorithm only, ``iss``,
 ``aud`` (one of ``MAKA_OIDC_AUDIENCES``), ``exp``/``nbf``/``iat`` within ``MAKA_OIDC_CLOCK_SKEW_SECONDS``.
 A verified token becomes a :class:`~services.core.auth.Principal` named by ``MAKA_OIDC_NAME_CLAIM`` with the
@@ -25,7 +26,7 @@ from typing import Any
 
 import httpx
 from joserfc import errors as jose_errors
-from joserfc import jwt
+from joserfc import jws, jwt
 from joserfc.jwk import KeySet
 
 from services.core.auth import Principal, Role
@@ -234,7 +235,9 @@ class JwtVerifier:
             except (jose_errors.InvalidKeyIdError, jose_errors.MissingKeyError):
                 continue  # a key the cached JWKS does not hold: the issuer may have rotated; refetch once
             except jose_errors.BadSignatureError:
-                raise JwtRefused(Refusal.BAD_SIGNATURE) from None
+                if refresh or _has_kid(token):
+                    raise JwtRefused(Refusal.BAD_SIGNATURE) from None
+                continue  # no kid: an issuer with one unnamed key may have rotated it; refetch once
             except (jose_errors.JoseError, ValueError, TypeError):
                 raise JwtRefused(Refusal.MALFORMED) from None
         raise JwtRefused(Refusal.UNKNOWN_KEY)
@@ -256,6 +259,13 @@ class JwtVerifier:
         except JwtRefused as refused:
             log.info("auth.jwt_refused", extra={"why": refused.refusal.value})
             raise Unauthenticated(AuthErrorReason.UNAUTHENTICATED, str(refused), domain=AUTH_DOMAIN) from None
+
+
+def _has_kid(token: str) -> bool:
+    try:
+        return bool(jws.extract_compact(token.encode()).headers().get("kid"))
+    except (jose_errors.JoseError, ValueError):
+        return False
 
 
 def groups_of(claims: Mapping[str, Any], claim: str) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -43,6 +44,13 @@ class Provider:
     """A running provider: ``issuer`` is its base URL (``http://localhost:PORT``), as its tokens' ``iss``."""
 
     issuer: str
+    storage: Any = None
+    """The provider's own key and client store (the package keeps it in a closure of its Flask app)."""
+
+    def rotate_key(self) -> None:
+        """Replace the provider's signing key (as an issuer rotates it): its JWKS then publishes only the new key,
+        which signs every token from now on. The package names no ``kid``, as some issuers do not."""
+        self.storage.jwk = type(self.storage.jwk).generate_key(is_private=True)
 
 
 @contextmanager
@@ -56,7 +64,16 @@ def oidc_provider(
     with oidc_provider_mock.run_server_in_thread(
         user_claims=[person.user() for person in people], access_token_max_age=token_lifetime
     ) as server:
-        yield Provider(issuer=f"http://localhost:{server.server_port}")
+        yield Provider(issuer=f"http://localhost:{server.server_port}", storage=_storage_of(server.app))
+
+
+def _storage_of(app: Any) -> Any:
+    """The ``Storage`` the package's ``before_request`` hook puts in ``flask.g`` (a closure variable)."""
+    for hook in app.before_request_funcs.get(None, []):
+        cells = dict(zip(hook.__code__.co_freevars, hook.__closure__ or (), strict=True))
+        if "storage" in cells:
+            return cells["storage"].cell_contents
+    raise AssertionError("oidc-provider-mock keeps its storage elsewhere now: update tests/helpers/oidc.py")
 
 
 def id_token(provider: Provider, person: Person, client_id: str, *, scope: str = "openid email") -> str:

@@ -195,6 +195,24 @@ async def test_an_unknown_kid_refetches_the_jwks_at_most_once_per_refresh_interv
     assert keys.fetches == 3
 
 
+async def test_after_the_issuer_rotates_its_key_new_tokens_verify_and_old_ones_are_refused() -> None:
+    with oidc_provider([ALICE]) as rotating:
+        now = [1000.0]
+        keys = IssuerKeys(rotating.issuer, clock=lambda: now[0])
+        verifier = JwtVerifier(OidcConfig(issuer=rotating.issuer, audiences=frozenset({AUDIENCE})), keys=keys)
+        old = await _id_token(rotating, ALICE)
+        assert (await verifier.claims(old))["email"] == "alice@example.com"
+        rotating.rotate_key()
+        new = await _id_token(rotating, ALICE)
+        now[0] += MIN_REFRESH_SECONDS
+        assert (await verifier.claims(new))["email"] == "alice@example.com"
+        assert keys.fetches == 2
+        with pytest.raises(JwtRefused) as caught:
+            await verifier.claims(old)
+        assert caught.value.refusal is Refusal.BAD_SIGNATURE
+        assert keys.fetches == 2
+
+
 async def test_a_person_whose_groups_grant_no_role_is_permission_denied(
     server: RunningServer, provider: Provider
 ) -> None:
