@@ -10,8 +10,10 @@ Configuration: ``MAKA_AUTH_TOKENS_FILE`` names a JSON file::
                 {"name": "broker", "token": "...", "roles": ["broker"], "hosts": ["team-a"]}]}
 
 (``sessions`` and ``hosts`` default to ``["*"]``; ``hosts`` names the Runtime Hosts a broker may serve
-or a surface may read on an Interaction tier that serves several.) Tokens are compared in constant time
-and never logged.
+or a surface may read on an Interaction tier that serves several; ``"acts_for": true`` lets a service such
+as the web surface name the signed-in person it acts for, see :data:`ACTS_FOR_HEADER`.) Tokens are
+compared in constant time and never logged. Bearer JWTs of an OpenID Connect issuer are verified by
+:mod:`services.core.jwt_auth` (:func:`authenticate_async`).
 Callers send ``authorization: Bearer <token>``. Errors (raised as gRPC status by
 :class:`AuthInterceptor`): no or unknown token → ``UNAUTHENTICATED`` (reason ``UNAUTHENTICATED``);
 a method whose roles the principal lacks → ``PERMISSION_DENIED`` (reason ``PERMISSION_DENIED``).
@@ -24,9 +26,11 @@ import contextvars
 import hmac
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
+from urllib.parse import quote, unquote
 
 from services.core.reasons import AUTH_DOMAIN, AuthErrorReason
 from services.core.status import PermissionDenied, Unauthenticated
@@ -55,6 +59,10 @@ class Principal:
     roles: frozenset[Role]
     sessions: frozenset[str] = field(default_factory=lambda: frozenset({"*"}))
     hosts: frozenset[str] = field(default_factory=lambda: frozenset({"*"}))
+    acts_for: bool = False
+    """May name the person it acts for (:data:`ACTS_FOR_HEADER`): the tokens file's ``"acts_for": true``."""
+    via: str = ""
+    """For a person named by an acting service: that service's principal name (empty otherwise)."""
 
     def has_role(self, role: Role) -> bool:
         """True when the principal holds ``role`` (or is admin)."""
@@ -156,6 +164,9 @@ def _entry_principal(raw: dict[str, object], index: int) -> Principal:
     roles = raw.get("roles")
     sessions = raw.get("sessions", ["*"])
     hosts = raw.get("hosts", ["*"])
+    acts_for = raw.get("acts_for", False)
+    if not isinstance(acts_for, bool):
+        raise TokenFileError(f"tokens[{index}]: 'acts_for' must be true or false")
     if not isinstance(name, str):
         raise TokenFileError(f"tokens[{index}]: 'name' must be a string")
     if not isinstance(roles, list) or not roles or not all(isinstance(r, str) for r in roles):
@@ -168,7 +179,7 @@ def _entry_principal(raw: dict[str, object], index: int) -> Principal:
         raise TokenFileError(f"tokens[{index}]: 'sessions' must be a list of strings")
     if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h for h in hosts):
         raise TokenFileError(f"tokens[{index}]: 'hosts' must be a non-empty list of host ids")
-    return Principal(name=name, roles=parsed, sessions=frozenset(sessions), hosts=frozenset(hosts))
+    return Principal(name=name, roles=parsed, sessions=frozenset(sessions), hosts=frozenset(hosts), acts_for=acts_for)
 
 
 OPEN_SERVICES: frozenset[str] = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"})
@@ -187,27 +198,110 @@ def _bearer(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
     return None
 
 
-def authenticate(
-    table: TokenTable,
+ACTS_FOR_HEADER = "x-maka-acts-for"
+"""Call metadata naming (percent-encoded) the person a service acts for, e.g. the web surface answering for
+the person signed in to it. Honoured only from a principal with ``acts_for`` (or admin, i.e. no
+authentication configured): the call then runs as that person, ``via`` the service; from anyone else it is
+``PERMISSION_DENIED``. A browser never reaches gRPC, so only the service itself can set it."""
+MAX_PERSON_CHARS = 256
+
+
+def acts_for_metadata(person: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata that names ``person`` as the one this call is made for (empty when ``person`` is empty)."""
+    return ((ACTS_FOR_HEADER, quote(person, safe="@.-_+")),) if person else ()
+
+
+class BearerVerifier(Protocol):
+    """Verifies bearer values the tokens file does not hold (:class:`services.core.jwt_auth.JwtVerifier`)."""
+
+    def accepts(self, token: str) -> bool:
+        """True when ``token`` is worth verifying (its shape)."""
+        ...
+
+    async def verify(self, token: str) -> Principal:
+        """The principal of ``token``; raises ``Unauthenticated`` with a stable message when it does not verify."""
+        ...
+
+
+def _acting_person(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
+    for key, value in metadata or ():
+        if key.lower() == ACTS_FOR_HEADER and isinstance(value, str):
+            return unquote(value)
+    return None
+
+
+def _admit(
+    principal: Principal,
     method: str,
     metadata: Sequence[tuple[str, str | bytes]] | None,
     method_roles: Mapping[str, frozenset[Role]],
 ) -> Principal:
-    """Decide who calls ``method`` (``/pkg.Service/Method``) and whether they may.
-
-    Returns the principal. Raises ``services.core.status.Unauthenticated`` (no/unknown token) or
-    ``PermissionDenied`` (missing role). Open services and a disabled table admit ANONYMOUS.
-    """
-    service = method.strip("/").split("/", 1)[0]
-    if service in OPEN_SERVICES or not table.enabled:
-        return ANONYMOUS
-    token = _bearer(metadata)
-    principal = table.lookup(token) if token else None
-    if principal is None:
-        raise Unauthenticated(AuthErrorReason.UNAUTHENTICATED, "a valid bearer token is required", domain=AUTH_DOMAIN)
+    """Apply :data:`ACTS_FOR_HEADER`, then the method's roles, to an authenticated ``principal``."""
+    person = _acting_person(metadata)
+    if person is not None:
+        if not (principal.acts_for or Role.ADMIN in principal.roles):
+            raise PermissionDenied(
+                AuthErrorReason.PERMISSION_DENIED, f"{principal.name} may not act for people", domain=AUTH_DOMAIN
+            )
+        if not person.strip() or len(person) > MAX_PERSON_CHARS or not person.isprintable():
+            raise PermissionDenied(
+                AuthErrorReason.PERMISSION_DENIED, f"{ACTS_FOR_HEADER} must name a person", domain=AUTH_DOMAIN
+            )
+        principal = replace(principal, name=person, acts_for=False, via=principal.name)
     roles = method_roles.get(method)
     if roles is not None and not any(principal.has_role(role) for role in roles):
         raise PermissionDenied(
             AuthErrorReason.PERMISSION_DENIED, f"{principal.name} may not call {method}", domain=AUTH_DOMAIN
         )
     return principal
+
+
+def _unauthenticated() -> Unauthenticated:
+    return Unauthenticated(AuthErrorReason.UNAUTHENTICATED, "a valid bearer token is required", domain=AUTH_DOMAIN)
+
+
+def authenticate(
+    table: TokenTable,
+    method: str,
+    metadata: Sequence[tuple[str, str | bytes]] | None,
+    method_roles: Mapping[str, frozenset[Role]],
+) -> Principal:
+    """Decide who calls ``method`` (``/pkg.Service/Method``) and whether they may (the tokens file only).
+
+    Returns the principal. Raises ``services.core.status.Unauthenticated`` (no/unknown token) or
+    ``PermissionDenied`` (missing role). Open services and a disabled table admit ANONYMOUS.
+    """
+    service = method.strip("/").split("/", 1)[0]
+    if service in OPEN_SERVICES:
+        return ANONYMOUS
+    if not table.enabled:
+        return _admit(ANONYMOUS, method, metadata, method_roles)
+    token = _bearer(metadata)
+    principal = table.lookup(token) if token else None
+    if principal is None:
+        raise _unauthenticated()
+    return _admit(principal, method, metadata, method_roles)
+
+
+async def authenticate_async(
+    table: TokenTable,
+    method: str,
+    metadata: Sequence[tuple[str, str | bytes]] | None,
+    method_roles: Mapping[str, frozenset[Role]],
+    verifier: BearerVerifier | None,
+) -> Principal:
+    """:func:`authenticate`, where a bearer value the tokens file does not hold may be a JWT ``verifier``
+    accepts (its refusal's message says why, e.g. ``bearer token refused: expired``). With a verifier,
+    authentication is on even when the tokens file is empty."""
+    if verifier is None:
+        return authenticate(table, method, metadata, method_roles)
+    service = method.strip("/").split("/", 1)[0]
+    if service in OPEN_SERVICES:
+        return ANONYMOUS
+    token = _bearer(metadata)
+    principal = table.lookup(token) if token else None
+    if principal is None:
+        if not token or not verifier.accepts(token):
+            raise _unauthenticated()
+        principal = await verifier.verify(token)
+    return _admit(principal, method, metadata, method_roles)

@@ -2,7 +2,7 @@
 
 The client side (bearer token on outgoing calls) is :mod:`services.core.client_interceptors`.
 
-The server interceptor authenticates with :func:`services.core.auth.authenticate`, binds the
+The server interceptor authenticates with :func:`services.core.auth.authenticate_async`, binds the
 principal for the handler (:func:`services.core.auth.current_principal`), and counts each request in
 ``maka_grpc_requests_total{method,code}``. Refusals are rich statuses built by
 :mod:`services.core.status`.
@@ -19,7 +19,7 @@ import grpc
 import grpc.aio
 
 from services.core import metrics
-from services.core.auth import Principal, Role, TokenTable, authenticate, set_current_principal
+from services.core.auth import BearerVerifier, Principal, Role, TokenTable, authenticate_async, set_current_principal
 from services.core.status import ServiceError, to_status
 
 _Behavior = Callable[..., Any]
@@ -154,9 +154,16 @@ _WRAPPED_MAX = 4096
 class ServerInterceptor(grpc.aio.ServerInterceptor):
     """Authenticate, bind the principal, and count every request (see the module docstring)."""
 
-    def __init__(self, tokens: TokenTable, method_roles: Mapping[str, frozenset[Role]]) -> None:
+    def __init__(
+        self,
+        tokens: TokenTable,
+        method_roles: Mapping[str, frozenset[Role]],
+        verifier: BearerVerifier | None = None,
+    ) -> None:
         self._tokens = tokens
         self._method_roles = dict(method_roles)
+        self._verifier = verifier
+        """Bearer JWTs of the OpenID Connect issuer, beside the tokens (:mod:`services.core.jwt_auth`)."""
         self._wrapped: dict[tuple[str, Principal], tuple[_Handler, _Handler]] = {}
         """(method, principal) → (the service's handler, its wrapped copy): built once, not per request.
         Bounded: emptied when it reaches :data:`_WRAPPED_MAX` (a token table reload can bring new principals)."""
@@ -171,11 +178,12 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             return handler  # type: ignore[return-value]  # unknown method: gRPC answers UNIMPLEMENTED
         method: str = handler_call_details.method
         try:
-            principal = authenticate(
+            principal = await authenticate_async(
                 self._tokens,
                 method,
                 handler_call_details.invocation_metadata,
                 self._method_roles,
+                self._verifier,
             )
         except ServiceError as error:
             return _refusal(handler, method, error)

@@ -32,6 +32,7 @@ from grpc_reflection.v1alpha import reflection
 from services.core import tracing
 from services.core.auth import Role, TokenTable
 from services.core.interceptors import ServerInterceptor
+from services.core.jwt_auth import verifier_from_settings
 from services.core.keepalive import KEEPALIVE_OPTIONS
 from services.core.metrics import start_metrics_server
 from services.core.settings import GrpcServerSettings
@@ -226,7 +227,7 @@ async def start_server(
         )
     tokens = TokenTable.from_file(settings.auth_tokens_file)
     method_roles: Mapping[str, frozenset[Role]] = getattr(app, "method_roles", {})
-    chain = [ServerInterceptor(tokens, method_roles), *interceptors]
+    chain = [ServerInterceptor(tokens, method_roles, verifier_from_settings(settings)), *interceptors]
     # so_reuseport is on by default in gRPC: a second stack would silently share our port and
     # steal half the connections (and begin a new Host epoch). Refuse to bind instead.
     options = [*channel_options(settings), ("grpc.so_reuseport", 0)]

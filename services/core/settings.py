@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from services.core.auth import Role
 
 
 class LoopSettings(BaseSettings):
@@ -24,7 +27,62 @@ class LoopSettings(BaseSettings):
     """Event loop of the service: ``uvloop`` (libuv; less CPU per message) or ``asyncio`` (the standard one)."""
 
 
-class GrpcServerSettings(LoopSettings):
+class OidcSettings(BaseSettings):
+    """Bearer JWTs from an OpenID Connect issuer, accepted beside the tokens file (docs/security.md,
+    "Sign-in for people"); the web surface also signs people in with them."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    oidc_issuer: str = ""
+    """OpenID Connect issuer URL (e.g. ``https://id.example.com/realms/team``): bearer JWTs signed by a key of
+    its JWKS (found by discovery; an unknown ``kid`` refetches it) are accepted; empty = off. Written exactly as
+    the issuer's ``iss`` claim; ``http://`` only for a loopback host."""
+    oidc_audiences: Annotated[list[str], NoDecode] = []
+    """The ``aud`` values a bearer JWT may carry (comma-separated or a JSON list). A gRPC service accepts JWTs
+    only when this and ``oidc_issuer`` are set (so the web's sign-in settings alone, in a shared environment,
+    turn nothing on for the services); the web surface accepts its ``oidc_client_id`` for sign-in."""
+    oidc_name_claim: str = "email"
+    """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name."""
+    oidc_groups_claim: str = "groups"
+    """The claim listing the person's groups (a list of strings, or one string)."""
+    oidc_roles: dict[str, list[str]] = {}
+    """Roles granted per group, a JSON object, e.g. ``{"release-managers": ["surface"], "ci": ["caller"]}``;
+    the group ``*`` grants to every signed-in person. A person with no role is refused every RPC that needs one."""
+    oidc_clock_skew_seconds: int = Field(default=60, ge=0, le=600)
+    """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
+
+    @field_validator("oidc_audiences", mode="before")
+    @classmethod
+    def _split_audiences(cls, value: object) -> object:
+        return comma_or_json_list(value)
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _check_issuer(cls, value: str) -> str:
+        issuer = value.strip()
+        if issuer:
+            check_issuer_url(issuer)
+        return issuer
+
+    @field_validator("oidc_roles")
+    @classmethod
+    def _check_roles(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        known = [role.value for role in Role]
+        for group, names in value.items():
+            if unknown := [name for name in names if name not in known]:
+                raise ValueError(f"MAKA_OIDC_ROLES[{group!r}]: unknown role {unknown[0]!r}; use {known}")
+        return value
+
+
+def check_issuer_url(issuer: str) -> None:
+    """Raise ``ValueError`` unless ``issuer`` is an ``https://`` URL (``http://`` only on a loopback host)."""
+    parts = urlsplit(issuer)
+    loopback = (parts.hostname or "") in ("localhost", "127.0.0.1", "::1")
+    if not parts.hostname or parts.scheme not in ("https", "http") or (parts.scheme == "http" and not loopback):
+        raise ValueError(f"MAKA_OIDC_ISSUER must be an https:// URL (http:// only on loopback), got {issuer!r}")
+
+
+class GrpcServerSettings(LoopSettings, OidcSettings):
     """How a service's gRPC server listens and shuts down."""
 
     model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")

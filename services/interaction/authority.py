@@ -742,7 +742,13 @@ class InteractionAuthority:
             metrics.INTERACTIONS_SETTLED.labels("answered").inc()
             log.info(
                 "answered",
-                extra={"interaction_id": interaction_id, "session_id": record.session_id, "action": answer.action},
+                extra={
+                    "interaction_id": interaction_id,
+                    "session_id": record.session_id,
+                    "action": answer.action,
+                    "by": principal.name,
+                    "via": principal.via,
+                },
             )
             return new
         return await self._answer_refused(record, result, submission_id)

@@ -47,6 +47,7 @@ from maka_client import (
 )
 from maka_client._gen.maka.form.v1 import form_pb2 as wire_form_pb2
 from maka_client.surface import TOKEN_ENV as TOKEN_ENV  # re-exported: the variable surfaces read
+from services.core.auth import acts_for_metadata
 from services.core.channels import open_channel
 from services.core.form import Answer, Form, FormError, Requester, answer_from_proto, answer_to_proto, form_from_proto
 from surfaces.common.form_input import field_to_json, format_time_left
@@ -459,8 +460,12 @@ class Interactions:
         *,
         submission_id: str | None = None,
         session_id: str = "",
+        acting_for: str = "",
     ) -> InteractionView:
         """Commit ``answer`` (``accept`` with values, ``decline`` or ``cancel``) to a pending Interaction.
+
+        ``acting_for`` names the person this surface answers for (a signed-in person of the web page); the
+        service honours it only from a token allowed to act for people (:data:`services.core.auth.ACTS_FOR_HEADER`).
 
         Returns the Interaction as it stands after the answer. ``submission_id`` defaults to a fresh
         id; retrying with the same id returns the first outcome. ``session_id`` (optional) must match
@@ -470,7 +475,11 @@ class Interactions:
         """
         message = same(wire_form_pb2.Answer, answer_to_proto(answer))
         form = await self.client.send_answer(
-            interaction_id, message, submission_id=submission_id, session_id=session_id
+            interaction_id,
+            message,
+            submission_id=submission_id,
+            session_id=session_id,
+            metadata=acts_for_metadata(acting_for),
         )
         return InteractionView.from_proto(_ours(form.proto))
 

@@ -13,6 +13,11 @@ broker's ``caller`` role (:mod:`services.core.auth`, the same file and tokens as
   broker sees the person the call is made for, as for any caller; background reads use the door's own
   ``MAKA_CALLER_TOKEN``.
 
+With ``MAKA_OIDC_ISSUER`` and ``MAKA_OIDC_AUDIENCES`` the door also admits the issuer's JWTs
+(:mod:`services.core.jwt_auth`; a refused one is ``401 invalid_token`` whose description says why), and the
+metadata names the issuer in ``authorization_servers``, so MCP clients can sign people in there. The broker
+verifies the forwarded JWT again (give it the same settings).
+
 Tokens are compared in constant time and never logged.
 """
 
@@ -30,6 +35,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maka_client import BrokerClient
 from services.core.auth import Role, TokenTable
+from services.core.jwt_auth import JwtVerifier, verifier_from_settings
+from services.core.status import ServiceError
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.auth")
@@ -84,11 +91,19 @@ def metadata_url(resource: str) -> str:
 class BearerGate:
     """ASGI middleware: ``mcp_path`` needs a caller's bearer token; the metadata paths are open."""
 
-    def __init__(self, app: ASGIApp, table: TokenTable, settings: McpSettings, mcp_path: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        table: TokenTable,
+        settings: McpSettings,
+        mcp_path: str,
+        verifier: JwtVerifier | None = None,
+    ) -> None:
         self.app = app
         self.table = table
         self.settings = settings
         self.mcp_path = mcp_path
+        self.verifier = verifier
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].rstrip("/") != self.mcp_path:
@@ -97,11 +112,17 @@ class BearerGate:
         request = Request(scope)
         token = bearer_token(request.headers)
         principal = self.table.lookup(token) if token is not None else None
+        description = "needs a bearer token"
+        if principal is None and token is not None and self.verifier is not None and self.verifier.accepts(token):
+            try:
+                principal = await self.verifier.verify(token)
+            except ServiceError as refused:
+                description = refused.message
         resource = resource_url(self.settings, scope, self.mcp_path)
         challenge = f'Bearer resource_metadata="{metadata_url(resource)}"'
         if principal is None:
             log.info("mcp.unauthenticated", extra={"token_sent": token is not None})
-            body = {"error": "invalid_token" if token else "unauthorized", "error_description": "needs a bearer token"}
+            body = {"error": "invalid_token" if token else "unauthorized", "error_description": description}
             if token is not None:
                 challenge += ', error="invalid_token"'
             response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})
@@ -117,16 +138,24 @@ class BearerGate:
 
 
 def protect(app: Starlette, settings: McpSettings, mcp_path: str) -> None:
-    """With a tokens file, put ``app``'s ``mcp_path`` behind :class:`BearerGate` and serve the metadata."""
+    """With a tokens file or an OIDC issuer, put ``app``'s ``mcp_path`` behind :class:`BearerGate` and serve the
+    metadata."""
     table = TokenTable.from_file(settings.auth_tokens_file)
-    if not table.enabled:
+    verifier = verifier_from_settings(settings)
+    if not table.enabled and verifier is None:
         return
 
     async def metadata(request: Request) -> JSONResponse:
         resource = resource_url(settings, request.scope, mcp_path)
-        document = {"resource": resource, "bearer_methods_supported": ["header"], "resource_name": "Maka"}
+        document: dict[str, object] = {
+            "resource": resource,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Maka",
+        }
+        if verifier is not None:
+            document["authorization_servers"] = [verifier.config.issuer]
         return JSONResponse(document)
 
     app.router.routes.insert(0, Route(METADATA_PATH + mcp_path, metadata, methods=["GET"]))
     app.router.routes.insert(0, Route(METADATA_PATH, metadata, methods=["GET"]))
-    app.add_middleware(BearerGate, table=table, settings=settings, mcp_path=mcp_path)
+    app.add_middleware(BearerGate, table=table, settings=settings, mcp_path=mcp_path, verifier=verifier)

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
-from services.core.settings import comma_or_json_list
+from services.core.settings import OidcSettings, comma_or_json_list
 
 
-class McpSettings(BaseSettings):
+class McpSettings(OidcSettings):
     """Where the MCP endpoint listens, which broker it calls, and which browsers may reach it."""
 
     model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")

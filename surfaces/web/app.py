@@ -3,9 +3,12 @@
 Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces.web.security`):
 
 - ``GET /`` — the page (``static/index.html`` + the ES modules ``static/js/*.js``, from ``main.js``);
-  ``GET /login``, ``POST /login`` (form field ``token``), ``POST /logout`` when a surface token is configured.
-- ``GET /api/session`` → ``{"csrf": str, "sessions": [str], "auth_required": bool, "undo_seconds": float,
-  "server_time": ISO}`` (``undo_seconds``: how long Dismiss waits, with Undo, before it sends ``cancel``).
+  ``GET /login``, ``POST /login`` (form field ``token``), ``POST /logout`` when a surface token is configured;
+  with OpenID Connect, ``GET /oidc/login``, ``/oidc/callback``, ``/oidc/signed-out`` (:mod:`surfaces.web.oidc`),
+  and an answer names the signed-in person to the Interaction service (``x-maka-acts-for``).
+- ``GET /api/session`` → ``{"csrf": str, "person": str | null, "sessions": [str], "auth_required": bool,
+  "undo_seconds": float, "server_time": ISO}`` (``person``: who signed in with OpenID Connect;
+  ``undo_seconds``: how long Dismiss waits, with Undo, before it sends ``cancel``).
 - ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
 - ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
@@ -41,6 +44,7 @@ import html
 import json
 import logging
 import mimetypes
+import secrets
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,8 @@ from surfaces.common.interactions import (
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
+from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn
+from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
 from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
 from surfaces.web.settings import WebSettings, is_loopback
 from surfaces.web.views import AnswerShapeError, answer_from_json, interaction_view, now_iso
@@ -117,10 +123,14 @@ class WebSurface:
         self.sign_ins = sign_ins
         self.shutting_down = anyio.Event()
         """Set by sse-starlette when the server process stops: event streams then end by themselves, cleanly."""
+        secret = settings.shared_secret()
+        self.people = OidcSignIn(settings, secret or secrets.token_bytes(32)) if settings.oidc_sign_in else None
+        """People signing in with OpenID Connect (:mod:`surfaces.web.oidc`), when configured."""
         self.guard = Guard(
             settings.surface_token.get_secret_value(),
-            secret=settings.shared_secret(),
+            secret=secret,
             public_origin=settings.web_public_origin,
+            people=self.people,
         )
         self.sessions: list[str] = list(settings.sessions)
         self.login_limiter = LoginLimiter(settings.web_login_attempts_per_minute)
@@ -137,10 +147,16 @@ class WebSurface:
     async def login_page(self, request: Request) -> Response:
         if not self.guard.enabled:
             return RedirectResponse("/", status_code=303)
+        if self.people is not None:
+            if not self.guard.token:
+                return RedirectResponse("/oidc/login", status_code=303)
+            page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
+            page = page.replace('<p class="login-oidc" hidden>', '<p class="login-oidc">')
+            return HTMLResponse(page, headers={"Cache-Control": "no-store"})
         return FileResponse(STATIC_DIR / "login.html", headers={"Cache-Control": "no-store"})
 
     async def login(self, request: Request) -> Response:
-        if not self.guard.enabled:
+        if not self.guard.token:
             return RedirectResponse("/", status_code=303)
         if int(request.headers.get("content-length") or 0) > 4096:
             return error_json(413, "LIMIT_EXCEEDED", "login body too large")
@@ -171,8 +187,11 @@ class WebSurface:
         return response
 
     async def logout(self, request: Request) -> Response:
-        response = RedirectResponse("/login" if self.guard.enabled else "/", status_code=303)
+        response: Response = RedirectResponse("/login" if self.guard.enabled else "/", status_code=303)
+        if self.people is not None and self.guard.person(request) is not None:
+            response = await self.people.logout(request)  # RP-initiated at the issuer where it supports it
         response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(PERSON_COOKIE, path="/", httponly=True, samesite="strict")
         return response
 
     # --- JSON API --------------------------------------------------------------------------------
@@ -180,7 +199,8 @@ class WebSurface:
     async def session(self, request: Request) -> Response:
         return JSONResponse(
             {
-                "csrf": self.guard.csrf_token,
+                "csrf": self.guard.csrf_for(request),
+                "person": person.name if (person := self.guard.person(request)) is not None else None,
                 "sessions": self.sessions,
                 "auth_required": self.guard.enabled,
                 "undo_seconds": self.settings.web_undo_seconds,
@@ -278,8 +298,13 @@ class WebSurface:
         try:
             current = await self.backend.get(interaction_id, session_id=session_id)
             answer, submission_id = answer_from_json(body, current)
+            person = self.guard.person(request)
             settled = await self.backend.answer(
-                interaction_id, answer, submission_id=submission_id or None, session_id=session_id
+                interaction_id,
+                answer,
+                submission_id=submission_id or None,
+                session_id=session_id,
+                acting_for=person.name if person is not None else "",
             )
         except AnswerShapeError as error:
             violations = [
@@ -431,6 +456,12 @@ def create_app(settings: WebSettings, backend: Interactions, sign_ins: SignIns |
         Route("/api/interactions/{interaction_id}/answer", surface.answer, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
+    if surface.people is not None:
+        routes[-1:-1] = [
+            Route("/oidc/login", surface.people.login, methods=["GET"]),
+            Route(CALLBACK_PATH, surface.people.callback, methods=["GET"]),
+            Route("/oidc/signed-out", surface.people.signed_out, methods=["GET"]),
+        ]
     middleware = [
         Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
         Middleware(GuardMiddleware, guard=surface.guard),

@@ -32,12 +32,16 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from surfaces.web.oidc import OidcSignIn, SignedIn
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -56,9 +60,11 @@ SECURITY_HEADERS: dict[str, str] = {
 
 COOKIE_NAME = "maka_surface"
 CSRF_HEADER = "X-Maka-CSRF"
-_PUBLIC_PATHS = ("/login", "/static/", "/oauth/callback")
+_PUBLIC_PATHS = ("/login", "/static/", "/oauth/callback", "/oidc/")
 """``/oauth/callback`` is reached by the authorization server's redirect, a cross-site navigation that
-carries no SameSite=Strict cookie; what protects it is the unguessable OAuth ``state`` the broker matches."""
+carries no SameSite=Strict cookie; what protects it is the unguessable OAuth ``state`` the broker matches.
+``/oidc/`` is where people sign in (:mod:`surfaces.web.oidc`): its callback is protected the same way, by
+the ``state`` in the sign-in's own encrypted cookie."""
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -116,11 +122,17 @@ def error_json(status: int, reason: str, message: str) -> JSONResponse:
 
 
 class Guard:
-    """Decides who may use the surface. ``token`` empty means open (loopback default)."""
+    """Decides who may use the surface: the surface token (login cookie or bearer) and, with ``people``, the
+    session cookie of a person signed in with OpenID Connect. No token and no ``people`` means open (loopback
+    default)."""
 
-    def __init__(self, token: str, *, secret: bytes | None = None, public_origin: str = "") -> None:
+    def __init__(
+        self, token: str, *, secret: bytes | None = None, public_origin: str = "", people: OidcSignIn | None = None
+    ) -> None:
         self.token = token
         self.public_origin = public_origin
+        self.people = people
+        self._person_csrf_key = hmac.new(secret or secrets.token_bytes(32), b"maka-web-csrf-person-v1", hashlib.sha256)
         self._cookie_value = (
             hmac.new(token.encode(), b"maka-web-session-v1", hashlib.sha256).hexdigest() if token else ""
         )
@@ -134,8 +146,8 @@ class Guard:
 
     @property
     def enabled(self) -> bool:
-        """True when a surface token is configured."""
-        return bool(self.token)
+        """True when a surface token or OpenID Connect sign-in is configured."""
+        return bool(self.token) or self.people is not None
 
     def cookie_value(self) -> str:
         """The login cookie's value: HMAC-SHA256 of the token (so the cookie never holds the token)."""
@@ -143,7 +155,7 @@ class Guard:
 
     def check_token(self, candidate: str) -> bool:
         """Constant-time comparison of ``candidate`` with the configured token."""
-        return self.enabled and hmac.compare_digest(candidate.encode(), self.token.encode())
+        return bool(self.token) and hmac.compare_digest(candidate.encode(), self.token.encode())
 
     def bearer(self, request: Request) -> bool:
         """True when the request carries ``Authorization: Bearer <the token>``."""
@@ -163,10 +175,29 @@ class Guard:
         )
         return response
 
-    def has_cookie(self, request: Request) -> bool:
-        """True when the request carries the login cookie."""
+    def has_token_cookie(self, request: Request) -> bool:
+        """True when the request carries the surface token's login cookie."""
         value = request.cookies.get(COOKIE_NAME, "")
-        return self.enabled and bool(value) and hmac.compare_digest(value.encode(), self._cookie_value.encode())
+        return bool(self.token) and bool(value) and hmac.compare_digest(value.encode(), self._cookie_value.encode())
+
+    def person(self, request: Request) -> SignedIn | None:
+        """The person signed in with OpenID Connect on this request, or None."""
+        return self.people.person(request) if self.people is not None else None
+
+    def has_cookie(self, request: Request) -> bool:
+        """True when the request carries the login cookie or a signed-in person's session cookie."""
+        return self.has_token_cookie(request) or self.person(request) is not None
+
+    def csrf_for(self, request: Request) -> str:
+        """The CSRF token of this request's login: per sign-in for a person (derived from the shared secret and
+        the session's random id, so every replica agrees), else the deployment's :attr:`csrf_token`."""
+        if not self.has_token_cookie(request) and not self.bearer(request):
+            person = self.person(request)
+            if person is not None:
+                key = self._person_csrf_key.copy()
+                key.update(person.sid.encode())
+                return key.hexdigest()
+        return self.csrf_token
 
     def same_origin(self, request: Request) -> bool:
         """True when the browser says the request comes from this origin."""
@@ -197,7 +228,7 @@ class Guard:
             if not self.same_origin(request):
                 return error_json(403, "CSRF_REJECTED", "cross-origin request refused")
             if is_api and not hmac.compare_digest(
-                request.headers.get(CSRF_HEADER, "").encode(), self.csrf_token.encode()
+                request.headers.get(CSRF_HEADER, "").encode(), self.csrf_for(request).encode()
             ):
                 return error_json(403, "CSRF_REJECTED", f"missing or wrong {CSRF_HEADER} header")
         return None

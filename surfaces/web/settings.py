@@ -8,13 +8,14 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
-from services.core.settings import comma_or_json_list
+from services.core.settings import OidcSettings, comma_or_json_list
 
 
-class WebSettings(BaseSettings):
-    """How the web surface listens, which Interaction service it reads, and who may use it."""
+class WebSettings(OidcSettings):
+    """How the web surface listens, which Interaction service it reads, and who may use it (the OIDC settings
+    it shares with the services say which issuer signs people in and which groups grant the ``surface`` role)."""
 
     model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
 
@@ -55,6 +56,17 @@ class WebSettings(BaseSettings):
     web_login_attempts_per_minute: int = Field(default=10, ge=1, le=10_000)
     """Failed ``POST /login`` attempts one client address may make per minute (a token bucket of that size);
     more are answered ``429`` with ``Retry-After``."""
+    oidc_client_id: str = ""
+    """The page's client id at the OpenID Connect issuer; with ``oidc_issuer`` people sign in there
+    (authorization code + PKCE; redirect URI ``<origin>/oidc/callback``, post-logout URI
+    ``<origin>/oidc/signed-out``). Only people whose groups ``oidc_roles`` grants ``surface`` get in."""
+    oidc_client_secret_file: Path | None = None
+    """File holding the client secret (a confidential client, ``client_secret_basic``); unset = a public client
+    (PKCE only)."""
+    oidc_scopes: str = "openid email profile"
+    """Scopes asked for at sign-in (space-separated); must yield ``oidc_name_claim`` and ``oidc_groups_claim``."""
+    oidc_session_seconds: int = Field(default=8 * 3600, ge=60, le=30 * 24 * 3600)
+    """How long a sign-in lasts before the page sends the person to the issuer again."""
     web_forwarded_allow_ips: str = ""
     """Comma-separated proxy addresses (or ``*``) whose ``X-Forwarded-Proto``/``X-Forwarded-For`` are
     trusted, so the page sees the browser's scheme and sets ``Secure`` cookies. Empty = no proxy headers."""
@@ -85,6 +97,26 @@ class WebSettings(BaseSettings):
             raise ValueError(f"MAKA_WEB_SECRET_FILE {self.web_secret_file}: needs at least 32 bytes")
         return secret
 
+    @property
+    def oidc_sign_in(self) -> bool:
+        """True when people sign in with OpenID Connect (``oidc_issuer`` and ``oidc_client_id`` set)."""
+        return bool(self.oidc_issuer and self.oidc_client_id)
+
+    def oidc_client_secret(self) -> str:
+        """The client secret from ``oidc_client_secret_file`` (stripped), or empty for a public client.
+
+        Raises ``ValueError`` when the file is set but cannot be read or is empty.
+        """
+        if self.oidc_client_secret_file is None:
+            return ""
+        try:
+            secret = self.oidc_client_secret_file.read_text().strip()
+        except OSError as error:
+            raise ValueError(f"MAKA_OIDC_CLIENT_SECRET_FILE {self.oidc_client_secret_file}: {error.strerror}") from None
+        if not secret:
+            raise ValueError(f"MAKA_OIDC_CLIENT_SECRET_FILE {self.oidc_client_secret_file}: empty")
+        return secret
+
     @field_validator("sessions", mode="before")
     @classmethod
     def _split_sessions(cls, value: object) -> object:
@@ -103,11 +135,13 @@ class WebSettings(BaseSettings):
         if (
             not is_loopback(host)
             and not self.surface_token.get_secret_value()
+            and not self.oidc_sign_in
             and not self.web_allow_unauthenticated_remote
         ):
             raise ValueError(
                 f"refusing to serve the web page on {self.web_listen} (not a loopback address) without sign-in: "
-                "set MAKA_SURFACE_TOKEN, or MAKA_WEB_ALLOW_UNAUTHENTICATED_REMOTE=true if something in front guards it"
+                "set MAKA_SURFACE_TOKEN or MAKA_OIDC_ISSUER and MAKA_OIDC_CLIENT_ID, or "
+                "MAKA_WEB_ALLOW_UNAUTHENTICATED_REMOTE=true if something in front guards it"
             )
         return host, int(port)
 

@@ -220,10 +220,13 @@ class WebStackThread:
         """Run ``coro`` on the stack's loop and wait for its result."""
         return self._thread.run(coro, timeout)
 
-    def web(self, sessions: Sequence[str] = (), token: str = "", *, undo_seconds: float = 0.0) -> str:
-        """Start a web surface for ``sessions``; returns its base URL (stopped with the stack)."""
+    def web(
+        self, sessions: Sequence[str] = (), token: str = "", *, undo_seconds: float = 0.0, **settings_fields: Any
+    ) -> str:
+        """Start a web surface for ``sessions`` (more ``WebSettings`` fields in ``settings_fields``); returns its
+        base URL (stopped with the stack)."""
         assert self.stack is not None
-        app, running = self.run(self.stack.web(sessions, token, undo_seconds=undo_seconds))
+        app, running = self.run(self.stack.web(sessions, token, undo_seconds=undo_seconds, **settings_fields))
         self._webs.append((app, running))
         return running.url
 

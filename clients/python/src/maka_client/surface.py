@@ -311,11 +311,13 @@ class SurfaceClient:
         session_id: str = "",
         submission_id: str | None = None,
         timeout: float = 10.0,
+        metadata: Sequence[tuple[str, str]] = (),
     ) -> Form:
         """Commit an answer already encoded as ``maka.form.v1.Answer`` (what :meth:`answer` sends).
 
         Idempotent per ``submission_id`` (a fresh one by default); ``session_id`` (optional) must match
-        the Interaction's session. Raises :class:`MakaError` as :meth:`answer` does.
+        the Interaction's session; ``metadata`` is added to this call's (e.g. ``x-maka-acts-for``). Raises
+        :class:`MakaError` as :meth:`answer` does.
         """
         request = interaction_service_pb2.AnswerRequest(
             interaction_id=interaction_id,
@@ -325,7 +327,7 @@ class SurfaceClient:
             host_id=self.host_id,
         )
         try:
-            response = await self.stub.Answer(request, metadata=self.metadata, timeout=timeout)
+            response = await self.stub.Answer(request, metadata=(*self.metadata, *metadata), timeout=timeout)
         except grpc.aio.AioRpcError as error:
             raise MakaError.from_rpc(error) from None
         return Form.from_proto(response.interaction)

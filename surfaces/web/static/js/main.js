@@ -34,9 +34,10 @@ async function start() {
     location.assign("/login");
     return;
   }
-  /** @type {{csrf: string, server_time: string, undo_seconds?: number}} */
+  /** @type {{csrf: string, server_time: string, undo_seconds?: number, person?: string | null}} */
   const session = await response.json();
   store.csrf = session.csrf;
+  showPerson(session.person);
   if (typeof session.undo_seconds === "number") store.undoMs = session.undo_seconds * 1000;
   updateSkew(store, session.server_time);
   connect(store, onAnswer);
@@ -45,6 +46,18 @@ async function start() {
   setInterval(pollSignIns, SIGN_IN_POLL_MS);
   void pollStatus(store);
   setInterval(() => void pollStatus(store), STATUS_POLL_MS);
+}
+
+/**
+ * Show who is signed in with OpenID Connect, and the Sign out button.
+ * @param {string | null | undefined} person
+ */
+function showPerson(person) {
+  const form = document.getElementById("sign-out");
+  const who = document.getElementById("person");
+  if (!person || !form || !who) return;
+  who.textContent = person;
+  form.hidden = false;
 }
 
 void start();

@@ -1,0 +1,100 @@
+"""A real OpenID provider for tests: PyPI ``oidc-provider-mock`` (Authlib's authorization server in a Flask app)
+on a loopback port in a thread of this process, with discovery, JWKS, the authorization code flow (its sign-in
+page lets a person pick a subject), PKCE, ID tokens and RP-initiated logout (``end_session_endpoint``).
+
+:func:`id_token` walks the code flow over HTTP as a browser would (no shortcut into the provider), so tokens
+are the provider's own, signed with its key.
+"""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+with warnings.catch_warnings():  # the package imports authlib.jose, which Authlib deprecates; its code, not ours
+    warnings.simplefilter("ignore")
+    import oidc_provider_mock
+
+REDIRECT_URI = "http://127.0.0.1:9/callback"
+"""Where :func:`id_token` asks the provider to send the code (never fetched: the code is read off the redirect)."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """A predefined user of the provider: its subject and the claims its tokens carry."""
+
+    sub: str
+    email: str
+    groups: tuple[str, ...] = ()
+
+    def user(self) -> oidc_provider_mock.User:
+        return oidc_provider_mock.User(sub=self.sub, claims={"email": self.email, "groups": list(self.groups)})
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A running provider: ``issuer`` is its base URL (``http://localhost:PORT``), as its tokens' ``iss``."""
+
+    issuer: str
+    storage: Any = None
+    """The provider's own key and client store (the package keeps it in a closure of its Flask app)."""
+
+    def rotate_key(self) -> None:
+        """Replace the provider's signing key (as an issuer rotates it): its JWKS then publishes only the new key,
+        which signs every token from now on. The package names no ``kid``, as some issuers do not."""
+        self.storage.jwk = type(self.storage.jwk).generate_key(is_private=True)
+
+
+@contextmanager
+def oidc_provider(
+    people: Sequence[Person] = (), *, token_lifetime: timedelta = timedelta(hours=1)
+) -> Iterator[Provider]:
+    """Serve a provider for ``people`` on a free loopback port until the block ends.
+
+    A negative ``token_lifetime`` makes the provider issue ID tokens that have already expired.
+    """
+    with oidc_provider_mock.run_server_in_thread(
+        user_claims=[person.user() for person in people], access_token_max_age=token_lifetime
+    ) as server:
+        yield Provider(issuer=f"http://localhost:{server.server_port}", storage=_storage_of(server.app))
+
+
+def _storage_of(app: Any) -> Any:
+    """The ``Storage`` the package's ``before_request`` hook puts in ``flask.g`` (a closure variable)."""
+    for hook in app.before_request_funcs.get(None, []):
+        cells = dict(zip(hook.__code__.co_freevars, hook.__closure__ or (), strict=True))
+        if "storage" in cells:
+            return cells["storage"].cell_contents
+    raise AssertionError("oidc-provider-mock keeps its storage elsewhere now: update tests/helpers/oidc.py")
+
+
+def id_token(provider: Provider, person: Person, client_id: str, *, scope: str = "openid email") -> str:
+    """An ID token the provider issues to ``client_id`` for ``person`` through the authorization code flow."""
+    params = {
+        "client_id": client_id,
+        "redirect_uri": REDIRECT_URI,
+        "response_type": "code",
+        "scope": scope,
+        "state": secrets.token_urlsafe(8),
+        "nonce": secrets.token_urlsafe(8),
+    }
+    with httpx.Client(base_url=provider.issuer, timeout=10) as client:
+        chosen = client.post("/oauth2/authorize", params=params, data={"sub": person.sub})
+        assert chosen.status_code == 302, chosen.text
+        code = parse_qs(urlsplit(chosen.headers["location"]).query)["code"][0]
+        token = client.post(
+            "/oauth2/token",
+            data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI},
+            auth=(client_id, "any-secret"),
+        )
+        assert token.status_code == 200, token.text
+        value: str = token.json()["id_token"]
+        return value

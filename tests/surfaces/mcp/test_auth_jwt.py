@@ -1,0 +1,96 @@
+"""The MCP front door with an OpenID Connect issuer (``MAKA_OIDC_ISSUER`` + ``MAKA_OIDC_AUDIENCES``), served on a
+loopback socket, with a real OpenID provider: the protected-resource metadata names the issuer, a JWT that
+does not verify is ``401 invalid_token`` saying why, a verified person without the caller role is ``403``, and
+one with it is served."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+from surfaces.common.asgi_server import QuietSignalsServer, bind_socket
+from surfaces.mcp.main import build
+from surfaces.mcp.settings import McpSettings
+from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
+
+AUDIENCE = "maka-mcp"
+BOB = Person("bob", "bob@example.com", ("visitors",))
+ROBOT = Person("robot", "deploy-bot@example.com", ("ci",))
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[Provider]:
+    with oidc_provider([BOB, ROBOT]) as running:
+        yield running
+
+
+@pytest.fixture
+async def door(provider: Provider) -> AsyncIterator[str]:
+    settings = McpSettings(
+        mcp_listen="127.0.0.1:0",
+        oidc_issuer=provider.issuer,
+        oidc_audiences=[AUDIENCE],
+        oidc_roles={"ci": ["caller"]},
+    )
+    app = await build(settings)
+    sock = bind_socket("127.0.0.1", 0)
+    config = uvicorn.Config(app.asgi, lifespan="on", access_log=False, log_config=None)
+    server = QuietSignalsServer(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("the MCP endpoint exited during startup")
+                await asyncio.sleep(0.01)  # uvicorn exposes no started event; bounded by the timeout
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+        await app.close()
+
+
+async def test_the_metadata_names_the_issuer_as_the_authorization_server(door: str, provider: Provider) -> None:
+    async with httpx.AsyncClient() as http:
+        document = (await http.get(f"{door}/.well-known/oauth-protected-resource/mcp")).json()
+    assert document["authorization_servers"] == [provider.issuer]
+
+
+async def test_a_jwt_for_another_audience_is_401_invalid_token_saying_why(door: str, provider: Provider) -> None:
+    token = await asyncio.to_thread(id_token, provider, BOB, "another-app")
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{door}/mcp", json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+    assert response.status_code == 401
+    assert response.json() == {"error": "invalid_token", "error_description": "bearer token refused: wrong audience"}
+    assert token not in response.text
+
+
+async def test_a_verified_person_without_the_caller_role_is_403_insufficient_scope(
+    door: str, provider: Provider
+) -> None:
+    token = await asyncio.to_thread(id_token, provider, BOB, AUDIENCE)
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{door}/mcp", json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+    assert response.status_code == 403
+    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+
+async def test_a_verified_person_with_the_caller_role_is_served(door: str, provider: Provider) -> None:
+    token = await asyncio.to_thread(id_token, provider, ROBOT, AUDIENCE)
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{door}/mcp", json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    assert "serverInfo" in response.text
