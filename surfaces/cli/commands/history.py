@@ -1,4 +1,4 @@
-"""``maka history``: the settled forms of the running stack, newest first (docs/cli.md#maka-history).
+"""``maka history``: the settled forms of the running stack, newest first (docs/cli.md#commands).
 
 ``maka history [--session S ...] [--limit N] [--json]`` lists what the caller may see of the Interaction
 service's history (``ListHistory``): when each form settled, its Tool and provider, the outcome (the answer's
