@@ -55,8 +55,10 @@ async def test_history_json_names_who_answered_each_form_and_never_shows_a_value
 ) -> None:
     monkeypatch.setenv("MAKA_SURFACE_TOKEN", ALICE_TOKEN)
     host = f"cli-{secrets.token_hex(4)}"
-    settings = {"host_id": host, "auth_tokens_file": tokens(tmp_path / "tokens.json")}
-    async with interaction_service(redis_url, broker_token=BROKER_TOKEN, **settings) as live:
+    tokens_file = tokens(tmp_path / "tokens.json")
+    async with interaction_service(
+        redis_url, broker_token=BROKER_TOKEN, host_id=host, auth_tokens_file=tokens_file
+    ) as live:
         write_endpoints(tmp_path, Endpoints(interaction=live.address, broker="127.0.0.1:1", host_id=host))
         answered = await live.link.open(note_form(), session_id="s1")
         values = json.dumps({"note": CANARY})
@@ -87,8 +89,10 @@ async def test_history_text_lists_the_newest_first_up_to_the_limit_and_only_visi
     redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MAKA_SURFACE_TOKEN", SCOPED_TOKEN)
-    settings = {"host_id": f"cli-{secrets.token_hex(4)}", "auth_tokens_file": tokens(tmp_path / "tokens.json")}
-    async with interaction_service(redis_url, broker_token=BROKER_TOKEN, **settings) as live:
+    host, tokens_file = f"cli-{secrets.token_hex(4)}", tokens(tmp_path / "tokens.json")
+    async with interaction_service(
+        redis_url, broker_token=BROKER_TOKEN, host_id=host, auth_tokens_file=tokens_file
+    ) as live:
         ids = []
         for session in ("s2", "s1", "s2", "s2"):
             opened = await live.link.open(deploy_form(), session_id=session)
