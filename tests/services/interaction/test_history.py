@@ -264,3 +264,21 @@ async def test_each_transition_is_audited_once_with_ids_principal_action_and_rea
     assert close_event["close_reason"] == "timed_out"
     assert "principal" not in close_event
     assert opened_event["expires_at"] > opened_event["created_at"]
+
+
+async def test_forms_a_new_epoch_closes_are_audited_host_restarted(authority: InteractionAuthority) -> None:
+    epoch, _ = await authority.begin_epoch()
+    left = await authority.open(epoch, binding("s-a", "inv-left"), make_form())
+    captured = Captured()
+    audit.AUDIT.addHandler(captured)
+    try:
+        await authority.begin_epoch()
+    finally:
+        audit.AUDIT.removeHandler(captured)
+    (event,) = [json.loads(line) for line in captured.lines]
+    assert (event["event"], event["interaction_id"], event["close_reason"]) == (
+        "form_closed",
+        left.interaction_id,
+        "host_restarted",
+    )
+    assert event["host_epoch"] == epoch
