@@ -73,6 +73,13 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
         timeout=30,
         what="the Answer and CallTool spans in the service logs",
     )
+    await eventually(  # the delivery is recorded after the Answer RPC: its audit line is relayed on its own
+        lambda: any(
+            '"form_delivery"' in line and interaction_id in line for line in observed.running.all_logs().splitlines()
+        ),
+        timeout=30,
+        what="the delivery's audit event in the Interaction service's log",
+    )
     logs = observed.running.all_logs().encode()
     redis = await redis_dump(observed.redis_url)
     metrics = "\n".join([await scrape(observed.metrics[name]) for name in SERVICES]).encode()
