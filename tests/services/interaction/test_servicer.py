@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
+from services.interaction import audit
 from services.interaction.host_link import OPEN_CONCURRENCY
 from services.interaction.settings import Settings
 from tests.helpers.waiting import eventually
@@ -488,11 +490,10 @@ HISTORY_CANARY = "history-canary-7c41e0"
 
 
 @pytest.fixture
-def history_settings(settings: Settings, tmp_path: Path) -> Settings:
-    """The service on a Host of its own (history is per Host), auditing to a file."""
-    return settings.model_copy(
-        update={"host_id": f"hist-{secrets.token_hex(4)}", "audit_log": tmp_path / "audit.jsonl"}
-    )
+def history_settings(settings: Settings, tmp_path: Path) -> Iterator[Settings]:
+    """The service on a Host of its own (history is per Host), auditing to a file (the service log again after)."""
+    yield settings.model_copy(update={"host_id": f"hist-{secrets.token_hex(4)}", "audit_log": tmp_path / "audit.jsonl"})
+    audit.configure(None)
 
 
 async def test_an_answer_over_attach_names_the_token_and_the_subscribes_surface_kind(
