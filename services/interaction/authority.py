@@ -26,7 +26,7 @@ from google.protobuf import json_format
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.core import metrics
-from services.core.auth import Principal
+from services.core.auth import ANONYMOUS, Principal
 from services.core.backoff import Backoff
 from services.core.form import (
     FormError,
@@ -41,9 +41,11 @@ from services.core.form import (
 )
 from services.core.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits
 from services.core.status import ServiceError
-from services.interaction import errors
+from services.interaction import audit, errors
 from services.interaction.fanout import FanOut
+from services.interaction.history import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, HistoryCursor
 from services.interaction.keys import ALL_SESSIONS
+from services.interaction.presence import clean_kind
 from services.interaction.settings import Settings
 from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, ScriptCode, SettleResult
 
@@ -77,6 +79,10 @@ def _timeout_reason(interaction: interaction_pb2.Interaction) -> interaction_pb2
 
 DURABLE_READ_BACKOFF = Backoff(initial=0.05, maximum=2.0)
 """Waits between durable reads of a settlement while Redis or its replicas catch up."""
+
+_HISTORY_SCAN_BATCH = 200
+_HISTORY_SCAN_ROUNDS = 10
+"""One ``ListHistory`` reads at most this many batches of entries (then returns a shorter page and its token)."""
 
 OPENED_KEPT = 16384
 """Pending records an authority keeps from its own opens for the Answers that reach it."""
@@ -132,6 +138,15 @@ def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.
         and stored.settled_at == read.settled_at
         and stored.close_reason == read.close_reason
         and stored.answer == read.answer
+    )
+
+
+def answered_by(principal: Principal, surface_kind: str) -> interaction_pb2.AnsweredBy:
+    """Who commits an answer: ``principal``'s name (a token's name, never the token; ``anonymous`` without
+    tokens) and kind, and the surface kind the caller declared (control characters removed, bounded)."""
+    kind = interaction_pb2.PRINCIPAL_KIND_ANONYMOUS if principal == ANONYMOUS else interaction_pb2.PRINCIPAL_KIND_TOKEN
+    return interaction_pb2.AnsweredBy(
+        principal=principal.name, principal_kind=kind, surface_kind=clean_kind(surface_kind)
     )
 
 
@@ -225,6 +240,11 @@ class InteractionAuthority:
         """Forms this replica opened, as stored (a pending record is written once, by ``open.lua``), so an
         Answer reaching this replica validates without reading the record back; ``settle.lua`` still
         compares state, session and epoch (bounded by :data:`OPENED_KEPT`, oldest dropped)."""
+
+    @property
+    def host_id(self) -> str:
+        """The Runtime Host this authority serves."""
+        return self.store.keys.host_id
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -332,6 +352,9 @@ class InteractionAuthority:
         if closed:
             metrics.INTERACTIONS_SETTLED.labels(_HOST_RESTARTED).inc(len(closed))
         epochs = {r.interaction.interaction_id: r.epoch for r, _ in closures}
+        written = {new.interaction_id: new for _, new in closures}
+        for interaction_id in closed:
+            audit.emit("form_closed", written[interaction_id], self.host_id)
         for interaction_id in closed:
             log.info(
                 "closed",
@@ -410,6 +433,7 @@ class InteractionAuthority:
         )
         if result.code is ScriptCode.OK:
             metrics.ANSWER_DELIVERIES.labels(outcome).inc()
+            audit.emit("form_delivery", new, self.host_id)
             log.info(
                 "delivery_recorded",
                 extra={
@@ -536,6 +560,7 @@ class InteractionAuthority:
         self._remember_opened(
             Record(interaction, "pending", binding.session_id, interaction.host_epoch, binding.invocation_id, "")
         )
+        audit.emit("form_opened", interaction, self.host_id)
         log.info(
             "opened",
             extra={
@@ -644,6 +669,7 @@ class InteractionAuthority:
         self._opened.pop(record.interaction.interaction_id, None)
         if result.code is ScriptCode.OK:
             metrics.INTERACTIONS_SETTLED.labels(errors.close_reason_name(reason)).inc()
+            audit.emit("form_closed", new, self.host_id)
             log.info(
                 "closed",
                 extra={
@@ -690,11 +716,13 @@ class InteractionAuthority:
         *,
         submission_id: str = "",
         session_id: str | None = None,
+        surface_kind: str = "",
     ) -> interaction_pb2.Interaction:
         """Commit the canonical answer of a pending Interaction; returns the answered record.
 
         Idempotent per ``submission_id`` (the same id returns the first outcome; empty means a fresh
-        one). ``session_id`` None means "any session the principal may see". Raises:
+        one). ``session_id`` None means "any session the principal may see". The record names who answered
+        (``answered_by``: ``principal`` and the ``surface_kind`` it declared). Raises:
         InvalidRequest (no id), LimitExceeded (answer bytes over ``max_answer_bytes``),
         InteractionNotFound (unknown, expired, or another session's id — indistinguishable),
         InvalidAnswer (does not fit the stored form: ``validate_answer``), AlreadySettled (another
@@ -727,6 +755,7 @@ class InteractionAuthority:
         new.answer.CopyFrom(answer_to_proto(normalized))
         new.close_reason = interaction_pb2.CLOSE_REASON_ANSWERED
         new.delivery = interaction_pb2.DELIVERY_STATE_PENDING
+        new.answered_by.CopyFrom(answered_by(principal, surface_kind))
         new.settled_at.FromMilliseconds(self._now_ms())
         result = await self.store.settle(
             Mode.ANSWER,
@@ -740,6 +769,7 @@ class InteractionAuthority:
         self._opened.pop(interaction_id, None)  # settled now, or settled before: either way no longer pending
         if result.code is ScriptCode.OK:
             metrics.INTERACTIONS_SETTLED.labels("answered").inc()
+            audit.emit("form_answered", new, self.host_id)
             log.info(
                 "answered",
                 extra={
@@ -793,17 +823,24 @@ class InteractionAuthority:
             raise errors.InteractionClosed(interaction.interaction_id, interaction.close_reason)
 
     async def answer_outcome(
-        self, principal: Principal, submit: interaction_service_pb2.SubmitAnswer
+        self, principal: Principal, submit: interaction_service_pb2.SubmitAnswer, surface_kind: str = ""
     ) -> interaction_service_pb2.AttachResponse:
-        """Answer over Attach: never raises; the ``answer_outcome`` frame carries accepted or the refusal
-        (reason, message, violations, and the Interaction as it stands unless it is NOT_FOUND).
+        """Answer over Attach (``surface_kind``: what the stream's subscribe named): never raises; the
+        ``answer_outcome`` frame carries accepted or the refusal (reason, message, violations, and the
+        Interaction as it stands unless it is NOT_FOUND).
         """
         response = interaction_service_pb2.AttachResponse()
         out = response.answer_outcome
         out.submission_id = submit.submission_id
         try:
             out.interaction.CopyFrom(
-                await self.answer(principal, submit.interaction_id, submit.answer, submission_id=submit.submission_id)
+                await self.answer(
+                    principal,
+                    submit.interaction_id,
+                    submit.answer,
+                    submission_id=submit.submission_id,
+                    surface_kind=surface_kind,
+                )
             )
             out.accepted = True
         except ServiceError as error:
@@ -866,6 +903,42 @@ class InteractionAuthority:
                 out.append(record.interaction)
         out.sort(key=lambda i: (i.created_at.ToMilliseconds(), i.interaction_id))
         return out
+
+    async def list_history(
+        self, principal: Principal, session_ids: Sequence[str] = (), page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[interaction_service_pb2.HistoryEntry], str]:
+        """Settled forms of ``session_ids`` (empty: every session the principal may see), newest first:
+        ``(entries, next page token)`` (docs/design.md#history). ``page_size`` 0 means
+        :data:`~services.interaction.history.DEFAULT_PAGE_SIZE`, capped at ``MAX_PAGE_SIZE``; the token is empty
+        when no older entry is left. Entries of sessions the principal may not see are skipped, never counted.
+
+        Raises SessionForbidden for a named session the principal may not see, InvalidRequest for a malformed
+        page token or a caller that may see no session.
+        """
+        wanted = set(self._scopes(principal, session_ids))
+        size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        cursor: tuple[int, str] | None = None
+        if page_token:
+            parsed = HistoryCursor.decode(page_token)
+            if parsed is None:
+                raise errors.InvalidRequest(
+                    "the page token is malformed",
+                    [Violation("/page_token", FormErrorReason.SCHEMA_INVALID_VALUE, "not a ListHistory page token")],
+                )
+            cursor = (parsed.score, parsed.interaction_id)
+        out: list[interaction_service_pb2.HistoryEntry] = []
+        for _round in range(_HISTORY_SCAN_ROUNDS):
+            page = await self.store.history_page(cursor, max(size, _HISTORY_SCAN_BATCH))
+            for score, interaction_id, entry in page:
+                cursor = (score, interaction_id)
+                if ALL_SESSIONS in wanted or entry.session_id in wanted:
+                    out.append(entry)
+                    if len(out) == size:
+                        return out, HistoryCursor(*cursor).encode()
+            if len(page) < max(size, _HISTORY_SCAN_BATCH):
+                return out, ""
+        # Many entries of other sessions in a row: hand back what was found and where the scan stopped.
+        return out, HistoryCursor(*cursor).encode() if cursor is not None else ""
 
     # --- Attach (surfaces) ----------------------------------------------------------------------
 

@@ -15,6 +15,10 @@ Cluster slot. Layout:
 - ``maka:{H}:session:{sid}:events`` — STREAM of projection changes (fields ``kind``, ``pb``).
 - ``maka:{H}:events`` — STREAM of every session's projection changes (for callers that see all sessions).
 - ``maka:{H}:settled`` — STREAM of settlements of the whole Host (fields ``id``, ``epoch``, ``pb``).
+- ``maka:{H}:history`` — ZSET, settled ids of the Host → settlement time (ms): ``ListHistory``'s order,
+  trimmed by ``settle.lua`` / ``restart_batch.lua`` to the history retention and cap.
+- ``maka:{H}:history:entries`` — HASH, settled id → ``maka.interaction.v1.HistoryEntry`` bytes (no answer
+  value, no ``requestState``, no token; ``deliver.lua`` updates the delivery).
 - ``maka:{H}:undelivered`` — ZSET, answered ids whose delivery is still pending → answer time (ms).
 - ``maka:{H}:surfaces`` — HASH, the Host's attached surfaces: Attach stream id → ``"{expires ms}:"`` +
   ``maka.interaction.v1.AttachedSurface`` bytes, refreshed by the replica holding the stream
@@ -87,6 +91,14 @@ class Keys:
     def undelivered(self) -> str:
         """Answered ids whose delivery to the provider is not yet recorded (``deliver.lua``)."""
         return f"{self._prefix}:undelivered"
+
+    def history(self) -> str:
+        """The Host's settled ids by settlement time (``ListHistory``; docs/design.md#history)."""
+        return f"{self._prefix}:history"
+
+    def history_entries(self) -> str:
+        """The Host's history entries: settled id → ``HistoryEntry`` bytes (never an answer value)."""
+        return f"{self._prefix}:history:entries"
 
     def fence(self) -> str:
         """A counter the replication probe increments so that its ``WAIT`` covers every earlier write of the

@@ -23,7 +23,7 @@ from services.core import logs, runner
 from services.core.auth import Role
 from services.core.key_file import KeyFileError, read_key_ring
 from services.core.serving import GrpcApp, serve
-from services.interaction import errors
+from services.interaction import audit, errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
 from services.interaction.fence_check import FenceUnsatisfiable, check_wait_fence
@@ -33,7 +33,7 @@ from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.sealing import AnswerSealer
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import Settings
-from services.interaction.store import Fence, InteractionStore, finish_calls
+from services.interaction.store import Fence, HistoryPolicy, InteractionStore, finish_calls
 from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.main")
@@ -53,6 +53,7 @@ class InteractionApp:
         _METHOD + "ListPending": frozenset({Role.SURFACE}),
         _METHOD + "GetInteraction": frozenset({Role.SURFACE}),
         _METHOD + "ListSurfaces": frozenset({Role.SURFACE}),
+        _METHOD + "ListHistory": frozenset({Role.SURFACE}),
     }
     """Who may call what (the auth interceptor enforces it; admin may call everything)."""
 
@@ -168,6 +169,7 @@ async def build(settings: Settings) -> GrpcApp:
     commands in flight (one limiter shared by every Host), so never more than ``redis_pool_size``.
     """
     sealer = answer_sealer(settings)
+    audit.configure(settings.audit_log)
     client = redis_client(settings)
     limiter = asyncio.Semaphore(settings.redis_pool_size - settings.redis_followers)
     fanout = FanOut(
@@ -193,6 +195,10 @@ async def build(settings: Settings) -> GrpcApp:
                 limiter=limiter,
                 fence=fence,
                 sealer=sealer,
+                history=HistoryPolicy(
+                    retention_ms=int(settings.history_retention_seconds * 1000),
+                    max_entries=settings.history_max_entries,
+                ),
             ),
             settings,
             fanout=fanout,

@@ -224,7 +224,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 if request.WhichOneof("frame") != "answer":
                     await queue.put(errors.InvalidRequest("only answer frames may follow subscribe"))
                     return
-                await queue.put(await authority.answer_outcome(principal, request.answer))
+                await queue.put(await authority.answer_outcome(principal, request.answer, subscribe.surface_kind))
 
         async def follow() -> None:
             try:
@@ -261,6 +261,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
                 request.answer,
                 submission_id=request.submission_id,
                 session_id=request.session_id or None,
+                surface_kind=request.surface_kind,
             ),
         )
         return interaction_service_pb2.AnswerResponse(interaction=interaction)
@@ -305,3 +306,18 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
         return interaction_service_pb2.ListSurfacesResponse(surfaces=surfaces, omitted=omitted, as_of=as_of)
+
+    async def ListHistory(
+        self, request: interaction_service_pb2.ListHistoryRequest, context: _Ctx
+    ) -> interaction_service_pb2.ListHistoryResponse:
+        """Settled forms the caller may see, newest first, paged (never an answer value)."""
+        principal = current_principal()
+        entries, next_token = await self._call(
+            context,
+            lambda: self.tier.resolve(principal, request.host_id).list_history(
+                principal, list(request.session_ids), request.page_size, request.page_token
+            ),
+        )
+        as_of = timestamp_pb2.Timestamp()
+        as_of.GetCurrentTime()
+        return interaction_service_pb2.ListHistoryResponse(entries=entries, next_page_token=next_token, as_of=as_of)

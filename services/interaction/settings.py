@@ -70,6 +70,16 @@ class Settings(GrpcServerSettings):
     """Largest wait a broker may ask for; below the 600 s the official MCP SDKs give ``requestState``."""
     retention_seconds: float = Field(default=86400.0, gt=0)
     """How long settled records and event streams are kept (Redis TTL, garbage collection only)."""
+    history_retention_seconds: float = Field(default=604800.0, gt=0)
+    """How long a settled form stays in ``ListHistory`` (``maka history``, the web page's history): its entry
+    (Tool, provenance, action, who answered, when, close reason, delivery; never a value) outlives the record
+    (``retention_seconds``). Entries older than this are trimmed as new ones are written."""
+    history_max_entries: int = Field(default=10000, gt=0)
+    """Most history entries kept per Runtime Host (the oldest are trimmed first)."""
+    audit_log: Path | None = None
+    """File the audit events are appended to as JSON lines (logger ``maka.audit``: one event per form
+    transition, ids, principal, action, reason and times only; docs/security.md "History and audit"). Unset:
+    they go to the service's own log stream."""
     events_maxlen: int = Field(default=10000, gt=0)
     """Approximate length cap (``XADD MAXLEN ~``) of each session event Stream and the settled Stream."""
     redis_timeout_seconds: float = Field(default=2.5, gt=1.0)

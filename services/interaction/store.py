@@ -26,8 +26,9 @@ import redis.commands.core
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
-from maka.interaction.v1 import interaction_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.interaction.errors import AnswerUnsealable, StoreUnavailable
+from services.interaction.history import history_entry
 from services.interaction.keys import ALL_SESSIONS, Keys
 from services.interaction.sealing import AnswerSealer
 
@@ -173,6 +174,15 @@ class Fence:
     timeout_ms: int = 2000
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryPolicy:
+    """How long and how many history entries a Host keeps (``history_retention_seconds``, ``history_max_entries``;
+    docs/design.md#history): every settlement trims entries past either bound."""
+
+    retention_ms: int = 7 * 86_400_000
+    max_entries: int = 10_000
+
+
 class NotReplicated(StoreUnavailable):
     """UNAVAILABLE / STORE_UNAVAILABLE: the write happened but fewer replicas than required acknowledged it
     in time; retrying (the same submission id, or a fresh hello) is safe."""
@@ -219,8 +229,11 @@ class InteractionStore:
         limiter: asyncio.Semaphore | None = None,
         fence: Fence = Fence(),
         sealer: AnswerSealer | None = None,
+        history: HistoryPolicy = HistoryPolicy(),
     ) -> None:
         self.client = client
+        self.history = history
+        """Retention and cap of the Host's history (``settle.lua``, ``restart_batch.lua`` trim it)."""
         self.sealer = sealer if sealer is not None else AnswerSealer(None)
         """Seals answers written, unseals answers read (no key: plaintext, for unit tests)."""
         self.keys = keys
@@ -442,9 +455,24 @@ class InteractionStore:
         """
         if not closures:
             return []
-        keys = [self.keys.epoch(), self.keys.pending(), self.keys.settled(), self.keys.host_events()]
-        args: list[str | int | bytes] = [self.retention_ms, self.events_maxlen]
+        keys = [
+            self.keys.epoch(),
+            self.keys.pending(),
+            self.keys.settled(),
+            self.keys.host_events(),
+            self.keys.history(),
+            self.keys.history_entries(),
+        ]
+        now_ms = max((closed.settled_at.ToMilliseconds() for _, closed in closures), default=0)
+        args: list[str | int | bytes] = [
+            self.retention_ms,
+            self.events_maxlen,
+            now_ms,
+            self.history.retention_ms,
+            self.history.max_entries,
+        ]
         for record, closed in closures:
+            entry = history_entry(closed, self.keys.host_id).SerializeToString()
             new = self.sealer.seal(closed)
             event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_CLOSED, interaction=new)
             keys += [
@@ -460,6 +488,7 @@ class InteractionStore:
                 record.epoch,
                 new.SerializeToString(),
                 event.SerializeToString(),
+                entry,
             ]
         return [_s(v) for v in await self._restart_batch(keys=keys, args=args)]
 
@@ -480,6 +509,7 @@ class InteractionStore:
         and ``mode``'s precondition holds. See :class:`SettleResult` for the outcomes.
         """
         kind = interaction_pb2.EVENT_KIND_ANSWERED if state == "answered" else interaction_pb2.EVENT_KIND_CLOSED
+        entry = history_entry(new, self.keys.host_id)  # before sealing: it keeps the answer's action, no value
         new = self.sealer.seal(new)
         event = interaction_pb2.InteractionEvent(kind=kind, interaction=new)
         keys = [
@@ -493,6 +523,8 @@ class InteractionStore:
             self.keys.settled(),
             self.keys.host_events(),
             self.keys.undelivered(),
+            self.keys.history(),
+            self.keys.history_entries(),
         ]
         args: list[Any] = [
             mode.value,
@@ -508,6 +540,9 @@ class InteractionStore:
             self.retention_ms,
             self.events_maxlen,
             "" if caller_epoch is None else caller_epoch,
+            entry.SerializeToString(),
+            self.history.retention_ms,
+            self.history.max_entries,
         ]
         if mode is Mode.ANSWER:  # a committed answer is fenced before it is acknowledged
             result = await self._fenced(self._settle, keys, args, always=False)
@@ -539,6 +574,7 @@ class InteractionStore:
         Codes: OK | DONE (already recorded; ``reason`` = the stored delivery, ``stored``) |
         NOT_ANSWERED (``reason`` = state, ``stored``) | NOT_FOUND | STALE_EPOCH (``reason`` = current) | NOT_DUE.
         """
+        entry = history_entry(new, self.keys.host_id)
         new = self.sealer.seal(new)
         event = interaction_pb2.InteractionEvent(kind=interaction_pb2.EVENT_KIND_DELIVERY, interaction=new)
         result = await self._deliver(
@@ -548,6 +584,7 @@ class InteractionStore:
                 self.keys.undelivered(),
                 self.keys.session_events(record.session_id),
                 self.keys.host_events(),
+                self.keys.history_entries(),
             ],
             args=[
                 mode.value,
@@ -560,6 +597,7 @@ class InteractionStore:
                 "" if caller_epoch is None else caller_epoch,
                 self.retention_ms,
                 self.events_maxlen,
+                entry.SerializeToString(),
             ],
         )
         code = ScriptCode(_s(result[0]))
@@ -680,6 +718,38 @@ class InteractionStore:
             length=int(info.get("length", 0)),
             entries_added=int(info.get("entries-added", 0)),
         )
+
+    @_store_call
+    async def history_page(
+        self, before: tuple[int, str] | None, count: int
+    ) -> list[tuple[int, str, interaction_service_pb2.HistoryEntry]]:
+        """Up to ``count`` history entries, newest first, strictly older than ``before`` (``(settled ms, id)``,
+        the last one a previous page returned; None: from the newest) as ``(settled ms, id, entry)``. An id
+        whose entry was trimmed meanwhile is skipped. Ties in time are ordered by id, descending (Redis's
+        reverse order), so pages never repeat or skip an entry."""
+        top: str | int = "+inf" if before is None else before[0]
+        scored: list[tuple[str, int]] = []
+        offset, batch = 0, count + 64
+        while len(scored) < count:
+            raw: list[Any] = await self.client.zrevrangebyscore(
+                self.keys.history(), top, "-inf", start=offset, num=batch, withscores=True
+            )
+            offset += len(raw)
+            for member, value in raw:
+                interaction_id, score = _s(member), int(value)
+                if before is None or score < before[0] or interaction_id < before[1]:
+                    scored.append((interaction_id, score))
+            if len(raw) < batch:
+                break
+        scored = scored[:count]
+        if not scored:
+            return []
+        values: list[Any] = await self.client.hmget(self.keys.history_entries(), [i for i, _ in scored])
+        return [
+            (score, interaction_id, interaction_service_pb2.HistoryEntry.FromString(value))
+            for (interaction_id, score), value in zip(scored, values, strict=True)
+            if value is not None
+        ]
 
     @_store_call
     async def settled_position(self) -> str:

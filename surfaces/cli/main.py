@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "stop",
     "pending",
     "answer",
+    "history",
     "tui",
     "web",
     "auth",
@@ -49,6 +50,7 @@ examples:
   maka answer ID                                answer one field by field in the terminal
   maka answer ID accept --values '{"environment":"staging","confirm":true}'
   maka tui                                      every pending form in a terminal UI
+  maka history                                  settled forms: outcome, who answered, when
   maka status                                   what runs, MCP servers, recent calls
 
 Other folders: pass --state-dir DIR (or set MAKA_STATE_DIR) to reach the stack `maka up` started there.

@@ -12,6 +12,7 @@ library's (:meth:`maka_client.SurfaceClient.attach`: jittered exponential backof
   the library's :class:`maka_client.Reattaching` while it reconnects).
 - :meth:`Interactions.answer` — unary ``Answer`` (idempotent per ``submission_id``).
 - :meth:`Interactions.pending` / :meth:`Interactions.get` / :meth:`Interactions.list_surfaces` — unary reads.
+- :meth:`Interactions.history` — settled forms, newest first (``ListHistory``; :func:`history_json`).
 
 Failed calls raise :class:`maka_client.MakaError`, whose ``reason`` is the stable ``ErrorReason``
 (:class:`maka_client.InteractionErrorReason`, e.g. ``ALREADY_SETTLED``). The channel is the runtime's
@@ -41,6 +42,8 @@ from maka.interaction.v1 import interaction_pb2
 from maka_client import (
     AttachedSurface,
     FormEvent,
+    HistoryEntry,
+    HistoryPage,
     Reattaching,
     ReattachPolicy,
     SurfaceClient,
@@ -169,6 +172,14 @@ def _decode_form(message: form_pb2.Form) -> Form:
         )
 
 
+def _answered_by(message: interaction_pb2.Interaction) -> client.AnsweredBy | None:
+    if not message.HasField("answered_by"):
+        return None
+    who = message.answered_by
+    kind = interaction_pb2.PrincipalKind.Name(who.principal_kind).removeprefix("PRINCIPAL_KIND_").lower()
+    return client.AnsweredBy(who.principal, kind, who.surface_kind, who.issuer)
+
+
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
 
@@ -225,6 +236,8 @@ class InteractionView:
     """How many forms the round has (0: not part of a round)."""
     round_deadline: datetime | None = None
     """The round's one deadline (its ``requestState`` expires then); ``None`` when none is known."""
+    answered_by: client.AnsweredBy | None = None
+    """Answered only: who answered (principal and kind, the surface kind it used)."""
 
     @property
     def pending(self) -> bool:
@@ -273,6 +286,14 @@ class InteractionView:
             "settled_at": _iso(self.settled_at),
             "delivery": self.delivery.value if self.delivery is not Delivery.UNSPECIFIED else None,
             "delivery_lost_reason": self.delivery_lost_reason.value if self.delivery is Delivery.LOST else None,
+            "answered_by": {
+                "principal": self.answered_by.principal,
+                "principal_kind": self.answered_by.principal_kind,
+                "surface": self.answered_by.surface_kind,
+                "issuer": self.answered_by.issuer or None,
+            }
+            if self.answered_by is not None
+            else None,
             "round": {
                 "position": self.round_position,
                 "size": self.round_size,
@@ -307,6 +328,7 @@ class InteractionView:
             round_position=message.round.position,
             round_size=message.round.size,
             round_deadline=_time(message.round.deadline, message.round.HasField("deadline")),
+            answered_by=_answered_by(message),
         )
 
 
@@ -321,6 +343,38 @@ def surface_json(surface: AttachedSurface) -> dict[str, object]:
         "attachedAt": _iso(surface.attached_at),
         "host": surface.host_id,
         "replica": surface.replica_id,
+    }
+
+
+def history_json(entry: HistoryEntry) -> dict[str, object]:
+    """One settled form (``ListHistory``) as ``maka history --json`` and the web page show it: ids, Tool,
+    provenance, state, action, close reason, who answered, times (RFC 3339 UTC) and delivery. Never a value."""
+    who = entry.answered_by
+    return {
+        "id": entry.interaction_id,
+        "host": entry.host_id,
+        "session": entry.session_id,
+        "turn": entry.turn_id,
+        "invocation": entry.invocation_id,
+        "tool": entry.tool_name,
+        "provider": entry.provider,
+        "claimed_server": entry.claimed_server,
+        "state": entry.state,
+        "action": entry.action.value if entry.action is not None else None,
+        "close_reason": entry.close_reason,
+        "answered_by": {
+            "principal": who.principal,
+            "principal_kind": who.principal_kind,
+            "surface": who.surface_kind,
+            "issuer": who.issuer or None,
+        }
+        if who is not None
+        else None,
+        "created_at": _iso(entry.created_at),
+        "settled_at": _iso(entry.settled_at),
+        "delivery": entry.delivery or None,
+        "delivery_lost_reason": entry.delivery_lost_reason or None,
+        "delivery_recorded_at": _iso(entry.delivery_recorded_at),
     }
 
 
@@ -491,6 +545,13 @@ class Interactions:
         """The surfaces attached to the Host that watch a session the caller may see, and how many more
         the service left out (its cap)."""
         return await self.client.list_surfaces()
+
+    async def history(
+        self, session_ids: Sequence[str] = (), *, page_size: int = 0, page_token: str = ""
+    ) -> HistoryPage:
+        """Settled forms of ``session_ids`` (empty: every session the caller may see), newest first, one page
+        (:meth:`maka_client.SurfaceClient.list_history`; never an answer value)."""
+        return await self.client.list_history(session_ids, page_size=page_size, page_token=page_token)
 
     async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
         """One Interaction, pending or settled (within retention); ``NOT_FOUND`` when there is none."""

@@ -14,6 +14,10 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
   ``GetStatus``; :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or
   values), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
+- ``GET /api/history?limit=N&page_token=T`` → ``{"history": [entry], "next_page_token": str, "server_time": ISO}``:
+  settled forms of the visible sessions, newest first (``ListHistory``; entries as
+  :func:`surfaces.common.interactions.history_json`: Tool, provenance, outcome, who answered, when, delivery;
+  never a value). ``limit`` 1..200, default 20.
 - ``GET /api/interactions/{id}?session_id=S`` → ``{"interaction": view}`` (``GetInteraction``).
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
@@ -71,6 +75,7 @@ from surfaces.common.interactions import (
     FormOpened,
     FormSnapshot,
     Interactions,
+    history_json,
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
@@ -87,6 +92,8 @@ mimetypes.add_type("text/javascript", ".js")  # module scripts need a JavaScript
 MAX_ANSWER_BODY_BYTES = DEFAULT_LIMITS.max_answer_bytes + 16 * 1024
 """Cap on one answer request body: the answer-values cap plus room for ids and JSON framing."""
 SSE_PING_SECONDS = 15
+HISTORY_LIMIT = 200
+"""Most entries one ``GET /api/history`` returns."""
 SSE_RETRY_MS = 1500
 SSE_SHUTDOWN_GRACE_SECONDS = 0.5
 """How long a stopping server lets an event stream end by itself before cutting it."""
@@ -262,6 +269,21 @@ class WebSurface:
         return JSONResponse(
             {"servers": servers, "calls": calls, "surfaces": surfaces, "available": True, "server_time": now_iso()}
         )
+
+    async def history(self, request: Request) -> Response:
+        """Settled forms of the visible sessions, newest first (never a value)."""
+        try:
+            limit = min(max(int(request.query_params.get("limit", "20")), 1), HISTORY_LIMIT)
+        except ValueError:
+            return error_json(400, "INVALID_REQUEST", "limit must be a number")
+        try:
+            page = await self.backend.history(
+                self.sessions, page_size=limit, page_token=request.query_params.get("page_token", "")
+            )
+        except MakaError as error:
+            return self._backend_error(error)
+        entries = [history_json(entry) for entry in page.entries if self.visible(entry.session_id)]
+        return JSONResponse({"history": entries, "next_page_token": page.next_page_token, "server_time": now_iso()})
 
     async def get_interaction(self, request: Request) -> Response:
         interaction_id = request.path_params["interaction_id"]
@@ -449,6 +471,7 @@ def create_app(settings: WebSettings, backend: Interactions, sign_ins: SignIns |
         Route("/api/session", surface.session, methods=["GET"]),
         Route("/api/pending", surface.pending, methods=["GET"]),
         Route("/api/status", surface.status, methods=["GET"]),
+        Route("/api/history", surface.history, methods=["GET"]),
         Route("/api/events", surface.events, methods=["GET"]),
         Route("/api/sign-ins", surface.sign_in_list, methods=["GET"]),
         Route("/oauth/callback", surface.oauth_callback, methods=["GET"]),

@@ -148,6 +148,9 @@ async def _form_round_with_failover(service: Service, failover: object) -> None:
         assert (await link.next_settled()).interaction_id == second.interaction_id, "the broker hears it"
         answered = [e for e in await surface.events(2) if e.kind == interaction_pb2.EVENT_KIND_ANSWERED]
         assert {e.interaction.interaction_id for e in answered} == {first.interaction_id, second.interaction_id}
+        history = await stub.ListHistory(interaction_service_pb2.ListHistoryRequest(session_ids=["s-a"]), timeout=10)
+        listed = [e.interaction_id for e in history.entries]  # the Host's history keys share its slot
+        assert listed[:2] == [second.interaction_id, first.interaction_id]
         await surface.close()
         await link.close()
 

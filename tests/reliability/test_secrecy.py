@@ -11,11 +11,12 @@ and each service's ``/metrics``. Sources: docs/design.md#canaries, docs/design.m
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 
 import pytest
 
-from surfaces.common.interactions import FormAnswered, FormSnapshot, Interactions
+from surfaces.common.interactions import FormAnswered, FormSnapshot, Interactions, history_json
 from tests.helpers.observed import SERVICES, Observed
 from tests.helpers.waiting import eventually
 from tests.reliability.counting_server import digest
@@ -43,6 +44,12 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
                     if isinstance(event, FormAnswered) and event.interaction.interaction_id == interaction_id:
                         break
         call_events = b"".join(event.SerializeToString() for event in call.events)
+        page = await client.history(["secrets"], page_size=500)
+    # History (docs/security.md "History and audit"): the answered form is listed, who answered it, never a value.
+    (listed,) = [history_json(e) for e in page.entries if e.interaction_id == interaction_id]
+    assert listed["action"] == "accept"
+    assert listed["answered_by"] is not None
+    history = json.dumps([history_json(e) for e in page.entries]).encode()
 
     legs = observed.calls_of(tag)
     state_canary = str(legs[0]["minted"])
@@ -66,12 +73,25 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
         timeout=30,
         what="the Answer and CallTool spans in the service logs",
     )
+    await eventually(  # the delivery is recorded after the Answer RPC: its audit line is relayed on its own
+        lambda: any(
+            '"form_delivery"' in line and interaction_id in line for line in observed.running.all_logs().splitlines()
+        ),
+        timeout=30,
+        what="the delivery's audit event in the Interaction service's log",
+    )
     logs = observed.running.all_logs().encode()
     redis = await redis_dump(observed.redis_url)
     metrics = "\n".join([await scrape(observed.metrics[name]) for name in SERVICES]).encode()
     attach = b"".join(surface_frames)
     assert all(marker in logs for marker in span_markers)  # spans were exported
     assert b"maka_grpc_requests_total" in metrics
+    audit = [
+        json.loads(line)
+        for line in logs.decode().splitlines()
+        if '"maka.audit"' in line and interaction_id in line and line.startswith("{")
+    ]
+    assert {event["event"] for event in audit} >= {"form_opened", "form_answered", "form_delivery"}
 
     state = state_canary.encode()
     for where, blob in {
@@ -80,12 +100,19 @@ async def test_request_state_and_form_value_canaries_appear_only_where_they_must
         "metrics": metrics,
         "attach stream": attach,
         "CallTool events": call_events,
+        "history": history,
     }.items():
         assert state not in blob, f"requestState canary found in {where}"
 
     form = form_canary.encode()
     assert form in attach  # surfaces read the canonical answer back (unsealed by the Interaction service)
-    blobs = {"logs and traces": logs, "redis": redis, "metrics": metrics, "CallTool events": call_events}
+    blobs = {
+        "logs and traces": logs,
+        "redis": redis,
+        "metrics": metrics,
+        "CallTool events": call_events,
+        "history": history,
+    }
     for where, blob in blobs.items():  # Redis holds the answer sealed (docs/security.md "Answer values at rest")
         assert form not in blob, f"form value canary found in {where}"
 

@@ -76,7 +76,7 @@ def usage(code: str, message: str) -> int:
 
 
 async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
-    async with Interactions.connect(target, host_id=host_id(args)) as client:
+    async with Interactions.connect(target, host_id=host_id(args), surface_kind="cli") as client:
         view = await client.get(args.interaction_id, session_id=args.session)
         if not view.pending:
             raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
@@ -88,7 +88,7 @@ async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
 
 
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
-    async with Interactions.connect(target, host_id=host_id(args)) as client:
+    async with Interactions.connect(target, host_id=host_id(args), surface_kind="cli") as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
         if action is Action.ACCEPT:

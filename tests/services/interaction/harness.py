@@ -223,12 +223,16 @@ class Surface:
     _task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def attach(cls, channel: grpc.aio.Channel, sessions: tuple[str, ...] = ("s-a",), token: str = "") -> Surface:
+    async def attach(
+        cls, channel: grpc.aio.Channel, sessions: tuple[str, ...] = ("s-a",), token: str = "", surface_kind: str = ""
+    ) -> Surface:
         stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
         surface = cls(stub.Attach())
         await surface.call.write(
             interaction_service_pb2.AttachRequest(
-                subscribe=interaction_service_pb2.Subscribe(session_ids=list(sessions), resume_token=token)
+                subscribe=interaction_service_pb2.Subscribe(
+                    session_ids=list(sessions), resume_token=token, surface_kind=surface_kind
+                )
             )
         )
         surface._task = asyncio.create_task(surface._read())

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,13 +19,16 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.reasons import InteractionErrorReason
 from services.core.status import error_from_rpc
+from services.interaction import audit
 from services.interaction.host_link import OPEN_CONCURRENCY
 from services.interaction.settings import Settings
 from tests.helpers.waiting import eventually
 from tests.services.interaction.harness import (
     ADMIN_SURFACE_TOKEN,
+    BROKER_TOKEN,
     FRAME_TIMEOUT,
     SURFACE_A_TOKEN,
+    SURFACE_B_TOKEN,
     Link,
     Service,
     Surface,
@@ -475,3 +482,124 @@ async def test_an_attach_stream_that_never_subscribes_ends_invalid_request_after
         assert detail.message == "no subscribe frame within 0.2 s; the stream ends"
     finally:
         await service.running.stop()
+
+
+# --- Who answered, ListHistory, audit (docs/design.md#history) ---------------------------------------------
+
+HISTORY_CANARY = "history-canary-7c41e0"
+
+
+@pytest.fixture
+def history_settings(settings: Settings, tmp_path: Path) -> Iterator[Settings]:
+    """The service on a Host of its own (history is per Host), auditing to a file (the service log again after)."""
+    yield settings.model_copy(update={"host_id": f"hist-{secrets.token_hex(4)}", "audit_log": tmp_path / "audit.jsonl"})
+    audit.configure(None)
+
+
+async def test_an_answer_over_attach_names_the_token_and_the_subscribes_surface_kind(
+    history_settings: Settings,
+) -> None:
+    service = await start_service(history_settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as broker, channel(service, SURFACE_A_TOKEN) as surface_a:
+            link = await Link.connect(broker)
+            opened = await link.open("s-a", "inv-1")
+            surface = await Surface.attach(surface_a, ("s-a",), surface_kind="tui")
+            await surface.next("snapshot")
+            await surface.answer("sub-1", opened.interaction_id, accept("prod"))
+            outcome = (await surface.next("answer_outcome")).answer_outcome
+            expected = interaction_pb2.AnsweredBy(
+                principal="a", principal_kind=interaction_pb2.PRINCIPAL_KIND_TOKEN, surface_kind="tui"
+            )
+            assert outcome.interaction.answered_by == expected
+            assert (await surface.next("event")).event.event.interaction.answered_by == expected
+            assert (await link.next_settled()).answered_by == expected  # the broker's settled push
+            await surface.close()
+            await link.close()
+    finally:
+        await service.running.stop()
+
+
+async def test_list_history_shows_visible_settled_forms_newest_first_paged_and_never_a_value(
+    history_settings: Settings,
+) -> None:
+    service = await start_service(history_settings)
+    try:
+        async with (
+            channel(service, BROKER_TOKEN) as broker,
+            channel(service, SURFACE_A_TOKEN) as surface_a,
+            channel(service, SURFACE_B_TOKEN) as surface_b,
+        ):
+            link = await Link.connect(broker)
+            answered = await link.open("s-a", "inv-1")
+            stub_a = interaction_service_pb2_grpc.InteractionServiceStub(surface_a)
+            await stub_a.Answer(
+                interaction_service_pb2.AnswerRequest(
+                    interaction_id=answered.interaction_id, answer=accept(HISTORY_CANARY), surface_kind="web"
+                )
+            )
+            stopped = await link.open("s-a", "inv-2")
+            await link.request(
+                interaction_service_pb2.HostLinkRequest(
+                    close=interaction_service_pb2.CloseInteraction(
+                        interaction_id=stopped.interaction_id, reason=interaction_pb2.CLOSE_REASON_STOPPED
+                    )
+                )
+            )
+            first = await stub_a.ListHistory(interaction_service_pb2.ListHistoryRequest(page_size=1))
+            assert [e.interaction_id for e in first.entries] == [stopped.interaction_id]
+            assert not first.entries[0].HasField("answered_by")
+            second = await stub_a.ListHistory(
+                interaction_service_pb2.ListHistoryRequest(page_size=1, page_token=first.next_page_token)
+            )
+            (entry,) = second.entries
+            assert entry.interaction_id == answered.interaction_id
+            assert (entry.answered_by.principal, entry.answered_by.surface_kind) == ("a", "web")
+            assert entry.action == form_pb2.ACTION_ACCEPT
+            assert HISTORY_CANARY.encode() not in first.SerializeToString() + second.SerializeToString()
+            stub_b = interaction_service_pb2_grpc.InteractionServiceStub(surface_b)
+            assert list((await stub_b.ListHistory(interaction_service_pb2.ListHistoryRequest())).entries) == []
+            with pytest.raises(grpc.aio.AioRpcError) as denied:
+                await stub_b.ListHistory(interaction_service_pb2.ListHistoryRequest(session_ids=["s-a"]))
+            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            await link.close()
+    finally:
+        await service.running.stop()
+
+
+async def test_the_audit_file_gets_one_json_line_per_transition_and_never_a_value(
+    history_settings: Settings,
+) -> None:
+    service = await start_service(history_settings)
+    try:
+        async with channel(service, BROKER_TOKEN) as broker, channel(service, SURFACE_A_TOKEN) as surface_a:
+            link = await Link.connect(broker)
+            opened = await link.open("s-a", "inv-1")
+            stub_a = interaction_service_pb2_grpc.InteractionServiceStub(surface_a)
+            await stub_a.Answer(
+                interaction_service_pb2.AnswerRequest(
+                    interaction_id=opened.interaction_id, answer=accept(HISTORY_CANARY), surface_kind="cli"
+                )
+            )
+            await link.request(
+                interaction_service_pb2.HostLinkRequest(
+                    delivery=interaction_service_pb2.ReportDelivery(
+                        interaction_id=opened.interaction_id, delivery=interaction_pb2.DELIVERY_STATE_DELIVERED
+                    )
+                )
+            )
+            await link.close()
+    finally:
+        await service.running.stop()
+    assert history_settings.audit_log is not None
+    text = history_settings.audit_log.read_text()
+    assert HISTORY_CANARY not in text
+    events = [json.loads(line) for line in text.splitlines()]
+    assert [(e["event"], e["interaction_id"]) for e in events] == [
+        ("form_opened", opened.interaction_id),
+        ("form_answered", opened.interaction_id),
+        ("form_delivery", opened.interaction_id),
+    ]
+    answered = events[1]
+    assert (answered["principal"], answered["surface_kind"], answered["action"]) == ("a", "cli", "accept")
+    assert events[2]["delivery"] == "delivered"

@@ -124,6 +124,35 @@ async def test_pending_lists_only_the_configured_sessions_forms(stack: WebStack,
     assert view["state"] == "pending"
 
 
+async def test_history_lists_the_configured_sessions_settled_forms_with_who_answered_and_no_value(
+    stack: WebStack, web: Web
+) -> None:
+    canary = "web-history-canary-3e1f"
+    mine = await stack.link.open(text_form("deploy where?"), session_id="s1")
+    body = {"session_id": "s1", "submission_id": "sub-h", "action": "accept", "values": {"target": canary}}
+    answered = await web.client.post(
+        f"/api/interactions/{mine.interaction_id}/answer", json=body, headers=post_headers(web)
+    )
+    assert answered.status_code == 200, answered.text
+    other = await stack.link.open(text_form("other session"), session_id="s2")
+    await stack.link.close(other.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+    response = await web.client.get("/api/history", params={"limit": "200"})
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-store"
+    assert canary not in response.text
+    history = response.json()["history"]  # forms earlier tests left pending may settle meanwhile: find ours
+    assert {entry["session"] for entry in history} == {"s1"}
+    (entry,) = [e for e in history if e["id"] == mine.interaction_id]
+    assert entry["answered_by"] == {
+        "principal": "anonymous",
+        "principal_kind": "anonymous",
+        "surface": "web",
+        "issuer": None,
+    }
+    assert (entry["action"], entry["tool"]) == ("accept", "deployer:deploy")
+    assert (await web.client.get("/api/history", params={"limit": "many"})).status_code == 400
+
+
 async def test_accept_commits_values_typed_by_field_kind(stack: WebStack, web: Web) -> None:
     ix = await stack.link.open(every_kind_form(), session_id="s1")
     body = {

@@ -29,6 +29,7 @@ from maka_client.events import (
     Stopped,
 )
 from maka_client.surface import (
+    AnsweredBy,
     AttachedSurface,
     Form,
     FormAnswered,
@@ -38,12 +39,15 @@ from maka_client.surface import (
     FormField,
     FormOpened,
     FormSnapshot,
+    HistoryEntry,
+    HistoryPage,
     SurfaceClient,
 )
 
 __all__ = [
     "Accepted",
     "Action",
+    "AnsweredBy",
     "AttachedSurface",
     "AwaitingInteraction",
     "BrokerClient",
@@ -61,6 +65,8 @@ __all__ = [
     "FormField",
     "FormOpened",
     "FormSnapshot",
+    "HistoryEntry",
+    "HistoryPage",
     "InteractionErrorReason",
     "InteractionSettled",
     "Lost",

@@ -1,5 +1,6 @@
-"""The surface's client of the Interaction service: ``pending()``, ``answer()`` and ``attach()``
-(the live projection of pending forms, resumed with its token after a drop)."""
+"""The surface's client of the Interaction service: ``pending()``, ``answer()``, ``attach()`` (the live
+projection of pending forms, resumed with its token after a drop) and ``list_history()`` (settled forms: who
+answered, never a value)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,95 @@ class FormField:
     options: tuple[str, ...]
 
 
+def _enum_name(wrapper: Any, prefix: str, value: int) -> str:
+    name: str = wrapper.Name(value)
+    return name.removeprefix(prefix).lower()
+
+
+@dataclass(frozen=True)
+class AnsweredBy:
+    """Who committed an answer: the principal's name (a token's name, never the token; an OIDC subject),
+    its kind (``token``, ``anonymous``, ``oidc``), the surface kind it answered through, and an OIDC issuer."""
+
+    principal: str
+    principal_kind: str
+    surface_kind: str
+    issuer: str = ""
+
+    @classmethod
+    def from_proto(cls, message: interaction_pb2.AnsweredBy) -> AnsweredBy:
+        return cls(
+            principal=message.principal,
+            principal_kind=_enum_name(interaction_pb2.PrincipalKind, "PRINCIPAL_KIND_", message.principal_kind),
+            surface_kind=message.surface_kind,
+            issuer=message.issuer,
+        )
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One settled form (``ListHistory``): ids, Tool, provenance, outcome, who answered and when, and whether the
+    answer reached the Tool (``delivery``: ``pending``, ``delivered``, ``lost``; empty when not answered). Never
+    an answer value."""
+
+    interaction_id: str
+    host_id: str
+    session_id: str
+    turn_id: str
+    invocation_id: str
+    tool_name: str
+    """Qualified ``SERVER:TOOL`` as the model called it."""
+    provider: str
+    """The provider as the broker registered it (trusted)."""
+    claimed_server: str
+    """The server the provider claims (display only, untrusted)."""
+    state: str
+    """``answered`` or ``closed``."""
+    action: Action | None
+    close_reason: str
+    answered_by: AnsweredBy | None
+    created_at: datetime | None
+    settled_at: datetime | None
+    delivery: str
+    delivery_lost_reason: str
+    delivery_recorded_at: datetime | None
+
+    @classmethod
+    def from_proto(cls, message: interaction_service_pb2.HistoryEntry) -> HistoryEntry:
+        answered = message.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+        lost = message.delivery == interaction_pb2.DELIVERY_STATE_LOST
+        requester = message.requester
+        return cls(
+            interaction_id=message.interaction_id,
+            host_id=message.host_id,
+            session_id=message.session_id,
+            turn_id=message.turn_id,
+            invocation_id=message.invocation_id,
+            tool_name=message.tool_name,
+            provider=requester.provider_display_name or requester.provider_id,
+            claimed_server=requester.claimed_server,
+            state=_enum_name(interaction_pb2.InteractionState, "INTERACTION_STATE_", message.state),
+            action=Action(_enum_name(form_pb2.Action, "ACTION_", message.action)) if answered else None,
+            close_reason=_enum_name(interaction_pb2.CloseReason, "CLOSE_REASON_", message.close_reason),
+            answered_by=AnsweredBy.from_proto(message.answered_by) if message.HasField("answered_by") else None,
+            created_at=_time(message, "created_at"),
+            settled_at=_time(message, "settled_at"),
+            delivery=_enum_name(interaction_pb2.DeliveryState, "DELIVERY_STATE_", message.delivery) if answered else "",
+            delivery_lost_reason=(
+                _enum_name(interaction_pb2.CloseReason, "CLOSE_REASON_", message.delivery_lost_reason) if lost else ""
+            ),
+            delivery_recorded_at=_time(message, "delivery_recorded_at"),
+        )
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """One ``list_history`` page: newest first; ``next_page_token`` (empty: no older entry) asks for the next."""
+
+    entries: tuple[HistoryEntry, ...]
+    next_page_token: str
+
+
 @dataclass(frozen=True)
 class Form:
     """One Interaction (pending or settled): its binding, form, state and expiry."""
@@ -67,6 +157,8 @@ class Form:
     expires_at: datetime | None
     proto: interaction_pb2.Interaction = field(default_factory=interaction_pb2.Interaction, repr=False, compare=False)
     """The ``maka.interaction.v1.Interaction`` as received (for surfaces that decode the whole form)."""
+    answered_by: AnsweredBy | None = None
+    """Once answered: who answered (principal and surface kind)."""
 
     @classmethod
     def from_proto(cls, message: interaction_pb2.Interaction) -> Form:
@@ -95,6 +187,7 @@ class Form:
             close_reason=interaction_pb2.CloseReason.Name(message.close_reason).removeprefix("CLOSE_REASON_").lower(),
             expires_at=_time(message, "expires_at"),
             proto=message,
+            answered_by=AnsweredBy.from_proto(message.answered_by) if message.HasField("answered_by") else None,
         )
 
 
@@ -276,6 +369,26 @@ class SurfaceClient:
             raise MakaError.from_rpc(error) from None
         return [AttachedSurface.from_proto(s) for s in response.surfaces], response.omitted
 
+    async def list_history(
+        self,
+        session_ids: Sequence[str] = (),
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float = 10.0,
+    ) -> HistoryPage:
+        """Settled forms of ``session_ids`` (empty = every session this surface may see), newest first: who
+        answered, the action, the close reason and the delivery, never a value. ``page_size`` 0 lets the
+        service choose (50; at most 500); pass the page's ``next_page_token`` for older entries."""
+        request = interaction_service_pb2.ListHistoryRequest(
+            session_ids=list(session_ids), host_id=self.host_id, page_size=page_size, page_token=page_token
+        )
+        try:
+            response = await self.stub.ListHistory(request, metadata=self.metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as error:
+            raise MakaError.from_rpc(error) from None
+        return HistoryPage(tuple(HistoryEntry.from_proto(e) for e in response.entries), response.next_page_token)
+
     async def answer(
         self,
         interaction_id: str,
@@ -325,6 +438,7 @@ class SurfaceClient:
             submission_id=submission_id or new_submission_id(),
             answer=answer,
             host_id=self.host_id,
+            surface_kind=self.surface_kind,
         )
         try:
             response = await self.stub.Answer(request, metadata=(*self.metadata, *metadata), timeout=timeout)

@@ -67,6 +67,7 @@ import type { SingleSelectField as _maka_form_v1_SingleSelectField, SingleSelect
 import type { StringField as _maka_form_v1_StringField, StringField__Output as _maka_form_v1_StringField__Output } from './maka/form/v1/StringField';
 import type { StringList as _maka_form_v1_StringList, StringList__Output as _maka_form_v1_StringList__Output } from './maka/form/v1/StringList';
 import type { Value as _maka_form_v1_Value, Value__Output as _maka_form_v1_Value__Output } from './maka/form/v1/Value';
+import type { AnsweredBy as _maka_interaction_v1_AnsweredBy, AnsweredBy__Output as _maka_interaction_v1_AnsweredBy__Output } from './maka/interaction/v1/AnsweredBy';
 import type { Binding as _maka_interaction_v1_Binding, Binding__Output as _maka_interaction_v1_Binding__Output } from './maka/interaction/v1/Binding';
 import type { Interaction as _maka_interaction_v1_Interaction, Interaction__Output as _maka_interaction_v1_Interaction__Output } from './maka/interaction/v1/Interaction';
 import type { InteractionEvent as _maka_interaction_v1_InteractionEvent, InteractionEvent__Output as _maka_interaction_v1_InteractionEvent__Output } from './maka/interaction/v1/InteractionEvent';
@@ -167,6 +168,7 @@ export interface ProtoGrpcType {
     }
     interaction: {
       v1: {
+        AnsweredBy: MessageTypeDefinition<_maka_interaction_v1_AnsweredBy, _maka_interaction_v1_AnsweredBy__Output>
         Binding: MessageTypeDefinition<_maka_interaction_v1_Binding, _maka_interaction_v1_Binding__Output>
         CloseReason: EnumTypeDefinition
         DeliveryState: EnumTypeDefinition
@@ -175,6 +177,7 @@ export interface ProtoGrpcType {
         Interaction: MessageTypeDefinition<_maka_interaction_v1_Interaction, _maka_interaction_v1_Interaction__Output>
         InteractionEvent: MessageTypeDefinition<_maka_interaction_v1_InteractionEvent, _maka_interaction_v1_InteractionEvent__Output>
         InteractionState: EnumTypeDefinition
+        PrincipalKind: EnumTypeDefinition
         Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
       }
     }

@@ -19,6 +19,7 @@ import type { Value as _maka_form_v1_Value, Value__Output as _maka_form_v1_Value
 import type { AnswerOutcome as _maka_interaction_v1_AnswerOutcome, AnswerOutcome__Output as _maka_interaction_v1_AnswerOutcome__Output } from './maka/interaction/v1/AnswerOutcome';
 import type { AnswerRequest as _maka_interaction_v1_AnswerRequest, AnswerRequest__Output as _maka_interaction_v1_AnswerRequest__Output } from './maka/interaction/v1/AnswerRequest';
 import type { AnswerResponse as _maka_interaction_v1_AnswerResponse, AnswerResponse__Output as _maka_interaction_v1_AnswerResponse__Output } from './maka/interaction/v1/AnswerResponse';
+import type { AnsweredBy as _maka_interaction_v1_AnsweredBy, AnsweredBy__Output as _maka_interaction_v1_AnsweredBy__Output } from './maka/interaction/v1/AnsweredBy';
 import type { AttachRequest as _maka_interaction_v1_AttachRequest, AttachRequest__Output as _maka_interaction_v1_AttachRequest__Output } from './maka/interaction/v1/AttachRequest';
 import type { AttachResponse as _maka_interaction_v1_AttachResponse, AttachResponse__Output as _maka_interaction_v1_AttachResponse__Output } from './maka/interaction/v1/AttachResponse';
 import type { AttachedSurface as _maka_interaction_v1_AttachedSurface, AttachedSurface__Output as _maka_interaction_v1_AttachedSurface__Output } from './maka/interaction/v1/AttachedSurface';
@@ -32,6 +33,7 @@ import type { GetInteractionResponse as _maka_interaction_v1_GetInteractionRespo
 import type { Heartbeat as _maka_interaction_v1_Heartbeat, Heartbeat__Output as _maka_interaction_v1_Heartbeat__Output } from './maka/interaction/v1/Heartbeat';
 import type { HeartbeatAck as _maka_interaction_v1_HeartbeatAck, HeartbeatAck__Output as _maka_interaction_v1_HeartbeatAck__Output } from './maka/interaction/v1/HeartbeatAck';
 import type { Hello as _maka_interaction_v1_Hello, Hello__Output as _maka_interaction_v1_Hello__Output } from './maka/interaction/v1/Hello';
+import type { HistoryEntry as _maka_interaction_v1_HistoryEntry, HistoryEntry__Output as _maka_interaction_v1_HistoryEntry__Output } from './maka/interaction/v1/HistoryEntry';
 import type { HostLinkRequest as _maka_interaction_v1_HostLinkRequest, HostLinkRequest__Output as _maka_interaction_v1_HostLinkRequest__Output } from './maka/interaction/v1/HostLinkRequest';
 import type { HostLinkResponse as _maka_interaction_v1_HostLinkResponse, HostLinkResponse__Output as _maka_interaction_v1_HostLinkResponse__Output } from './maka/interaction/v1/HostLinkResponse';
 import type { Interaction as _maka_interaction_v1_Interaction, Interaction__Output as _maka_interaction_v1_Interaction__Output } from './maka/interaction/v1/Interaction';
@@ -40,6 +42,8 @@ import type { InteractionEvent as _maka_interaction_v1_InteractionEvent, Interac
 import type { InteractionOpened as _maka_interaction_v1_InteractionOpened, InteractionOpened__Output as _maka_interaction_v1_InteractionOpened__Output } from './maka/interaction/v1/InteractionOpened';
 import type { InteractionServiceClient as _maka_interaction_v1_InteractionServiceClient, InteractionServiceDefinition as _maka_interaction_v1_InteractionServiceDefinition } from './maka/interaction/v1/InteractionService';
 import type { InteractionSettled as _maka_interaction_v1_InteractionSettled, InteractionSettled__Output as _maka_interaction_v1_InteractionSettled__Output } from './maka/interaction/v1/InteractionSettled';
+import type { ListHistoryRequest as _maka_interaction_v1_ListHistoryRequest, ListHistoryRequest__Output as _maka_interaction_v1_ListHistoryRequest__Output } from './maka/interaction/v1/ListHistoryRequest';
+import type { ListHistoryResponse as _maka_interaction_v1_ListHistoryResponse, ListHistoryResponse__Output as _maka_interaction_v1_ListHistoryResponse__Output } from './maka/interaction/v1/ListHistoryResponse';
 import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, ListPendingRequest__Output as _maka_interaction_v1_ListPendingRequest__Output } from './maka/interaction/v1/ListPendingRequest';
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from './maka/interaction/v1/ListPendingResponse';
 import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, ListSurfacesRequest__Output as _maka_interaction_v1_ListSurfacesRequest__Output } from './maka/interaction/v1/ListSurfacesRequest';
@@ -89,6 +93,7 @@ export interface ProtoGrpcType {
         AnswerOutcome: MessageTypeDefinition<_maka_interaction_v1_AnswerOutcome, _maka_interaction_v1_AnswerOutcome__Output>
         AnswerRequest: MessageTypeDefinition<_maka_interaction_v1_AnswerRequest, _maka_interaction_v1_AnswerRequest__Output>
         AnswerResponse: MessageTypeDefinition<_maka_interaction_v1_AnswerResponse, _maka_interaction_v1_AnswerResponse__Output>
+        AnsweredBy: MessageTypeDefinition<_maka_interaction_v1_AnsweredBy, _maka_interaction_v1_AnsweredBy__Output>
         AttachRequest: MessageTypeDefinition<_maka_interaction_v1_AttachRequest, _maka_interaction_v1_AttachRequest__Output>
         AttachResponse: MessageTypeDefinition<_maka_interaction_v1_AttachResponse, _maka_interaction_v1_AttachResponse__Output>
         AttachedSurface: MessageTypeDefinition<_maka_interaction_v1_AttachedSurface, _maka_interaction_v1_AttachedSurface__Output>
@@ -106,6 +111,7 @@ export interface ProtoGrpcType {
         Heartbeat: MessageTypeDefinition<_maka_interaction_v1_Heartbeat, _maka_interaction_v1_Heartbeat__Output>
         HeartbeatAck: MessageTypeDefinition<_maka_interaction_v1_HeartbeatAck, _maka_interaction_v1_HeartbeatAck__Output>
         Hello: MessageTypeDefinition<_maka_interaction_v1_Hello, _maka_interaction_v1_Hello__Output>
+        HistoryEntry: MessageTypeDefinition<_maka_interaction_v1_HistoryEntry, _maka_interaction_v1_HistoryEntry__Output>
         HostLinkRequest: MessageTypeDefinition<_maka_interaction_v1_HostLinkRequest, _maka_interaction_v1_HostLinkRequest__Output>
         HostLinkResponse: MessageTypeDefinition<_maka_interaction_v1_HostLinkResponse, _maka_interaction_v1_HostLinkResponse__Output>
         Interaction: MessageTypeDefinition<_maka_interaction_v1_Interaction, _maka_interaction_v1_Interaction__Output>
@@ -115,12 +121,15 @@ export interface ProtoGrpcType {
         InteractionService: SubtypeConstructor<typeof grpc.Client, _maka_interaction_v1_InteractionServiceClient> & { service: _maka_interaction_v1_InteractionServiceDefinition }
         InteractionSettled: MessageTypeDefinition<_maka_interaction_v1_InteractionSettled, _maka_interaction_v1_InteractionSettled__Output>
         InteractionState: EnumTypeDefinition
+        ListHistoryRequest: MessageTypeDefinition<_maka_interaction_v1_ListHistoryRequest, _maka_interaction_v1_ListHistoryRequest__Output>
+        ListHistoryResponse: MessageTypeDefinition<_maka_interaction_v1_ListHistoryResponse, _maka_interaction_v1_ListHistoryResponse__Output>
         ListPendingRequest: MessageTypeDefinition<_maka_interaction_v1_ListPendingRequest, _maka_interaction_v1_ListPendingRequest__Output>
         ListPendingResponse: MessageTypeDefinition<_maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingResponse__Output>
         ListSurfacesRequest: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesRequest, _maka_interaction_v1_ListSurfacesRequest__Output>
         ListSurfacesResponse: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesResponse, _maka_interaction_v1_ListSurfacesResponse__Output>
         OpenInteraction: MessageTypeDefinition<_maka_interaction_v1_OpenInteraction, _maka_interaction_v1_OpenInteraction__Output>
         OpenRejected: MessageTypeDefinition<_maka_interaction_v1_OpenRejected, _maka_interaction_v1_OpenRejected__Output>
+        PrincipalKind: EnumTypeDefinition
         ReportDelivery: MessageTypeDefinition<_maka_interaction_v1_ReportDelivery, _maka_interaction_v1_ReportDelivery__Output>
         Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
         Snapshot: MessageTypeDefinition<_maka_interaction_v1_Snapshot, _maka_interaction_v1_Snapshot__Output>

@@ -185,6 +185,32 @@ ALREADY_EXISTS is not used: a repeated submission id returns the first outcome.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
+class _PrincipalKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PrincipalKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PrincipalKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PRINCIPAL_KIND_UNSPECIFIED: _PrincipalKind.ValueType  # 0
+    PRINCIPAL_KIND_TOKEN: _PrincipalKind.ValueType  # 1
+    """A static bearer token of the tokens file: principal is the token's name (never the token)."""
+    PRINCIPAL_KIND_ANONYMOUS: _PrincipalKind.ValueType  # 2
+    """No tokens are configured (the loopback default of `maka up`): principal is "anonymous"."""
+    PRINCIPAL_KIND_OIDC: _PrincipalKind.ValueType  # 3
+    """A person signed in with OpenID Connect: principal is the subject (`sub`), issuer the issuer (`iss`)."""
+
+class PrincipalKind(_PrincipalKind, metaclass=_PrincipalKindEnumTypeWrapper):
+    """PrincipalKind says what an AnsweredBy.principal names."""
+
+PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind.ValueType  # 0
+PRINCIPAL_KIND_TOKEN: PrincipalKind.ValueType  # 1
+"""A static bearer token of the tokens file: principal is the token's name (never the token)."""
+PRINCIPAL_KIND_ANONYMOUS: PrincipalKind.ValueType  # 2
+"""No tokens are configured (the loopback default of `maka up`): principal is "anonymous"."""
+PRINCIPAL_KIND_OIDC: PrincipalKind.ValueType  # 3
+"""A person signed in with OpenID Connect: principal is the subject (`sub`), issuer the issuer (`iss`)."""
+Global___PrincipalKind: _TypeAlias = PrincipalKind  # noqa: Y015
+
 class _DeliveryState:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -304,6 +330,7 @@ class Interaction(_message.Message):
     DELIVERY_FIELD_NUMBER: _builtins.int
     DELIVERY_LOST_REASON_FIELD_NUMBER: _builtins.int
     DELIVERY_RECORDED_AT_FIELD_NUMBER: _builtins.int
+    ANSWERED_BY_FIELD_NUMBER: _builtins.int
     ROUND_FIELD_NUMBER: _builtins.int
     SEALED_ANSWER_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
@@ -344,6 +371,12 @@ class Interaction(_message.Message):
         """When delivery became DELIVERED or LOST."""
 
     @_builtins.property
+    def answered_by(self) -> Global___AnsweredBy:
+        """Set when state is INTERACTION_STATE_ANSWERED: who committed the answer (never a token). Closes that
+        nobody answered (timed_out, host_restarted, ...) have none.
+        """
+
+    @_builtins.property
     def round(self) -> Global___Round:
         """Where this form sits in its MRTR round (unset for a form outside a round)."""
 
@@ -363,16 +396,55 @@ class Interaction(_message.Message):
         delivery: Global___DeliveryState.ValueType = ...,
         delivery_lost_reason: Global___CloseReason.ValueType = ...,
         delivery_recorded_at: _timestamp_pb2.Timestamp | None = ...,
+        answered_by: Global___AnsweredBy | None = ...,
         round: Global___Round | None = ...,
         sealed_answer: _builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "round", b"round", "settled_at", b"settled_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "answered_by", b"answered_by", "binding", b"binding", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "round", b"round", "settled_at", b"settled_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "round", b"round", "sealed_answer", b"sealed_answer", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "answered_by", b"answered_by", "binding", b"binding", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "expires_at", b"expires_at", "form", b"form", "host_epoch", b"host_epoch", "interaction_id", b"interaction_id", "round", b"round", "sealed_answer", b"sealed_answer", "settled_at", b"settled_at", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Interaction: _TypeAlias = Interaction  # noqa: Y015
+
+@_typing.final
+class AnsweredBy(_message.Message):
+    """AnsweredBy is who committed an answer: the authenticated principal the Interaction service saw, and
+    the kind of surface it answered through. Never a token, never an answer value.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_KIND_FIELD_NUMBER: _builtins.int
+    SURFACE_KIND_FIELD_NUMBER: _builtins.int
+    ISSUER_FIELD_NUMBER: _builtins.int
+    principal: _builtins.str
+    """The principal's name (see principal_kind)."""
+    principal_kind: Global___PrincipalKind.ValueType
+    surface_kind: _builtins.str
+    """The surface kind the caller named ("web", "tui", "cli", "mcp", a client library's name): what its
+    Subscribe (Attach) or AnswerRequest said, control characters removed, cut to 64 characters. Declared by
+    the caller (display only); the principal is the authenticated part.
+    """
+    issuer: _builtins.str
+    """With PRINCIPAL_KIND_OIDC: the issuer of the subject; empty otherwise."""
+    def __init__(
+        self,
+        *,
+        principal: _builtins.str = ...,
+        principal_kind: Global___PrincipalKind.ValueType = ...,
+        surface_kind: _builtins.str = ...,
+        issuer: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["issuer", b"issuer", "principal", b"principal", "principal_kind", b"principal_kind", "surface_kind", b"surface_kind"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AnsweredBy: _TypeAlias = AnsweredBy  # noqa: Y015
 
 @_typing.final
 class Round(_message.Message):

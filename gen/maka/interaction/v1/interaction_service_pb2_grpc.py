@@ -66,6 +66,11 @@ class InteractionServiceStub:
                 request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.SerializeToString,
                 response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.FromString,
                 _registered_method=True)
+        self.ListHistory = channel.unary_unary(
+                '/maka.interaction.v1.InteractionService/ListHistory',
+                request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryRequest.SerializeToString,
+                response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class InteractionServiceServicer:
@@ -122,6 +127,15 @@ class InteractionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListHistory(self, request, context):
+        """ListHistory returns the settled forms of the Host the caller may see (same visibility as ListPending),
+        newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
+        reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InteractionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -154,6 +168,11 @@ def add_InteractionServiceServicer_to_server(servicer, server):
                     servicer.ListSurfaces,
                     request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.FromString,
                     response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.SerializeToString,
+            ),
+            'ListHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHistory,
+                    request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryRequest.FromString,
+                    response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -320,6 +339,33 @@ class InteractionService:
             '/maka.interaction.v1.InteractionService/ListSurfaces',
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.SerializeToString,
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.interaction.v1.InteractionService/ListHistory',
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryRequest.SerializeToString,
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

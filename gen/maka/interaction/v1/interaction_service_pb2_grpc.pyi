@@ -57,6 +57,11 @@ class InteractionServiceStub:
     docs/design.md#attached-surfaces): those watching a session the caller may see, never a
     token, never another Host's.
     """
+    ListHistory: _grpc.UnaryUnaryMultiCallable[_interaction_service_pb2.ListHistoryRequest, _interaction_service_pb2.ListHistoryResponse]
+    """ListHistory returns the settled forms of the Host the caller may see (same visibility as ListPending),
+    newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
+    reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
+    """
 
 @_typing.type_check_only
 class InteractionServiceAsyncStub(InteractionServiceStub):
@@ -86,6 +91,11 @@ class InteractionServiceAsyncStub(InteractionServiceStub):
     """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
     docs/design.md#attached-surfaces): those watching a session the caller may see, never a
     token, never another Host's.
+    """
+    ListHistory: _aio.UnaryUnaryMultiCallable[_interaction_service_pb2.ListHistoryRequest, _interaction_service_pb2.ListHistoryResponse]  # type: ignore[assignment]
+    """ListHistory returns the settled forms of the Host the caller may see (same visibility as ListPending),
+    newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
+    reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
     """
 
 class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -149,6 +159,17 @@ class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
         """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
         docs/design.md#attached-surfaces): those watching a session the caller may see, never a
         token, never another Host's.
+        """
+
+    @_abc_1.abstractmethod
+    def ListHistory(
+        self,
+        request: _interaction_service_pb2.ListHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_interaction_service_pb2.ListHistoryResponse, _abc.Awaitable[_interaction_service_pb2.ListHistoryResponse]]:
+        """ListHistory returns the settled forms of the Host the caller may see (same visibility as ListPending),
+        newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
+        reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
         """
 
 def add_InteractionServiceServicer_to_server(servicer: InteractionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

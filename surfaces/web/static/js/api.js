@@ -1,5 +1,5 @@
 // @ts-check
-// The JSON API under /api/ (surfaces/web/app.py): session, sign-ins, status and answers. The server-sent
+// The JSON API under /api/ (surfaces/web/app.py): session, sign-ins, status, history and answers. The server-sent
 // events are sse.js's.
 
 /** @typedef {import("./state.js").View} View */
@@ -35,6 +35,22 @@
  */
 /** @typedef {{available: boolean, surfaces: number | null, servers: Server[], calls: Call[]}} Status */
 /** @typedef {{server: string, state: string, authorization_url: string}} SignIn */
+/**
+ * One settled form (GET /api/history): never a value.
+ * @typedef {object} HistoryEntry
+ * @property {string} id
+ * @property {string} session
+ * @property {string} tool
+ * @property {string} provider
+ * @property {string} claimed_server
+ * @property {string} state
+ * @property {string | null} action
+ * @property {string} close_reason
+ * @property {{principal: string, principal_kind: string, surface: string, issuer: string | null} | null} answered_by
+ * @property {string | null} settled_at
+ * @property {string | null} delivery
+ * @property {string | null} delivery_lost_reason
+ */
 
 /** @type {RequestInit} */
 const SAME_ORIGIN = { credentials: "same-origin" };
@@ -56,6 +72,16 @@ export async function getStatus() {
   const response = await fetch("/api/status", SAME_ORIGIN);
   if (!response.ok) return null;
   return response.json();
+}
+
+/**
+ * @param {number} limit
+ * @returns {Promise<HistoryEntry[] | null>} newest first; null when the surface could not answer
+ */
+export async function getHistory(limit) {
+  const response = await fetch(`/api/history?limit=${limit}`, SAME_ORIGIN);
+  if (!response.ok) return null;
+  return (await response.json()).history || [];
 }
 
 /** @returns {string} */

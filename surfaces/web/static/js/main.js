@@ -5,11 +5,13 @@
 //
 // Modules: state.js (the one store, passed explicitly), fields.js (the field rules, pure), widgets.js (field
 // widgets), cards.js (the forms), answer.js (answering), sse.js (live updates), status.js (notices, servers,
-// calls, sign-ins), undo.js (Dismiss with undo), drafts.js, api.js, dom.js, time.js.
+// calls, sign-ins), history.js (settled forms: who answered, never a value), undo.js (Dismiss with undo),
+// drafts.js, api.js, dom.js, time.js.
 
 import { answer } from "./answer.js";
 import { getSession } from "./api.js";
 import { tick } from "./cards.js";
+import { pollHistory } from "./history.js";
 import { connect, setConnection } from "./sse.js";
 import { createStore, updateSkew } from "./state.js";
 import { pollSignIns, pollStatus } from "./status.js";
@@ -18,6 +20,7 @@ import { pollSignIns, pollStatus } from "./status.js";
 
 const SIGN_IN_POLL_MS = 2000;
 const STATUS_POLL_MS = 2000;
+const HISTORY_POLL_MS = 3000;
 
 async function start() {
   const store = createStore();
@@ -46,6 +49,8 @@ async function start() {
   setInterval(pollSignIns, SIGN_IN_POLL_MS);
   void pollStatus(store);
   setInterval(() => void pollStatus(store), STATUS_POLL_MS);
+  void pollHistory();
+  setInterval(() => void pollHistory(), HISTORY_POLL_MS);
 }
 
 /**

@@ -8,6 +8,7 @@ export interface AnswerRequest {
   'submission_id'?: (string);
   'answer'?: (_maka_form_v1_Answer | null);
   'host_id'?: (string);
+  'surface_kind'?: (string);
 }
 
 export interface AnswerRequest__Output {
@@ -16,4 +17,5 @@ export interface AnswerRequest__Output {
   'submission_id': (string);
   'answer': (_maka_form_v1_Answer__Output | null);
   'host_id': (string);
+  'surface_kind': (string);
 }

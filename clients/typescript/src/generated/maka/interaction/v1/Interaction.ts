@@ -7,6 +7,7 @@ import type { Answer as _maka_form_v1_Answer, Answer__Output as _maka_form_v1_An
 import type { CloseReason as _maka_interaction_v1_CloseReason, CloseReason__Output as _maka_interaction_v1_CloseReason__Output } from '../../../maka/interaction/v1/CloseReason';
 import type { Timestamp as _google_protobuf_Timestamp, Timestamp__Output as _google_protobuf_Timestamp__Output } from '../../../google/protobuf/Timestamp';
 import type { DeliveryState as _maka_interaction_v1_DeliveryState, DeliveryState__Output as _maka_interaction_v1_DeliveryState__Output } from '../../../maka/interaction/v1/DeliveryState';
+import type { AnsweredBy as _maka_interaction_v1_AnsweredBy, AnsweredBy__Output as _maka_interaction_v1_AnsweredBy__Output } from '../../../maka/interaction/v1/AnsweredBy';
 import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from '../../../maka/interaction/v1/Round';
 import type { Long } from '@grpc/proto-loader';
 
@@ -24,6 +25,7 @@ export interface Interaction {
   'delivery'?: (_maka_interaction_v1_DeliveryState);
   'delivery_lost_reason'?: (_maka_interaction_v1_CloseReason);
   'delivery_recorded_at'?: (_google_protobuf_Timestamp | null);
+  'answered_by'?: (_maka_interaction_v1_AnsweredBy | null);
   'round'?: (_maka_interaction_v1_Round | null);
   'sealed_answer'?: (Buffer | Uint8Array | string);
 }
@@ -42,6 +44,7 @@ export interface Interaction__Output {
   'delivery': (_maka_interaction_v1_DeliveryState__Output);
   'delivery_lost_reason': (_maka_interaction_v1_CloseReason__Output);
   'delivery_recorded_at': (_google_protobuf_Timestamp__Output | null);
+  'answered_by': (_maka_interaction_v1_AnsweredBy__Output | null);
   'round': (_maka_interaction_v1_Round__Output | null);
   'sealed_answer': (Buffer);
 }

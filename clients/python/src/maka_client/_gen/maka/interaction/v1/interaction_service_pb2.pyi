@@ -673,12 +673,17 @@ class AnswerRequest(_message.Message):
     SUBMISSION_ID_FIELD_NUMBER: _builtins.int
     ANSWER_FIELD_NUMBER: _builtins.int
     HOST_ID_FIELD_NUMBER: _builtins.int
+    SURFACE_KIND_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     session_id: _builtins.str
     """The session the caller believes the Interaction belongs to; a mismatch is NOT_FOUND."""
     submission_id: _builtins.str
     host_id: _builtins.str
     """The Runtime Host of the Interaction; empty means the only Host (see Hello.host_id)."""
+    surface_kind: _builtins.str
+    """What the answering surface is ("web", "tui", "cli", ...), recorded in Interaction.answered_by like
+    Subscribe.surface_kind (display only: control characters removed, cut to 64 characters).
+    """
     @_builtins.property
     def answer(self) -> _form_pb2.Answer: ...
     def __init__(
@@ -689,10 +694,11 @@ class AnswerRequest(_message.Message):
         submission_id: _builtins.str = ...,
         answer: _form_pb2.Answer | None = ...,
         host_id: _builtins.str = ...,
+        surface_kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "host_id", b"host_id", "interaction_id", b"interaction_id", "session_id", b"session_id", "submission_id", b"submission_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "host_id", b"host_id", "interaction_id", b"interaction_id", "session_id", b"session_id", "submission_id", b"submission_id", "surface_kind", b"surface_kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -914,3 +920,149 @@ class ListSurfacesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListSurfacesResponse: _TypeAlias = ListSurfacesResponse  # noqa: Y015
+
+@_typing.final
+class ListHistoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_IDS_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    host_id: _builtins.str
+    """The Runtime Host; empty means the only Host (see Hello.host_id)."""
+    page_size: _builtins.int
+    """Most entries returned; zero means 50, at most 500."""
+    page_token: _builtins.str
+    """next_page_token of the previous page; empty for the newest entries."""
+    @_builtins.property
+    def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Empty means every session the caller may see."""
+
+    def __init__(
+        self,
+        *,
+        session_ids: _abc.Iterable[_builtins.str] | None = ...,
+        host_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "page_size", b"page_size", "page_token", b"page_token", "session_ids", b"session_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListHistoryRequest: _TypeAlias = ListHistoryRequest  # noqa: Y015
+
+@_typing.final
+class HistoryEntry(_message.Message):
+    """HistoryEntry is one settled form as history keeps it: never an answer value, requestState or token."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INTERACTION_ID_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    HOST_EPOCH_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    REQUESTER_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    CLOSE_REASON_FIELD_NUMBER: _builtins.int
+    ANSWERED_BY_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    SETTLED_AT_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
+    DELIVERY_LOST_REASON_FIELD_NUMBER: _builtins.int
+    DELIVERY_RECORDED_AT_FIELD_NUMBER: _builtins.int
+    interaction_id: _builtins.str
+    host_id: _builtins.str
+    host_epoch: _builtins.int
+    session_id: _builtins.str
+    turn_id: _builtins.str
+    invocation_id: _builtins.str
+    tool_name: _builtins.str
+    """Qualified Tool name `SERVER:TOOL` as the model called it (from the broker's binding)."""
+    state: _interaction_pb2.InteractionState.ValueType
+    """INTERACTION_STATE_ANSWERED or INTERACTION_STATE_CLOSED."""
+    action: _form_pb2.Action.ValueType
+    """With ANSWERED: accept, decline or cancel."""
+    close_reason: _interaction_pb2.CloseReason.ValueType
+    delivery: _interaction_pb2.DeliveryState.ValueType
+    """With ANSWERED: whether the answer reached the Tool (the call's outcome as this tier knows it)."""
+    delivery_lost_reason: _interaction_pb2.CloseReason.ValueType
+    @_builtins.property
+    def requester(self) -> _form_pb2.Requester:
+        """Provenance: the provider as the broker registered it, and the server and Tool it claims (display only)."""
+
+    @_builtins.property
+    def answered_by(self) -> _interaction_pb2.AnsweredBy:
+        """With ANSWERED: who answered."""
+
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def settled_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def delivery_recorded_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        interaction_id: _builtins.str = ...,
+        host_id: _builtins.str = ...,
+        host_epoch: _builtins.int = ...,
+        session_id: _builtins.str = ...,
+        turn_id: _builtins.str = ...,
+        invocation_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        requester: _form_pb2.Requester | None = ...,
+        state: _interaction_pb2.InteractionState.ValueType = ...,
+        action: _form_pb2.Action.ValueType = ...,
+        close_reason: _interaction_pb2.CloseReason.ValueType = ...,
+        answered_by: _interaction_pb2.AnsweredBy | None = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        settled_at: _timestamp_pb2.Timestamp | None = ...,
+        delivery: _interaction_pb2.DeliveryState.ValueType = ...,
+        delivery_lost_reason: _interaction_pb2.CloseReason.ValueType = ...,
+        delivery_recorded_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answered_by", b"answered_by", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "requester", b"requester", "settled_at", b"settled_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "answered_by", b"answered_by", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "host_epoch", b"host_epoch", "host_id", b"host_id", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id", "requester", b"requester", "session_id", b"session_id", "settled_at", b"settled_at", "state", b"state", "tool_name", b"tool_name", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HistoryEntry: _TypeAlias = HistoryEntry  # noqa: Y015
+
+@_typing.final
+class ListHistoryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Pass as page_token for older entries; empty when there are none."""
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___HistoryEntry]:
+        """Newest settlement first."""
+
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        entries: _abc.Iterable[Global___HistoryEntry] | None = ...,
+        next_page_token: _builtins.str = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "entries", b"entries", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListHistoryResponse: _TypeAlias = ListHistoryResponse  # noqa: Y015
