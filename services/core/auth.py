@@ -63,6 +63,8 @@ class Principal:
     """May name the person it acts for (:data:`ACTS_FOR_HEADER`): the tokens file's ``"acts_for": true``."""
     via: str = ""
     """For a person named by an acting service: that service's principal name (empty otherwise)."""
+    issuer: str = ""
+    """For a person whose own OpenID Connect token was verified: the token's issuer (empty otherwise)."""
 
     def has_role(self, role: Role) -> bool:
         """True when the principal holds ``role`` (or is admin)."""

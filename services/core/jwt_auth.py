@@ -250,7 +250,11 @@ class JwtVerifier:
         name = claims.get(self.config.name_claim)
         if not isinstance(name, str) or not name.strip() or len(name) > 256:
             raise JwtRefused(Refusal.NO_NAME)
-        return Principal(name=name, roles=self.config.roles_for(groups_of(claims, self.config.groups_claim)))
+        return Principal(
+            name=name,
+            roles=self.config.roles_for(groups_of(claims, self.config.groups_claim)),
+            issuer=str(claims.get("iss", "")),
+        )
 
     async def verify(self, token: str) -> Principal:
         """The principal of bearer ``token``; raises ``Unauthenticated`` with ``bearer token refused: <why>``."""

@@ -143,10 +143,21 @@ def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.
 
 def answered_by(principal: Principal, surface_kind: str) -> interaction_pb2.AnsweredBy:
     """Who commits an answer: ``principal``'s name (a token's name, never the token; ``anonymous`` without
-    tokens) and kind, and the surface kind the caller declared (control characters removed, bounded)."""
-    kind = interaction_pb2.PRINCIPAL_KIND_ANONYMOUS if principal == ANONYMOUS else interaction_pb2.PRINCIPAL_KIND_TOKEN
+    tokens; a person's name when the person's own OpenID Connect token was verified or a surface answered
+    for its signed-in person) and kind, and the surface kind the caller declared (control characters
+    removed, bounded)."""
+    if principal.issuer or principal.via:
+        kind = interaction_pb2.PRINCIPAL_KIND_OIDC
+    elif principal == ANONYMOUS:
+        kind = interaction_pb2.PRINCIPAL_KIND_ANONYMOUS
+    else:
+        kind = interaction_pb2.PRINCIPAL_KIND_TOKEN
     return interaction_pb2.AnsweredBy(
-        principal=principal.name, principal_kind=kind, surface_kind=clean_kind(surface_kind)
+        principal=principal.name,
+        principal_kind=kind,
+        surface_kind=clean_kind(surface_kind),
+        issuer=principal.issuer,
+        via=principal.via,
     )
 
 

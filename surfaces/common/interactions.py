@@ -177,7 +177,7 @@ def _answered_by(message: interaction_pb2.Interaction) -> client.AnsweredBy | No
         return None
     who = message.answered_by
     kind = interaction_pb2.PrincipalKind.Name(who.principal_kind).removeprefix("PRINCIPAL_KIND_").lower()
-    return client.AnsweredBy(who.principal, kind, who.surface_kind, who.issuer)
+    return client.AnsweredBy(who.principal, kind, who.surface_kind, who.issuer, who.via)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -291,6 +291,7 @@ class InteractionView:
                 "principal_kind": self.answered_by.principal_kind,
                 "surface": self.answered_by.surface_kind,
                 "issuer": self.answered_by.issuer or None,
+                "via": self.answered_by.via or None,
             }
             if self.answered_by is not None
             else None,
@@ -367,6 +368,7 @@ def history_json(entry: HistoryEntry) -> dict[str, object]:
             "principal_kind": who.principal_kind,
             "surface": who.surface_kind,
             "issuer": who.issuer or None,
+            "via": who.via or None,
         }
         if who is not None
         else None,

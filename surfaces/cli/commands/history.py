@@ -75,6 +75,8 @@ def _who(entry: HistoryEntry) -> str:
     if who is None:
         return "-"
     kind = "" if who.principal_kind == "token" else f" ({who.principal_kind})"
+    if who.via:
+        kind = f" ({who.principal_kind}, through {who.via})"
     return f"{who.principal}{kind} via {who.surface_kind or 'unknown'}"
 
 

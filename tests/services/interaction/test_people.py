@@ -95,3 +95,33 @@ async def test_an_answer_sent_for_a_person_by_a_token_that_may_act_for_people_is
         if r.getMessage() == "answered"
     }
     assert by == {first.interaction_id: ("alice@example.com", "web"), second.interaction_id: ("tui", "")}
+
+
+async def test_the_record_names_the_person_who_answered_with_the_issuer_or_the_surface_that_answered_for_them(
+    service: Service, provider: Provider
+) -> None:
+    token = await asyncio.to_thread(id_token, provider, ALICE, "maka-cli")
+    async with channel(service, BROKER_TOKEN) as broker:
+        link = await Link.connect(broker)
+        own = await link.open("s-1", "inv-1")
+        vouched = await link.open("s-1", "inv-2")
+        by_token = await link.open("s-1", "inv-3")
+        async with (
+            Interactions.connect(service.target, token=token) as person,
+            Interactions.connect(service.target, token=WEB_TOKEN) as web,
+            Interactions.connect(service.target, token=TUI_TOKEN) as tui,
+        ):
+            await person.answer(own.interaction_id, Answer(Action.DECLINE))
+            await web.answer(vouched.interaction_id, Answer(Action.DECLINE), acting_for="alice@example.com")
+            await tui.answer(by_token.interaction_id, Answer(Action.DECLINE))
+            records = [await tui.get(ix.interaction_id) for ix in (own, vouched, by_token)]
+    who = [
+        (r.answered_by.principal, r.answered_by.principal_kind, r.answered_by.issuer, r.answered_by.via)
+        for r in records
+        if r.answered_by is not None
+    ]
+    assert who == [
+        ("alice@example.com", "oidc", provider.issuer, ""),
+        ("alice@example.com", "oidc", "", "web"),
+        ("tui", "token", "", ""),
+    ]

@@ -58,12 +58,14 @@ def _enum_name(wrapper: Any, prefix: str, value: int) -> str:
 @dataclass(frozen=True)
 class AnsweredBy:
     """Who committed an answer: the principal's name (a token's name, never the token; an OIDC subject),
-    its kind (``token``, ``anonymous``, ``oidc``), the surface kind it answered through, and an OIDC issuer."""
+    its kind (``token``, ``anonymous``, ``oidc``), the surface kind it answered through, the issuer of a
+    person's verified token, and ``via``: the surface token that answered for a signed-in person."""
 
     principal: str
     principal_kind: str
     surface_kind: str
     issuer: str = ""
+    via: str = ""
 
     @classmethod
     def from_proto(cls, message: interaction_pb2.AnsweredBy) -> AnsweredBy:
@@ -72,6 +74,7 @@ class AnsweredBy:
             principal_kind=_enum_name(interaction_pb2.PrincipalKind, "PRINCIPAL_KIND_", message.principal_kind),
             surface_kind=message.surface_kind,
             issuer=message.issuer,
+            via=message.via,
         )
 
 

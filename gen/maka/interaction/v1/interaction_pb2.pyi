@@ -197,7 +197,10 @@ class _PrincipalKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Princip
     PRINCIPAL_KIND_ANONYMOUS: _PrincipalKind.ValueType  # 2
     """No tokens are configured (the loopback default of `maka up`): principal is "anonymous"."""
     PRINCIPAL_KIND_OIDC: _PrincipalKind.ValueType  # 3
-    """A person signed in with OpenID Connect: principal is the subject (`sub`), issuer the issuer (`iss`)."""
+    """A person signed in with OpenID Connect: principal names the person (the issuer's configured claim).
+    `issuer` is set when the service verified the person's own token (a bearer JWT); `via` is set when a
+    trusted surface answered for its signed-in person (`x-maka-acts-for`, docs/security.md).
+    """
 
 class PrincipalKind(_PrincipalKind, metaclass=_PrincipalKindEnumTypeWrapper):
     """PrincipalKind says what an AnsweredBy.principal names."""
@@ -208,7 +211,10 @@ PRINCIPAL_KIND_TOKEN: PrincipalKind.ValueType  # 1
 PRINCIPAL_KIND_ANONYMOUS: PrincipalKind.ValueType  # 2
 """No tokens are configured (the loopback default of `maka up`): principal is "anonymous"."""
 PRINCIPAL_KIND_OIDC: PrincipalKind.ValueType  # 3
-"""A person signed in with OpenID Connect: principal is the subject (`sub`), issuer the issuer (`iss`)."""
+"""A person signed in with OpenID Connect: principal names the person (the issuer's configured claim).
+`issuer` is set when the service verified the person's own token (a bearer JWT); `via` is set when a
+trusted surface answered for its signed-in person (`x-maka-acts-for`, docs/security.md).
+"""
 Global___PrincipalKind: _TypeAlias = PrincipalKind  # noqa: Y015
 
 class _DeliveryState:
@@ -420,6 +426,7 @@ class AnsweredBy(_message.Message):
     PRINCIPAL_KIND_FIELD_NUMBER: _builtins.int
     SURFACE_KIND_FIELD_NUMBER: _builtins.int
     ISSUER_FIELD_NUMBER: _builtins.int
+    VIA_FIELD_NUMBER: _builtins.int
     principal: _builtins.str
     """The principal's name (see principal_kind)."""
     principal_kind: Global___PrincipalKind.ValueType
@@ -429,7 +436,11 @@ class AnsweredBy(_message.Message):
     the caller (display only); the principal is the authenticated part.
     """
     issuer: _builtins.str
-    """With PRINCIPAL_KIND_OIDC: the issuer of the subject; empty otherwise."""
+    """With PRINCIPAL_KIND_OIDC: the issuer of the person's verified token; empty otherwise."""
+    via: _builtins.str
+    """With PRINCIPAL_KIND_OIDC: the name of the surface's token that answered for the person (the web page's
+    service token); empty when the person's own token answered.
+    """
     def __init__(
         self,
         *,
@@ -437,10 +448,11 @@ class AnsweredBy(_message.Message):
         principal_kind: Global___PrincipalKind.ValueType = ...,
         surface_kind: _builtins.str = ...,
         issuer: _builtins.str = ...,
+        via: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["issuer", b"issuer", "principal", b"principal", "principal_kind", b"principal_kind", "surface_kind", b"surface_kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["issuer", b"issuer", "principal", b"principal", "principal_kind", b"principal_kind", "surface_kind", b"surface_kind", "via", b"via"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

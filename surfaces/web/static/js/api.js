@@ -46,7 +46,7 @@
  * @property {string} state
  * @property {string | null} action
  * @property {string} close_reason
- * @property {{principal: string, principal_kind: string, surface: string, issuer: string | null} | null} answered_by
+ * @property {{principal: string, principal_kind: string, surface: string, issuer: string | null, via: string | null} | null} answered_by
  * @property {string | null} settled_at
  * @property {string | null} delivery
  * @property {string | null} delivery_lost_reason

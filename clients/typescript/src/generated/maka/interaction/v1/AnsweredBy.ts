@@ -7,6 +7,7 @@ export interface AnsweredBy {
   'principal_kind'?: (_maka_interaction_v1_PrincipalKind);
   'surface_kind'?: (string);
   'issuer'?: (string);
+  'via'?: (string);
 }
 
 export interface AnsweredBy__Output {
@@ -14,4 +15,5 @@ export interface AnsweredBy__Output {
   'principal_kind': (_maka_interaction_v1_PrincipalKind__Output);
   'surface_kind': (string);
   'issuer': (string);
+  'via': (string);
 }
