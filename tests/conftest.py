@@ -1,12 +1,16 @@
-"""Fixtures shared by every test: a real redis-server per test session (per xdist worker)."""
+"""Fixtures shared by every test: a real redis-server per test session (per xdist worker), and a guard that
+fails the test that leaves a connection to it open."""
 
 from __future__ import annotations
 
+import gc
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 import redis.asyncio
 
 from tests.helpers.redis_server import RedisServer
@@ -31,3 +35,36 @@ async def redis_url(redis_server: RedisServer) -> str:
     await client.flushall()
     await client.aclose()
     return redis_server.url
+
+
+_GUARD_NAME = "maka-test-leak-guard"
+
+
+def _open_clients(url: str) -> dict[int, dict[str, str]]:
+    """The server's client connections by id, but the one asking."""
+    with redis.Redis.from_url(url, client_name=_GUARD_NAME) as probe:
+        return {int(c["id"]): c for c in probe.client_list() if c["name"] != _GUARD_NAME}
+
+
+@pytest.fixture(autouse=True)
+def _no_redis_connection_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test (using ``redis_url``) that leaves a connection to the session's redis-server open once its
+    event loop is closed: a stopped service must have closed its Redis connections, and a test every client it
+    opened. Left open, the connection's garbage collection fails whichever later test of the worker runs then
+    ("unclosed Connection", "Event loop is closed"); here the leak fails the test that made it, and is collected.
+
+    Two ``CLIENT LIST`` per such test (about a millisecond); autouse, so torn down after the test's event loop
+    closed. Connections already open before the test are not its own."""
+    if "redis_url" not in request.fixturenames:
+        yield
+        return
+    server: RedisServer = request.getfixturevalue("redis_server")
+    before = _open_clients(server.url)
+    yield
+    left = [c for client_id, c in _open_clients(server.url).items() if client_id not in before]
+    if left:
+        with warnings.catch_warnings():  # collected now, reported below: not as a later test's warning
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+        shown = ", ".join(f"name={c['name'] or '-'} cmd={c['cmd']} age={c['age']}s" for c in left)
+        pytest.fail(f"{len(left)} Redis connection(s) still open after the test: {shown}", pytrace=False)
