@@ -40,10 +40,11 @@ async def redis_url(redis_server: RedisServer) -> str:
 _GUARD_NAME = "maka-test-leak-guard"
 
 
-def _open_clients(url: str) -> dict[int, dict[str, str]]:
-    """The server's client connections by id, but the one asking."""
-    with redis.Redis.from_url(url, client_name=_GUARD_NAME) as probe:
-        return {int(c["id"]): c for c in probe.client_list() if c["name"] != _GUARD_NAME}
+@pytest.fixture(scope="session")
+def _redis_probe(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    """One connection (named, so it never counts as a test's) that lists the session server's clients."""
+    with redis.Redis.from_url(redis_server.url, client_name=_GUARD_NAME) as probe:
+        yield probe
 
 
 @pytest.fixture(autouse=True)
@@ -53,15 +54,22 @@ def _no_redis_connection_outlives_its_test(request: pytest.FixtureRequest) -> It
     opened. Left open, the connection's garbage collection fails whichever later test of the worker runs then
     ("unclosed Connection", "Event loop is closed"); here the leak fails the test that made it, and is collected.
 
-    Two ``CLIENT LIST`` per such test (about a millisecond); autouse, so torn down after the test's event loop
-    closed. Connections already open before the test are not its own."""
+    Two PING + ``CLIENT LIST`` per such test on one session connection (about a millisecond); autouse, so torn
+    down after the test's event loop closed. Connections already open before the test are not its own."""
     if "redis_url" not in request.fixturenames:
         yield
         return
-    server: RedisServer = request.getfixturevalue("redis_server")
-    before = _open_clients(server.url)
+    probe: redis.Redis = request.getfixturevalue("_redis_probe")
+
+    def open_clients() -> dict[int, dict[str, str]]:
+        # The PING first: a connection this process closed before is gone from the list by the time its reply
+        # came (the server saw that close first).
+        probe.ping()
+        return {int(c["id"]): c for c in probe.client_list() if c["name"] != _GUARD_NAME}
+
+    before = open_clients()
     yield
-    left = [c for client_id, c in _open_clients(server.url).items() if client_id not in before]
+    left = [c for client_id, c in open_clients().items() if client_id not in before]
     if left:
         with warnings.catch_warnings():  # collected now, reported below: not as a later test's warning
             warnings.simplefilter("ignore", ResourceWarning)
