@@ -40,6 +40,9 @@ log = logging.getLogger("maka.interaction.main")
 
 SERVICE_NAME = interaction_service_pb2.DESCRIPTOR.services_by_name["InteractionService"].full_name
 _METHOD = f"/{SERVICE_NAME}/"
+_HANDLERS_END_SECONDS = 2.0
+"""How long :meth:`InteractionApp.close` waits for the handlers the stopped server cancelled (then cancels
+those left and waits as long again)."""
 
 
 class InteractionApp:
@@ -113,12 +116,19 @@ class InteractionApp:
                 await self._task
         await self.tier.aclose()
         await self.fanout.aclose()
-        await self.close()
+        await self._close_redis()
 
     async def close(self) -> None:
-        """Let the presence leaves and store calls in flight finish, then close Redis. Run at the end of
-        :meth:`stop` and again after the server stopped, for the streams it cancelled and any connection a
-        handler inside the grace period opened (a closed redis-py pool still hands out new connections)."""
+        """After the server stopped: wait until the handlers it cancelled have ended (``server.stop`` returns
+        before they unwound, and their cleanup still writes to Redis), then close Redis again, for those and
+        for any connection a handler inside the grace period opened (a closed redis-py pool still hands out
+        new connections). Every connection of the stopped service is closed once this returns."""
+        await self.servicer.handlers_ended(_HANDLERS_END_SECONDS)
+        await self._close_redis()
+
+    async def _close_redis(self) -> None:
+        """Let the presence leaves and store calls in flight finish, then close Redis (end of :meth:`stop`,
+        and :meth:`close`)."""
         await self.servicer.presence.aclose()
         await finish_calls()
         await close_client(self.client)

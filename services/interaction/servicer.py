@@ -65,6 +65,30 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         """Every open stream's queue and what :meth:`drain` queues to end it."""
         self._idle = asyncio.Event()
         self._idle.set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+        """The tasks running a handler: gRPC's ``server.stop`` returns before the handlers it cancelled have
+        unwound, and their cleanup still uses Redis (:meth:`handlers_ended`)."""
+
+    def _handling(self) -> None:
+        """Count the running task as a handler until it ends (the first line of every RPC method)."""
+        task = asyncio.current_task()
+        if task is not None and task not in self._handlers:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
+
+    async def handlers_ended(self, timeout: float) -> None:
+        """Called once the server stopped: wait, at most ``timeout`` seconds, until every handler has ended
+        (the server cancelled them; their cleanup, e.g. a presence leave, may still start store calls).
+        Handlers still running then are cancelled and waited for as long again: none may use Redis after it
+        is closed (a closed redis-py pool opens new connections, which nobody would close)."""
+        pending = {task for task in self._handlers if task is not asyncio.current_task()}
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=timeout)
+        if pending:
+            log.warning("handlers_still_running", extra={"count": len(pending)})
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=timeout)
 
     async def drain(self, timeout: float) -> None:
         """End every open HostLink/Attach stream (clients reconnect and resume elsewhere) and wait,
@@ -152,6 +176,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         (closed in batches right after the reply; watched ones before it). The frames are applied by a
         :class:`~services.interaction.host_link.HostLinkSession` (its docstring states the ordering).
         """
+        self._handling()
         requests = aiter(request_iterator)
         try:
             async with asyncio.timeout(self.attach_subscribe_timeout):
@@ -193,6 +218,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         """A surface's stream: subscribe → snapshot or replay → live events; answers on the same stream.
 
         A stream that sends no subscribe frame within ``attach_subscribe_timeout`` seconds ends INVALID_REQUEST."""
+        self._handling()
         principal = current_principal()
         requests = aiter(request_iterator)
         try:
@@ -252,6 +278,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self, request: interaction_service_pb2.AnswerRequest, context: _Ctx
     ) -> interaction_service_pb2.AnswerResponse:
         """Commit an answer (idempotent per submission id); errors per the proto's ErrorReason."""
+        self._handling()
         principal = current_principal()
         interaction = await self._call(
             context,
@@ -270,6 +297,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self, request: interaction_service_pb2.ListPendingRequest, context: _Ctx
     ) -> interaction_service_pb2.ListPendingResponse:
         """Pending Interactions of the named (or every visible) session."""
+        self._handling()
         principal = current_principal()
         pending = await self._call(
             context,
@@ -283,6 +311,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self, request: interaction_service_pb2.GetInteractionRequest, context: _Ctx
     ) -> interaction_service_pb2.GetInteractionResponse:
         """One Interaction visible to the caller, pending or settled."""
+        self._handling()
         principal = current_principal()
         interaction = await self._call(
             context,
@@ -296,6 +325,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self, request: interaction_service_pb2.ListSurfacesRequest, context: _Ctx
     ) -> interaction_service_pb2.ListSurfacesResponse:
         """The Host's attached surfaces that watch a session the caller may see (never a token)."""
+        self._handling()
         principal = current_principal()
 
         async def listed() -> tuple[list[interaction_service_pb2.AttachedSurface], int]:

@@ -33,6 +33,8 @@ from tests.services.interaction.harness import (
 
 BURST = 20
 """Entries added to the session's Stream in one transaction: one follower read offers them all at once."""
+LATE_STREAMS = 4
+"""Surfaces attached while the service shuts down (each one's cleanup races the close)."""
 
 
 async def test_an_attach_stream_that_fell_behind_ends_unavailable_subscriber_overflow_and_resumes_losing_nothing(
@@ -154,3 +156,32 @@ async def test_the_surface_client_reattaches_on_shutting_down_with_the_reason_an
     finally:
         await surface.close()
         await service.running.stop()
+
+
+async def test_a_stopped_service_has_closed_every_redis_connection_even_those_of_a_stream_cancelled_at_shutdown(
+    settings: Settings,
+) -> None:
+    """A surface that reconnects while the service shuts down (after the drain, within the grace period) is
+    cancelled by ``server.stop``, which returns before its handler unwound; the handler's cleanup (its presence
+    leave) writes to Redis, through a pool already closed. Once the app closed, that write is done and no
+    connection of the service is left open (before: one leaked, and its garbage collection failed a later
+    test)."""
+    service = await start_service(settings)
+    surfaces_key = service.app.authority.store.keys.surfaces()
+    inspector = redis.asyncio.Redis.from_url(settings.redis_url)
+    try:
+        async with channel(service, ADMIN_SURFACE_TOKEN) as surfaces:
+            await service.app.stop()  # drained (nothing attached), Redis closed; the server still accepts streams
+            late = [await Surface.attach(surfaces, ("s-a",)) for _ in range(LATE_STREAMS)]
+            for surface in late:
+                await surface.next("snapshot")
+            assert await inspector.hlen(surfaces_key) == LATE_STREAMS  # attached: their presence entries written
+            await service.running.server.stop(0)  # cancels the late streams
+            await service.app.close()
+            assert await inspector.hlen(surfaces_key) == 0, "the cancelled streams' leaves ran before the close"
+            clients = await inspector.client_list()
+            assert [c for c in clients if c["name"] == "maka-interaction"] == []
+            for surface in late:
+                await surface.close()
+    finally:
+        await inspector.aclose()
