@@ -341,6 +341,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         self, request: interaction_service_pb2.ListHistoryRequest, context: _Ctx
     ) -> interaction_service_pb2.ListHistoryResponse:
         """Settled forms the caller may see, newest first, paged (never an answer value)."""
+        self._handling()
         principal = current_principal()
         entries, next_token = await self._call(
             context,

@@ -185,3 +185,26 @@ async def test_a_stopped_service_has_closed_every_redis_connection_even_those_of
                 await surface.close()
     finally:
         await inspector.aclose()
+
+
+def test_every_rpc_method_of_the_servicer_counts_itself_as_a_handler_on_its_first_line() -> None:
+    """``InteractionApp.close`` waits for the handlers ``_handling`` counted: a method that forgets it could
+    use Redis after it is closed (the leak the test above catches)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from maka.interaction.v1 import interaction_service_pb2
+    from services.interaction.servicer import InteractionServicer
+
+    methods = interaction_service_pb2.DESCRIPTOR.services_by_name["InteractionService"].methods_by_name
+    missing = []
+    for name in methods:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(InteractionServicer, name))))
+        function = tree.body[0]
+        assert isinstance(function, ast.AsyncFunctionDef)
+        body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        first = ast.unparse(body[0]) if body else ""
+        if first != "self._handling()":
+            missing.append(name)
+    assert missing == []
