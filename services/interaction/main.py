@@ -53,6 +53,7 @@ class InteractionApp:
         _METHOD + "ListPending": frozenset({Role.SURFACE}),
         _METHOD + "GetInteraction": frozenset({Role.SURFACE}),
         _METHOD + "ListSurfaces": frozenset({Role.SURFACE}),
+        _METHOD + "ListHosts": frozenset({Role.SURFACE}),
     }
     """Who may call what (the auth interceptor enforces it; admin may call everything)."""
 

@@ -29,6 +29,7 @@ from maka_client.events import (
     Stopped,
 )
 from maka_client.surface import (
+    ALL_HOSTS,
     AttachedSurface,
     Form,
     FormAnswered,
@@ -42,6 +43,7 @@ from maka_client.surface import (
 )
 
 __all__ = [
+    "ALL_HOSTS",
     "Accepted",
     "Action",
     "AttachedSurface",

@@ -40,6 +40,8 @@ import type { InteractionEvent as _maka_interaction_v1_InteractionEvent, Interac
 import type { InteractionOpened as _maka_interaction_v1_InteractionOpened, InteractionOpened__Output as _maka_interaction_v1_InteractionOpened__Output } from './maka/interaction/v1/InteractionOpened';
 import type { InteractionServiceClient as _maka_interaction_v1_InteractionServiceClient, InteractionServiceDefinition as _maka_interaction_v1_InteractionServiceDefinition } from './maka/interaction/v1/InteractionService';
 import type { InteractionSettled as _maka_interaction_v1_InteractionSettled, InteractionSettled__Output as _maka_interaction_v1_InteractionSettled__Output } from './maka/interaction/v1/InteractionSettled';
+import type { ListHostsRequest as _maka_interaction_v1_ListHostsRequest, ListHostsRequest__Output as _maka_interaction_v1_ListHostsRequest__Output } from './maka/interaction/v1/ListHostsRequest';
+import type { ListHostsResponse as _maka_interaction_v1_ListHostsResponse, ListHostsResponse__Output as _maka_interaction_v1_ListHostsResponse__Output } from './maka/interaction/v1/ListHostsResponse';
 import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, ListPendingRequest__Output as _maka_interaction_v1_ListPendingRequest__Output } from './maka/interaction/v1/ListPendingRequest';
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from './maka/interaction/v1/ListPendingResponse';
 import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, ListSurfacesRequest__Output as _maka_interaction_v1_ListSurfacesRequest__Output } from './maka/interaction/v1/ListSurfacesRequest';
@@ -115,6 +117,8 @@ export interface ProtoGrpcType {
         InteractionService: SubtypeConstructor<typeof grpc.Client, _maka_interaction_v1_InteractionServiceClient> & { service: _maka_interaction_v1_InteractionServiceDefinition }
         InteractionSettled: MessageTypeDefinition<_maka_interaction_v1_InteractionSettled, _maka_interaction_v1_InteractionSettled__Output>
         InteractionState: EnumTypeDefinition
+        ListHostsRequest: MessageTypeDefinition<_maka_interaction_v1_ListHostsRequest, _maka_interaction_v1_ListHostsRequest__Output>
+        ListHostsResponse: MessageTypeDefinition<_maka_interaction_v1_ListHostsResponse, _maka_interaction_v1_ListHostsResponse__Output>
         ListPendingRequest: MessageTypeDefinition<_maka_interaction_v1_ListPendingRequest, _maka_interaction_v1_ListPendingRequest__Output>
         ListPendingResponse: MessageTypeDefinition<_maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingResponse__Output>
         ListSurfacesRequest: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesRequest, _maka_interaction_v1_ListSurfacesRequest__Output>

@@ -66,6 +66,11 @@ class InteractionServiceStub:
                 request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.SerializeToString,
                 response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.FromString,
                 _registered_method=True)
+        self.ListHosts = channel.unary_unary(
+                '/maka.interaction.v1.InteractionService/ListHosts',
+                request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsRequest.SerializeToString,
+                response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsResponse.FromString,
+                _registered_method=True)
 
 
 class InteractionServiceServicer:
@@ -122,6 +127,15 @@ class InteractionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListHosts(self, request, context):
+        """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+        names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+        them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InteractionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -154,6 +168,11 @@ def add_InteractionServiceServicer_to_server(servicer, server):
                     servicer.ListSurfaces,
                     request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.FromString,
                     response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.SerializeToString,
+            ),
+            'ListHosts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHosts,
+                    request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsRequest.FromString,
+                    response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -320,6 +339,33 @@ class InteractionService:
             '/maka.interaction.v1.InteractionService/ListSurfaces',
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesRequest.SerializeToString,
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListSurfacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHosts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.interaction.v1.InteractionService/ListHosts',
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsRequest.SerializeToString,
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsResponse.FromString,
             options,
             channel_credentials,
             insecure,

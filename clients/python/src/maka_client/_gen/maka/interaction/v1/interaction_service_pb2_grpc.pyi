@@ -57,6 +57,11 @@ class InteractionServiceStub:
     docs/design.md#attached-surfaces): those watching a session the caller may see, never a
     token, never another Host's.
     """
+    ListHosts: _grpc.UnaryUnaryMultiCallable[_interaction_service_pb2.ListHostsRequest, _interaction_service_pb2.ListHostsResponse]
+    """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+    names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+    them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
+    """
 
 @_typing.type_check_only
 class InteractionServiceAsyncStub(InteractionServiceStub):
@@ -86,6 +91,11 @@ class InteractionServiceAsyncStub(InteractionServiceStub):
     """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
     docs/design.md#attached-surfaces): those watching a session the caller may see, never a
     token, never another Host's.
+    """
+    ListHosts: _aio.UnaryUnaryMultiCallable[_interaction_service_pb2.ListHostsRequest, _interaction_service_pb2.ListHostsResponse]  # type: ignore[assignment]
+    """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+    names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+    them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
     """
 
 class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -149,6 +159,17 @@ class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
         """ListSurfaces returns the surfaces attached to the Host (every replica's Attach streams; see
         docs/design.md#attached-surfaces): those watching a session the caller may see, never a
         token, never another Host's.
+        """
+
+    @_abc_1.abstractmethod
+    def ListHosts(
+        self,
+        request: _interaction_service_pb2.ListHostsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_interaction_service_pb2.ListHostsResponse, _abc.Awaitable[_interaction_service_pb2.ListHostsResponse]]:
+        """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+        names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+        them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
         """
 
 def add_InteractionServiceServicer_to_server(servicer: InteractionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
