@@ -248,11 +248,11 @@ class InteractionView:
             return False
         return self.expires_at is None or self.round_deadline <= self.expires_at
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, *, with_host: bool = False) -> dict[str, object]:
         """JSON-ready data for machine output (``maka pending --json``): ids, session, Tool, state, message,
         requester, fields (see :func:`surfaces.common.form_input.field_to_json`), times as RFC 3339 UTC
-        strings (``expires_at`` ``null`` when unbounded), ``host`` when the form's Host is known. Never includes
-        answer values."""
+        strings (``expires_at`` ``null`` when unbounded), ``host`` (the form's Host) when ``with_host`` (a surface
+        following a pool). Never includes answer values."""
         requester = self.form.requester
         return {
             "id": self.interaction_id,
@@ -276,7 +276,7 @@ class InteractionView:
             "settled_at": _iso(self.settled_at),
             "delivery": self.delivery.value if self.delivery is not Delivery.UNSPECIFIED else None,
             "delivery_lost_reason": self.delivery_lost_reason.value if self.delivery is Delivery.LOST else None,
-            **({"host": self.host_id} if self.host_id else {}),
+            **({"host": self.host_id} if with_host else {}),
             "round": {
                 "position": self.round_position,
                 "size": self.round_size,

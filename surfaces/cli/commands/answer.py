@@ -112,14 +112,14 @@ async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> 
         )
 
 
-def _outcome(view: InteractionView) -> dict[str, object]:
+def _outcome(view: InteractionView, *, with_host: bool = False) -> dict[str, object]:
     return {
         "id": view.interaction_id,
         "session": view.session_id,
         "state": view.state.value,
         "action": view.answer.action.value if view.answer is not None else None,
         "close_reason": view.close_reason.value if not view.pending else None,
-        **({"host": view.host_id} if view.host_id else {}),
+        **({"host": view.host_id} if with_host else {}),
     }
 
 
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         for path, description in error.violations:
             print(f"  {path}: {description}", file=sys.stderr)
         return code
-    outcome = _outcome(view)
+    outcome = _outcome(view, with_host=pool(args) is not None)
     if args.json:
         print(json.dumps(outcome, ensure_ascii=False))
     else:

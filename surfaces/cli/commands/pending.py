@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     except MakaError as error:
         return fail(error.reason, error.message)
     if args.json:
-        print(json.dumps([v.to_json() for v in views], ensure_ascii=False, indent=2))
+        print(json.dumps([v.to_json(with_host=hosts is not None) for v in views], ensure_ascii=False, indent=2))
     elif args.id is not None and not views[0].pending:
         print(display_text(_settled_line(views[0])))
     else:
