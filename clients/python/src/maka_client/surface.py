@@ -542,14 +542,14 @@ class SurfaceClient:
 
     async def _attach_pool(self, session_ids: Sequence[str], resume_token: str) -> AsyncGenerator[FormEvent, None]:
         tokens = decode_pool_token(resume_token)
-        queue: asyncio.Queue[tuple[str, FormEvent | MakaError]] = asyncio.Queue(256)
+        queue: asyncio.Queue[tuple[str, FormEvent | Exception]] = asyncio.Queue(256)
         followers: dict[str, asyncio.Task[None]] = {}
 
         async def follow(host: str) -> None:
             try:
                 async for event in self._attach_host(host, session_ids, tokens.get(host, "")):
                     await queue.put((host, event))
-            except MakaError as error:
+            except Exception as error:  # a Host's stream fails what a reconnect cannot fix: the merged one decides
                 await queue.put((host, error))
 
         def start(hosts: Sequence[str]) -> None:
@@ -568,10 +568,8 @@ class SurfaceClient:
         try:
             while True:
                 host, item = await queue.get()
-                if isinstance(item, MakaError):
-                    if item.grpc_status_code != grpc.StatusCode.PERMISSION_DENIED or not (
-                        self.pool and ALL_HOSTS in self.pool
-                    ):
+                if isinstance(item, Exception):
+                    if not isinstance(item, MakaError) or not self._droppable(item):
                         raise item
                     log.info("pool_host_dropped", extra={"host_id": host, "code": item.code})
                     followers.pop(host, None)
@@ -594,6 +592,11 @@ class SurfaceClient:
             for task in [*followers.values(), *([lister] if lister is not None else [])]:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    def _droppable(self, error: MakaError) -> bool:
+        """Whether a Host's fatal ``error`` drops just that Host from the pool: a ``*`` pool's Host the token may
+        no longer use (retired from the tier, or from the token); anything else ends the merged stream."""
+        return error.grpc_status_code == grpc.StatusCode.PERMISSION_DENIED and ALL_HOSTS in (self.pool or ())
 
     async def _ready(self) -> bool:
         # Wait (bounded) for a ready replica instead of failing fast while round_robin's subchannels are in
