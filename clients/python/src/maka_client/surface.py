@@ -563,9 +563,14 @@ class SurfaceClient:
                 with contextlib.suppress(MakaError):  # the next listing tries again
                     start(await self.hosts())
 
+        def composite() -> str:
+            return encode_pool_token({h: t for h, t in tokens.items() if h in followers})
+
         start(await self._pool_hosts_until_listed())
         lister = asyncio.create_task(relist(), name="pool-relist") if self.pool and ALL_HOSTS in self.pool else None
         try:
+            if not followers:  # no Host to follow (yet): say so, so a surface shows an empty list, not "loading"
+                yield FormSnapshot((), composite())
             while True:
                 host, item = await queue.get()
                 if isinstance(item, Exception):
@@ -574,7 +579,7 @@ class SurfaceClient:
                     log.info("pool_host_dropped", extra={"host_id": host, "code": item.code})
                     followers.pop(host, None)
                     tokens.pop(host, None)
-                    yield FormSnapshot((), encode_pool_token(tokens), host_id=host)
+                    yield FormSnapshot((), composite(), host_id=host)
                     continue
                 if isinstance(item, Reattaching):
                     yield item
@@ -585,7 +590,7 @@ class SurfaceClient:
                     self._remember(item.pending)
                 else:
                     self._remember([item.form])
-                yield dataclasses.replace(item, resume_token=encode_pool_token(tokens))
+                yield dataclasses.replace(item, resume_token=composite())
         finally:
             for task in [*followers.values(), *([lister] if lister is not None else [])]:
                 task.cancel()
