@@ -12,6 +12,7 @@ page still renders it only as DOM text.
 Interaction view shape::
 
     {"id": str, "session_id": str, "turn_id": str, "tool_name": "SERVER:TOOL", "host_epoch": int,
+     "host": str (the form's Host when the page follows a pool, ``MAKA_HOST_IDS``; else ""),
      "state": "pending" | "answered" | "closed", "close_reason": "" | "answered" | "stopped" | ...,
      "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
      "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
