@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -259,6 +260,8 @@ class SurfaceClient:
         self.stub = interaction_service_pb2_grpc.InteractionServiceStub(self._channel)
         self.reconnects = 0
         """How many times :meth:`attach` re-opened its stream (for status displays and tests)."""
+        self._listed: tuple[float, list[str]] | None = None
+        """A ``*`` pool's last ``ListHosts`` (monotonic time, Hosts), reused for ``pool_relist_seconds``."""
         self._hosts_of: OrderedDict[str, str] = OrderedDict()
         """Pool only: interaction id → its Host, for the forms this client has seen (bounded)."""
 
@@ -296,11 +299,14 @@ class SurfaceClient:
 
     async def hosts(self, *, timeout: float = 10.0) -> list[str]:
         """The Hosts this client follows now: ``[host_id]`` without a pool, the pool's ids, or (``*``) what
-        :meth:`list_hosts` returns; at most :data:`MAX_POOL_HOSTS`."""
+        :meth:`list_hosts` returned within the last ``pool_relist_seconds``; at most :data:`MAX_POOL_HOSTS`."""
         if self.pool is None:
             return [self.host_id]
         if ALL_HOSTS in self.pool:
-            return (await self.list_hosts(timeout=timeout))[:MAX_POOL_HOSTS]
+            now = time.monotonic()
+            if self._listed is None or now - self._listed[0] >= self.pool_relist_seconds:
+                self._listed = (now, (await self.list_hosts(timeout=timeout))[:MAX_POOL_HOSTS])
+            return list(self._listed[1])
         return list(self.pool[:MAX_POOL_HOSTS])
 
     def _remember(self, forms: Sequence[Form]) -> None:
