@@ -47,9 +47,10 @@ POOL_RELIST_SECONDS = 30.0
 """How often :meth:`SurfaceClient.attach` lists a ``*`` pool again, so a scaled-out Host appears."""
 MAX_POOL_HOSTS = 64
 """Most Hosts one surface follows (a pool listing more is cut to the first ones, in the tier's order)."""
-MAX_POOL_TOKEN_CHARS = 8192
-"""Longest composite resume token of a pool (:func:`encode_pool_token`); a longer one leaves Hosts out, which
-then resume with a fresh snapshot (never a loss)."""
+MAX_POOL_TOKEN_CHARS = 4096
+"""Longest composite resume token of a pool (:func:`encode_pool_token`), well under the 8 KiB header line proxies
+such as nginx accept (the web page sends it back as ``Last-Event-ID``); a longer one leaves Hosts out, which then
+resume with a fresh snapshot (never a loss)."""
 _POOL_TOKEN_PREFIX = "pool1."
 _HOST_MEMORY = 4096
 """Interaction ids whose Host a pool client remembers (older ones are found again by asking each Host)."""
