@@ -403,6 +403,9 @@ class Stack:
                     "MAKA_LISTEN": self._unix_target(name) if unix else f"127.0.0.1:{port}",
                     "MAKA_PORT_FILE": str(port_file),
                     "MAKA_HOST_ID": self.host_id,
+                    # the stack's tier serves its one Host: a shell's MAKA_HOST_IDS (a surface's pool, e.g. "*")
+                    # never reaches it
+                    "MAKA_HOST_IDS": "",
                     "MAKA_LOG_LEVEL": self.log_level,
                     **env(),
                     **self._auth_env(name),

@@ -57,6 +57,7 @@ class InteractionApp:
         _METHOD + "GetInteraction": frozenset({Role.SURFACE}),
         _METHOD + "ListSurfaces": frozenset({Role.SURFACE}),
         _METHOD + "ListHistory": frozenset({Role.SURFACE}),
+        _METHOD + "ListHosts": frozenset({Role.SURFACE}),
     }
     """Who may call what (the auth interceptor enforces it; admin may call everything)."""
 

@@ -73,6 +73,10 @@ class Presence:
         self._entries: dict[str, _Entry] = {}
         self._last_refresh_ms = 0
         self._leaving: set[asyncio.Task[None]] = set()
+        self._closing = False
+        """Set by :meth:`aclose`: Redis is closing, so a stream that joins or leaves from now on writes nothing
+        (a handler cancelled as the server stops runs its leave late; its entry expires with its TTL, as a
+        replica that dies leaves it)."""
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -93,27 +97,31 @@ class Presence:
         )
         surface.attached_at.FromMilliseconds(self._now_ms())
         self._entries[stream_id] = _Entry(store, surface)
+        if self._closing:
+            return stream_id
         with contextlib.suppress(StoreUnavailable):
             await store.put_surfaces({stream_id: encode_entry(surface, self._now_ms() + self.ttl_ms)}, self.ttl_ms)
         return stream_id
 
-    async def leave(self, stream_id: str) -> None:
-        """The stream ended: forget it and delete its entry (best effort)."""
+    async def leave(self, stream_id: str, *, write: bool = True) -> None:
+        """The stream ended: forget it and delete its entry (best effort; not when ``write`` is false)."""
         entry = self._entries.pop(stream_id, None)
-        if entry is not None:
+        if entry is not None and write:
             with contextlib.suppress(StoreUnavailable):
                 await entry.store.remove_surfaces([stream_id])
 
     def leave_soon(self, stream_id: str) -> asyncio.Task[None]:
         """:meth:`leave` in a task of its own, so it finishes when the stream's handler is cancelled;
         tracked, so :meth:`aclose` waits for it before the store's client closes."""
-        task = asyncio.create_task(self.leave(stream_id), name="presence-leave")
+        task = asyncio.create_task(self.leave(stream_id, write=not self._closing), name="presence-leave")
         self._leaving.add(task)
         task.add_done_callback(self._leaving.discard)
         return task
 
     async def aclose(self, timeout: float = 2.0) -> None:
-        """Wait (at most ``timeout`` s) for the leaves in flight: none may write after Redis is closed."""
+        """Wait (at most ``timeout`` s) for the leaves in flight: none may write after Redis is closed, and
+        streams that join or leave from now on write nothing."""
+        self._closing = True
         if self._leaving:
             await asyncio.wait(set(self._leaving), timeout=timeout)
 

@@ -352,3 +352,15 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         as_of = timestamp_pb2.Timestamp()
         as_of.GetCurrentTime()
         return interaction_service_pb2.ListHistoryResponse(entries=entries, next_page_token=next_token, as_of=as_of)
+
+    async def ListHosts(
+        self, request: interaction_service_pb2.ListHostsRequest, context: _Ctx
+    ) -> interaction_service_pb2.ListHostsResponse:
+        """The Hosts the caller may use: the tier's Hosts its token names (nothing about others)."""
+        self._handling()
+        principal = current_principal()
+        hosts = await self._call(context, lambda: self._hosts_for(principal))
+        return interaction_service_pb2.ListHostsResponse(host_ids=hosts)
+
+    async def _hosts_for(self, principal: Principal) -> list[str]:
+        return self.tier.hosts_for(principal)

@@ -33,6 +33,12 @@ class InteractionTier:
         """The Host ids served."""
         return list(self.authorities)
 
+    def hosts_for(self, principal: Principal) -> list[str]:
+        """The served Hosts ``principal``'s token names, in configured order (``ListHosts``): what a surface
+        following its team's pool attaches to. Never a Host the tier does not serve, nor one the token does not
+        name, so a caller learns nothing about other Hosts."""
+        return [h for h in self.authorities if principal.may_serve_host(h)]
+
     def resolve(self, principal: Principal, host_id: str) -> InteractionAuthority:
         """The authority of ``host_id`` for ``principal``.
 
@@ -44,7 +50,7 @@ class InteractionTier:
             if len(self.authorities) == 1:
                 host_id = next(iter(self.authorities))
             else:
-                allowed = [h for h in self.authorities if principal.may_serve_host(h)]
+                allowed = self.hosts_for(principal)
                 if len(allowed) != 1:
                     raise errors.InvalidRequest(
                         "host_id is required: this Interaction tier serves several Hosts",

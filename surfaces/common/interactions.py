@@ -238,6 +238,9 @@ class InteractionView:
     """The round's one deadline (its ``requestState`` expires then); ``None`` when none is known."""
     answered_by: client.AnsweredBy | None = None
     """Answered only: who answered (principal and kind, the surface kind it used)."""
+    host_id: str = ""
+    """The Runtime Host the form belongs to (server-supplied text: show it through
+    :func:`surfaces.common.untrusted.visible`); answers go there. Empty on a single-Host surface without one."""
 
     @property
     def pending(self) -> bool:
@@ -259,10 +262,11 @@ class InteractionView:
             return False
         return self.expires_at is None or self.round_deadline <= self.expires_at
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, *, with_host: bool = False) -> dict[str, object]:
         """JSON-ready data for machine output (``maka pending --json``): ids, session, Tool, state, message,
         requester, fields (see :func:`surfaces.common.form_input.field_to_json`), times as RFC 3339 UTC
-        strings (``expires_at`` ``null`` when unbounded). Never includes answer values."""
+        strings (``expires_at`` ``null`` when unbounded), ``host`` (the form's Host) when ``with_host`` (a surface
+        following a pool). Never includes answer values."""
         requester = self.form.requester
         return {
             "id": self.interaction_id,
@@ -295,6 +299,7 @@ class InteractionView:
             }
             if self.answered_by is not None
             else None,
+            **({"host": self.host_id} if with_host else {}),
             "round": {
                 "position": self.round_position,
                 "size": self.round_size,
@@ -305,8 +310,9 @@ class InteractionView:
         }
 
     @classmethod
-    def from_proto(cls, message: interaction_pb2.Interaction) -> InteractionView:
-        """Decode ``message``. A form that breaks the contract becomes a field-less stand-in whose message says so."""
+    def from_proto(cls, message: interaction_pb2.Interaction, host_id: str = "") -> InteractionView:
+        """Decode ``message`` (read from ``host_id``). A form that breaks the contract becomes a field-less
+        stand-in whose message says so."""
         binding = message.binding
         answer = answer_from_proto(message.answer) if message.HasField("answer") else None
         return cls(
@@ -330,6 +336,7 @@ class InteractionView:
             round_size=message.round.size,
             round_deadline=_time(message.round.deadline, message.round.HasField("deadline")),
             answered_by=_answered_by(message),
+            host_id=host_id,
         )
 
 
@@ -382,10 +389,16 @@ def history_json(entry: HistoryEntry) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class FormSnapshot:
-    """Every pending Interaction of the attached sessions (replaces what the surface showed)."""
+    """Every pending Interaction of the attached sessions on ``host_id`` (replaces what the surface showed of
+    that Host: :func:`replaces`; on a single-Host surface, everything)."""
 
     pending: tuple[InteractionView, ...]
     resume_token: str
+    host_id: str = ""
+
+    def replaces(self, view: InteractionView) -> bool:
+        """True when this snapshot stands for ``view``'s Host (so a form it does not list is no longer pending)."""
+        return view.host_id == self.host_id
 
 
 @dataclass(frozen=True)
@@ -434,26 +447,28 @@ def surface_token_from_env() -> str | None:
 
 
 def view_event(event: FormEvent) -> AttachEvent:
-    """One event of :meth:`maka_client.SurfaceClient.attach` with its Interactions decoded."""
+    """One event of :meth:`maka_client.SurfaceClient.attach` with its Interactions decoded (each with its Host)."""
     if isinstance(event, client.FormSnapshot):
-        return FormSnapshot(
-            tuple(InteractionView.from_proto(_ours(f.proto)) for f in event.pending), event.resume_token
-        )
+        return FormSnapshot(tuple(_view(f) for f in event.pending), event.resume_token, host_id=event.host_id)
     if isinstance(event, client.FormOpened):
-        return FormOpened(InteractionView.from_proto(_ours(event.form.proto)), event.resume_token)
+        return FormOpened(_view(event.form), event.resume_token)
     if isinstance(event, client.FormAnswered):
-        return FormAnswered(InteractionView.from_proto(_ours(event.form.proto)), event.resume_token)
+        return FormAnswered(_view(event.form), event.resume_token)
     if isinstance(event, client.FormClosed):
-        view = InteractionView.from_proto(_ours(event.form.proto))
+        view = _view(event.form)
         return FormClosed(view, view.close_reason, event.resume_token)
     if isinstance(event, client.FormDeliveryRecorded):
-        return FormDeliveryRecorded(InteractionView.from_proto(_ours(event.form.proto)), event.resume_token)
+        return FormDeliveryRecorded(_view(event.form), event.resume_token)
     assert isinstance(event, Reattaching)
     return event
 
 
 def _ours(message: Message) -> interaction_pb2.Interaction:
     return same(interaction_pb2.Interaction, message)
+
+
+def _view(form: client.Form) -> InteractionView:
+    return InteractionView.from_proto(_ours(form.proto), form.host_id)
 
 
 class Interactions:
@@ -477,11 +492,14 @@ class Interactions:
         token: str | None = None,
         reattach: ReattachPolicy | None = None,
         host_id: str = "",
+        pool: Sequence[str] | None = None,
         surface_kind: str = "",
     ) -> Interactions:
         """Open a channel to ``target`` (``host:port``) with :func:`services.core.channels.open_channel`
         (keepalive, round_robin, TLS from ``MAKA_TLS_*`` when configured, bearer token on every call); call
-        inside the running loop. ``token`` defaults to :func:`surface_token_from_env`.
+        inside the running loop. ``token`` defaults to :func:`surface_token_from_env`. ``pool`` (see
+        :func:`surfaces.common.target.parse_pool`) follows several Hosts instead of ``host_id``
+        (:class:`maka_client.SurfaceClient`).
         """
         channel = open_channel(target, token=token if token is not None else surface_token_from_env())
         client = SurfaceClient(
@@ -489,9 +507,19 @@ class Interactions:
             channel=channel,
             reattach=reattach or SURFACE_REATTACH,
             host_id=host_id,
+            pool=pool,
             surface_kind=surface_kind,
         )
         return cls(client, channel=channel)
+
+    @property
+    def pooled(self) -> bool:
+        """True when this surface follows a pool of Hosts (each form then shows its Host)."""
+        return self.client.pool is not None
+
+    async def hosts(self) -> list[str]:
+        """The Hosts followed now (one without a pool; ``ListHosts`` for a ``*`` pool)."""
+        return await self.client.hosts()
 
     @property
     def reconnects(self) -> int:
@@ -517,6 +545,7 @@ class Interactions:
         submission_id: str | None = None,
         session_id: str = "",
         acting_for: str = "",
+        host_id: str | None = None,
     ) -> InteractionView:
         """Commit ``answer`` (``accept`` with values, ``decline`` or ``cancel``) to a pending Interaction.
 
@@ -525,7 +554,8 @@ class Interactions:
 
         Returns the Interaction as it stands after the answer. ``submission_id`` defaults to a fresh
         id; retrying with the same id returns the first outcome. ``session_id`` (optional) must match
-        the Interaction's session. Raises :class:`maka_client.MakaError`: ``INVALID_ANSWER``
+        the Interaction's session; ``host_id`` the form's Host (in a pool; found when omitted). Raises
+        :class:`maka_client.MakaError`: ``INVALID_ANSWER``
         (INVALID_ARGUMENT, with violations), ``NOT_FOUND``, ``CLOSED`` (FAILED_PRECONDITION),
         ``ALREADY_SETTLED`` (ABORTED), ``UNAVAILABLE``.
         """
@@ -535,13 +565,14 @@ class Interactions:
             message,
             submission_id=submission_id,
             session_id=session_id,
+            host_id=host_id,
             metadata=acts_for_metadata(acting_for),
         )
-        return InteractionView.from_proto(_ours(form.proto))
+        return _view(form)
 
     async def pending(self, session_ids: Sequence[str] = ()) -> list[InteractionView]:
         """The pending Interactions of ``session_ids`` (empty: every session the caller may see)."""
-        return [InteractionView.from_proto(_ours(f.proto)) for f in await self.client.pending(session_ids)]
+        return [_view(f) for f in await self.client.pending(session_ids)]
 
     async def list_surfaces(self) -> tuple[list[AttachedSurface], int]:
         """The surfaces attached to the Host that watch a session the caller may see, and how many more
@@ -555,9 +586,10 @@ class Interactions:
         (:meth:`maka_client.SurfaceClient.list_history`; never an answer value)."""
         return await self.client.list_history(session_ids, page_size=page_size, page_token=page_token)
 
-    async def get(self, interaction_id: str, *, session_id: str = "") -> InteractionView:
-        """One Interaction, pending or settled (within retention); ``NOT_FOUND`` when there is none."""
-        return InteractionView.from_proto(_ours((await self.client.get(interaction_id, session_id=session_id)).proto))
+    async def get(self, interaction_id: str, *, session_id: str = "", host_id: str | None = None) -> InteractionView:
+        """One Interaction, pending or settled (within retention); ``NOT_FOUND`` when there is none. In a pool it
+        is read from ``host_id``, else from the Host that has it."""
+        return _view(await self.client.get(interaction_id, session_id=session_id, host_id=host_id))
 
     async def attach(
         self, session_ids: Sequence[str] = (), resume_token: str = ""

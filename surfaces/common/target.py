@@ -112,6 +112,13 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
         help="the Host whose forms to address on a tier serving several (default: $MAKA_HOST_ID, else the "
         "stack's Host from endpoints.json, else the tier's only Host or the only one the token names)",
     )
+    parser.add_argument(
+        "--hosts",
+        metavar="IDS",
+        default=None,
+        help="follow a pool of Hosts instead of one: comma-separated Host ids, or '*' for every Host the token "
+        "may use (default: $MAKA_HOST_IDS; each form then shows its Host and is answered there)",
+    )
 
 
 def interaction_target(args: argparse.Namespace) -> str:
@@ -124,6 +131,31 @@ def interaction_target(args: argparse.Namespace) -> str:
     if not endpoints.interaction:
         raise ValueError(f"{args.state_dir}/endpoints.json names no Interaction service")
     return endpoints.interaction
+
+
+ALL_HOSTS = "*"
+"""A pool of every Host the surface token may use (``maka_client.ALL_HOSTS``)."""
+
+
+def parse_pool(text: str) -> tuple[str, ...] | None:
+    """A surface's pool setting (``MAKA_HOST_IDS``, ``--hosts``): comma-separated Host ids, or ``*`` for every
+    Host the token may use; ``None`` for empty text (the surface follows one Host, as ``host_id`` says)."""
+    listed = tuple(dict.fromkeys(h.strip() for h in text.split(",") if h.strip()))
+    if not listed:
+        return None
+    return (ALL_HOSTS,) if ALL_HOSTS in listed else listed
+
+
+def pool(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The pool of Hosts to follow: ``--hosts``, else ``$MAKA_HOST_IDS`` (``*`` = every Host the token may use),
+    parsed by :func:`parse_pool`; None (the default) follows one Host
+    (:func:`host_id`). An explicit ``--host-id`` wins over ``$MAKA_HOST_IDS``."""
+    explicit: str | None = getattr(args, "hosts", None)
+    if explicit is not None:
+        return parse_pool(explicit)
+    if getattr(args, "host_id", None):
+        return None
+    return parse_pool(os.environ.get("MAKA_HOST_IDS", ""))
 
 
 def host_id(args: argparse.Namespace) -> str:

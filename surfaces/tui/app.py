@@ -219,8 +219,11 @@ class MakaTui(App[None]):
         sign_ins: Callable[[], Awaitable[list[SignInView]]] | None = None,
         server_status: ServerStatusSource | None = None,
         undo_seconds: float = UNDO_SECONDS,
+        show_hosts: bool = False,
     ) -> None:
         super().__init__()
+        self._show_hosts = show_hosts
+        """The surface follows a pool of Hosts: each ``#pending`` entry names its form's Host."""
         self._undo_seconds = undo_seconds
         """Esc/Dismiss waits this long (Undo restores the form) before sending ``cancel``; 0 sends at once."""
         self._dismissing: dict[str, tuple[Timer, float]] = {}
@@ -384,7 +387,8 @@ class MakaTui(App[None]):
             self._poll_surfaces()  # this surface is attached now: count it at once
         if isinstance(event, FormSnapshot):
             fresh = {v.interaction_id: v for v in event.pending}
-            gone = [self.pending[i] for i in self.pending if i not in fresh]
+            # a pool sends one snapshot per Host: it replaces only that Host's forms
+            gone = [view for i, view in self.pending.items() if i not in fresh and event.replaces(view)]
             for view in gone:
                 await self._remove(view.interaction_id, None)
             if gone:
@@ -443,13 +447,16 @@ class MakaTui(App[None]):
 
     def _item_text(self, view: InteractionView) -> str:
         """A ``#pending`` entry: session · Tool (long names shortened in the middle), message, time left — the
-        time left only for forms not on screen (the selected form shows it once, in ``#time-left``)."""
+        time left only for forms not on screen (the selected form shows it once, in ``#time-left``); following a
+        pool, the time-left line ends with the form's Host (``· on HOST``)."""
         message = plain_text(view.form.message, keep_newlines=False)
         if len(message) > 60:
             message = message[:59] + "…"
         width = max(16, ITEM_WIDTH - len(view.session_id) - 3)
         tool = shorten_middle(plain_text(view.tool_name, keep_newlines=False), width)
         where = "shown on the right →" if view.interaction_id == self.selected_id else deadline_text(view, self._now())
+        if self._show_hosts:
+            where += f" · on {shorten_middle(plain_text(view.host_id, keep_newlines=False), 24)}"
         return f"{view.session_id} · {tool}\n{message}\n{where}"
 
     def _refresh_items(self) -> None:

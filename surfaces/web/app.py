@@ -31,8 +31,10 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   "Sign in to SERVER" with the full URL and an explicit open link, never opened automatically.
 - ``GET /oauth/callback?code&state&iss`` — the OAuth redirect: delivered with broker ``CompleteSignIn``;
   200 "Signed in to SERVER", 400 when no pending sign-in has that ``state``. The code is never logged.
-- ``GET /api/events`` — server-sent events from one ``Attach`` stream: ``snapshot`` (``{"pending",
-  "server_time"}``), then ``opened`` / ``answered`` / ``closed`` (``{"interaction", "server_time"}``);
+- ``GET /api/events`` — server-sent events from one ``Attach`` stream (following a pool, ``MAKA_HOST_IDS``: one per
+  Host, merged; each view's ``host`` names its Host and the event id is the pool's composite resume token):
+  ``snapshot`` (``{"pending", "host", "server_time"}``; it replaces the forms of ``host``, every form when
+  empty), then ``opened`` / ``answered`` / ``closed`` (``{"interaction", "server_time"}``);
   each event id is the service's resume token, so ``Last-Event-ID`` resumes. A lost stream ends with a
   ``failure`` event (``{"reason", "message"}``) and the browser reconnects.
 
@@ -75,6 +77,7 @@ from surfaces.common.interactions import (
     FormOpened,
     FormSnapshot,
     Interactions,
+    InteractionView,
     history_json,
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
@@ -83,7 +86,7 @@ from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
 from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
 from surfaces.web.settings import WebSettings, is_loopback
-from surfaces.web.views import AnswerShapeError, answer_from_json, interaction_view, now_iso
+from surfaces.web.views import AnswerShapeError, answer_from_json, host_text, interaction_view, now_iso
 
 log = logging.getLogger("maka.web.app")
 
@@ -141,6 +144,10 @@ class WebSurface:
         )
         self.sessions: list[str] = list(settings.sessions)
         self.login_limiter = LoginLimiter(settings.web_login_attempts_per_minute)
+
+    def view(self, ix: InteractionView) -> dict[str, Any]:
+        """The page's JSON of ``ix`` (with its Host when this surface follows a pool)."""
+        return interaction_view(ix, pooled=self.backend.pooled)
 
     def visible(self, session_id: str) -> bool:
         """True when this surface is configured to show ``session_id``."""
@@ -247,7 +254,7 @@ class WebSurface:
             items = await self.backend.pending(self.sessions)
         except MakaError as error:
             return self._backend_error(error)
-        views = [interaction_view(ix) for ix in items if self.visible(ix.session_id)]
+        views = [self.view(ix) for ix in items if self.visible(ix.session_id)]
         return JSONResponse({"pending": views, "server_time": now_iso()})
 
     async def status(self, request: Request) -> Response:
@@ -294,7 +301,7 @@ class WebSurface:
             ix = await self.backend.get(interaction_id, session_id=session_id)
         except MakaError as error:
             return self._backend_error(error)
-        return JSONResponse({"interaction": interaction_view(ix), "server_time": now_iso()})
+        return JSONResponse({"interaction": self.view(ix), "server_time": now_iso()})
 
     async def answer(self, request: Request) -> Response:
         interaction_id: str = request.path_params["interaction_id"]
@@ -327,6 +334,7 @@ class WebSurface:
                 submission_id=submission_id or None,
                 session_id=session_id,
                 acting_for=person.name if person is not None else "",
+                host_id=current.host_id if self.backend.pooled else None,
             )
         except AnswerShapeError as error:
             violations = [
@@ -342,15 +350,13 @@ class WebSurface:
             "web.answered",
             extra={"interaction_id": interaction_id, "action": body.get("action") if isinstance(body, dict) else ""},
         )
-        return JSONResponse({"interaction": interaction_view(settled), "server_time": now_iso()})
+        return JSONResponse({"interaction": self.view(settled), "server_time": now_iso()})
 
     async def _answer_error(self, error: MakaError, interaction_id: str, session_id: str) -> Response:
         response: dict[str, Any] = {"error": _error_body(error)}
         if error.grpc_status_code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
             with contextlib.suppress(MakaError):
-                response["interaction"] = interaction_view(
-                    await self.backend.get(interaction_id, session_id=session_id)
-                )
+                response["interaction"] = self.view(await self.backend.get(interaction_id, session_id=session_id))
         log.info("web.answer_rejected", extra={"interaction_id": interaction_id, "reason": error.reason})
         return JSONResponse(response, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
 
@@ -397,9 +403,10 @@ class WebSurface:
         try:
             async for event in self._until_shutdown(self.backend.attach(self.sessions, resume_token)):
                 if isinstance(event, FormSnapshot):
-                    views = [interaction_view(ix) for ix in event.pending if self.visible(ix.session_id)]
+                    views = [self.view(ix) for ix in event.pending if self.visible(ix.session_id)]
+                    host = host_text(event.host_id) if self.backend.pooled else ""
                     yield ServerSentEvent(
-                        json.dumps({"pending": views, "server_time": now_iso()}),
+                        json.dumps({"pending": views, "host": host, "server_time": now_iso()}),
                         event="snapshot",
                         id=event.resume_token or None,
                         retry=SSE_RETRY_MS,
@@ -417,7 +424,7 @@ class WebSurface:
                         else "closed"
                     )
                     yield ServerSentEvent(
-                        json.dumps({"interaction": interaction_view(event.interaction), "server_time": now_iso()}),
+                        json.dumps({"interaction": self.view(event.interaction), "server_time": now_iso()}),
                         event=name,
                         id=event.resume_token or None,
                     )

@@ -26,6 +26,7 @@ from services.core.logs import configure
 from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
 from surfaces.common.interactions import Interactions
 from surfaces.common.sign_in import SignIns
+from surfaces.common.target import parse_pool
 from surfaces.web.app import create_app
 from surfaces.web.settings import WebSettings
 
@@ -59,7 +60,11 @@ async def build(settings: WebSettings) -> WebApp:
     """
     token = settings.surface_token.get_secret_value() or None
     client = Interactions.connect(
-        settings.interaction_target, token=token, host_id=settings.host_id, surface_kind="web"
+        settings.interaction_target,
+        token=token,
+        host_id=settings.host_id,
+        pool=parse_pool(settings.host_ids),
+        surface_kind="web",
     )
     sign_ins = SignIns.connect(settings.broker_target, token=token) if settings.broker_target else None
     return WebApp(settings=settings, client=client, asgi=create_app(settings, client, sign_ins), sign_ins=sign_ins)

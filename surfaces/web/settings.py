@@ -23,7 +23,11 @@ class WebSettings(OidcSettings):
     """``host:port`` of the Interaction service (``maka web`` reads it from ``endpoints.json`` when unset)."""
     host_id: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,128}$")
     """The Host whose forms this page shows, on an Interaction tier serving several; empty = the tier's only
-    Host, or the only one the surface token names."""
+    Host, or the only one the surface token names. ``host_ids`` (a pool) replaces it."""
+    host_ids: str = Field(default="", pattern=r"^[A-Za-z0-9_.,*-]{0,4096}$")
+    """The pool of Hosts this page follows (docs/design.md#surfaces-follow-the-pool): comma-separated Host ids,
+    or ``*`` for every Host the surface token may use (``ListHosts``, listed again every 30 s so a scaled-out Host
+    appears). Each form then shows its Host and is answered there; empty = one Host (``host_id``)."""
     broker_target: str = ""
     """``host:port`` of the Capability broker, for OAuth sign-in prompts and ``/oauth/callback``, the server
     status and the activity list (``GetStatus``); empty hides them (``maka up`` sets it, ``maka web`` reads

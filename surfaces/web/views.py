@@ -12,6 +12,7 @@ page still renders it only as DOM text.
 Interaction view shape::
 
     {"id": str, "session_id": str, "turn_id": str, "tool_name": "SERVER:TOOL", "host_epoch": int,
+     "host": str (the form's Host when the page follows a pool, ``MAKA_HOST_IDS``; else ""),
      "state": "pending" | "answered" | "closed", "close_reason": "" | "answered" | "stopped" | ...,
      "close_text": str, "answer_action": "" | "accept" | "decline" | "cancel",
      "created_at": ISO-8601 UTC | null, "expires_at": ... | null, "settled_at": ... | null,
@@ -66,8 +67,9 @@ def _field_view(data: dict[str, object]) -> JsonObject:
     return view
 
 
-def interaction_view(ix: InteractionView) -> JsonObject:
-    """The page's JSON view of one Interaction (shape in the module docstring). Never carries answer values."""
+def interaction_view(ix: InteractionView, *, pooled: bool = False) -> JsonObject:
+    """The page's JSON view of one Interaction (shape in the module docstring). Never carries answer values.
+    ``host`` is the form's Host (untrusted text, made plain) when the surface follows a pool, else empty."""
     requester = ix.form.requester
     closed = ix.state.value != "pending" and ix.close_reason is not CloseReason.UNSPECIFIED
     return {
@@ -76,6 +78,7 @@ def interaction_view(ix: InteractionView) -> JsonObject:
         "turn_id": ix.turn_id,
         "tool_name": plain_text(ix.tool_name, keep_newlines=False),
         "host_epoch": ix.host_epoch,
+        "host": host_text(ix.host_id) if pooled else "",
         "state": ix.state.value,
         "close_reason": ix.close_reason.value if closed else "",
         "close_text": CLOSE_REASON_TEXT[ix.close_reason] if closed else "",
@@ -99,6 +102,11 @@ def interaction_view(ix: InteractionView) -> JsonObject:
         "message": plain_text(ix.form.message),
         "fields": [_field_view(field_to_json(f)) for f in ix.form.fields],
     }
+
+
+def host_text(host_id: str) -> str:
+    """A Host id as the page shows it and matches snapshots by (server-supplied text: made plain)."""
+    return plain_text(host_id, keep_newlines=False)
 
 
 class AnswerShapeError(ValueError):

@@ -187,7 +187,8 @@ def test_compose_describes_the_k8s_topology_hosts_share_a_namespace_tier_and_web
     for name in (*brokers, "web"):
         assert services[name]["environment"]["MAKA_INTERACTION_TARGET"] == "dns:///interaction:50051", name
     assert sorted(services["interaction"]["environment"]["MAKA_HOST_IDS"].split(",")) == sorted(brokers)
-    assert services["web"]["environment"]["MAKA_HOST_ID"] in brokers
+    assert services["web"]["environment"]["MAKA_HOST_IDS"] == "*", "the web follows every Host"
+    assert services["web"]["environment"]["MAKA_BROKER_TARGET"].removesuffix(":50052") in brokers
     for broker, provider in ((s["network_mode"].removeprefix("service:"), s) for s in providers.values()):
         assert provider["environment"]["MAKA_DRAIN_SECONDS"] == services[broker]["environment"]["MAKA_DRAIN_SECONDS"]
 
@@ -267,7 +268,7 @@ def test_compose_interaction_replicas_share_the_answer_key_secret() -> None:
 def test_compose_web_reads_its_hosts_broker_and_the_providers_redirect_to_its_public_callback() -> None:
     web = _compose()["services"]["web"]["environment"]
 
-    assert web["MAKA_BROKER_TARGET"] == f"{web['MAKA_HOST_ID']}:50052"
+    assert web["MAKA_BROKER_TARGET"] == "host-0:50052"
     for provider in _compose_providers().values():
         assert provider["environment"]["MAKA_OAUTH_REDIRECT_URI"] == f"{web['MAKA_WEB_PUBLIC_ORIGIN']}/oauth/callback"
 
@@ -790,7 +791,7 @@ def test_two_teams_render_with_separate_hosts_secrets_and_policies() -> None:
 
 
 @pytest.mark.parametrize("directory", INSTALLATIONS, ids=lambda p: p.name)
-def test_the_interaction_tier_serves_exactly_every_teams_host_ids_and_each_web_names_its_own(
+def test_the_interaction_tier_serves_exactly_every_teams_host_ids_and_each_web_follows_its_teams_pool(
     directory: Path,
 ) -> None:
     tier = next(c for _w, _p, c in _containers(directory) if _module(c) == "services.interaction.main")
@@ -800,11 +801,14 @@ def test_the_interaction_tier_serves_exactly_every_teams_host_ids_and_each_web_n
     assert len(webs) == len(TEAMS)
     for workload, web in webs:
         team = workload["metadata"]["labels"]["maka.dev/team"]
-        host_id = _env(web)["MAKA_HOST_ID"]["value"]
-        assert host_id in _host_ids(K8S / "overlays" / team), "a team's web shows one of its own Hosts"
-        # The web surface reads its own Host's broker (status, sign-in prompts, /oauth/callback).
-        statefulset = host_id.rsplit("-", 1)[0]
-        assert _env(web)["MAKA_BROKER_TARGET"]["value"] == f"{host_id}.{statefulset}:50052"
+        # Every Host its surface token names (the team's Hosts: the token test below), not one pinned Host.
+        assert _env(web)["MAKA_HOST_IDS"]["value"] == "*", "a team's web follows the team's whole pool"
+        assert "MAKA_HOST_ID" not in _env(web)
+        # The web surface reads one of its own Hosts' brokers (status, sign-in prompts, /oauth/callback).
+        broker = _env(web)["MAKA_BROKER_TARGET"]["value"]
+        host_id, _, rest = broker.partition(".")
+        assert host_id in _host_ids(K8S / "overlays" / team), "a team's web reads one of its own Hosts' brokers"
+        assert rest == f"{host_id.rsplit('-', 1)[0]}:50052"
 
 
 def test_no_hpa_target_pins_its_replicas_and_the_tier_rebalances_within_minutes() -> None:

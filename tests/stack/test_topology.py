@@ -80,3 +80,17 @@ def test_children_do_not_inherit_maka_metrics_listen(monkeypatch: pytest.MonkeyP
 
     assert "MAKA_METRICS_LISTEN" not in env
     assert env["MAKA_LISTEN"] == "127.0.0.1:0"
+
+
+async def test_the_stacks_tier_serves_its_one_host_whatever_pool_the_shell_follows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAKA_HOST_IDS", "*")  # a surface's pool (maka pending --hosts) is no tier setting
+    stack = Stack(tmp_path / "mcp.json", tmp_path / "state", host_id="h-local")
+    spec = stack._interaction_spec()
+    assert spec.prepare is not None
+    await spec.prepare(spec, 1)
+
+    assert spec.env is not None
+    assert spec.env["MAKA_HOST_ID"] == "h-local"
+    assert spec.env["MAKA_HOST_IDS"] == ""

@@ -139,8 +139,12 @@ class BrokerLink:
     Use as ``async with BrokerLink(channel) as link:``; the stream stays open (so leases live) until exit.
     """
 
-    def __init__(self, channel: grpc.aio.Channel, *, resume_epoch: int = 0, token: str | None = None) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, *, resume_epoch: int = 0, token: str | None = None, host_id: str = ""
+    ) -> None:
         self._stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
+        self.host_id = host_id
+        """The Host this broker serves (``Hello.host_id``; empty: the tier's only Host)."""
         self._metadata = bearer_metadata(token)
         self._resume_epoch = resume_epoch
         self._tag = uuid.uuid4().hex[:8]
@@ -150,14 +154,15 @@ class BrokerLink:
         ) = None
         self.epoch = 0
         self.settled: list[interaction_pb2.Interaction] = []
+        self._settled_taken = 0
         self._refs = 0
 
     async def __aenter__(self) -> BrokerLink:
         self._call = self._stub.HostLink(metadata=self._metadata)
         hello = (
-            interaction_service_pb2.Hello(resume_epoch=self._resume_epoch)
+            interaction_service_pb2.Hello(resume_epoch=self._resume_epoch, host_id=self.host_id)
             if self._resume_epoch
-            else interaction_service_pb2.Hello(begin_new_epoch=True)
+            else interaction_service_pb2.Hello(begin_new_epoch=True, host_id=self.host_id)
         )
         await self._call.write(interaction_service_pb2.HostLinkRequest(hello=hello))
         reply = await self._read("epoch")
@@ -215,6 +220,13 @@ class BrokerLink:
         reply = await self._read("opened")
         assert reply.WhichOneof("frame") == "opened", f"open rejected: {reply.open_rejected}"
         return reply.opened.interaction
+
+    async def next_settled(self) -> interaction_pb2.Interaction:
+        """The next settlement pushed to this broker (``settled`` frames, in order; read when none is buffered)."""
+        if self._settled_taken >= len(self.settled):
+            await self._read("settled")
+        self._settled_taken += 1
+        return self.settled[self._settled_taken - 1]
 
     async def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
         """Close a pending form with ``reason`` (stop, provider lost, ...)."""
@@ -277,11 +289,18 @@ def _answer_key() -> Path:
 
 @asynccontextmanager
 async def interaction_service(
-    redis_url: str, *, port: int = 0, resume_epoch: int = 0, broker_token: str | None = None, **settings: Any
+    redis_url: str,
+    *,
+    port: int = 0,
+    resume_epoch: int = 0,
+    broker_token: str | None = None,
+    link_host_id: str = "",
+    **settings: Any,
 ) -> AsyncIterator[LiveInteraction]:
     """Start the real Interaction service (``services.interaction.main.build`` + ``start_server``) on
     ``127.0.0.1:port`` over ``redis_url``, with a :class:`BrokerLink` that began a new Host epoch (or
-    resumed ``resume_epoch``; authenticating with ``broker_token``). Extra keyword arguments are
+    resumed ``resume_epoch``; authenticating with ``broker_token``; for Host ``link_host_id``, empty: the only
+    one). Extra keyword arguments are
     Interaction ``Settings`` fields. Stopping ``server`` early (to simulate an outage) is allowed."""
     from services.interaction.main import build
     from services.interaction.settings import Settings
@@ -295,7 +314,7 @@ async def interaction_service(
     address = f"127.0.0.1:{server.port}"
     channel = grpc.aio.insecure_channel(address)
     try:
-        async with BrokerLink(channel, resume_epoch=resume_epoch, token=broker_token) as link:
+        async with BrokerLink(channel, resume_epoch=resume_epoch, token=broker_token, host_id=link_host_id) as link:
             yield LiveInteraction(address=address, channel=channel, link=link, server=server)
     finally:
         await channel.close()

@@ -2,6 +2,9 @@
 
 ``maka answer ID accept --values JSON | decline | cancel [--session S] [--submission-id X] [--json]``
 
+With a pool (``--hosts a,b`` / ``--hosts '*'`` / ``$MAKA_HOST_IDS``) the answer goes to the Host that holds
+the form (interaction ids are unique across Hosts).
+
 ``maka answer ID`` without an action walks the form interactively (:mod:`surfaces.cli.walk`: field by
 field, defaults prefilled, inline validation, then accept / decline / cancel; the same sensitive-data
 warning as the other surfaces). End of input sends nothing (exit 3, ``NOT_ANSWERED``).
@@ -38,7 +41,7 @@ from surfaces.cli.commands.pending import fail
 from surfaces.cli.walk import WalkAborted, walk
 from surfaces.common.form_input import FieldInputError, plain_text, values_from_json
 from surfaces.common.interactions import Interactions, InteractionView
-from surfaces.common.target import add_target_arguments, host_id, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target, pool
 
 NAME = "answer"
 HELP = "answer a pending form: accept --values JSON | decline | cancel"
@@ -76,39 +79,47 @@ def usage(code: str, message: str) -> int:
 
 
 async def _walk(args: argparse.Namespace, target: str) -> InteractionView:
-    async with Interactions.connect(target, host_id=host_id(args), surface_kind="cli") as client:
+    async with Interactions.connect(target, host_id=host_id(args), pool=pool(args), surface_kind="cli") as client:
         view = await client.get(args.interaction_id, session_id=args.session)
         if not view.pending:
             raise WalkAborted(f"{view.interaction_id} is already {view.state.value}")
         print(f"Form {view.interaction_id} (session {view.session_id}, Tool {plain_text(view.tool_name)})")
         answer = await asyncio.to_thread(walk, view.form, input, print)
         return await client.answer(
-            args.interaction_id, answer, submission_id=args.submission_id, session_id=view.session_id
+            args.interaction_id,
+            answer,
+            submission_id=args.submission_id,
+            session_id=view.session_id,
+            host_id=view.host_id if client.pooled else None,
         )
 
 
 async def _answer(args: argparse.Namespace, target: str, raw_values: object) -> InteractionView:
-    async with Interactions.connect(target, host_id=host_id(args), surface_kind="cli") as client:
+    async with Interactions.connect(target, host_id=host_id(args), pool=pool(args), surface_kind="cli") as client:
         values: dict[str, FormValue] = {}
         action = Action(args.action)
+        host: str | None = None  # in a pool: the form's Host (found by the client when not read here)
         if action is Action.ACCEPT:
             view = await client.get(args.interaction_id, session_id=args.session)
             values = values_from_json(view.form, raw_values, untouched_defaults=True)
+            host = view.host_id if client.pooled else None
         return await client.answer(
             args.interaction_id,
             Answer(action=action, values=values),
             submission_id=args.submission_id,
             session_id=args.session,
+            host_id=host,
         )
 
 
-def _outcome(view: InteractionView) -> dict[str, object]:
+def _outcome(view: InteractionView, *, with_host: bool = False) -> dict[str, object]:
     return {
         "id": view.interaction_id,
         "session": view.session_id,
         "state": view.state.value,
         "action": view.answer.action.value if view.answer is not None else None,
         "close_reason": view.close_reason.value if not view.pending else None,
+        **({"host": view.host_id} if with_host else {}),
     }
 
 
@@ -151,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         for path, description in error.violations:
             print(f"  {path}: {description}", file=sys.stderr)
         return code
-    outcome = _outcome(view)
+    outcome = _outcome(view, with_host=pool(args) is not None)
     if args.json:
         print(json.dumps(outcome, ensure_ascii=False))
     else:

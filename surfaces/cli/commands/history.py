@@ -18,7 +18,7 @@ import sys
 from maka_client import HistoryEntry, MakaError
 from surfaces.common.form_input import plain_text
 from surfaces.common.interactions import Interactions, history_json
-from surfaces.common.target import add_target_arguments, host_id, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target, pool
 from surfaces.common.untrusted import display_text
 
 NAME = "history"
@@ -48,16 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
 
 
-async def _read(target: str, host: str, sessions: list[str], limit: int) -> list[HistoryEntry]:
+async def _read(
+    target: str, host: str, hosts: tuple[str, ...] | None, sessions: list[str], limit: int
+) -> list[HistoryEntry]:
+    """The newest ``limit`` entries (in a pool, a page holds the newest of every Host: sorted, then cut)."""
     entries: list[HistoryEntry] = []
     token = ""
-    async with Interactions.connect(target, host_id=host, surface_kind="cli") as client:
+    async with Interactions.connect(target, host_id=host, pool=hosts, surface_kind="cli") as client:
         while len(entries) < limit:
             page = await client.history(sessions, page_size=min(limit - len(entries), _PAGE), page_token=token)
             entries.extend(page.entries)
             token = page.next_page_token
             if not token:
                 break
+    entries.sort(key=lambda e: e.settled_at.timestamp() if e.settled_at is not None else 0.0, reverse=True)
     return entries[:limit]
 
 
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"NO_STACK: {error}", file=sys.stderr)
         return 3
     try:
-        entries = asyncio.run(_read(target, host_id(args), list(args.session), args.limit))
+        entries = asyncio.run(_read(target, host_id(args), pool(args), list(args.session), args.limit))
     except MakaError as error:
         print(f"{error.reason}: {error.message}", file=sys.stderr)
         return 3

@@ -9,6 +9,9 @@ fields with kind/label/required/constraints/default/options, expires_at, and for
 its state, close reason and - once answered - whether the answer was ``delivered`` to the Tool or ``lost``
 with its call, and why (docs/security.md "No answer after settlement"). Exit codes: 0 listed, 2 usage,
 3 failed (stable code, e.g. ``UNAVAILABLE``, ``NOT_FOUND`` or ``NO_STACK``, first on stderr).
+
+``--hosts a,b`` (or ``'*'``: every Host the token may use; default ``$MAKA_HOST_IDS``) lists the forms of a
+whole pool of Hosts, each line with its ``host=`` (``"host"`` in ``--json``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from surfaces.common.interactions import (
     deadline_text,
     round_line,
 )
-from surfaces.common.target import add_target_arguments, host_id, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target, pool
 from surfaces.common.untrusted import display_text
 
 NAME = "pending"
@@ -92,16 +95,17 @@ def field_details(field: Field) -> list[str]:
     return lines
 
 
-def _human(views: list[InteractionView]) -> str:
+def _human(views: list[InteractionView], *, show_host: bool = False) -> str:
     if not views:
         return "no pending forms"
     now = datetime.now(UTC)
     lines: list[str] = []
     for view in views:
         requester = view.form.requester
+        host = f"  host={plain_text(view.host_id, keep_newlines=False)}" if show_host else ""
         lines.append(
-            f"{view.interaction_id}  session={view.session_id}  tool={plain_text(view.tool_name, keep_newlines=False)}"
-            f"  ({deadline_text(view, now)})"
+            f"{view.interaction_id}{host}  session={view.session_id}"
+            f"  tool={plain_text(view.tool_name, keep_newlines=False)}  ({deadline_text(view, now)})"
         )
         lines.append(
             f"  provider {plain_text(requester.provider_display_name or requester.provider_id)};"
@@ -134,8 +138,10 @@ def _settled_line(view: InteractionView) -> str:
     return f"{view.interaction_id}: closed ({CLOSE_REASON_TEXT[view.close_reason]})"
 
 
-async def _list(target: str, host: str, sessions: list[str], interaction_id: str | None) -> list[InteractionView]:
-    async with Interactions.connect(target, host_id=host) as client:
+async def _list(
+    target: str, host: str, hosts: tuple[str, ...] | None, sessions: list[str], interaction_id: str | None
+) -> list[InteractionView]:
+    async with Interactions.connect(target, host_id=host, pool=hosts) as client:
         if interaction_id is not None:
             session = sessions[0] if len(sessions) == 1 else ""
             return [await client.get(interaction_id, session_id=session)]
@@ -149,14 +155,15 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
     try:
-        views = asyncio.run(_list(target, host_id(args), list(args.session), args.id))
+        hosts = pool(args)
+        views = asyncio.run(_list(target, host_id(args), hosts, list(args.session), args.id))
     except MakaError as error:
         return fail(error.reason, error.message)
     if args.json:
-        print(json.dumps([v.to_json() for v in views], ensure_ascii=False, indent=2))
+        print(json.dumps([v.to_json(with_host=hosts is not None) for v in views], ensure_ascii=False, indent=2))
     elif args.id is not None and not views[0].pending:
         print(display_text(_settled_line(views[0])))
     else:
         # Every line carries server text (property names, defaults, patterns, labels): one rule for all of it.
-        print(display_text(_human(views), multiline=True))
+        print(display_text(_human(views, show_host=hosts is not None), multiline=True))
     return 0

@@ -15,7 +15,7 @@ import os
 
 from surfaces.cli.commands.pending import fail
 from surfaces.common.interactions import Interactions
-from surfaces.common.target import add_target_arguments, host_id, interaction_target
+from surfaces.common.target import add_target_arguments, host_id, interaction_target, pool
 
 NAME = "tui"
 HELP = "answer pending forms in a terminal UI"
@@ -58,14 +58,16 @@ def run(args: argparse.Namespace) -> int:
         status = await fetch_status(read_endpoints(args.state_dir).broker)
         return [server_json(server) for server in status.servers]
 
+    hosts = pool(args)
     app = MakaTui(
         lambda: FollowingBackend(
             lambda: interaction_target(args),
-            connect=functools.partial(Interactions.connect, host_id=host_id(args), surface_kind="tui"),
+            connect=functools.partial(Interactions.connect, host_id=host_id(args), pool=hosts, surface_kind="tui"),
         ),
         session_ids=list(args.session),
         sign_ins=sign_ins,
         server_status=server_status,
+        show_hosts=hosts is not None,
     )
     app.run()
     return 0

@@ -58,6 +58,10 @@ def settings_from(args: argparse.Namespace) -> WebSettings:
             overrides["broker_target"] = read_endpoints(args.state_dir).broker
     if args.host_id or "MAKA_HOST_ID" not in os.environ:
         overrides["host_id"] = host_id(args)
+    if args.hosts is not None:
+        overrides["host_ids"] = args.hosts
+    elif args.host_id:
+        overrides["host_ids"] = ""  # an explicit Host wins over $MAKA_HOST_IDS
     if args.listen:
         overrides["web_listen"] = args.listen
     if args.session:

@@ -86,3 +86,17 @@ async def test_a_refresh_keeps_live_streams_listed_and_leave_removes_one_at_once
     assert presence.streams == 1
     await presence.leave(kept)
     assert await store.surfaces() == {}
+
+
+async def test_once_closing_a_stream_that_joins_or_leaves_writes_nothing_and_its_entry_expires_with_its_ttl(
+    store: InteractionStore,
+) -> None:
+    presence = Presence(ttl_seconds=30)
+    early = await presence.join(store, _principal("early"), "web", [ALL_SESSIONS])
+    await presence.aclose()  # the service is closing Redis: a late handler must not open a connection
+    late = await presence.join(store, _principal("late"), "tui", [ALL_SESSIONS])
+    await presence.leave_soon(early)
+    await presence.leave_soon(late)
+    listed = set(await store.surfaces())
+    assert listed == {early}, "the late join wrote nothing, the late leave deleted nothing"
+    assert presence.streams == 0

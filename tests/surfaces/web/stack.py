@@ -275,3 +275,45 @@ class WebStackThread:
             self.run(shutdown())
         finally:
             self._thread.stop(10)
+
+
+@dataclass
+class PoolStack:
+    """One Interaction service serving several Hosts, one broker link per Host (``links``), and web surfaces."""
+
+    interaction: RunningServer
+    target: str
+    channel: grpc.aio.Channel
+    links: dict[str, BrokerLink]
+
+    async def web(self, **settings_fields: Any) -> tuple[WebApp, RunningWeb]:
+        """Start a web surface (``settings_fields``: e.g. ``host_ids="*"``) on a free loopback port."""
+        settings = WebSettings(interaction_target=self.target, web_listen="127.0.0.1:0", **settings_fields)
+        app = await build_web(settings)
+        return app, await start_web(app, settings)
+
+    async def get(self, host_id: str, interaction_id: str) -> interaction_pb2.Interaction:
+        """The Interaction as ``host_id``'s store holds it."""
+        stub = interaction_service_pb2_grpc.InteractionServiceStub(self.channel)
+        request = interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id, host_id=host_id)
+        return (await stub.GetInteraction(request)).interaction
+
+
+@asynccontextmanager
+async def running_pool(redis_url: str, hosts: Sequence[str]) -> AsyncIterator[PoolStack]:
+    """The Interaction service serving ``hosts`` (``MAKA_HOST_IDS``) and a broker link per Host, in this loop."""
+    settings = interaction_settings(redis_url).model_copy(update={"host_id": hosts[0], "host_ids": ",".join(hosts)})
+    app = await build_interaction(settings)
+    server = await start_server(app, settings)
+    target = f"127.0.0.1:{server.port}"
+    channel = grpc.aio.insecure_channel(target)
+    links: dict[str, BrokerLink] = {}
+    try:
+        for host in hosts:
+            links[host] = await BrokerLink(channel, host_id=host).__aenter__()
+        yield PoolStack(interaction=server, target=target, channel=channel, links=links)
+    finally:
+        for link in links.values():
+            await link.__aexit__(None, None, None)
+        await channel.close()
+        await server.stop()

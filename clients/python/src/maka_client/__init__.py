@@ -29,6 +29,7 @@ from maka_client.events import (
     Stopped,
 )
 from maka_client.surface import (
+    ALL_HOSTS,
     AnsweredBy,
     AttachedSurface,
     Form,
@@ -45,6 +46,7 @@ from maka_client.surface import (
 )
 
 __all__ = [
+    "ALL_HOSTS",
     "Accepted",
     "Action",
     "AnsweredBy",

@@ -44,6 +44,8 @@ import type { InteractionServiceClient as _maka_interaction_v1_InteractionServic
 import type { InteractionSettled as _maka_interaction_v1_InteractionSettled, InteractionSettled__Output as _maka_interaction_v1_InteractionSettled__Output } from './maka/interaction/v1/InteractionSettled';
 import type { ListHistoryRequest as _maka_interaction_v1_ListHistoryRequest, ListHistoryRequest__Output as _maka_interaction_v1_ListHistoryRequest__Output } from './maka/interaction/v1/ListHistoryRequest';
 import type { ListHistoryResponse as _maka_interaction_v1_ListHistoryResponse, ListHistoryResponse__Output as _maka_interaction_v1_ListHistoryResponse__Output } from './maka/interaction/v1/ListHistoryResponse';
+import type { ListHostsRequest as _maka_interaction_v1_ListHostsRequest, ListHostsRequest__Output as _maka_interaction_v1_ListHostsRequest__Output } from './maka/interaction/v1/ListHostsRequest';
+import type { ListHostsResponse as _maka_interaction_v1_ListHostsResponse, ListHostsResponse__Output as _maka_interaction_v1_ListHostsResponse__Output } from './maka/interaction/v1/ListHostsResponse';
 import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, ListPendingRequest__Output as _maka_interaction_v1_ListPendingRequest__Output } from './maka/interaction/v1/ListPendingRequest';
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from './maka/interaction/v1/ListPendingResponse';
 import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, ListSurfacesRequest__Output as _maka_interaction_v1_ListSurfacesRequest__Output } from './maka/interaction/v1/ListSurfacesRequest';
@@ -123,6 +125,8 @@ export interface ProtoGrpcType {
         InteractionState: EnumTypeDefinition
         ListHistoryRequest: MessageTypeDefinition<_maka_interaction_v1_ListHistoryRequest, _maka_interaction_v1_ListHistoryRequest__Output>
         ListHistoryResponse: MessageTypeDefinition<_maka_interaction_v1_ListHistoryResponse, _maka_interaction_v1_ListHistoryResponse__Output>
+        ListHostsRequest: MessageTypeDefinition<_maka_interaction_v1_ListHostsRequest, _maka_interaction_v1_ListHostsRequest__Output>
+        ListHostsResponse: MessageTypeDefinition<_maka_interaction_v1_ListHostsResponse, _maka_interaction_v1_ListHostsResponse__Output>
         ListPendingRequest: MessageTypeDefinition<_maka_interaction_v1_ListPendingRequest, _maka_interaction_v1_ListPendingRequest__Output>
         ListPendingResponse: MessageTypeDefinition<_maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingResponse__Output>
         ListSurfacesRequest: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesRequest, _maka_interaction_v1_ListSurfacesRequest__Output>

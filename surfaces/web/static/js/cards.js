@@ -77,6 +77,9 @@ function renderCard(store, view, onAnswer) {
   setText(node, ".claimed-server", r.claimed_server || "unnamed");
   setText(node, ".claimed-tool", r.claimed_tool || "unnamed");
   setText(node, ".session", `Session ${view.session_id}${view.tool_name ? ` · called as ${view.tool_name}` : ""}`);
+  const host = setText(node, ".host", view.host ? `on ${view.host}` : "");
+  host.hidden = !view.host;
+  node.dataset.host = view.host || "";
   const message = setText(node, ".message", view.message);
   message.hidden = !view.message;
   showRound(store, card);
@@ -177,11 +180,13 @@ export function upsert(store, view, onAnswer) {
  * @param {Store} store
  * @param {View[]} pending
  * @param {OnAnswer} onAnswer
+ * @param {string} [host] the snapshot's Host when the page follows a pool: only its forms are replaced
  */
-export function applySnapshot(store, pending, onAnswer) {
+export function applySnapshot(store, pending, onAnswer, host = "") {
   const ids = new Set(pending.map((view) => view.id));
   for (const [id, card] of [...store.cards]) {
     if (ids.has(id) || store.inFlight.has(id)) continue;
+    if ((card.view.host || "") !== host) continue; // a pool's snapshot replaces only its Host's forms
     removeCard(store, id);
     followCall(store, id, notice("closed", toolLabel(card.view), "No longer pending."), "No longer pending; ");
   }

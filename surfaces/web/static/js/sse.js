@@ -38,10 +38,10 @@ export function connect(store, onAnswer) {
   source.addEventListener("open", () => setConnection("live", "Live"));
   source.addEventListener("error", () => setConnection("connecting", "Reconnecting…"));
   source.addEventListener("snapshot", (event) => {
-    /** @type {{pending: View[], server_time: string}} */
+    /** @type {{pending: View[], host?: string, server_time: string}} */
     const snapshot = data(event);
     updateSkew(store, snapshot.server_time);
-    applySnapshot(store, snapshot.pending, onAnswer);
+    applySnapshot(store, snapshot.pending, onAnswer, snapshot.host || "");
     setConnection("live", "Live");
   });
   for (const kind of ["opened", "answered", "closed"]) {

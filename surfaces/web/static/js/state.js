@@ -17,6 +17,7 @@
  * @property {string} id
  * @property {string} session_id
  * @property {string} tool_name
+ * @property {string} [host] the form's Host when the page follows a pool ("" otherwise)
  * @property {string} state "pending" | "answered" | "closed"
  * @property {string} close_text
  * @property {string | null} created_at

@@ -12,6 +12,8 @@ import type { HostLinkRequest as _maka_interaction_v1_HostLinkRequest, HostLinkR
 import type { HostLinkResponse as _maka_interaction_v1_HostLinkResponse, HostLinkResponse__Output as _maka_interaction_v1_HostLinkResponse__Output } from '../../../maka/interaction/v1/HostLinkResponse';
 import type { ListHistoryRequest as _maka_interaction_v1_ListHistoryRequest, ListHistoryRequest__Output as _maka_interaction_v1_ListHistoryRequest__Output } from '../../../maka/interaction/v1/ListHistoryRequest';
 import type { ListHistoryResponse as _maka_interaction_v1_ListHistoryResponse, ListHistoryResponse__Output as _maka_interaction_v1_ListHistoryResponse__Output } from '../../../maka/interaction/v1/ListHistoryResponse';
+import type { ListHostsRequest as _maka_interaction_v1_ListHostsRequest, ListHostsRequest__Output as _maka_interaction_v1_ListHostsRequest__Output } from '../../../maka/interaction/v1/ListHostsRequest';
+import type { ListHostsResponse as _maka_interaction_v1_ListHostsResponse, ListHostsResponse__Output as _maka_interaction_v1_ListHostsResponse__Output } from '../../../maka/interaction/v1/ListHostsResponse';
 import type { ListPendingRequest as _maka_interaction_v1_ListPendingRequest, ListPendingRequest__Output as _maka_interaction_v1_ListPendingRequest__Output } from '../../../maka/interaction/v1/ListPendingRequest';
 import type { ListPendingResponse as _maka_interaction_v1_ListPendingResponse, ListPendingResponse__Output as _maka_interaction_v1_ListPendingResponse__Output } from '../../../maka/interaction/v1/ListPendingResponse';
 import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, ListSurfacesRequest__Output as _maka_interaction_v1_ListSurfacesRequest__Output } from '../../../maka/interaction/v1/ListSurfacesRequest';
@@ -55,6 +57,15 @@ export interface InteractionServiceClient extends grpc.Client {
   listHistory(argument: _maka_interaction_v1_ListHistoryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListHistoryResponse__Output>): grpc.ClientUnaryCall;
   listHistory(argument: _maka_interaction_v1_ListHistoryRequest, callback: grpc.requestCallback<_maka_interaction_v1_ListHistoryResponse__Output>): grpc.ClientUnaryCall;
   
+  ListHosts(argument: _maka_interaction_v1_ListHostsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  ListHosts(argument: _maka_interaction_v1_ListHostsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  ListHosts(argument: _maka_interaction_v1_ListHostsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  ListHosts(argument: _maka_interaction_v1_ListHostsRequest, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  listHosts(argument: _maka_interaction_v1_ListHostsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  listHosts(argument: _maka_interaction_v1_ListHostsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  listHosts(argument: _maka_interaction_v1_ListHostsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  listHosts(argument: _maka_interaction_v1_ListHostsRequest, callback: grpc.requestCallback<_maka_interaction_v1_ListHostsResponse__Output>): grpc.ClientUnaryCall;
+  
   ListPending(argument: _maka_interaction_v1_ListPendingRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListPendingResponse__Output>): grpc.ClientUnaryCall;
   ListPending(argument: _maka_interaction_v1_ListPendingRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_maka_interaction_v1_ListPendingResponse__Output>): grpc.ClientUnaryCall;
   ListPending(argument: _maka_interaction_v1_ListPendingRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_maka_interaction_v1_ListPendingResponse__Output>): grpc.ClientUnaryCall;
@@ -86,6 +97,8 @@ export interface InteractionServiceHandlers extends grpc.UntypedServiceImplement
   
   ListHistory: grpc.handleUnaryCall<_maka_interaction_v1_ListHistoryRequest__Output, _maka_interaction_v1_ListHistoryResponse>;
   
+  ListHosts: grpc.handleUnaryCall<_maka_interaction_v1_ListHostsRequest__Output, _maka_interaction_v1_ListHostsResponse>;
+  
   ListPending: grpc.handleUnaryCall<_maka_interaction_v1_ListPendingRequest__Output, _maka_interaction_v1_ListPendingResponse>;
   
   ListSurfaces: grpc.handleUnaryCall<_maka_interaction_v1_ListSurfacesRequest__Output, _maka_interaction_v1_ListSurfacesResponse>;
@@ -98,6 +111,7 @@ export interface InteractionServiceDefinition extends grpc.ServiceDefinition {
   GetInteraction: MethodDefinition<_maka_interaction_v1_GetInteractionRequest, _maka_interaction_v1_GetInteractionResponse, _maka_interaction_v1_GetInteractionRequest__Output, _maka_interaction_v1_GetInteractionResponse__Output>
   HostLink: MethodDefinition<_maka_interaction_v1_HostLinkRequest, _maka_interaction_v1_HostLinkResponse, _maka_interaction_v1_HostLinkRequest__Output, _maka_interaction_v1_HostLinkResponse__Output>
   ListHistory: MethodDefinition<_maka_interaction_v1_ListHistoryRequest, _maka_interaction_v1_ListHistoryResponse, _maka_interaction_v1_ListHistoryRequest__Output, _maka_interaction_v1_ListHistoryResponse__Output>
+  ListHosts: MethodDefinition<_maka_interaction_v1_ListHostsRequest, _maka_interaction_v1_ListHostsResponse, _maka_interaction_v1_ListHostsRequest__Output, _maka_interaction_v1_ListHostsResponse__Output>
   ListPending: MethodDefinition<_maka_interaction_v1_ListPendingRequest, _maka_interaction_v1_ListPendingResponse, _maka_interaction_v1_ListPendingRequest__Output, _maka_interaction_v1_ListPendingResponse__Output>
   ListSurfaces: MethodDefinition<_maka_interaction_v1_ListSurfacesRequest, _maka_interaction_v1_ListSurfacesResponse, _maka_interaction_v1_ListSurfacesRequest__Output, _maka_interaction_v1_ListSurfacesResponse__Output>
 }

@@ -1066,3 +1066,40 @@ class ListHistoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListHistoryResponse: _TypeAlias = ListHistoryResponse  # noqa: Y015
+
+@_typing.final
+class ListHostsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListHostsRequest: _TypeAlias = ListHostsRequest  # noqa: Y015
+
+@_typing.final
+class ListHostsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HOST_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def host_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The Host ids the caller may name in `host_id`, in the tier's configured order."""
+
+    def __init__(
+        self,
+        *,
+        host_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_ids", b"host_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListHostsResponse: _TypeAlias = ListHostsResponse  # noqa: Y015

@@ -71,6 +71,11 @@ class InteractionServiceStub:
                 request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryRequest.SerializeToString,
                 response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryResponse.FromString,
                 _registered_method=True)
+        self.ListHosts = channel.unary_unary(
+                '/maka.interaction.v1.InteractionService/ListHosts',
+                request_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsRequest.SerializeToString,
+                response_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsResponse.FromString,
+                _registered_method=True)
 
 
 class InteractionServiceServicer:
@@ -136,6 +141,15 @@ class InteractionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListHosts(self, request, context):
+        """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+        names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+        them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InteractionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +187,11 @@ def add_InteractionServiceServicer_to_server(servicer, server):
                     servicer.ListHistory,
                     request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryRequest.FromString,
                     response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryResponse.SerializeToString,
+            ),
+            'ListHosts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHosts,
+                    request_deserializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsRequest.FromString,
+                    response_serializer=maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -366,6 +385,33 @@ class InteractionService:
             '/maka.interaction.v1.InteractionService/ListHistory',
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryRequest.SerializeToString,
             maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHosts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/maka.interaction.v1.InteractionService/ListHosts',
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsRequest.SerializeToString,
+            maka_dot_interaction_dot_v1_dot_interaction__service__pb2.ListHostsResponse.FromString,
             options,
             channel_credentials,
             insecure,

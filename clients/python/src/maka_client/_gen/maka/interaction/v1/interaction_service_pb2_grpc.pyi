@@ -62,6 +62,11 @@ class InteractionServiceStub:
     newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
     reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
     """
+    ListHosts: _grpc.UnaryUnaryMultiCallable[_interaction_service_pb2.ListHostsRequest, _interaction_service_pb2.ListHostsResponse]
+    """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+    names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+    them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
+    """
 
 @_typing.type_check_only
 class InteractionServiceAsyncStub(InteractionServiceStub):
@@ -96,6 +101,11 @@ class InteractionServiceAsyncStub(InteractionServiceStub):
     """ListHistory returns the settled forms of the Host the caller may see (same visibility as ListPending),
     newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
     reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
+    """
+    ListHosts: _aio.UnaryUnaryMultiCallable[_interaction_service_pb2.ListHostsRequest, _interaction_service_pb2.ListHostsResponse]  # type: ignore[assignment]
+    """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+    names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+    them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
     """
 
 class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -170,6 +180,17 @@ class InteractionServiceServicer(metaclass=_abc_1.ABCMeta):
         """ListHistory returns the settled forms of the Host the caller may see (same visibility as ListPending),
         newest first, paged, within the history retention: Tool, provenance, action, who answered, when, close
         reason and delivery. Never an answer value, requestState or token (docs/security.md "History and audit").
+        """
+
+    @_abc_1.abstractmethod
+    def ListHosts(
+        self,
+        request: _interaction_service_pb2.ListHostsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_interaction_service_pb2.ListHostsResponse, _abc.Awaitable[_interaction_service_pb2.ListHostsResponse]]:
+        """ListHosts returns the Runtime Hosts the caller may use: the tier's Hosts that the caller's token
+        names, in the tier's order (docs/design.md#many-hosts). A surface following a team's pool lists
+        them (again now and then, so a scaled-out Host appears); nothing is said about other Hosts.
         """
 
 def add_InteractionServiceServicer_to_server(servicer: InteractionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
