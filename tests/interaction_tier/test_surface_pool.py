@@ -302,3 +302,30 @@ async def test_the_cli_lists_the_forms_of_two_hosts_with_their_host_and_answers_
     pushed = await brokers["h01"].next_frame("settled")
     assert pushed.settled.interaction.interaction_id == on_h01
     assert pushed.settled.interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+
+
+async def test_history_of_a_pool_lists_every_hosts_settled_forms_newest_first_and_pages_without_repeats(
+    tier: Tier, brokers: dict[str, HostBroker]
+) -> None:
+    answered: dict[str, str] = {}
+    async with SurfaceClient(tier.target, token=tier.tokens["surface"], pool=[ALL_HOSTS]) as client:
+        for round_ in range(2):
+            for host in HOSTS:
+                interaction_id = await brokers[host].open(f"s-{host}-{round_}")
+                await client.answer(interaction_id, "decline")
+                answered[interaction_id] = host
+        first = await client.list_history(page_size=1)
+        assert first.next_page_token, "each Host has an older entry left"
+        second = await client.list_history(page_size=1, page_token=first.next_page_token)
+        with pytest.raises(MakaError) as forged:
+            await client.list_history(page_token="not a token of ours")
+        assert forged.value.grpc_status_code == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(first.entries) == len(HOSTS)
+    assert len(second.entries) == len(HOSTS)
+    listed = [*first.entries, *second.entries]
+    assert {e.interaction_id: e.host_id for e in listed} == answered, "every form once, with its own Host"
+    newer = [e.settled_at.timestamp() for e in first.entries if e.settled_at is not None]
+    older = [e.settled_at.timestamp() for e in second.entries if e.settled_at is not None]
+    assert newer == sorted(newer, reverse=True)
+    assert len(newer) == len(older) == len(HOSTS)
+    assert min(newer) >= max(older), "a page holds every Host's newest; the next page each Host's older"
