@@ -148,6 +148,7 @@ async def test_history_lists_the_configured_sessions_settled_forms_with_who_answ
         "principal_kind": "anonymous",
         "surface": "web",
         "issuer": None,
+        "via": None,
     }
     assert (entry["action"], entry["tool"]) == ("accept", "deployer:deploy")
     assert (await web.client.get("/api/history", params={"limit": "many"})).status_code == 400
