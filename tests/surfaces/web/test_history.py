@@ -76,6 +76,7 @@ def test_the_history_view_and_maka_history_name_who_answered_through_which_surfa
         "principal_kind": "anonymous",
         "surface": "web",
         "issuer": None,
+        "via": None,
     }
     assert entries[cli_id]["answered_by"]["surface"] == "cli"
     assert (entries[web_id]["action"], entries[web_id]["delivery"]) == ("accept", "delivered")
