@@ -16,8 +16,14 @@ Phases (each a batch of concurrent calls over every Host):
 - ``rolling_restart``: SIGTERM one Host's broker and provider together (drained) with calls in flight;
   their forms are answered during the drain and the calls complete.
 
-Writes ``bench/results/scale.json`` and ``scale.md``. ``python -m bench.scale_topology --small`` is the
-variant ``make test`` runs.
+Then the ``rollout`` phase (:mod:`bench.rollout`): a pool of every Host, forms pending and new calls
+arriving while people answer at human speed, through a rolling update of every Host, a node drain and a
+scale-in (last: the scale-in leaves the topology a Host short). Every Host drains with
+``MAKA_DRAIN_SECONDS=auto``, as deploy/k8s sets it.
+
+Writes ``bench/results/scale.json`` (with its ``rollout`` object) and ``scale.md``.
+``python -m bench.scale_topology --small`` is the variant ``make test`` runs; ``--rollout-only`` skips the
+fault phases.
 """
 
 from __future__ import annotations
