@@ -119,9 +119,23 @@ class Pool:
 async def pool_call_events(pool: Pool, call: PoolCall) -> AsyncGenerator[object, None]:
     """The events of ``call`` placed on the pool.
 
-    REPLACE once pool routing lands in maka_client: ``BrokerClient("ipv4:" + ",".join(addresses))`` sends
-    a new call round_robin to ready Hosts, retries a ``HOST_UNAVAILABLE`` refusal with the same call id and
-    reattaches to the owning Host (``ToolCall.host_id``). Until then this tries the ready Hosts in turn.
+    REPLACE once pool routing lands in maka_client (branch ``pool``): one ``BrokerClient(pool_target)`` with
+    ``pool_target = "ipv4:" + ",".join(pool.addresses.values())`` balances new calls round_robin over the
+    Hosts whose new-calls health is SERVING, retries a ``HOST_UNAVAILABLE`` refusal with the same call id
+    and reattaches to the owning Host (``MAKA_ADVERTISE_ADDRESS``, set by the topology)::
+
+        tool_call = client.call_tool(...same arguments...)
+        async for event in tool_call:
+            if isinstance(event, Accepted):
+                call.host = tool_call.host_id
+            yield event
+        call.retries = tool_call.refused_starts
+        call.refused = not tool_call.host_id  # every Host kept refusing for ``give_up_after``
+
+    Then the channel, not :class:`Pool`, decides the rotation: a restarted broker's new-calls health is
+    SERVING before its provider registered, and a call reaching it then fails ``UNKNOWN_TOOL`` unless that
+    health waits for a provider (:meth:`Rollout._roll` lets a Host join only once it lists its Tools). Until
+    then this tries the pool's Hosts in turn itself.
     """
     for _round in range(ROUTE_ROUNDS):
         for host in pool.rotation():
