@@ -3,9 +3,9 @@ refuse no caller.
 
 A pool of every Host of the topology takes the calls. First at least ``initial_forms`` forms are pending
 (calls through the pool); new calls keep arriving every ``arrival_interval_s`` throughout, each answered
-too. Each form's person answers after a delay drawn (seeded) from ``answer_delay_s``, counted from when
-the form opened or the rollout began, whichever is later — so many answers come after their Host got
-SIGTERM. Then, as Kubernetes would:
+too. Each form's person answers after a delay drawn (seeded) from ``answer_delay_s`` after the form
+opened (an answer due before the rollout began waits for it: the forms pending at the start stay pending
+until the first SIGTERM) — so many answers come after their Host got SIGTERM. Then, as Kubernetes would:
 
 - **rolling update**: every Host, one after another, highest ordinal first (``kubectl rollout restart``
   of the StatefulSet): SIGTERM broker and provider together, wait until both exited (drained: the Host
@@ -229,7 +229,7 @@ class Rollout:
 
     async def _answer_later(self, call: PoolCall) -> None:
         await self._began.wait()
-        due = max(call.opened_at, self.began) + call.answer_delay
+        due = max(call.opened_at + call.answer_delay, self.began)  # its delay, not before the start
         await asyncio.sleep(max(0.0, due - time.monotonic()))  # the person's think time, not synchronisation
         await self.driver.answer_light(call)
         if not call.answered_at:
@@ -257,10 +257,11 @@ class Rollout:
 
     # --- operations ------------------------------------------------------------------------------
 
-    async def _wait_host_pending(self, host: str) -> None:
-        """Until a form of ``host`` is pending (a Host just started again has none yet; new calls bring them)."""
+    async def _wait_hosts_pending(self, *hosts: str) -> None:
+        """Until each of ``hosts`` has a form pending at once (a Host just started again has none yet; new
+        calls bring them)."""
         async with asyncio.timeout(120):
-            while not self.pending(host):
+            while not all(self.pending(host) for host in hosts):
                 await self.changed.wait()
                 self.changed.clear()
 
@@ -293,13 +294,12 @@ class Rollout:
         # Each operation begins once every Host it stops has a form pending (one just started again has
         # none until new calls reach it).
         for host in reversed(hosts):  # kubectl rollout restart: one Host at a time, highest ordinal first
-            await self._wait_host_pending(host)
+            await self._wait_hosts_pending(host)
             await self._roll(host, "rolling_update")
         node = hosts[:2]  # a node drain: two Hosts of one node at once
-        for host in node:
-            await self._wait_host_pending(host)
+        await self._wait_hosts_pending(*node)
         await asyncio.gather(*(self._roll(host, "node_drain") for host in node))
-        await self._wait_host_pending(hosts[-1])
+        await self._wait_hosts_pending(hosts[-1])
         await self._sigterm(hosts[-1], "scale_in")  # StatefulSet scale-in: the highest ordinal, for good
 
     async def run(self) -> None:

@@ -232,7 +232,7 @@ class Topology:
             "services.broker.main",
             {
                 "MAKA_HOST_ID": host_id,
-                "MAKA_ADVERTISE_ADDRESS": self.broker(host_id),  # where a pool's callers reattach to this Host
+                "MAKA_ADVERTISE_ADDRESS": f"127.0.0.1:{self._port(f'{host_id}-broker')}",  # pool reattach
                 "MAKA_INTERACTION_TARGET": self.interaction_target,
                 "MAKA_DRAIN_SECONDS": str(self.spec.drain_seconds),
             },
