@@ -18,8 +18,8 @@ import pytest
 from bench.system import ROOT
 
 RUN_TIMEOUT = 480.0
-"""Bound of the whole small run (about 2.5 min on a 2-core machine: 1 min for the fault phases, 1.5 for the
-rollout; more under load)."""
+"""Bound of the whole small run (about 2 min on a shared 2-core machine: 20 s to start, 35 s of fault phases,
+50 s of rollout; more under load)."""
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults, pytest.mark.slow, pytest.mark.timeout(RUN_TIMEOUT + 30)]
 
