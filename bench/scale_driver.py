@@ -112,6 +112,7 @@ class Driver:
                             call.outcome = "completed"
                         elif kind in ("failure", "lost", "stopped"):
                             call.outcome = kind
+                            call.text = _why(event)
             except grpc.aio.AioRpcError as error:
                 call.outcome = f"rpc_{error.code().name.lower()}"
             except TimeoutError:
@@ -293,3 +294,12 @@ async def _tools(broker: str) -> list[str]:
         return await list_tools(broker)
     except grpc.aio.AioRpcError:
         return []
+
+
+def _why(event: broker_pb2.CallToolResponse) -> str:
+    """Why a call did not complete, as the broker said (a failure's code and message, a loss's reason)."""
+    if event.HasField("failure"):
+        return f"{broker_pb2.FailureCode.Name(event.failure.code)}: {event.failure.message[:120]}"
+    if event.HasField("lost"):
+        return event.lost.reason[:120]
+    return ""

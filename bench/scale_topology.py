@@ -136,6 +136,8 @@ def _fault_entry(name: str, target: str, calls: list[Call], *, expect_lost_host:
     else:
         ok = not lost and not misdelivered
     detail: dict[str, object] = {"outcomes": sorted({c.outcome for c in calls})}
+    if unexpected:
+        detail["unexpected"] = sorted({f"{c.host} {c.outcome}: {c.text}" for c in unexpected})
     if expect_lost_host:
         detail["killed_host_calls"] = len(expected_lost)
         detail["killed_host_outcomes"] = sorted({c.outcome for c in expected_lost})
