@@ -85,8 +85,10 @@ bench: setup-dev
 	$(PY) -m bench.run $(BENCH_ARGS)
 
 # The Kubernetes topology as processes on one machine (3 Hosts, 2 Interaction replicas, Redis, 2 web
-# replicas behind TLS nginx) with faults injected; writes bench/results/scale.{json,md}. SCALE_ARGS=--small
-# is the variant `make test` runs (tests/bench/test_scale_topology.py).
+# replicas behind TLS nginx) with faults injected, then a rollout of the Host pool (rolling update, node
+# drain, scale-in) while people answer (each drain lasts until its slowest person answered: expect
+# about half an hour, an estimate); writes bench/results/scale.{json,md}.
+# SCALE_ARGS=--small is the variant `make test` runs (tests/bench/test_scale_topology.py).
 scale: setup-node
 	$(PY) -m bench.scale_topology $(SCALE_ARGS)
 

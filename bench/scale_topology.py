@@ -16,8 +16,14 @@ Phases (each a batch of concurrent calls over every Host):
 - ``rolling_restart``: SIGTERM one Host's broker and provider together (drained) with calls in flight;
   their forms are answered during the drain and the calls complete.
 
-Writes ``bench/results/scale.json`` and ``scale.md``. ``python -m bench.scale_topology --small`` is the
-variant ``make test`` runs.
+Then the ``rollout`` phase (:mod:`bench.rollout`): a pool of every Host, forms pending and new calls
+arriving while people answer at human speed, through a rolling update of every Host, a node drain and a
+scale-in (last: the scale-in leaves the topology a Host short). Every Host drains with
+``MAKA_DRAIN_SECONDS=auto``, as deploy/k8s sets it.
+
+Writes ``bench/results/scale.json`` (with its ``rollout`` object) and ``scale.md``.
+``python -m bench.scale_topology --small`` is the variant ``make test`` runs; ``--rollout-only`` skips the
+fault phases.
 """
 
 from __future__ import annotations
@@ -25,11 +31,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
-import shutil
-import ssl
 import sys
 import tempfile
 import time
@@ -37,51 +40,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import grpc.aio
-import httpx
-
+from bench.rollout import FULL, SMALL, Rollout, RolloutPlan
+from bench.rollout import markdown as rollout_markdown
+from bench.rollout import report as rollout_report
+from bench.scale_driver import SURFACES, Call, Driver, wait_tools
 from bench.system import ROOT, machine, process_tree_usage
 from bench.topology import Topology, TopologySpec
-from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from stack.probes import grpc_serving, list_tools
-from surfaces.common.interactions import CloseReason, Interactions, InteractionView
+from stack.probes import grpc_serving
+from surfaces.common.interactions import CloseReason
 
 RESULTS = ROOT / "bench" / "results"
-SURFACES = ("web", "cli", "polyglot")
-ENVIRONMENTS = ("staging", "production")
-FORM_TIMEOUT = 60.0
-ANSWER_ATTEMPTS = 4
-SURFACE_PROCESSES = 4
-CALL_TIMEOUT = 180.0
-
-
-@dataclass
-class Call:
-    """One ``examples:deploy`` call and what became of it."""
-
-    host: str
-    phase: str
-    index: int
-    artifact: str = ""
-    session: str = ""
-    tool_use_id: str = ""
-    outcome: str = ""
-    text: str = ""
-    interaction_id: str = ""
-    answered_by: str = ""
-    environment: str = ""
-    invocation_id: str = ""
-    answered_at: float = 0.0
-    form_close_reason: CloseReason | None = None
-
-    def __post_init__(self) -> None:
-        self.artifact = f"{self.phase}-{self.host}-{self.index}"
-        self.session = f"s-{self.phase}-{self.host}"
-        self.tool_use_id = f"use-{self.index}"
-
-    @property
-    def delivered_right(self) -> bool:
-        return self.text == f"Deployed {self.artifact} to {self.environment}."
 
 
 @dataclass
@@ -94,210 +62,6 @@ class Fault:
     misdelivered: int
     outcome: str
     detail: dict[str, object] = field(default_factory=dict)
-
-
-def _surface_for(call: Call) -> str:
-    if call.host != "host-0":  # the web replicas show host-0; the other Hosts are answered elsewhere
-        return SURFACES[1 + int(hashlib.sha256(call.artifact.encode()).hexdigest(), 16) % 2]
-    return SURFACES[int(hashlib.sha256(call.artifact.encode()).hexdigest(), 16) % 3]
-
-
-def _environment_for(call: Call) -> str:
-    return ENVIRONMENTS[call.index % 2]
-
-
-class Driver:
-    """Starts calls, finds their forms, answers each from its surface, collects the outcomes."""
-
-    def __init__(self, topology: Topology) -> None:
-        self.topology = topology
-        self.node = shutil.which("node") or str(ROOT / ".tools" / "bin" / "node22")
-        self.surface_counts: dict[str, int] = dict.fromkeys(SURFACES, 0)
-        self.answer_failures: list[str] = []
-        self.answer_retries = 0
-        self.processes = asyncio.Semaphore(SURFACE_PROCESSES)
-        """Bounds the CLI and Node.js answer processes running at once (in arrival order)."""
-
-    async def call(self, call: Call) -> None:
-        request = broker_pb2.CallToolRequest(
-            session_id=call.session,
-            turn_id="turn-1",
-            tool_use_id=call.tool_use_id,
-            tool_name="examples:deploy",
-            arguments_json=json.dumps({"artifact": call.artifact}),
-        )
-        async with grpc.aio.insecure_channel(self.topology.broker(call.host)) as channel:
-            stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-            try:
-                async with asyncio.timeout(CALL_TIMEOUT):
-                    async for event in stub.CallTool(request):
-                        kind = event.WhichOneof("event")
-                        if kind == "accepted":
-                            call.invocation_id = event.accepted.invocation_id
-                        elif kind == "result":
-                            payload = json.loads(event.result.call_tool_result_json)
-                            call.text = "\n".join(b.get("text", "") for b in payload.get("content", []))
-                            call.outcome = "completed"
-                        elif kind in ("failure", "lost", "stopped"):
-                            call.outcome = kind
-            except grpc.aio.AioRpcError as error:
-                call.outcome = f"rpc_{error.code().name.lower()}"
-            except TimeoutError:
-                call.outcome = "timed_out"
-
-    async def reattach(self, call: Call) -> None:
-        """After a broker was killed: ``WatchCall`` the invocation on the restarted broker of its Host. An
-        invocation it does not know (NOT_FOUND) died with its broker: ``lost``, and it was not run again."""
-        if call.outcome == "completed" or not call.invocation_id:
-            return
-        request = broker_pb2.WatchCallRequest(invocation_id=call.invocation_id)
-        async with grpc.aio.insecure_channel(self.topology.broker(call.host)) as channel:
-            stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
-            try:
-                async with asyncio.timeout(CALL_TIMEOUT):
-                    async for response in stub.WatchCall(request):
-                        kind = response.event.WhichOneof("event")
-                        if kind in ("result", "failure", "lost", "stopped"):
-                            call.outcome = "completed" if kind == "result" else kind
-            except grpc.aio.AioRpcError as error:
-                call.outcome = (
-                    "lost" if error.code() == grpc.StatusCode.NOT_FOUND else f"rpc_{error.code().name.lower()}"
-                )
-            except TimeoutError:
-                call.outcome = "timed_out"
-
-    async def wait_closed(self, host: str, calls: Sequence[Call]) -> None:
-        """Wait (bounded) until each call's form is closed, and record why it closed."""
-        async with (
-            asyncio.timeout(FORM_TIMEOUT),
-            Interactions.connect(self.topology.interaction_target, host_id=host) as client,
-        ):
-            for call in calls:
-                while True:
-                    view = await client.get(call.interaction_id, session_id=call.session)
-                    if not view.pending:
-                        call.form_close_reason = view.close_reason
-                        break
-                    await asyncio.sleep(0.05)  # polling a remote record, bounded above
-
-    async def pending_count(self, host: str, calls: Sequence[Call]) -> int:
-        """Forms now pending in the sessions of ``calls``: a replayed call would open a new one."""
-        async with Interactions.connect(self.topology.interaction_target, host_id=host) as client:
-            return len(await client.pending(sorted({c.session for c in calls})))
-
-    async def wait_forms(self, calls: Sequence[Call]) -> None:
-        """Poll ``ListPending`` of each Host until every call has its form (bounded)."""
-        by_host: dict[str, list[Call]] = {}
-        for call in calls:
-            by_host.setdefault(call.host, []).append(call)
-        async with asyncio.timeout(FORM_TIMEOUT):
-            for host, host_calls in by_host.items():
-                async with Interactions.connect(self.topology.interaction_target, host_id=host) as client:
-                    while True:
-                        pending = await client.pending(sorted({c.session for c in host_calls}))
-                        self._bind(host_calls, pending)
-                        if all(c.interaction_id for c in host_calls):
-                            break
-                        await asyncio.sleep(0.05)  # polling a remote listing, bounded above
-
-    @staticmethod
-    def _bind(calls: Sequence[Call], pending: Sequence[InteractionView]) -> None:
-        by_key = {(c.session, c.tool_use_id): c for c in calls}
-        for view in pending:
-            call = by_key.get((view.session_id, view.tool_use_id))
-            if call is not None:
-                call.interaction_id = view.interaction_id
-
-    async def answer(self, call: Call) -> None:
-        call.answered_by = _surface_for(call)
-        call.environment = _environment_for(call)
-        values = {"environment": call.environment, "confirm": True}
-        for attempt in range(ANSWER_ATTEMPTS):
-            try:
-                await self._answer_once(call, values)
-            except RuntimeError as error:
-                if attempt == ANSWER_ATTEMPTS - 1 or "UNAVAILABLE" not in str(error):
-                    self.answer_failures.append(f"{call.answered_by} {call.artifact}: {error}")
-                    return
-                self.answer_retries += 1
-                await asyncio.sleep(0.2 * (attempt + 1))  # retry backoff (same submission id), not synchronisation
-                continue
-            self.surface_counts[call.answered_by] += 1
-            call.answered_at = time.monotonic()
-            return
-
-    async def _answer_once(self, call: Call, values: dict[str, object]) -> None:
-        if call.answered_by == "web":
-            await self._answer_web(call, values)
-        elif call.answered_by == "cli":
-            await self._answer_process(
-                [
-                    *(sys.executable, "-m", "surfaces.cli.main", "answer", call.interaction_id, "accept"),
-                    *("--values", json.dumps(values), "--session", call.session, "--host-id", call.host),
-                    *("--submission-id", f"cli-{call.artifact}"),
-                    *("--interaction", self.topology.interaction_target),
-                ]
-            )
-        else:
-            await self._answer_process(
-                [
-                    *(self.node, str(ROOT / "examples" / "polyglot" / "surface.mjs")),
-                    *("--target", self.topology.interaction_target, "--host-id", call.host),
-                    *("answer", call.interaction_id, "accept", json.dumps(values), "--session", call.session),
-                    *("--submission-id", f"polyglot-{call.artifact}"),
-                ]
-            )
-
-    async def _answer_web(self, call: Call, values: dict[str, object]) -> None:
-        assert self.topology.certs is not None
-        context = ssl.create_default_context(cafile=str(self.topology.certs.ca))
-        base = self.topology.proxy_url
-        async with httpx.AsyncClient(base_url=base, verify=context, timeout=20) as client:
-            for attempt in range(5):
-                csrf = (await client.get("/api/session")).json()["csrf"]
-                response = await client.post(
-                    f"/api/interactions/{call.interaction_id}/answer",
-                    json={
-                        "session_id": call.session,
-                        "submission_id": f"web-{call.artifact}",
-                        "action": "accept",
-                        "values": values,
-                    },
-                    headers={"X-Maka-CSRF": csrf, "Origin": base},
-                )
-                if response.status_code == 200:
-                    return
-                if response.status_code != 503 or attempt == 4:
-                    raise RuntimeError(f"web answer {response.status_code}: {response.text[:200]}")
-                await asyncio.sleep(0.2 * (attempt + 1))  # retry backoff for UNAVAILABLE, not synchronisation
-
-    async def _answer_process(self, argv: list[str]) -> None:
-        async with self.processes:
-            await self._run_process(argv)
-
-    async def _run_process(self, argv: list[str]) -> None:
-        process = await asyncio.create_subprocess_exec(
-            *argv, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 60)
-        if process.returncode != 0:
-            raise RuntimeError(f"exit {process.returncode}: {(err or out).decode(errors='replace')[:300]}")
-
-
-async def _wait_tools(topology: Topology) -> None:
-    async with asyncio.timeout(90):
-        for host in topology.spec.host_ids():
-            while True:
-                if "examples:deploy" in await _tools(topology.broker(host)):
-                    break
-                await asyncio.sleep(0.1)  # polling a remote listing, bounded above
-
-
-async def _tools(broker: str) -> list[str]:
-    try:
-        return await list_tools(broker)
-    except grpc.aio.AioRpcError:
-        return []
 
 
 def _phase(name: str, hosts: Sequence[str], per_host: int) -> list[Call]:
@@ -328,15 +92,15 @@ async def _run_batch(
     await asyncio.gather(*tasks)
     detail["answer_to_last_result_s"] = round(time.monotonic() - started, 3)
     if fault == "rolling_restart":
-        # From NOT_SERVING (the drain began) to the last of the draining Host's answers: it must stay below
-        # the drain grace (TopologySpec.drain_seconds) for every call to finish.
+        # From NOT_SERVING (the drain began) to the last of the draining Host's answers: the Host drains
+        # until its calls are done, bounded by its budget (TopologySpec.drain_budget_seconds).
         answered = [c.answered_at for c in calls if c.host == target and c.answered_at]
         detail["drain_answered_within_s"] = round(max(answered) - started, 1) if answered else None
-        detail["drain_seconds"] = topology.spec.drain_seconds
+        detail["drain_seconds"] = topology.spec.drain_budget_seconds()
     if restart is not None:
         await asyncio.wait_for(restart, 180)
     if fault in ("kill_broker", "rolling_restart"):
-        await _wait_tools(topology)
+        await wait_tools(topology)
     if fault == "kill_broker":
         killed = [c for c in calls if c.host == target]
         await asyncio.gather(*(driver.reattach(c) for c in killed))
@@ -372,6 +136,8 @@ def _fault_entry(name: str, target: str, calls: list[Call], *, expect_lost_host:
     else:
         ok = not lost and not misdelivered
     detail: dict[str, object] = {"outcomes": sorted({c.outcome for c in calls})}
+    if unexpected:
+        detail["unexpected"] = sorted({f"{c.host} {c.outcome}: {c.text}" for c in unexpected})
     if expect_lost_host:
         detail["killed_host_calls"] = len(expected_lost)
         detail["killed_host_outcomes"] = sorted({c.outcome for c in expected_lost})
@@ -387,7 +153,49 @@ def _fault_entry(name: str, target: str, calls: list[Call], *, expect_lost_host:
     )
 
 
-async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) -> dict[str, object]:
+async def _fault_phases(driver: Driver, topology: Topology, per_host: int) -> tuple[list[Fault], list[Call]]:
+    hosts = topology.spec.host_ids()
+    faults: list[Fault] = []
+    all_calls: list[Call] = []
+    plan = [
+        ("steady", "", ""),
+        ("kill_broker", hosts[-1], hosts[-1]),
+        ("kill_interaction", "interaction-0", ""),
+        ("rolling_restart", hosts[0], ""),
+    ]
+    for name, target, lost_host in plan:
+        calls = _phase(name, hosts, per_host)
+        phase_started = time.monotonic()
+        calls, detail = await _run_batch(driver, calls, name, target, topology)
+        entry = _fault_entry(name, target or "-", calls, expect_lost_host=lost_host)
+        entry.detail.update(detail)
+        entry.detail["phase_seconds"] = round(time.monotonic() - phase_started, 1)
+        faults.append(entry)
+        all_calls.extend(calls)
+    return faults, all_calls
+
+
+def _sigkill(faults: Sequence[Fault]) -> dict[str, object] | None:
+    """The ``kill_broker`` fault as the rollout report's ``sigkill`` (a crash, reported apart)."""
+    for fault in faults:
+        if fault.name == "kill_broker":
+            pending = fault.detail.get("killed_host_forms_pending_after_restart")
+            return {
+                "fault": fault.name,
+                "host": fault.target,
+                "calls": fault.detail.get("killed_host_calls"),
+                "outcomes": fault.detail.get("killed_host_outcomes"),
+                "form_close_reasons": fault.detail.get("killed_host_form_close_reasons"),
+                "pending_after_restart": pending,
+                "replayed": pending != 0,
+                "outcome": fault.outcome,
+            }
+    return None
+
+
+async def run(
+    spec: TopologySpec, per_host: int, state_dir: Path, echo: bool, plan: RolloutPlan, *, faults_too: bool = True
+) -> dict[str, object]:
     lines: list[str] = []
 
     def sink(name: str, line: str) -> None:
@@ -399,27 +207,13 @@ async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) ->
     started = time.monotonic()
     await topology.start()
     try:
-        await _wait_tools(topology)
+        await wait_tools(topology)
         startup_seconds = round(time.monotonic() - started, 1)
         driver = Driver(topology)
         hosts = spec.host_ids()
-        faults: list[Fault] = []
-        all_calls: list[Call] = []
-        plan = [
-            ("steady", "", ""),
-            ("kill_broker", hosts[-1], hosts[-1]),
-            ("kill_interaction", "interaction-0", ""),
-            ("rolling_restart", hosts[0], ""),
-        ]
-        for name, target, lost_host in plan:
-            calls = _phase(name, hosts, per_host)
-            phase_started = time.monotonic()
-            calls, detail = await _run_batch(driver, calls, name, target, topology)
-            entry = _fault_entry(name, target or "-", calls, expect_lost_host=lost_host)
-            entry.detail.update(detail)
-            entry.detail["phase_seconds"] = round(time.monotonic() - phase_started, 1)
-            faults.append(entry)
-            all_calls.extend(calls)
+        faults, all_calls = await _fault_phases(driver, topology, per_host) if faults_too else ([], [])
+        rollout = Rollout(topology, driver, plan, say=lambda line: sink("rollout", line))
+        await rollout.run()  # last: its scale-in leaves the topology a Host short
         killed = [c for c in all_calls if c.phase == "kill_broker" and c.host == hosts[-1]]
         report: dict[str, object] = {
             "hosts": spec.hosts,
@@ -434,6 +228,7 @@ async def run(spec: TopologySpec, per_host: int, state_dir: Path, echo: bool) ->
             "answer_failures": driver.answer_failures,
             "answer_retries": driver.answer_retries,
             "faults": [asdict(f) for f in faults],
+            "rollout": rollout_report(rollout, _sigkill(faults)),
             "startup_seconds": startup_seconds,
             "wall_seconds": round(time.monotonic() - started, 1),
             "resources": _resources(topology),
@@ -518,6 +313,9 @@ def write_report(report: dict[str, object], out_dir: Path) -> None:
             f"| {fault['name']} | {fault['target']} | {fault['calls']} | {fault['completed']} | {fault['lost']} "
             f"| {fault['misdelivered']} | {fault['outcome']} | {_notes(fault)} |"
         )
+    rollout = report["rollout"]
+    assert isinstance(rollout, dict)
+    rows += rollout_markdown(rollout)
     resources = report["resources"]
     assert isinstance(resources, dict)
     rows += [
@@ -539,16 +337,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-host", type=int, default=0, help="calls per Host per phase (default 20; 2 --small)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report directory (default bench/results)")
     parser.add_argument("--quiet", action="store_true", help="do not echo the children's logs")
+    parser.add_argument("--rollout-only", action="store_true", help="skip the fault phases (to work on the rollout)")
     args = parser.parse_args(argv)
     per_host = args.per_host or (2 if args.small else 20)
-    spec = TopologySpec(drain_seconds=30.0)
+    spec = TopologySpec()  # MAKA_DRAIN_SECONDS=auto on every Host, as deploy/k8s sets it
+    plan = SMALL if args.small else FULL
     with tempfile.TemporaryDirectory(prefix="maka-scale-") as tmp:
-        report = asyncio.run(run(spec, per_host, Path(tmp), echo=not args.quiet))
+        report = asyncio.run(
+            run(spec, per_host, Path(tmp), echo=not args.quiet, plan=plan, faults_too=not args.rollout_only)
+        )
     write_report(report, args.out)
     sys.stdout.write((args.out / "scale.md").read_text())
     faults = report["faults"]
     assert isinstance(faults, list)
-    ok = all(f["outcome"] == "ok" for f in faults) and report["misdelivered"] == 0
+    rollout = report["rollout"]
+    assert isinstance(rollout, dict)
+    ok = all(f["outcome"] == "ok" for f in faults) and report["misdelivered"] == 0 and rollout["outcome"] == "ok"
     return 0 if ok else 1
 
 

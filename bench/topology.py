@@ -13,7 +13,8 @@ caller ─▶ host-N broker ◀─ host-N provider (stdio example MCP server)   
 
 Every child runs under :class:`stack.supervisor.Supervisor` (a crashed child is restarted on
 its port, as a Deployment or StatefulSet would). Faults: :meth:`Topology.kill` (SIGKILL),
-:meth:`Topology.restart_host` (SIGTERM broker and provider together, drained, then start again).
+:meth:`Topology.restart_host` (SIGTERM broker and provider together, drained, then start again), and its
+halves :meth:`Topology.stop_host` / :meth:`Topology.start_host` (a scale-in stops a Host for good).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
 from bench.system import ROOT
+from services.broker.settings import Settings as BrokerSettings
 from services.core.key_file import generate_key_file
 from stack.errors import StackError
 from stack.ports import free_port
@@ -44,17 +47,24 @@ EXAMPLES_CONFIG = ROOT / "examples" / "mcp.json"
 
 @dataclass(frozen=True)
 class TopologySpec:
-    """How many of each process, and how a Host drains on a rolling restart."""
+    """How many of each process, and how a Host drains on a rolling restart: ``drain_seconds`` is the
+    broker's ``MAKA_DRAIN_SECONDS`` (``auto``, as the Host manifest sets it: until every call is done)."""
 
     hosts: int = 3
     interaction_replicas: int = 2
     web_replicas: int = 2
-    drain_seconds: float = 30.0
+    drain_seconds: float | Literal["auto"] = "auto"
     config: Path = EXAMPLES_CONFIG
     log_level: str = "WARNING"
 
     def host_ids(self) -> list[str]:
         return [f"host-{i}" for i in range(self.hosts)]
+
+    def drain_budget_seconds(self) -> float:
+        """The longest a Host drains: a number as given, ``auto`` from the broker's default settings (the
+        longest form wait + one provider leg + grace; the provider's ``MAKA_DRAIN_SECONDS``, as in
+        deploy/k8s)."""
+        return BrokerSettings.model_construct(drain_seconds=self.drain_seconds).drain_budget_seconds()
 
     @property
     def web_host(self) -> str:
@@ -83,7 +93,7 @@ class Topology:
     redis_socket: Path | None = None
 
     def __post_init__(self) -> None:
-        self.supervisor = Supervisor(sink=self.sink, ready_timeout=90, stop_grace=self.spec.drain_seconds + 20)
+        self.supervisor = Supervisor(sink=self.sink, ready_timeout=90, stop_grace=self.spec.drain_budget_seconds() + 20)
 
     # --- addresses -----------------------------------------------------------------------------
 
@@ -151,7 +161,20 @@ class Topology:
 
     async def restart_host(self, host_id: str) -> None:
         """A rolling restart of one Host: broker and provider get SIGTERM together and drain."""
-        await self.supervisor.restart_together((f"{host_id}-broker", f"{host_id}-provider"))
+        await self.supervisor.restart_together(self._host_children(host_id))
+
+    async def stop_host(self, host_id: str) -> None:
+        """SIGTERM ``host_id``'s broker and provider together (as one pod's containers) and wait until
+        both exited (drained); the Host stays stopped until :meth:`start_host` (a scale-in never calls it)."""
+        await self.supervisor.stop_together(self._host_children(host_id))
+
+    async def start_host(self, host_id: str) -> None:
+        """Start a stopped Host again with the same id and ports (broker, then provider), ready."""
+        await self.supervisor.start_again(self._host_children(host_id))
+
+    @staticmethod
+    def _host_children(host_id: str) -> tuple[str, str]:
+        return (f"{host_id}-broker", f"{host_id}-provider")
 
     # --- child specs ---------------------------------------------------------------------------
 
@@ -209,6 +232,7 @@ class Topology:
             "services.broker.main",
             {
                 "MAKA_HOST_ID": host_id,
+                "MAKA_ADVERTISE_ADDRESS": f"127.0.0.1:{self._port(f'{host_id}-broker')}",  # pool reattach
                 "MAKA_INTERACTION_TARGET": self.interaction_target,
                 "MAKA_DRAIN_SECONDS": str(self.spec.drain_seconds),
             },
@@ -221,7 +245,7 @@ class Topology:
             {
                 "MAKA_BROKER_TARGET": self.broker(host_id),
                 "MAKA_MCP_CONFIG": str(self.spec.config),
-                "MAKA_DRAIN_SECONDS": str(self.spec.drain_seconds),
+                "MAKA_DRAIN_SECONDS": str(self.spec.drain_budget_seconds()),  # a number: the broker's budget
             },
         )
 

@@ -396,11 +396,22 @@ class Supervisor:
         """SIGTERM every child in ``names`` at once (as Kubernetes stops the containers of one pod),
         wait for all to exit (each bounded by ``stop_grace``), then launch them again in the given
         order, each ready before the next."""
+        await self.stop_together(names)
+        await self.start_again(names)
+
+    async def stop_together(self, names: Sequence[str]) -> None:
+        """SIGTERM every child in ``names`` at once and wait for all to exit (each bounded by
+        ``stop_grace``); they stay stopped (a scale-in) until :meth:`start_again`."""
         children = [self._children[name] for name in names]
         await asyncio.gather(*(self._terminate(child) for child in children))
         for child in children:
             self._emit(StackEvent("stopped", child.spec.name, code=child.process.returncode if child.process else None))
-        for child in children:
+
+    async def start_again(self, names: Sequence[str]) -> None:
+        """Launch stopped children ``names`` again in the given order (on their ports), each ready before
+        the next. Raises :class:`StackError` as :meth:`start` does."""
+        for name in names:
+            child = self._children[name]
             await self._launch(child)
             await self._await_ready(child)
         if self.on_change is not None:

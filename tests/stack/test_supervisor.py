@@ -183,6 +183,28 @@ async def test_restart_replaces_the_process_and_waits_until_ready(supervisor: Su
         await supervisor.stop()
 
 
+async def test_children_stopped_together_stay_stopped_until_started_again(
+    supervisor: Supervisor, tmp_path: Path
+) -> None:
+    for name in ("broker", "provider", "other"):
+        await supervisor.start(_child(tmp_path, name))
+    old = supervisor.pids()
+
+    await supervisor.stop_together(("broker", "provider"))
+
+    try:
+        assert set(supervisor.pids()) == {"other"}  # a scale-in: not restarted as a crash would be
+        assert [e.kind for e in supervisor.history if e.name == "broker"] == ["started", "ready", "stopped"]
+        await supervisor.start_again(("broker", "provider"))
+        new = supervisor.pids()
+        assert set(new) == {"broker", "provider", "other"}
+        assert new["broker"] != old["broker"]
+        assert new["provider"] != old["provider"]
+        assert new["other"] == old["other"]
+    finally:
+        await supervisor.stop()
+
+
 async def test_a_child_that_exits_before_ready_fails_start_with_its_code(supervisor: Supervisor) -> None:
     spec = ChildSpec("broken", [sys.executable, "-c", "raise SystemExit(7)"], ready=_never)
 
