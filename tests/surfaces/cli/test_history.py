@@ -75,7 +75,13 @@ async def test_history_json_names_who_answered_each_form_and_never_shows_a_value
     assert (newest["id"], newest["state"], newest["close_reason"]) == (stopped.interaction_id, "closed", "stopped")
     assert newest["answered_by"] is None
     assert (oldest["id"], oldest["action"], oldest["delivery"]) == (answered.interaction_id, "accept", "delivered")
-    assert oldest["answered_by"] == {"principal": "alice", "principal_kind": "token", "surface": "cli", "issuer": None, "via": None}
+    assert oldest["answered_by"] == {
+        "principal": "alice",
+        "principal_kind": "token",
+        "surface": "cli",
+        "issuer": None,
+        "via": None,
+    }
     assert (oldest["tool"], oldest["provider"], oldest["claimed_server"]) == (
         "deployer:deploy",
         "Local MCP provider",
