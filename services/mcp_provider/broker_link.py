@@ -18,6 +18,9 @@ qualifies them ``SERVER:TOOL``). Rules:
 - ``CancelInvocation`` stops the call: the in-flight MCP request is cancelled and nothing more is
   sent for it (no failure frame either: the broker already settled it).
 - Heartbeats go out every ``Registered.heartbeat_interval`` (default ``heartbeat_seconds``).
+- :meth:`BrokerLink.close` (shutdown, a server removed by a reload) takes no new invocation, stops the
+  calls still in flight, then half-closes the stream behind every frame already queued and waits
+  (bounded) for the broker to end it: a result sent just before the close is delivered, never dropped.
 - If the stream fails, the link reconnects with exponential backoff, reset by every successful
   registration (so a broker restart is followed by a prompt re-registration); calls in flight on the
   old stream are stopped (their outcome belongs to the broker's ``lost`` settlement).
@@ -341,17 +344,30 @@ class BrokerLink:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"broker-link-{self.connection.name}")
 
-    async def close(self) -> None:
-        """Stop in-flight calls (sending nothing more), end the stream, stop the task."""
+    async def close(self, timeout: float = 5.0) -> None:
+        """Stop taking invocations, stop the calls still in flight (they send nothing more), half-close
+        the stream and wait, at most ``timeout`` s, for the broker to end it; then stop the task.
+
+        The half-close (the request iterator ends: gRPC's ``done_writing``) comes after every frame
+        already queued, so a result sent just before the close reaches the broker before it sees the
+        provider go; cancelling the call instead could drop it and the broker would settle the call
+        ``lost``. A stream the broker never registered carries nothing to wait for.
+        """
         self._closing.set()
         self._changed.set()
         stream = self._stream
         if stream is not None:
             await self._end(stream)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        task = self._task
+        if task is None:
+            return
+        if stream is not None and stream.registered.is_set() and timeout > 0:
+            # The broker answers the half-close by ending the stream: _serve returns, _run sees _closing.
+            await asyncio.wait([task], timeout=timeout)
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     async def _on_change(self, snapshot: ConnectionSnapshot) -> None:
         stream = self._stream
@@ -488,7 +504,8 @@ class BrokerLink:
         )
 
     def _apply_invoke(self, stream: _Stream, invoke: broker_pb2.Invoke) -> None:
-        if invoke.invocation_id in stream.calls:
+        if not stream.alive or invoke.invocation_id in stream.calls:
+            # A stream being closed runs nothing new: it could send no outcome (the broker settles it lost).
             return
         stop = Stop()
         task = asyncio.create_task(self._invoke(stream, invoke, stop))

@@ -159,12 +159,13 @@ class ProviderApp:
 
     async def stop(self) -> None:
         """Let calls in flight finish (``drain_seconds``), then stop the links (what is still in
-        flight sends nothing more), the MCP connections and the channel."""
+        flight sends nothing more; each broker stream half-closes and its end is awaited for at most
+        ``grace_seconds``, so the last results are delivered), the MCP connections and the channel."""
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self.provider is not None:
             await self.provider.drain(self.settings.drain_seconds)
-            await self.provider.close()
+            await self.provider.close(self.settings.grace_seconds)
         else:
             await self.manager.close()
 

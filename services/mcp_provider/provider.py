@@ -127,11 +127,11 @@ class McpProvider:
             await link.wait_idle(max(0.0, deadline - loop.time()))
         return all(link.live_calls == 0 for link in self.links.values())
 
-    async def close(self) -> None:
-        """Stop the status report and the links (in-flight calls send nothing more), then the MCP
-        connections and the channel."""
+    async def close(self, timeout: float = 5.0) -> None:
+        """Stop the status report and the links (in-flight calls send nothing more; each stream is
+        half-closed and its end awaited, at most ``timeout`` s, so every frame sent is delivered:
+        :meth:`BrokerLink.close`), then the MCP connections and the channel."""
         await self.reporter.close()
-        for link in self.links.values():
-            await link.close()
+        await asyncio.gather(*(link.close(timeout) for link in list(self.links.values())))
         await self.manager.close()
         await self.channel.close()
