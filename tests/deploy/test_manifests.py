@@ -526,8 +526,9 @@ SHUTDOWN_PHASES: dict[str, tuple[str, ...]] = {
     # BrokerApp.stop: broker.drain(drain_seconds), broker.shutdown(timeout=grace_seconds) settles what is
     # left (calls lost, forms closed stopped), then serving's server.stop(grace_seconds).
     "services.broker.main": ("drain_seconds", "grace_seconds", "grace_seconds"),
-    # ProviderApp.stop: provider.drain(drain_seconds), then server.stop(grace_seconds).
-    "services.mcp_provider.main": ("drain_seconds", "grace_seconds"),
+    # ProviderApp.stop: provider.drain(drain_seconds), provider.close(grace_seconds) half-closes each broker
+    # stream and waits for the broker to end it, then serving's server.stop(grace_seconds).
+    "services.mcp_provider.main": ("drain_seconds", "grace_seconds", "grace_seconds"),
     # The Interaction app's stop: servicer.drain(grace_seconds) ends every stream, then server.stop(grace_seconds).
     "services.interaction.main": ("grace_seconds", "grace_seconds"),
     "surfaces.web.main": (),  # uvicorn's graceful shutdown: WEB_SHUTDOWN_GRACE_SECONDS
