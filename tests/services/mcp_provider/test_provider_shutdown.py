@@ -1,6 +1,7 @@
-"""A provider's shutdown delivers every frame it sent: the real broker and Interaction service (in-process
-gRPC on loopback, real redis-server), a real SDK MCP server over Streamable HTTP, and the provider's own
-SIGTERM path (:meth:`ProviderApp.stop`: drain, then close) — in both orders of a Host pod's shutdown."""
+"""A provider's shutdown delivers every frame it sent: the real broker (its own process, so a test can
+freeze it with SIGSTOP), the real Interaction service (in-process, real redis-server), a real SDK MCP server
+over Streamable HTTP (a process too), and the provider's own SIGTERM path (:meth:`ProviderApp.stop`: drain,
+then close) — in both orders of a Host pod's shutdown."""
 
 from __future__ import annotations
 
