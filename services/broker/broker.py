@@ -150,6 +150,8 @@ class Broker:
         call_keepalive_seconds: a caller stream silent this long gets a ``status`` event.
         reattach_grace_seconds: how long an invocation with no caller attached keeps running before
             it is stopped exactly as Stop; also how long a settled one stays reattachable.
+        host_id: this Host's id, and host_address: where callers reach it for ``WatchCall`` (empty: the
+            target they used); both go into every ``CallAccepted`` (docs/design.md#hosts-pools-and-teams).
     """
 
     def __init__(
@@ -164,8 +166,12 @@ class Broker:
         queue_size: int = 256,
         call_keepalive_seconds: float = 15.0,
         reattach_grace_seconds: float = 30.0,
+        host_id: str = "",
+        host_address: str = "",
     ) -> None:
         self._host = host
+        self._host_id = host_id
+        self._host_address = host_address
         self.servers = ServerTable()
         """What providers report of their MCP servers (``ReportServers``)."""
         self._recent: deque[Invocation] = deque(maxlen=RECENT_CALLS)
@@ -901,7 +907,10 @@ class Broker:
         invocation.emit(
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(
-                    invocation_id=invocation.invocation_id, provider_id=registration.provider_id
+                    invocation_id=invocation.invocation_id,
+                    provider_id=registration.provider_id,
+                    host_id=self._host_id,
+                    host_address=self._host_address,
                 )
             )
         )

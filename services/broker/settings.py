@@ -44,6 +44,11 @@ class Settings(GrpcServerSettings):
     ``auto`` = until every call is done, bounded by :meth:`drain_budget_seconds` (the longest form
     wait + one provider leg + ``grace_seconds``). 0 = no drain (``maka up``). Keep preStop + drain +
     2 x ``grace_seconds`` (settling what is left, then the server's stop) below the pod's termination grace."""
+    advertise_address: str = ""
+    """Where callers reach THIS Host for ``WatchCall`` (a per-Host address such as
+    ``team-a-host-0.team-a-host:50052``), sent in every ``CallAccepted.host_address`` so a caller that
+    started the call through a pool's address reattaches to the Host that owns it; empty = "the target you
+    used" (one Host, or a proxy that routes by Host)."""
     interaction_token: str = ""
     """Bearer token presented to the Interaction service; empty sends none."""
 

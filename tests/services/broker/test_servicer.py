@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
@@ -646,3 +647,56 @@ async def test_a_field_less_confirmation_form_is_published_and_a_missing_form_is
     assert awaiting.field_count == 0
     await stack.answer(awaiting.interaction_id, form_pb2.Answer(action=form_pb2.ACTION_ACCEPT))
     assert (await provider.next("interaction_result")).interaction_result.answer.action == form_pb2.ACTION_ACCEPT
+
+
+async def _health(stack: BrokerStack, service: str) -> int:
+    """The broker's ``Health/Check`` status of ``service``."""
+    stub = health_pb2_grpc.HealthStub(stack.channel(stack.broker_target))
+    response = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)  # type: ignore[attr-defined]
+    return int(response.status)
+
+
+async def test_accepted_names_the_host_that_owns_the_call_and_its_advertised_address(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(
+        interaction={"host_id": "team-a-host-0"},
+        host_id="team-a-host-0",
+        advertise_address="team-a-host-0.team-a-host:50052",
+    )
+    provider = await stack.provider()
+    call = stack.call()
+    accepted = (await call.next("accepted")).accepted
+    assert (accepted.host_id, accepted.host_address) == ("team-a-host-0", "team-a-host-0.team-a-host:50052")
+    await provider.finish((await provider.invoked()).invocation_id)
+    assert (await call.terminal()).HasField("result")
+
+
+async def test_a_draining_broker_stops_taking_new_calls_in_health_but_stays_live_and_serves_watch_call(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(drain_seconds=30)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    invocation_id = (await call.next("accepted")).accepted.invocation_id
+    assert await _health(stack, "maka.broker.v1.CapabilityBrokerService") == health_pb2.HealthCheckResponse.SERVING
+
+    stopping = asyncio.create_task(stack.broker_server.stop())
+
+    async def not_taking_calls() -> bool:
+        status = await _health(stack, "maka.broker.v1.CapabilityBrokerService")
+        return status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+    await eventually(not_taking_calls, timeout=10, what="the new-calls health service NOT_SERVING")
+    assert await _health(stack, "") == health_pb2.HealthCheckResponse.SERVING, "liveness stays SERVING"
+    refused = await stack.call("examples:deploy").terminal()
+    assert refused.failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
+    watcher = stack.watch(invocation_id)
+    assert (await watcher.next("accepted")).accepted.invocation_id == invocation_id
+    assert not stopping.done()
+
+    await provider.finish(invoke.invocation_id)
+    assert (await watcher.terminal()).HasField("result")
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await stopping
