@@ -215,20 +215,32 @@ class Broker:
         """Stop accepting calls and give the live ones up to ``timeout`` s to finish.
 
         From now on every new ``CallTool`` fails ``HOST_UNAVAILABLE`` ("draining"); calls in flight,
-        their forms and their provider legs go on untouched. Returns how many invocations are still
-        live when the wait ends (:meth:`shutdown` then settles them by the usual rules). A rolling
-        update calls this between NOT_SERVING and :meth:`shutdown` (docs/design.md#scale-out).
+        their forms and their provider legs go on untouched. Once none is live, the drain also waits
+        for the callers of settled calls that have not received their outcome yet (a caller whose stream
+        dropped is reattaching with ``WatchCall``), each at most its reattach grace. Returns how many
+        invocations are still live when the wait ends (:meth:`shutdown` then settles them by the usual
+        rules). A rolling update calls this between NOT_SERVING and :meth:`shutdown`
+        (docs/design.md#drain-vs-crash).
         """
         self._draining = True
         live = len(self._invocations)
-        if live and timeout > 0:
+        if timeout > 0 and (live or self._callers.undelivered_deadline() is not None):
             log.info("broker_draining", extra={"live_invocations": live, "drain_seconds": timeout})
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._idle.wait()
+                    await self._outcomes_delivered()
         left = len(self._invocations)
         log.info("broker_drained", extra={"finished": live - left, "live_invocations": left})
         return left
+
+    async def _outcomes_delivered(self) -> None:
+        """Until every settled call's outcome reached a caller or its reattach grace ran out."""
+        while (deadline := self._callers.undelivered_deadline()) is not None:
+            self._callers.delivered.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                    await self._callers.delivered.wait()
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Graceful stop of the Host: live invocations settle ``lost``, pending forms close ``host_restarted``

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -700,3 +701,28 @@ async def test_a_draining_broker_stops_taking_new_calls_in_health_but_stays_live
     assert (await watcher.terminal()).HasField("result")
     async with asyncio.timeout(FRAME_TIMEOUT):
         await stopping
+
+
+async def test_a_drain_waits_for_the_caller_of_a_settled_call_to_reattach_for_its_outcome(
+    make_stack: StackFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="maka.broker.broker")
+    stack = await make_stack(drain_seconds=30, reattach_grace_seconds=20)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    invocation_id = (await call.next("accepted")).accepted.invocation_id
+    call.cancel()  # the caller's stream dropped
+    await eventually(lambda: stack.app.broker.stats().get("callers_detached") == 1, what="the caller detached")
+    await provider.finish(invoke.invocation_id)
+    await eventually(lambda: stack.app.broker.stats()["live_invocations"] == 0, what="the call settled")
+
+    stopping = asyncio.create_task(stack.broker_server.stop())
+    draining = await eventually(
+        lambda: next((r for r in caplog.records if r.getMessage() == "broker_draining"), None), what="a drain"
+    )
+    assert getattr(draining, "live_invocations", None) == 0, "nothing live: the drain waits for the caller only"
+    watcher = stack.watch(invocation_id)
+    assert (await watcher.terminal()).HasField("result"), "the draining Host kept the outcome for its caller"
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await stopping  # and exited once it was delivered, long before the reattach grace

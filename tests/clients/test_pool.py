@@ -1,0 +1,119 @@
+"""A caller of a team's pool of Hosts through real processes (docs/clients.md "Pools of Hosts"): while one
+Host drains, new calls go to a ready Host (client-side health checking, or a refusal retried with the same
+call id) and are never refused, while the call the draining Host owns stays with it: its dropped stream
+reattaches there, its form is answered, and it ends with the Tool's result. A caller that names only the
+draining Host still sees ``HOST_UNAVAILABLE``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable
+from pathlib import Path
+
+import pytest
+
+from maka.form.v1 import form_pb2
+from maka.interaction.v1 import interaction_pb2
+from maka_client import Accepted, BrokerClient, Failure, FailureCode, Reattaching, Result, ToolCall
+from maka_client._channel import open_channel
+from tests.helpers.pool import HostPool, host_pool
+from tests.helpers.waiting import eventually
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+DEPLOY_ANSWER = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
+NEW_CALLS = 8
+
+
+async def _pings(client: BrokerClient, count: int, prefix: str) -> list[ToolCall]:
+    """``count`` concurrent ``examples:ping`` calls, each followed to its outcome."""
+    calls = [client.call_tool("examples:ping", {}, tool_use_id=f"{prefix}-{i}") for i in range(count)]
+    await asyncio.gather(*(call.result() for call in calls))
+    return calls
+
+
+async def _first(pending: Awaitable[list[interaction_pb2.Interaction]]) -> interaction_pb2.Interaction | None:
+    forms = await pending
+    return forms[0] if forms else None
+
+
+def _text(outcome: object) -> str:
+    assert isinstance(outcome, Result), outcome
+    return "\n".join(block["text"] for block in outcome.result.get("content", []) if block.get("type") == "text")
+
+
+async def _owner_and_other(
+    pool: HostPool, client: BrokerClient
+) -> tuple[ToolCall, list[object], asyncio.Task[None], str, str]:
+    """A deploy call through the pool, followed in the background until its form is pending on its Host."""
+    call = client.call_tool("examples:deploy", {"artifact": "build-26"}, tool_use_id="use-owned")
+    events: list[object] = []
+    accepted = asyncio.Event()
+
+    async def follow() -> None:
+        async for event in call:
+            events.append(event)
+            if isinstance(event, Accepted):
+                accepted.set()
+
+    task = asyncio.create_task(follow())
+    async with asyncio.timeout(60):
+        await accepted.wait()
+    owner = call.host_id
+    [other] = [host for host in pool.host_ids if host != owner]
+    return call, events, task, owner, other
+
+
+async def test_new_calls_go_to_a_ready_host_while_the_owner_drains_and_the_owned_call_reattaches_to_it(
+    tmp_path: Path,
+) -> None:
+    async with host_pool(tmp_path, hosts=2) as pool, BrokerClient(pool.pool_target) as client:
+        assert client.pool, "an ipv4: target with two addresses names a pool"
+        call, events, follower, owner, other = await _owner_and_other(pool, client)
+        assert call.host_address == pool.brokers[owner], "accepted names where the owning Host is reached"
+        form = await eventually(lambda: _first(pool.pending(owner)), timeout=60, what="the owned call's form")
+
+        rollout = asyncio.create_task(pool.drain(owner))
+        await pool.wait_not_taking_calls(owner)
+
+        # Client-side health checking: the draining Host gets no new call at all.
+        healthy = await _pings(client, NEW_CALLS, "healthy")
+        assert [_text(c.outcome) for c in healthy] == ["pong"] * NEW_CALLS
+        assert {c.host_id for c in healthy} == {other}
+        assert sum(c.refused_starts for c in healthy) == 0, "no start reached the draining Host"
+
+        # Without health checking (round_robin only) the draining Host refuses its share, and every refused
+        # start is retried with its call id on the ready Host: still no caller is refused.
+        no_health = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+        blind_channel = open_channel(pool.pool_target, None, service_config=no_health)
+        try:
+            blind = BrokerClient(pool.pool_target, channel=blind_channel, pool=True)
+            retried = await _pings(blind, NEW_CALLS, "blind")
+        finally:
+            await blind_channel.close()
+        assert [_text(c.outcome) for c in retried] == ["pong"] * NEW_CALLS
+        assert {c.host_id for c in retried} == {other}
+        assert sum(c.refused_starts for c in retried) >= 1, "round_robin sent some starts to the draining Host"
+
+        # A caller that names only the draining Host keeps today's behaviour.
+        async with BrokerClient(pool.proxied(owner)) as single:
+            assert not single.pool
+            refused = await single.call_tool("examples:ping", {}, tool_use_id="single").result()
+        assert isinstance(refused, Failure), refused
+        assert refused.code == FailureCode.HOST_UNAVAILABLE
+
+        # The owned call's stream drops; it reattaches to its Host (draining, still serving WatchCall).
+        assert pool.proxies[owner].cut() >= 1
+        await pool.answer(owner, form, DEPLOY_ANSWER)
+        async with asyncio.timeout(60):
+            await follower
+        assert _text(call.outcome) == "Deployed build-26 to staging."
+        assert call.reattaches >= 1
+        assert any(isinstance(e, Reattaching) for e in events)
+        assert call.host_id == owner
+
+        async with asyncio.timeout(120):
+            await rollout  # the owner exited once its call was done, and started again
+        assert '"broker_drained"' in pool.log(f"{owner}-broker")
