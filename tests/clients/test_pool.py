@@ -18,6 +18,7 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from maka_client import Accepted, BrokerClient, Failure, FailureCode, Reattaching, Result, ToolCall
 from maka_client._channel import open_channel
+from tests.helpers.cli import maka
 from tests.helpers.pool import HostPool, host_pool
 from tests.helpers.waiting import eventually
 
@@ -96,6 +97,11 @@ async def test_new_calls_go_to_a_ready_host_while_the_owner_drains_and_the_owned
         assert [_text(c.outcome) for c in retried] == ["pong"] * NEW_CALLS
         assert {c.host_id for c in retried} == {other}
         assert sum(c.refused_starts for c in retried) >= 1, "round_robin sent some starts to the draining Host"
+
+        # `maka call` on the pool target: served by the ready Host, which it names.
+        ran = await maka("call", "examples:ping", "--broker", pool.pool_target, state_dir=tmp_path / "no-stack")
+        assert (ran.code, ran.out.strip()) == (0, "pong"), ran.err
+        assert f"Host {other})" in ran.err
 
         # A caller that names only the draining Host keeps today's behaviour.
         async with BrokerClient(pool.proxied(owner)) as single:
