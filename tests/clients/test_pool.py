@@ -11,6 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 DEPLOY_ANSWER = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
 NEW_CALLS = 8
+ROOT = Path(__file__).resolve().parents[2]
+TS_CLIENT = ROOT / "clients" / "typescript"
+NODE = ROOT / ".tools" / "bin" / "node22"
 
 
 async def _pings(client: BrokerClient, count: int, prefix: str) -> list[ToolCall]:
@@ -38,6 +42,19 @@ async def _pings(client: BrokerClient, count: int, prefix: str) -> list[ToolCall
 async def _first(pending: Awaitable[list[interaction_pb2.Interaction]]) -> interaction_pb2.Interaction | None:
     forms = await pending
     return forms[0] if forms else None
+
+
+async def _typescript_pings(target: str, count: int) -> dict[str, Any]:
+    """``clients/typescript/test/pool.ts``: ``count`` pings through ``target`` with the TypeScript client."""
+    process = await asyncio.create_subprocess_exec(
+        str(NODE), str(TS_CLIENT / "dist" / "test" / "pool.js"), "--pool", target, "--count", str(count),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(90):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    report: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return report
 
 
 def _text(outcome: object) -> str:
@@ -97,6 +114,14 @@ async def test_new_calls_go_to_a_ready_host_while_the_owner_drains_and_the_owned
         assert [_text(c.outcome) for c in retried] == ["pong"] * NEW_CALLS
         assert {c.host_id for c in retried} == {other}
         assert sum(c.refused_starts for c in retried) >= 1, "round_robin sent some starts to the draining Host"
+
+        # The TypeScript client (grpc-js: round_robin, no client-side health checking) on the same pool: the
+        # draining Host's refusals are retried with their call ids, so every call still succeeds on the other.
+        typescript = await _typescript_pings(pool.pool_target, NEW_CALLS)
+        assert typescript["pool"] is True
+        assert [(c["outcome"], c["text"]) for c in typescript["calls"]] == [("result", "pong")] * NEW_CALLS
+        assert {c["hostId"] for c in typescript["calls"]} == {other}
+        assert sum(c["refusedStarts"] for c in typescript["calls"]) >= 1, "round_robin reached the draining Host"
 
         # `maka call` on the pool target: served by the ready Host, which it names.
         ran = await maka("call", "examples:ping", "--broker", pool.pool_target, state_dir=tmp_path / "no-stack")
