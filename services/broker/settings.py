@@ -39,7 +39,8 @@ class Settings(GrpcServerSettings):
     """The longest a form of this Host can wait: the Interaction tier's ``MAKA_FORM_WAIT_MAX_SECONDS`` (keep
     the two equal); the ``auto`` drain budget derives from it."""
     drain_seconds: Annotated[float, Field(ge=0)] | Literal["auto"] = 0.0
-    """On SIGTERM, after turning NOT_SERVING: how long calls in flight (and their forms) may go on
+    """On SIGTERM, after turning NOT_SERVING for new calls (the named health service; ``""`` stays SERVING
+    until the drain ends): how long calls in flight (and their forms) may go on
     finishing while new calls are refused ``HOST_UNAVAILABLE``; what is left then settles ``lost``.
     ``auto`` = until every call is done, bounded by :meth:`drain_budget_seconds` (the longest form
     wait + one provider leg + ``grace_seconds``). 0 = no drain (``maka up``). Keep preStop + drain +
