@@ -14,11 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from maka_client import Accepted, BrokerClient, Failure, FailureCode, Reattaching, Result, ToolCall
+from maka_client import (
+    Accepted,
+    BrokerClient,
+    Failure,
+    FailureCode,
+    MakaError,
+    Reattaching,
+    ReattachPolicy,
+    Result,
+    ToolCall,
+)
 from maka_client._channel import open_channel
 from tests.helpers.cli import maka
 from tests.helpers.pool import HostPool, host_pool
@@ -165,6 +176,14 @@ async def _during_the_drain(
         refused = await single.call_tool("examples:ping", {}, tool_use_id="single").result()
     assert isinstance(refused, Failure), refused
     assert refused.code == FailureCode.HOST_UNAVAILABLE
+
+    # A pool none of whose Hosts takes new calls: the start waits for one within give_up_after, then fails.
+    policy = ReattachPolicy(initial_delay=0.05, max_delay=0.2, give_up_after=1.0)
+    async with BrokerClient(pool.proxied(owner), pool=True, reattach=policy) as none_ready:
+        with pytest.raises(MakaError) as unavailable:
+            await none_ready.call_tool("examples:ping", {}, tool_use_id="none-ready").result()
+    assert unavailable.value.grpc_status_code is grpc.StatusCode.UNAVAILABLE
+    assert "takes new calls" in str(unavailable.value)
 
     # The owned call's stream drops; it reattaches to its Host (draining, still serving WatchCall).
     assert pool.proxies[owner].cut() >= 1

@@ -179,7 +179,9 @@ class ToolCall:
             owner = self._client.owner_stub(self.host_address)
             request = broker_pb2.WatchCallRequest(invocation_id=self.invocation_id, resume_token=token)
             return _watched(owner.WatchCall(request, metadata=self._client.metadata))
-        return _cancelling(self._client.stub.CallTool(self.request, metadata=self._client.metadata))
+        # A pool's start waits for a Host that takes new calls (wait_for_a_ready_host bounded the wait).
+        client = self._client
+        return _cancelling(client.stub.CallTool(self.request, metadata=client.metadata, wait_for_ready=client.pool))
 
     def _retryable(self, failure: grpc.aio.AioRpcError | None) -> bool:
         # A refusal, or a first stream that failed before any event, is the server's answer.
@@ -202,6 +204,8 @@ class ToolCall:
         first_refusal: float | None = None
         while True:
             refusal: Failure | None = None
+            if self._client.pool and not self.invocation_id:
+                await self._client.wait_for_a_ready_host(policy.give_up_after)
             async with contextlib.aclosing(self._follow()) as events:
                 async for event in events:
                     if isinstance(event, Failure) and self._refused_by_a_draining_host(event):
@@ -330,6 +334,15 @@ class BrokerClient:
         self._channel = channel
         self.stub = broker_pb2_grpc.CapabilityBrokerServiceStub(self._channel)
         self._owners: dict[str, tuple[grpc.aio.Channel, broker_pb2_grpc.CapabilityBrokerServiceAsyncStub]] = {}
+
+    async def wait_for_a_ready_host(self, timeout: float) -> None:
+        """Until the pool's channel has a Host that takes new calls (its health SERVING); raises
+        :class:`MakaError` ``UNAVAILABLE`` after ``timeout`` s (every Host drains, none is up yet)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._channel.channel_ready()
+        except TimeoutError:
+            raise MakaError(grpc.StatusCode.UNAVAILABLE, f"no Host of the pool {self.target} takes new calls") from None
 
     def owner_stub(self, host_address: str) -> broker_pb2_grpc.CapabilityBrokerServiceAsyncStub:
         """The stub that reaches the Host at ``host_address`` (a call's owner); this client's own for ``""``."""
