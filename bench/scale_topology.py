@@ -115,7 +115,9 @@ async def _run_batch(
 async def _draining(topology: Topology, host: str) -> None:
     async with asyncio.timeout(30):
         while True:
-            if not await grpc_serving(topology.broker(host), timeout=1):
+            # The new-calls health service: "" (liveness) stays SERVING while a broker drains.
+            new_calls = "maka.broker.v1.CapabilityBrokerService"
+            if not await grpc_serving(topology.broker(host), timeout=1, service=new_calls):
                 return
             await asyncio.sleep(0.05)  # polling a remote health status, bounded above
 

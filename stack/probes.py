@@ -16,9 +16,11 @@ from services.core import healthcheck
 from services.core.channels import open_channel
 
 
-async def grpc_serving(target: str, *, timeout: float = 2.0) -> bool:
-    """True when ``grpc.health.v1.Health/Check`` for the overall service (``""``) says SERVING."""
-    return await healthcheck.serving(target, "", timeout=timeout)
+async def grpc_serving(target: str, *, timeout: float = 2.0, service: str = "") -> bool:
+    """True when ``grpc.health.v1.Health/Check`` for ``service`` (default the overall ``""``, liveness) says
+    SERVING. A broker's ``maka.broker.v1.CapabilityBrokerService`` says whether it takes new calls: it is
+    NOT_SERVING at once when the broker drains, while ``""`` stays SERVING until the drain is over."""
+    return await healthcheck.serving(target, service, timeout=timeout)
 
 
 async def list_tools(broker: str, *, timeout: float = 2.0, token: str | None = None) -> list[str]:

@@ -54,6 +54,8 @@ class CallerAttachments:
         """settled invocations still reattachable: id → (monotonic deadline, invocation)."""
         self._by_call_id: dict[CallKey, Invocation] = {}
         """(owner, session id, call id) → live or retained invocation (idempotent start)."""
+        self.delivered = asyncio.Event()
+        """Set whenever a caller stream sent an invocation's terminal event (cleared by whoever waits)."""
 
     # --- call ids and retention -----------------------------------------------------------------
 
@@ -84,6 +86,14 @@ class CallerAttachments:
             _, (_, dropped) = self._retained.popitem(last=False)
             self._forget_call_id(dropped)
 
+    def undelivered_deadline(self) -> float | None:
+        """The latest monotonic time until which a settled invocation whose outcome no caller has received
+        yet stays reattachable (None: there is none). A draining Host waits for those callers, who may be
+        reattaching right now (docs/design.md#drain-vs-crash)."""
+        now = time.monotonic()
+        deadlines = [d for d, inv in self._retained.values() if d > now and not inv.outcome_delivered]
+        return max(deadlines) if deadlines else None
+
     def prune(self) -> None:
         """Forget the settled invocations whose retention ended."""
         now = time.monotonic()
@@ -113,6 +123,9 @@ class CallerAttachments:
                 after, keepalive=self._keepalive, status=invocation.status, status_first=status_first
             ):
                 yield event
+                if event is invocation.terminal:
+                    invocation.outcome_delivered = True
+                    self.delivered.set()
         finally:
             self._detach(invocation)
 

@@ -150,6 +150,8 @@ class Broker:
         call_keepalive_seconds: a caller stream silent this long gets a ``status`` event.
         reattach_grace_seconds: how long an invocation with no caller attached keeps running before
             it is stopped exactly as Stop; also how long a settled one stays reattachable.
+        host_id: this Host's id, and host_address: where callers reach it for ``WatchCall`` (empty: the
+            target they used); both go into every ``CallAccepted`` (docs/design.md#hosts-pools-and-teams).
     """
 
     def __init__(
@@ -164,8 +166,12 @@ class Broker:
         queue_size: int = 256,
         call_keepalive_seconds: float = 15.0,
         reattach_grace_seconds: float = 30.0,
+        host_id: str = "",
+        host_address: str = "",
     ) -> None:
         self._host = host
+        self._host_id = host_id
+        self._host_address = host_address
         self.servers = ServerTable()
         """What providers report of their MCP servers (``ReportServers``)."""
         self._recent: deque[Invocation] = deque(maxlen=RECENT_CALLS)
@@ -209,20 +215,32 @@ class Broker:
         """Stop accepting calls and give the live ones up to ``timeout`` s to finish.
 
         From now on every new ``CallTool`` fails ``HOST_UNAVAILABLE`` ("draining"); calls in flight,
-        their forms and their provider legs go on untouched. Returns how many invocations are still
-        live when the wait ends (:meth:`shutdown` then settles them by the usual rules). A rolling
-        update calls this between NOT_SERVING and :meth:`shutdown` (docs/design.md#scale-out).
+        their forms and their provider legs go on untouched. Once none is live, the drain also waits
+        for the callers of settled calls that have not received their outcome yet (a caller whose stream
+        dropped is reattaching with ``WatchCall``), each at most its reattach grace. Returns how many
+        invocations are still live when the wait ends (:meth:`shutdown` then settles them by the usual
+        rules). A rolling update calls this between NOT_SERVING and :meth:`shutdown`
+        (docs/design.md#drain-vs-crash).
         """
         self._draining = True
         live = len(self._invocations)
-        if live and timeout > 0:
+        if timeout > 0 and (live or self._callers.undelivered_deadline() is not None):
             log.info("broker_draining", extra={"live_invocations": live, "drain_seconds": timeout})
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._idle.wait()
+                    await self._outcomes_delivered()
         left = len(self._invocations)
         log.info("broker_drained", extra={"finished": live - left, "live_invocations": left})
         return left
+
+    async def _outcomes_delivered(self) -> None:
+        """Until every settled call's outcome reached a caller or its reattach grace ran out."""
+        while (deadline := self._callers.undelivered_deadline()) is not None:
+            self._callers.delivered.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                    await self._callers.delivered.wait()
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Graceful stop of the Host: live invocations settle ``lost``, pending forms close ``host_restarted``
@@ -901,7 +919,10 @@ class Broker:
         invocation.emit(
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(
-                    invocation_id=invocation.invocation_id, provider_id=registration.provider_id
+                    invocation_id=invocation.invocation_id,
+                    provider_id=registration.provider_id,
+                    host_id=self._host_id,
+                    host_address=self._host_address,
                 )
             )
         )

@@ -4,7 +4,8 @@
 On start the broker begins a new Host epoch over HostLink (in the background; forms fail
 HOST_UNAVAILABLE until the link is up). When a newer broker of the same Host id fences its epoch,
 the broker goes NOT_SERVING, shuts down and exits ``SUPERSEDED_EXIT_CODE`` (75). On shutdown
-(NOT_SERVING first): new calls are refused and the live ones — with their pending forms, still
+(the named health service ``maka.broker.v1.CapabilityBrokerService``, "takes new calls", NOT_SERVING first;
+``""`` stays SERVING until the drain is over): new calls are refused and the live ones — with their pending forms, still
 answerable — get the drain budget to finish (``drain_seconds``; ``auto`` = until every call is done,
 bounded by the longest form wait + one provider leg + grace); then what is still live settles ``lost``,
 pending forms close ``host_restarted``, provider streams end, and the link closes.
@@ -77,6 +78,8 @@ class BrokerApp:
             queue_size=settings.stream_queue_size,
             call_keepalive_seconds=settings.call_keepalive_seconds,
             reattach_grace_seconds=settings.reattach_grace_seconds,
+            host_id=settings.host_id,
+            host_address=settings.advertise_address,
         )
         self.servicer = BrokerServicer(self.broker)
         self.fatal = asyncio.Event()

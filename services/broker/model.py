@@ -142,6 +142,8 @@ class Invocation:
     """Caller streams following this invocation now (CallTool, WatchCall)."""
     grace: asyncio.TimerHandle | None = None
     """Armed while nobody is attached: stops the invocation when the reattach grace ends."""
+    outcome_delivered: bool = False
+    """A caller stream has sent the terminal event (what a drain waits for besides settlement)."""
     interaction_ids: list[str] = field(default_factory=lambda: list[str]())
     """Every form this invocation asked for (activity lists)."""
     started_at: float = field(default_factory=time.time)

@@ -39,11 +39,17 @@ class Settings(GrpcServerSettings):
     """The longest a form of this Host can wait: the Interaction tier's ``MAKA_FORM_WAIT_MAX_SECONDS`` (keep
     the two equal); the ``auto`` drain budget derives from it."""
     drain_seconds: Annotated[float, Field(ge=0)] | Literal["auto"] = 0.0
-    """On SIGTERM, after turning NOT_SERVING: how long calls in flight (and their forms) may go on
+    """On SIGTERM, after turning NOT_SERVING for new calls (the named health service; ``""`` stays SERVING
+    until the drain ends): how long calls in flight (and their forms) may go on
     finishing while new calls are refused ``HOST_UNAVAILABLE``; what is left then settles ``lost``.
     ``auto`` = until every call is done, bounded by :meth:`drain_budget_seconds` (the longest form
     wait + one provider leg + ``grace_seconds``). 0 = no drain (``maka up``). Keep preStop + drain +
     2 x ``grace_seconds`` (settling what is left, then the server's stop) below the pod's termination grace."""
+    advertise_address: str = ""
+    """Where callers reach THIS Host for ``WatchCall`` (a per-Host address such as
+    ``team-a-host-0.team-a-host:50052``), sent in every ``CallAccepted.host_address`` so a caller that
+    started the call through a pool's address reattaches to the Host that owns it; empty = "the target you
+    used" (one Host, or a proxy that routes by Host)."""
     interaction_token: str = ""
     """Bearer token presented to the Interaction service; empty sends none."""
 

@@ -8,7 +8,8 @@ Every service ``main`` has the same shape::
 
 ``serve`` binds the gRPC server, registers standard health checking (``grpc.health.v1``) and
 server reflection, marks every service SERVING once ``app.start()`` returned, and on SIGINT/SIGTERM
-marks them NOT_SERVING, lets ``app.stop()`` drain, then stops the server with a grace period
+marks the named services NOT_SERVING (readiness; ``""``, liveness, stays SERVING), lets ``app.stop()``
+drain, marks ``""`` NOT_SERVING too, then stops the server with a grace period
 (the grpc/grpc ``async_greeter_server_with_graceful_shutdown`` example).
 """
 
@@ -199,9 +200,17 @@ class RunningServer:
             await self.health.set(name, status)
 
     async def stop(self) -> None:
-        """NOT_SERVING → ``app.stop()`` → ``server.stop(grace)`` → ``app.close()`` (when it has one)."""
-        await self.set_serving(False)
+        """Named services NOT_SERVING → ``app.stop()`` → ``""`` NOT_SERVING → ``server.stop(grace)`` →
+        ``app.close()`` (when it has one).
+
+        The named services are readiness ("takes new work"): they turn NOT_SERVING at once, so balancers
+        and clients with client-side health checking send nothing new. The overall ``""`` is liveness: it
+        stays SERVING while ``app.stop()`` drains (a draining broker still serves its running calls'
+        ``WatchCall``, docs/design.md#drain-vs-crash), and turns NOT_SERVING once the drain is over.
+        """
+        await self.set_ready(False)
         await self.app.stop()
+        await self.set_serving(False)
         await self.server.stop(self._grace)
         close: Callable[[], Awaitable[None]] | None = getattr(self.app, "close", None)
         if close is not None:

@@ -122,7 +122,7 @@ async def run_call(
         return error_result(f"{error.code}: {error.message or 'the broker refused the call'}")
     except BaseException:
         if not ended:
-            await _stop(broker, session_id, turn)
+            await _stop(broker, session_id, turn, call.host_address)
         raise
     finally:
         with anyio.CancelScope(shield=True):
@@ -130,11 +130,12 @@ async def run_call(
     return error_result("NO_RESULT: the broker ended the call without a result")
 
 
-async def _stop(broker: BrokerClient, session_id: str, turn: str) -> None:
-    """Stop the turn even though the caller's scope is cancelled (bounded)."""
+async def _stop(broker: BrokerClient, session_id: str, turn: str, host_address: str) -> None:
+    """Stop the turn, on the Host that owns its call (a pool's, docs/clients.md "Pools of Hosts"), even though
+    the caller's scope is cancelled (bounded)."""
     with anyio.move_on_after(STOP_TIMEOUT_SECONDS, shield=True):
         try:
-            stopped = await broker.stop(session_id, turn, timeout=STOP_TIMEOUT_SECONDS)
+            stopped = await broker.stop(session_id, turn, timeout=STOP_TIMEOUT_SECONDS, host_address=host_address)
         except MakaError as error:
             log.warning("mcp.stop_failed", extra={"turn": turn, "code": error.code})
             return

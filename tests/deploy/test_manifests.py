@@ -34,6 +34,8 @@ import yaml
 from kubernetes_validate.utils import ValidationError
 from pydantic_settings import BaseSettings
 
+from maka_client._channel import BROKER_NEW_CALLS_SERVICE
+from services.broker.main import SERVICE_NAME as BROKER_SERVICE_NAME
 from services.broker.settings import Settings as BrokerSettings
 from services.core import metrics
 from services.core.auth import Role, TokenTable
@@ -510,9 +512,11 @@ def test_grpc_services_use_native_grpc_probes_that_do_not_restart_a_busy_process
         # healthy pods. The Interaction service's readiness is its named service (Redis reachable).
         assert container["startupProbe"]["grpc"] == {"port": port}, name
         assert container["livenessProbe"]["grpc"] == {"port": port}, name
-        ready = {"port": port}
+        ready: dict[str, Any] = {"port": port}
         if module == "services.interaction.main":
             ready["service"] = "maka.interaction.v1.InteractionService"
+        if module == "services.broker.main":  # "takes new calls": NOT_SERVING at once when it drains
+            ready["service"] = BROKER_SERVICE_NAME
         assert container["readinessProbe"]["grpc"] == ready, name
         live, readiness = container["livenessProbe"], container["readinessProbe"]
         assert live["timeoutSeconds"] >= 5, name
@@ -652,14 +656,16 @@ def test_k8s_services_name_grpc_ports_with_h2c_app_protocol() -> None:
         "interaction",
         "redis",
         "team-a-host",
+        "team-a-hosts",
         "team-a-host-0",
         "team-a-host-1",
         "team-a-web",
         "team-b-host",
+        "team-b-hosts",
         "team-b-host-0",
         "team-b-web",
     }
-    assert len(grpc_ports) == 6
+    assert len(grpc_ports) == 8
     assert all(port["appProtocol"] == "kubernetes.io/h2c" for port in grpc_ports)
 
 
@@ -702,6 +708,32 @@ def test_a_host_is_one_statefulset_pod_with_its_broker_and_provider_on_localhost
     web = next(c for _w, _p, c in _containers(directory) if _module(c) == "surfaces.web.main")
     for env in (broker_env, _env(web)):
         assert env["MAKA_INTERACTION_TARGET"]["value"] == "dns:///interaction:50051", "round_robin, in-namespace"
+
+
+@pytest.mark.parametrize("directory", TEAMS, ids=lambda p: p.name)
+def test_a_teams_pool_lists_its_ready_hosts_and_each_host_keeps_its_own_name_while_it_drains(directory: Path) -> None:
+    (host,) = _hosts(directory)
+    name = host["metadata"]["name"]
+    selector = host["spec"]["selector"]["matchLabels"]
+    pool, per_host = _one(directory, "Service", f"{name}s"), _one(directory, "Service", name)
+    grpc_port = [{"name": "grpc", "port": 50052, "targetPort": "grpc", "appProtocol": "kubernetes.io/h2c"}]
+    for service in (pool, per_host):
+        assert service["spec"]["clusterIP"] == "None", "headless: callers balance over the Hosts themselves"
+        assert service["spec"]["selector"] == selector
+        assert service["spec"]["ports"] == grpc_port
+    # New calls: only Hosts that take them. Reattach: every Host by name, a draining one included.
+    assert pool["spec"]["publishNotReadyAddresses"] is False
+    assert per_host["spec"]["publishNotReadyAddresses"] is True
+    assert host["spec"]["serviceName"] == name
+    broker = next(c for c in host["spec"]["template"]["spec"]["containers"] if c["name"] == "broker")
+    assert broker["readinessProbe"]["grpc"]["service"] == BROKER_SERVICE_NAME == BROKER_NEW_CALLS_SERVICE
+    assert "service" not in broker["livenessProbe"]["grpc"], "liveness stays on the overall status"
+    # The broker advertises its per-Host name (a dependent variable: MAKA_HOST_ID must come first).
+    names = [env["name"] for env in broker["env"]]
+    advertise = _env(broker)["MAKA_ADVERTISE_ADDRESS"]["value"]
+    assert advertise == f"$(MAKA_HOST_ID).{name}:50052"
+    assert names.index("MAKA_HOST_ID") < names.index("MAKA_ADVERTISE_ADDRESS")
+    assert _one(directory, "PodDisruptionBudget", name)["spec"]["maxUnavailable"] == 1
 
 
 def test_the_provider_has_a_writable_home_on_an_emptydir_for_npx_and_uvx_servers() -> None:

@@ -24,9 +24,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 DEPLOY_ANSWER = {"environment": form_pb2.Value(string_value="staging"), "confirm": form_pb2.Value(boolean_value=True)}
 
 
+NEW_CALLS = "maka.broker.v1.CapabilityBrokerService"
+"""The broker's named health service: "takes new calls" (``""``, liveness, stays SERVING while it drains)."""
+
+
 async def _not_serving(target: str, timeout: float = 30.0) -> None:
     async def stopped_serving() -> bool:
-        return not await serving(target, timeout=1.0)
+        return not await serving(target, NEW_CALLS, timeout=1.0)
 
     await eventually(stopped_serving, timeout=timeout, interval=0.05, what=f"{target} not serving")
 
@@ -42,6 +46,7 @@ async def test_a_rolling_restart_lets_the_call_in_flight_and_its_form_finish_and
 
         restart = asyncio.create_task(running.stack.restart_host())
         await _not_serving(endpoints.broker)  # draining: out of rotation, still finishing its calls
+        assert await serving(endpoints.broker, "", timeout=5), "a draining broker is still live"
         refused = await call_tool(endpoints.broker, "examples:ping", {}, tool_use_id="use-during-drain", timeout=30)
         assert refused[-1].WhichOneof("event") == "failure", refused[-1]
         assert refused[-1].failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE

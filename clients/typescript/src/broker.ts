@@ -1,6 +1,12 @@
 // The caller's client of the Capability broker (docs/clients.md): CallTool with automatic reattach
 // (WatchCall after a dropped stream, replaying exactly the events missed), idempotent start (every
 // call carries a call id), Stop and ListTools.
+//
+// A target may name a team's pool of Hosts (docs/clients.md "Pools of Hosts": `dns:///team-a-hosts:50052`,
+// `ipv4:10.0.0.1:50052,10.0.0.2:50052`): new calls are balanced round_robin over its addresses, and a start
+// a draining Host refuses HOST_UNAVAILABLE is retried with the same call id (grpc-js has no client-side
+// health checking, so this retry is what keeps a draining Host's refusals from reaching the caller). Once
+// `accepted` names the owning Host, every reattach goes to that Host's `host_address`.
 
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -36,7 +42,22 @@ export const DEFAULT_REATTACH: ReattachPolicy = { initialDelayMs: 200, maxDelayM
 
 export interface BrokerClientOptions extends ClientOptions {
   reattach?: Partial<ReattachPolicy>;
+  /** Whether the target names a pool of Hosts (default: isPoolTarget(target)). */
+  pool?: boolean;
 }
+
+/** Whether `target` names a pool of Hosts: a `dns:` name (a headless Service of every ready Host) or a list
+ * of addresses (`ipv4:a:1,b:2`). A plain `host:port` names one Host. */
+export function isPoolTarget(target: string): boolean {
+  const colon = target.indexOf(":");
+  if (colon < 0) return false;
+  const scheme = target.slice(0, colon);
+  if (scheme === "dns") return true;
+  return (scheme === "ipv4" || scheme === "ipv6") && target.slice(colon + 1).includes(",");
+}
+
+/** The service config of a pool channel: round_robin over every address. */
+export const POOL_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
 
 export interface CallOptions {
   sessionId?: string;
@@ -67,7 +88,13 @@ export class ToolCall implements AsyncIterable<CallEvent> {
   invocationId: string;
   resumeToken: string;
   sequence: number;
+  /** The Host that owns the call, once `accepted` was seen. */
+  hostId = "";
+  /** Where that Host is reachable; every reattach goes there (empty: the client's own target). */
+  hostAddress: string;
   reattaches = 0;
+  /** Starts a pool's draining Host refused HOST_UNAVAILABLE before one was accepted (each retried). */
+  refusedStarts = 0;
   outcome: Outcome | null = null;
   private iterator: AsyncGenerator<CallEvent> | null = null;
   private current: grpc.ClientReadableStream<unknown> | null = null;
@@ -77,7 +104,9 @@ export class ToolCall implements AsyncIterable<CallEvent> {
     private readonly request: CallToolRequest,
     invocationId = "",
     resumeToken = "",
+    hostAddress = "",
   ) {
+    this.hostAddress = hostAddress;
     this.callId = request.call_id ?? "";
     this.sessionId = request.session_id ?? "";
     this.turnId = request.turn_id ?? "";
@@ -102,7 +131,7 @@ export class ToolCall implements AsyncIterable<CallEvent> {
 
   /** Stop this call's turn (broker Stop): the form closes `stopped`, no retry is sent. */
   async stop(): Promise<number> {
-    return this.client.stop(this.sessionId, this.turnId);
+    return this.client.stop(this.sessionId, this.turnId, false, 10_000, this.hostAddress);
   }
 
   /** Stop following (the broker keeps the call for its reattach grace; see stop()). */
@@ -112,14 +141,50 @@ export class ToolCall implements AsyncIterable<CallEvent> {
   }
 
   private open(): grpc.ClientReadableStream<unknown> {
-    const stub = this.client.stub;
     if (this.invocationId) {
-      return stub.WatchCall({ invocation_id: this.invocationId, resume_token: this.resumeToken }, this.client.metadata());
+      // A reattach goes to the Host that owns the call, never to another Host of a pool.
+      const owner = this.client.ownerStub(this.hostAddress);
+      return owner.WatchCall({ invocation_id: this.invocationId, resume_token: this.resumeToken }, this.client.metadata());
     }
-    return stub.CallTool(this.request, this.client.metadata());
+    return this.client.stub.CallTool(this.request, this.client.metadata());
+  }
+
+  /** A pool's start refused HOST_UNAVAILABLE before `accepted`: that Host drains and started nothing. */
+  private refusedByADrainingHost(event: CallEvent): boolean {
+    return this.client.pool && !this.invocationId && event.kind === "failure" && event.code === "HOST_UNAVAILABLE";
   }
 
   private async *events(): AsyncGenerator<CallEvent> {
+    const policy = this.client.reattach;
+    let attempt = 0;
+    let firstRefusal: number | null = null;
+    for (;;) {
+      let refusal: CallEvent | null = null;
+      for await (const event of this.follow()) {
+        if (this.refusedByADrainingHost(event)) {
+          refusal = event;
+          break;
+        }
+        yield event;
+      }
+      if (!refusal) return;
+      this.refusedStarts += 1;
+      this.sequence = 0; // another Host's log starts again at 1
+      this.resumeToken = "";
+      const now = Date.now();
+      firstRefusal ??= now;
+      if (now - firstRefusal >= policy.giveUpAfterMs) {
+        this.outcome = refusal as Outcome;
+        yield refusal;
+        return;
+      }
+      attempt += 1;
+      await sleep(Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2));
+    }
+  }
+
+  /** One start (or watch) of the call, reattaching as it drops, until its outcome. */
+  private async *follow(): AsyncGenerator<CallEvent> {
     const policy = this.client.reattach;
     let attempt = 0;
     let failingSince: number | null = null;
@@ -143,7 +208,11 @@ export class ToolCall implements AsyncIterable<CallEvent> {
           }
           const event = decode(raw);
           if (!event) continue;
-          if (event.kind === "accepted") this.invocationId = event.invocationId;
+          if (event.kind === "accepted") {
+            this.invocationId = event.invocationId;
+            this.hostId = event.hostId;
+            this.hostAddress = event.hostAddress;
+          }
           yield event;
           if (isOutcome(event)) {
             this.outcome = event;
@@ -177,16 +246,38 @@ export class ToolCall implements AsyncIterable<CallEvent> {
 export class BrokerClient {
   readonly stub: CapabilityBrokerServiceClient;
   readonly reattach: ReattachPolicy;
+  /** Whether the target names a pool of Hosts (round_robin, refusals of a draining Host retried). */
+  readonly pool: boolean;
   private readonly token: string | undefined;
+  private readonly tls: BrokerClientOptions["tls"];
+  private readonly owners = new Map<string, CapabilityBrokerServiceClient>();
 
   constructor(
     readonly target: string = DEFAULT_BROKER_TARGET,
     options: BrokerClientOptions = {},
   ) {
     const proto = loadBroker();
-    this.stub = new proto.maka.broker.v1.CapabilityBrokerService(target, credentials(options.tls), channelOptions(options.tls));
+    this.pool = options.pool ?? isPoolTarget(target);
+    const channel = this.pool
+      ? { ...channelOptions(options.tls), "grpc.service_config": POOL_SERVICE_CONFIG }
+      : channelOptions(options.tls);
+    this.stub = new proto.maka.broker.v1.CapabilityBrokerService(target, credentials(options.tls), channel);
     this.reattach = { ...DEFAULT_REATTACH, ...options.reattach };
     this.token = options.token;
+    this.tls = options.tls;
+  }
+
+  /** The stub of the Host at `hostAddress` (a call's owner; one channel per address, pick_first, so a
+   * draining Host still serves the calls it owns); this client's own for "". */
+  ownerStub(hostAddress: string): CapabilityBrokerServiceClient {
+    if (!hostAddress) return this.stub;
+    let stub = this.owners.get(hostAddress);
+    if (!stub) {
+      const proto = loadBroker();
+      stub = new proto.maka.broker.v1.CapabilityBrokerService(hostAddress, credentials(this.tls), channelOptions(this.tls));
+      this.owners.set(hostAddress, stub);
+    }
+    return stub;
   }
 
   /** `target`, else $MAKA_BROKER_TARGET, else the broker of the local stack's endpoints.json ($MAKA_STATE_DIR,
@@ -206,6 +297,8 @@ export class BrokerClient {
   }
 
   close(): void {
+    for (const owner of this.owners.values()) owner.close();
+    this.owners.clear();
     this.stub.close();
   }
 
@@ -222,16 +315,18 @@ export class BrokerClient {
     });
   }
 
-  /** Follow a call started earlier by this principal, replaying the events after `resumeToken`. */
-  watchCall(invocationId: string, resumeToken = ""): ToolCall {
-    return new ToolCall(this, {}, invocationId, resumeToken);
+  /** Follow a call started earlier by this principal, replaying the events after `resumeToken`;
+   * `hostAddress` is the owning Host's (ToolCall.hostAddress; "": this client's target). */
+  watchCall(invocationId: string, resumeToken = "", hostAddress = ""): ToolCall {
+    return new ToolCall(this, {}, invocationId, resumeToken, hostAddress);
   }
 
-  /** Stop a turn, a session or (allSessions) every live call; how many stopped. */
-  stop(sessionId = "default", turnId = "", allSessions = false, timeoutMs = 10_000): Promise<number> {
+  /** Stop a turn, a session or (allSessions) every live call of one Host (the one at `hostAddress`, else
+   * this client's target); how many stopped. */
+  stop(sessionId = "default", turnId = "", allSessions = false, timeoutMs = 10_000, hostAddress = ""): Promise<number> {
     const request = allSessions ? { all: true } : { session_id: sessionId, turn_id: turnId };
     return new Promise((resolve, reject) =>
-      this.stub.Stop(request, this.metadata(), { deadline: Date.now() + timeoutMs }, (error, response) =>
+      this.ownerStub(hostAddress).Stop(request, this.metadata(), { deadline: Date.now() + timeoutMs }, (error, response) =>
         error ? reject(MakaError.fromStatus(error)) : resolve(response!.stopped_invocations),
       ),
     );

@@ -7,7 +7,16 @@ import type { Timestamp__Output } from "./generated/google/protobuf/Timestamp.js
 
 export type Action = "accept" | "decline" | "cancel";
 
-export interface Accepted { kind: "accepted"; invocationId: string; providerId: string; sequence: number }
+/** The broker started (or found) the invocation; `hostId` owns it and `hostAddress` is where to reattach
+ * (empty: the client's own target). */
+export interface Accepted {
+  kind: "accepted";
+  invocationId: string;
+  providerId: string;
+  sequence: number;
+  hostId: string;
+  hostAddress: string;
+}
 export interface Progress { kind: "progress"; progress: number; total: number | null; message: string; sequence: number }
 export interface AwaitingInteraction {
   kind: "awaiting_interaction";
@@ -76,7 +85,14 @@ export function decode(event: CallToolResponse__Output): CallEvent | null {
   const sequence = Number(event.sequence || 0);
   switch (event.event) {
     case "accepted":
-      return { kind: "accepted", invocationId: event.accepted!.invocation_id, providerId: event.accepted!.provider_id, sequence };
+      return {
+        kind: "accepted",
+        invocationId: event.accepted!.invocation_id,
+        providerId: event.accepted!.provider_id,
+        sequence,
+        hostId: event.accepted!.host_id,
+        hostAddress: event.accepted!.host_address,
+      };
     case "progress": {
       const p = event.progress!;
       return { kind: "progress", progress: p.progress, total: p.total ?? null, message: p.message, sequence };

@@ -2,7 +2,7 @@
 // Callers use BrokerClient (callTool with keepalive-aware automatic reattach, stop, listTools,
 // watchCall); surfaces use SurfaceClient (attach, pending, answer).
 
-export { BrokerClient, DEFAULT_REATTACH, ToolCall } from "./broker.js";
+export { BrokerClient, DEFAULT_REATTACH, POOL_SERVICE_CONFIG, ToolCall, isPoolTarget } from "./broker.js";
 export type { BrokerClientOptions, CallOptions, ReattachPolicy, ToolInfo } from "./broker.js";
 export { MakaError } from "./errors.js";
 export type {

@@ -24,8 +24,11 @@ broke and the broker it reattached to no longer knows the call: a restarted brok
 ``--no-validate`` skips that check and lets the server decide.
 
 The broker is ``--broker HOST:PORT``, else ``MAKA_BROKER_TARGET``, else the local stack's ``endpoints.json``
-(a proxy or a cluster address works: the client speaks plain gRPC, TLS from ``MAKA_TLS_*``). The bearer
-token for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN`` when set.
+(a proxy or a cluster address works: the client speaks plain gRPC, TLS from ``MAKA_TLS_*``). A team's pool
+of Hosts works the same (``--broker dns:///team-a-hosts:50052``, docs/clients.md "Pools of Hosts"): the call
+goes to a Host that takes new calls, "call accepted" names the Host that owns it, and reattaching and Ctrl-C's
+``Stop`` go to that Host. The bearer token for the broker's ``caller`` role is read from ``MAKA_CALLER_TOKEN``
+when set.
 """
 
 from __future__ import annotations
@@ -169,7 +172,8 @@ class _Reporter:
     def event(self, event: CallEvent) -> int | None:
         """Handle one typed event; returns the exit code on the outcome."""
         if isinstance(event, Accepted):
-            self.note(f"call accepted (invocation {event.invocation_id}, provider {event.provider_id})")
+            host = f", Host {event.host_id}" if event.host_id else ""
+            self.note(f"call accepted (invocation {event.invocation_id}, provider {event.provider_id}{host})")
         elif isinstance(event, Progress):
             total = f"/{event.total:g}" if event.total is not None else ""
             self.note(f"progress {event.progress:g}{total} {event.message}".rstrip())
@@ -269,7 +273,7 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
             return reporter.fail(error.code, error.message or "the broker refused the call")
         except asyncio.CancelledError:
             try:
-                await broker.stop(args.session, turn, timeout=STOP_TIMEOUT_SECONDS)
+                await broker.stop(args.session, turn, timeout=STOP_TIMEOUT_SECONDS, host_address=tool_call.host_address)
             except MakaError as error:
                 return reporter.fail("STOPPED", f"interrupted; stopping the turn failed: {error.code}")
             return reporter.fail("STOPPED", f"interrupted; turn {turn} stopped")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from pathlib import Path
 
 import grpc
 import grpc.aio
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka.form.v1 import form_pb2
@@ -646,3 +648,81 @@ async def test_a_field_less_confirmation_form_is_published_and_a_missing_form_is
     assert awaiting.field_count == 0
     await stack.answer(awaiting.interaction_id, form_pb2.Answer(action=form_pb2.ACTION_ACCEPT))
     assert (await provider.next("interaction_result")).interaction_result.answer.action == form_pb2.ACTION_ACCEPT
+
+
+async def _health(stack: BrokerStack, service: str) -> int:
+    """The broker's ``Health/Check`` status of ``service``."""
+    stub = health_pb2_grpc.HealthStub(stack.channel(stack.broker_target))
+    response = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)  # type: ignore[attr-defined]
+    return int(response.status)
+
+
+async def test_accepted_names_the_host_that_owns_the_call_and_its_advertised_address(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(
+        interaction={"host_id": "team-a-host-0"},
+        host_id="team-a-host-0",
+        advertise_address="team-a-host-0.team-a-host:50052",
+    )
+    provider = await stack.provider()
+    call = stack.call()
+    accepted = (await call.next("accepted")).accepted
+    assert (accepted.host_id, accepted.host_address) == ("team-a-host-0", "team-a-host-0.team-a-host:50052")
+    await provider.finish((await provider.invoked()).invocation_id)
+    assert (await call.terminal()).HasField("result")
+
+
+async def test_a_draining_broker_stops_taking_new_calls_in_health_but_stays_live_and_serves_watch_call(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(drain_seconds=30)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    invocation_id = (await call.next("accepted")).accepted.invocation_id
+    assert await _health(stack, "maka.broker.v1.CapabilityBrokerService") == health_pb2.HealthCheckResponse.SERVING
+
+    stopping = asyncio.create_task(stack.broker_server.stop())
+
+    async def not_taking_calls() -> bool:
+        status = await _health(stack, "maka.broker.v1.CapabilityBrokerService")
+        return status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+    await eventually(not_taking_calls, timeout=10, what="the new-calls health service NOT_SERVING")
+    assert await _health(stack, "") == health_pb2.HealthCheckResponse.SERVING, "liveness stays SERVING"
+    refused = await stack.call("examples:deploy").terminal()
+    assert refused.failure.code == broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
+    watcher = stack.watch(invocation_id)
+    assert (await watcher.next("accepted")).accepted.invocation_id == invocation_id
+    assert not stopping.done()
+
+    await provider.finish(invoke.invocation_id)
+    assert (await watcher.terminal()).HasField("result")
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await stopping
+
+
+async def test_a_drain_waits_for_the_caller_of_a_settled_call_to_reattach_for_its_outcome(
+    make_stack: StackFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="maka.broker.broker")
+    stack = await make_stack(drain_seconds=30, reattach_grace_seconds=20)
+    provider = await stack.provider()
+    call = stack.call()
+    invoke = await provider.invoked()
+    invocation_id = (await call.next("accepted")).accepted.invocation_id
+    call.cancel()  # the caller's stream dropped
+    await eventually(lambda: stack.app.broker.stats().get("callers_detached") == 1, what="the caller detached")
+    await provider.finish(invoke.invocation_id)
+    await eventually(lambda: stack.app.broker.stats()["live_invocations"] == 0, what="the call settled")
+
+    stopping = asyncio.create_task(stack.broker_server.stop())
+    draining = await eventually(
+        lambda: next((r for r in caplog.records if r.getMessage() == "broker_draining"), None), what="a drain"
+    )
+    assert getattr(draining, "live_invocations", None) == 0, "nothing live: the drain waits for the caller only"
+    watcher = stack.watch(invocation_id)
+    assert (await watcher.terminal()).HasField("result"), "the draining Host kept the outcome for its caller"
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await stopping  # and exited once it was delivered, long before the reattach grace

@@ -52,13 +52,46 @@ class TlsOptions:
         )
 
 
-def open_channel(target: str, tls: TlsOptions | None, max_message_bytes: int = 4 * 1024 * 1024) -> grpc.aio.Channel:
-    """A grpc.aio channel to ``target`` (``host:port`` or any gRPC target URI). Create it in the loop that uses it."""
+BROKER_NEW_CALLS_SERVICE = "maka.broker.v1.CapabilityBrokerService"
+"""The broker's named health service: SERVING while the Host takes new calls, NOT_SERVING at once when it
+drains, shuts down or was superseded (``""``, liveness, stays SERVING while it drains)."""
+
+
+def is_pool_target(target: str) -> bool:
+    """Whether ``target`` names a pool of Hosts rather than one: a ``dns:`` name (a headless Service,
+    ``dns:///team-a-hosts:50052``, may resolve to every ready Host) or a list of addresses
+    (``ipv4:127.0.0.1:1,127.0.0.1:2``). A plain ``host:port`` names one Host."""
+    scheme, colon, rest = target.partition(":")
+    if not colon or scheme not in ("dns", "ipv4", "ipv6"):
+        return False
+    return scheme == "dns" or "," in rest
+
+
+def pool_service_config(health_service: str) -> str:
+    """The service config of a pool channel: ``round_robin`` over every address, with standard client-side
+    health checking (``healthCheckConfig``) on ``health_service``, so a Host whose service is NOT_SERVING
+    (draining) gets no new call while it still serves the calls it owns on other channels."""
+    return json.dumps(
+        {"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": health_service}}
+    )
+
+
+def open_channel(
+    target: str,
+    tls: TlsOptions | None,
+    max_message_bytes: int = 4 * 1024 * 1024,
+    *,
+    service_config: str | None = None,
+) -> grpc.aio.Channel:
+    """A grpc.aio channel to ``target`` (``host:port`` or any gRPC target URI) with ``service_config`` as its
+    default service config (None: gRPC's default, ``pick_first``). Create it in the loop that uses it."""
     options: list[tuple[str, int | str]] = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
         *KEEPALIVE_OPTIONS,
     ]
+    if service_config is not None:
+        options.append(("grpc.service_config", service_config))
     if tls is None:
         return grpc.aio.insecure_channel(target, options=options)
     if tls.server_name:

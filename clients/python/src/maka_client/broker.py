@@ -8,13 +8,21 @@ is resumed with ``WatchCall(invocation_id, resume_token)``: the broker replays e
 after the last one this client saw, so none is lost or repeated. The broker keeps a call with nobody
 attached for its reattach grace (default 30 s) and then stops it as Stop would; the client gives up
 reattaching after :attr:`ReattachPolicy.give_up_after` seconds (default 25 s, inside that grace).
+
+A target may name a team's pool of Hosts (``dns:///team-a-hosts:50052``, ``ipv4:10.0.0.1:50052,10.0.0.2:50052``;
+docs/clients.md "Pools of Hosts"): new calls are balanced ``round_robin`` over the Hosts whose new-calls
+health service is SERVING (standard client-side health checking), a start a draining Host still refused
+``HOST_UNAVAILABLE`` is retried with the same call id, and once ``accepted`` names the owning Host every
+reattach goes to that Host (``host_address``), also while it drains.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -23,13 +31,22 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from maka_client._channel import TlsOptions, bearer, open_channel, state_dir_address, state_dir_token
-from maka_client._codes import ClientErrorReason
+from maka_client._channel import (
+    BROKER_NEW_CALLS_SERVICE,
+    TlsOptions,
+    bearer,
+    is_pool_target,
+    open_channel,
+    pool_service_config,
+    state_dir_address,
+    state_dir_token,
+)
+from maka_client._codes import ClientErrorReason, FailureCode
 from maka_client._errors import RETRYABLE, MakaError
 from maka_client._gen.maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka_client._resume import resumable
 from maka_client._retry import Backoff
-from maka_client.events import OUTCOMES, Accepted, CallEvent, Outcome, Reattaching, decode
+from maka_client.events import OUTCOMES, Accepted, CallEvent, Failure, Outcome, Reattaching, decode
 
 DEFAULT_TARGET = "127.0.0.1:50052"
 TARGET_ENV = "MAKA_BROKER_TARGET"
@@ -92,7 +109,12 @@ class ToolCall:
         call_id: the idempotency key sent with ``CallTool``.
         invocation_id: set once ``accepted`` was seen (or given to :meth:`BrokerClient.watch_call`).
         resume_token: the token of the last logged event seen (what a reattach resumes after).
+        host_id: the Host that owns the call, once ``accepted`` was seen.
+        host_address: where that Host is reachable (``CallAccepted.host_address``); every reattach goes
+            there. Empty: the client's own target.
         reattaches: how many times the stream was resumed.
+        refused_starts: how many starts a pool's Host refused ``HOST_UNAVAILABLE`` (draining) before one
+            was accepted; each was retried with the same call id.
         outcome: the terminal event once seen.
     """
 
@@ -103,8 +125,12 @@ class ToolCall:
         *,
         invocation_id: str = "",
         resume_token: str = "",
+        host_address: str = "",
     ) -> None:
         self._client = client
+        self.host_id = ""
+        self.host_address = host_address
+        self.refused_starts = 0
         self.request = request
         self.call_id = request.call_id
         self.session_id = request.session_id
@@ -141,7 +167,7 @@ class ToolCall:
                 "a watched call does not know its session and turn",
                 reason=ClientErrorReason.INVALID_ARGUMENT,
             )
-        return await self._client.stop(self.session_id, self.turn_id)
+        return await self._client.stop(self.session_id, self.turn_id, host_address=self.host_address)
 
     async def aclose(self) -> None:
         """Stop following (the broker keeps the call for its reattach grace; see :meth:`stop`)."""
@@ -149,17 +175,57 @@ class ToolCall:
             await self._iterator.aclose()
 
     def _open(self, token: str) -> AsyncIterator[broker_pb2.CallToolResponse]:
-        stub = self._client.stub
         if self.invocation_id:
+            # A reattach goes to the Host that owns the call, never to another Host of a pool.
+            owner = self._client.owner_stub(self.host_address)
             request = broker_pb2.WatchCallRequest(invocation_id=self.invocation_id, resume_token=token)
-            return _watched(stub.WatchCall(request, metadata=self._client.metadata))
-        return _cancelling(stub.CallTool(self.request, metadata=self._client.metadata))
+            return _watched(owner.WatchCall(request, metadata=self._client.metadata))
+        # A pool's start waits for a Host that takes new calls (wait_for_a_ready_host bounded the wait).
+        client = self._client
+        return _cancelling(client.stub.CallTool(self.request, metadata=client.metadata, wait_for_ready=client.pool))
 
     def _retryable(self, failure: grpc.aio.AioRpcError | None) -> bool:
         # A refusal, or a first stream that failed before any event, is the server's answer.
         return failure is None or (failure.code() in RETRYABLE and self._received)
 
+    def _refused_by_a_draining_host(self, event: CallEvent) -> bool:
+        """A pool's start that a Host refused ``HOST_UNAVAILABLE`` before ``accepted``: that Host drains (its
+        health had not reached this client yet). Nothing started there, so the same call id may go to
+        another Host."""
+        return (
+            self._client.pool
+            and not self.invocation_id
+            and isinstance(event, Failure)
+            and event.code == FailureCode.HOST_UNAVAILABLE
+        )
+
     async def _events(self) -> AsyncGenerator[CallEvent, None]:
+        policy = self._client.reattach
+        retry = policy.backoff.attempts()
+        first_refusal: float | None = None
+        while True:
+            refusal: Failure | None = None
+            if self._client.pool and not self.invocation_id:
+                await self._client.wait_for_a_ready_host(policy.give_up_after)
+            async with contextlib.aclosing(self._follow()) as events:
+                async for event in events:
+                    if isinstance(event, Failure) and self._refused_by_a_draining_host(event):
+                        refusal = event
+                        break
+                    yield event
+            if refusal is None:
+                return
+            self.refused_starts += 1
+            now = time.monotonic()
+            first_refusal = first_refusal if first_refusal is not None else now
+            if now - first_refusal >= policy.give_up_after:  # every Host of the pool kept refusing
+                self.outcome = refusal
+                yield refusal
+                return
+            await asyncio.sleep(retry.next_delay())  # retry backoff, not synchronisation
+
+    async def _follow(self) -> AsyncGenerator[CallEvent, None]:
+        """One start (or watch) of the call, reattaching as it drops, until its outcome."""
         policy = self._client.reattach
         self._received = bool(self.invocation_id)
         stream = resumable(
@@ -185,8 +251,14 @@ class ToolCall:
                     self.sequence, self.resume_token = item.sequence, item.resume_token
                 if isinstance(event, Accepted):
                     self.invocation_id = event.invocation_id
+                    self.host_id = event.host_id
+                    self.host_address = event.host_address
                 if event is None:
                     continue
+                if self._refused_by_a_draining_host(event):
+                    self.sequence, self.resume_token = 0, ""  # another Host's log starts again at 1
+                    yield event
+                    return
                 yield event
                 if isinstance(event, OUTCOMES):
                     self.outcome = event
@@ -225,11 +297,20 @@ class BrokerClient:
         target: ``host:port`` (or a gRPC target URI) of the broker, or of a proxy in front of it.
         token: bearer token of the ``caller`` role (``authorization: Bearer``); None sends none.
         tls: TLS / mutual TLS options; None is plaintext (loopback, or h2c behind a proxy).
-        reattach: how dropped call streams are resumed.
+        reattach: how dropped call streams are resumed (and how long a pool's refusing Hosts are retried).
         channel: an open channel to use instead of opening one to ``target`` (e.g. the runtime's own
             channel with its balancing and retry policy); ``close()`` leaves it open for its owner.
+        pool: whether ``target`` names a pool of Hosts (default: :func:`~maka_client._channel.is_pool_target`,
+            a ``dns:`` name or several addresses). A pool's channel balances new calls ``round_robin`` over
+            the Hosts whose ``maka.broker.v1.CapabilityBrokerService`` health is SERVING, and a start refused
+            ``HOST_UNAVAILABLE`` (a draining Host) is retried with the same call id; one Host keeps
+            gRPC's default channel and reports the refusal.
 
-    Create it inside the event loop that uses it; ``async with`` closes the channel.
+    Once a call is accepted, its reattaches (``WatchCall``) and ``ToolCall.stop`` go to the Host that owns
+    it: a channel to its ``host_address`` (one per address, ``pick_first``, no health check, because a
+    draining Host still serves the calls it owns), or this client's channel when the Host advertised none.
+
+    Create it inside the event loop that uses it; ``async with`` closes the channels.
     """
 
     def __init__(
@@ -240,13 +321,38 @@ class BrokerClient:
         tls: TlsOptions | None = None,
         reattach: ReattachPolicy | None = None,
         channel: grpc.aio.Channel | None = None,
+        pool: bool | None = None,
     ) -> None:
         self.target = target
         self.reattach = reattach or ReattachPolicy()
         self.metadata = bearer(token)
+        self.pool = is_pool_target(target) if pool is None else pool
+        self._tls = tls
         self._owns_channel = channel is None
-        self._channel = channel if channel is not None else open_channel(target, tls)
+        if channel is None:
+            config = pool_service_config(BROKER_NEW_CALLS_SERVICE) if self.pool else None
+            channel = open_channel(target, tls, service_config=config)
+        self._channel = channel
         self.stub = broker_pb2_grpc.CapabilityBrokerServiceStub(self._channel)
+        self._owners: dict[str, tuple[grpc.aio.Channel, broker_pb2_grpc.CapabilityBrokerServiceAsyncStub]] = {}
+
+    async def wait_for_a_ready_host(self, timeout: float) -> None:
+        """Until the pool's channel has a Host that takes new calls (its health SERVING); raises
+        :class:`MakaError` ``UNAVAILABLE`` after ``timeout`` s (every Host drains, none is up yet)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._channel.channel_ready()
+        except TimeoutError:
+            raise MakaError(grpc.StatusCode.UNAVAILABLE, f"no Host of the pool {self.target} takes new calls") from None
+
+    def owner_stub(self, host_address: str) -> broker_pb2_grpc.CapabilityBrokerServiceAsyncStub:
+        """The stub that reaches the Host at ``host_address`` (a call's owner); this client's own for ``""``."""
+        if not host_address:
+            return self.stub
+        if host_address not in self._owners:
+            channel = open_channel(host_address, self._tls)
+            self._owners[host_address] = (channel, broker_pb2_grpc.CapabilityBrokerServiceStub(channel))
+        return self._owners[host_address][1]
 
     @classmethod
     def from_env(cls, target: str | None = None, **kwargs: Any) -> BrokerClient:
@@ -260,7 +366,10 @@ class BrokerClient:
         return cls(target or os.environ.get(TARGET_ENV) or local or DEFAULT_TARGET, **kwargs)
 
     async def close(self) -> None:
-        """Close the channel when this client opened it."""
+        """Close the channels to owning Hosts, and the client's channel when this client opened it."""
+        owners, self._owners = list(self._owners.values()), {}
+        for channel, _ in owners:
+            await channel.close()
         if self._owns_channel:
             await self._channel.close()
 
@@ -299,21 +408,35 @@ class BrokerClient:
         )
         return ToolCall(self, request)
 
-    def watch_call(self, invocation_id: str, resume_token: str = "") -> ToolCall:
-        """Follow a call started earlier (by this principal), replaying the events after ``resume_token``."""
-        return ToolCall(self, broker_pb2.CallToolRequest(), invocation_id=invocation_id, resume_token=resume_token)
+    def watch_call(self, invocation_id: str, resume_token: str = "", *, host_address: str = "") -> ToolCall:
+        """Follow a call started earlier (by this principal), replaying the events after ``resume_token``;
+        ``host_address`` is the owning Host's (``ToolCall.host_address``; empty: this client's target)."""
+        return ToolCall(
+            self,
+            broker_pb2.CallToolRequest(),
+            invocation_id=invocation_id,
+            resume_token=resume_token,
+            host_address=host_address,
+        )
 
     async def stop(
-        self, session_id: str = "default", turn_id: str = "", *, all_sessions: bool = False, timeout: float = 10.0
+        self,
+        session_id: str = "default",
+        turn_id: str = "",
+        *,
+        all_sessions: bool = False,
+        timeout: float = 10.0,
+        host_address: str = "",
     ) -> int:
-        """Stop a turn, a session or (``all_sessions``) every live call; returns how many stopped."""
+        """Stop a turn, a session or (``all_sessions``) every live call of one Host (the one at
+        ``host_address``, else this client's target); returns how many stopped."""
         request = (
             broker_pb2.StopRequest(all=True)
             if all_sessions
             else broker_pb2.StopRequest(session_id=session_id, turn_id=turn_id)
         )
         try:
-            response = await self.stub.Stop(request, metadata=self.metadata, timeout=timeout)
+            response = await self.owner_stub(host_address).Stop(request, metadata=self.metadata, timeout=timeout)
         except grpc.aio.AioRpcError as error:
             raise MakaError.from_rpc(error) from None
         return response.stopped_invocations

@@ -46,6 +46,10 @@ class Accepted:
     invocation_id: str
     provider_id: str
     sequence: int
+    host_id: str = ""
+    """The Host that owns the call (every reattach goes there)."""
+    host_address: str = ""
+    """Where that Host is reachable for ``WatchCall``; empty = the target the client used."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,8 @@ def decode(event: broker_pb2.CallToolResponse) -> CallEvent | None:
     kind = event.WhichOneof("event")
     seq = event.sequence
     if kind == "accepted":
-        return Accepted(event.accepted.invocation_id, event.accepted.provider_id, seq)
+        accepted = event.accepted
+        return Accepted(accepted.invocation_id, accepted.provider_id, seq, accepted.host_id, accepted.host_address)
     if kind == "progress":
         p = event.progress
         return Progress(p.progress, p.total if p.HasField("total") else None, p.message, seq)

@@ -4,9 +4,13 @@
 export interface CallAccepted {
   'invocation_id'?: (string);
   'provider_id'?: (string);
+  'host_id'?: (string);
+  'host_address'?: (string);
 }
 
 export interface CallAccepted__Output {
   'invocation_id': (string);
   'provider_id': (string);
+  'host_id': (string);
+  'host_address': (string);
 }

@@ -1059,17 +1059,29 @@ class CallAccepted(_message.Message):
 
     INVOCATION_ID_FIELD_NUMBER: _builtins.int
     PROVIDER_ID_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    HOST_ADDRESS_FIELD_NUMBER: _builtins.int
     invocation_id: _builtins.str
     provider_id: _builtins.str
+    host_id: _builtins.str
+    """The Host that owns the invocation (its MAKA_HOST_ID). Every reattach (WatchCall, Stop of its turn) must
+    reach this Host: a call never moves to another Host of a pool.
+    """
+    host_address: _builtins.str
+    """Where that Host is reachable for WatchCall (its MAKA_ADVERTISE_ADDRESS, e.g. a per-Host DNS name,
+    "team-a-host-0.team-a-host:50052"); empty = the target the caller used.
+    """
     def __init__(
         self,
         *,
         invocation_id: _builtins.str = ...,
         provider_id: _builtins.str = ...,
+        host_id: _builtins.str = ...,
+        host_address: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["invocation_id", b"invocation_id", "provider_id", b"provider_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_address", b"host_address", "host_id", b"host_id", "invocation_id", b"invocation_id", "provider_id", b"provider_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
