@@ -1,4 +1,4 @@
-"""The ``rollout`` phase of ``make scale`` (issue #26): planned operations lose no pending approval and
+"""The ``rollout`` phase of ``make scale``: planned operations lose no pending approval and
 refuse no caller.
 
 A pool of every Host of the topology takes the calls. First at least ``initial_forms`` forms are pending

@@ -99,7 +99,7 @@ async def test_a_pool_surface_answers_a_draining_hosts_form_and_shows_nothing_tw
                 restart = asyncio.create_task(running.stack.restart_host())
 
                 async def stopped_serving() -> bool:
-                    return not await serving(endpoints.broker, timeout=1.0)
+                    return not await serving(endpoints.broker, "maka.broker.v1.CapabilityBrokerService", timeout=1.0)
 
                 await eventually(stopped_serving, timeout=30, interval=0.05, what="the broker draining")
                 listed = {f.interaction_id: f.host_id for f in await surface.pending()}

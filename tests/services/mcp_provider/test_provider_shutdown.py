@@ -110,6 +110,9 @@ async def host(redis_url: str, tmp_path: Path) -> AsyncIterator[Host]:
         await interaction.stop()
 
 
+NEW_CALLS = "maka.broker.v1.CapabilityBrokerService"  # its readiness: "takes new calls"
+
+
 async def _start_provider(host: Host) -> ProviderApp:
     app = await provider_main.build(host.provider_settings())
     await app.start()
@@ -232,7 +235,7 @@ async def test_a_broker_that_drains_first_delivers_the_result_and_the_provider_t
     host.broker.send_signal(signal.SIGTERM)  # NOT_SERVING, drain until the call settles, then exit
 
     async def not_serving() -> bool:
-        return not await serving(host.broker_target, timeout=1.0)
+        return not await serving(host.broker_target, NEW_CALLS, timeout=1.0)
 
     await eventually(not_serving, what="broker draining", timeout=30)
     await _answer(host, awaiting.interaction_id, "first")
