@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from bench.fanout import binding, replica_env, small_form, write_tokens
 from bench.processes import InteractionProcess
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import bearer_metadata
+from tests.helpers.cli import maka_on_tier
 
 pytestmark = [pytest.mark.e2e]
 
@@ -84,23 +83,7 @@ async def form_on_h01(tier: Tier) -> AsyncIterator[str]:
 
 
 async def _maka(tier: Tier, token: str, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "MAKA_SURFACE_TOKEN": token}
-    env.pop("MAKA_HOST_ID", None)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "surfaces.cli.main",
-        *args,
-        "--interaction",
-        tier.target,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await child.communicate()
-    assert child.returncode is not None
-    return child.returncode, out.decode(), err.decode()
+    return await maka_on_tier(tier.target, token, *args)
 
 
 async def test_the_cli_finds_a_form_only_on_the_host_it_names_and_answers_it_there(

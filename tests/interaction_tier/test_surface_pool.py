@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -37,6 +35,7 @@ from maka_client import (
 )
 from maka_client.surface import decode_pool_token
 from services.core.auth import bearer_metadata
+from tests.helpers.cli import maka_on_tier
 
 pytestmark = [pytest.mark.e2e]
 
@@ -259,24 +258,7 @@ async def test_a_host_restarting_closes_only_its_own_forms_and_nothing_is_shown_
 
 
 async def _maka(tier: Tier, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "MAKA_SURFACE_TOKEN": tier.tokens["surface"]}
-    env.pop("MAKA_HOST_ID", None)
-    env.pop("MAKA_HOST_IDS", None)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "surfaces.cli.main",
-        *args,
-        "--interaction",
-        tier.target,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await child.communicate()
-    assert child.returncode is not None
-    return child.returncode, out.decode(), err.decode()
+    return await maka_on_tier(tier.target, tier.tokens["surface"], *args)
 
 
 async def test_the_cli_lists_the_forms_of_two_hosts_with_their_host_and_answers_each_there(
