@@ -198,6 +198,9 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._liveness: asyncio.Task[None] | None = None
         self._shutting_down = False
+        self.on_readiness: Callable[[bool], None] | None = None
+        """Called with :meth:`takes_new_calls` whenever it changes (the app flips its named health service)."""
+        self._ready = False
         self._draining = False
         self._idle = asyncio.Event()
         """Set whenever no invocation is live (what :meth:`drain` waits for)."""
@@ -211,6 +214,20 @@ class Broker:
             run_every(self._heartbeat_seconds, self._retire_silent_providers), name="maka-broker-liveness"
         )
 
+    def takes_new_calls(self) -> bool:
+        """Readiness: a provider is registered (a new call can be routed) and the broker is neither draining
+        nor shutting down. A Host's new-calls health service follows it, so a balancer or a pool client
+        sends no call to a Host that just restarted and whose provider has not registered yet."""
+        return not (self._draining or self._shutting_down) and bool(self._registry.registrations())
+
+    def _readiness_changed(self) -> None:
+        ready = self.takes_new_calls()
+        if ready != self._ready:
+            self._ready = ready
+            log.info("broker_readiness", extra={"takes_new_calls": ready})
+            if self.on_readiness is not None:
+                self.on_readiness(ready)
+
     async def drain(self, timeout: float) -> int:
         """Stop accepting calls and give the live ones up to ``timeout`` s to finish.
 
@@ -223,6 +240,7 @@ class Broker:
         (docs/design.md#drain-vs-crash).
         """
         self._draining = True
+        self._readiness_changed()
         live = len(self._invocations)
         if timeout > 0 and (live or self._callers.undelivered_deadline() is not None):
             log.info("broker_draining", extra={"live_invocations": live, "drain_seconds": timeout})
@@ -247,6 +265,7 @@ class Broker:
         (docs/design.md#restart-and-reconnect: a Host that stops closes its forms and never replays a Tool),
         providers get ``cancel`` and their streams end; waits up to ``timeout`` s for the closes."""
         self._shutting_down = True
+        self._readiness_changed()
         if self._liveness is not None:
             self._liveness.cancel()
         for invocation in list(self._invocations.values()):
@@ -359,6 +378,7 @@ class Broker:
             "provider_retired",
             extra={"provider_id": registration.provider_id, "registration_id": registration.registration_id},
         )
+        self._readiness_changed()
 
     def _send(self, stream: ProviderStream, frame: broker_pb2.ConnectResponse) -> None:
         if stream.outbox.push(frame) or stream.outbox.closed:
@@ -455,6 +475,7 @@ class Broker:
             old.stream.outbox.close()
         registration = self._registry.add(stream, register.provider_id, register.display_name, tools)
         self._counters["registrations"] += 1
+        self._readiness_changed()
         log.info(
             "provider_registered",
             extra={

@@ -93,6 +93,21 @@ class BrokerApp:
         """Keep the health setter so a superseded broker turns NOT_SERVING at once."""
         self._set_serving = set_serving
 
+    def bind_readiness(self, set_ready: Callable[[bool], Awaitable[None]]) -> None:
+        """The named health service ("takes new calls") follows :meth:`Broker.takes_new_calls`: SERVING once a
+        provider registered, NOT_SERVING while none is, and at once on drain or shutdown."""
+
+        def flip(ready: bool) -> None:
+            task: asyncio.Task[None] = asyncio.ensure_future(set_ready(ready))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        self.broker.on_readiness = flip
+
+    def ready(self) -> bool:
+        """Readiness once started (``serve`` sets the named health service to it)."""
+        return self.broker.takes_new_calls()
+
     def _superseded(self) -> None:
         """A newer broker fenced this Host epoch (HostLink STALE_EPOCH): fail the form-bound calls,
         go NOT_SERVING (out of rotation) and let ``serve`` exit ``SUPERSEDED_EXIT_CODE``

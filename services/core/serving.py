@@ -52,6 +52,9 @@ class GrpcApp(Protocol):
     Instead of ``bind_health`` an app may define ``bind_readiness(set_ready)``: called with
     :meth:`RunningServer.set_ready`, which flips only the app's named services (readiness, e.g.
     NOT_SERVING while its store is down) and leaves the overall ``""`` status (liveness) alone.
+    An app may also define ``ready() -> bool``: its readiness once started (the named services are set
+    NOT_SERVING when it is false, e.g. a broker with no provider registered yet); it flips them later
+    through ``bind_readiness``.
     An app may also define ``async close()``: called once the server has stopped and no handler runs any
     more, to release what handlers use (e.g. a Redis client: closed in ``stop()`` a handler still inside
     the grace period could open a new connection that nothing would close).
@@ -273,7 +276,12 @@ async def start_server(
     if bind_readiness is not None:
         bind_readiness(running.set_ready)
     await app.start()
-    await running.set_serving(True)
+    ready = getattr(app, "ready", None)
+    if ready is None or ready():
+        await running.set_serving(True)
+    else:
+        await running.set_ready(False)
+        await running.health.set("", health_pb2.HealthCheckResponse.SERVING)
     if settings.metrics_listen:
         running.metrics_port = start_metrics_server(settings.metrics_listen)
     if settings.port_file is not None:

@@ -20,6 +20,8 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, intera
 from tests.helpers.broker import Call, Provider, accept_staging, deploy_tool
 from tests.helpers.waiting import eventually
 
+NEW_CALLS = "maka.broker.v1.CapabilityBrokerService"
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -79,13 +81,22 @@ async def test_broker_process_serves_a_form_call_and_shuts_down_gracefully_on_si
         surface_channel = grpc.aio.insecure_channel(f"127.0.0.1:{interaction_port}")
         try:
             health = health_pb2_grpc.HealthStub(channel)
-            status = await health.Check(  # type: ignore[attr-defined]
-                health_pb2.HealthCheckRequest(service="maka.broker.v1.CapabilityBrokerService"), timeout=10
-            )
-            assert status.status == health_pb2.HealthCheckResponse.SERVING
+
+            async def status(service: str) -> int:
+                request = health_pb2.HealthCheckRequest(service=service)
+                return int((await health.Check(request, timeout=10)).status)  # type: ignore[attr-defined]
+
+            # Live, but not ready for new calls until a provider registered (nothing could be routed).
+            assert await status("") == health_pb2.HealthCheckResponse.SERVING
+            assert await status(NEW_CALLS) == health_pb2.HealthCheckResponse.NOT_SERVING
 
             provider = Provider(channel, "mcp:examples", [deploy_tool()])
             await provider.connect()
+
+            async def ready() -> bool:
+                return await status(NEW_CALLS) == health_pb2.HealthCheckResponse.SERVING
+
+            await eventually(ready, what="the broker ready for new calls once a provider registered")
             stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
             call = Call(
                 stub,
