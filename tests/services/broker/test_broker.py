@@ -679,3 +679,21 @@ async def test_a_provider_lost_after_an_answer_it_never_confirmed_records_it_los
     assert awaiting.host.deliveries == [
         ("ix_1", interaction_pb2.DELIVERY_STATE_LOST, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)
     ]
+
+
+async def test_the_broker_takes_new_calls_only_while_a_provider_is_registered_and_not_once_it_drains(
+    broker: Broker,
+) -> None:
+    flips: list[bool] = []
+    broker.on_readiness = flips.append
+    assert broker.takes_new_calls() is False, "nothing to route a call to"
+    first = register_provider(broker)
+    second = register_provider(broker, "mcp:other", tool_descriptor(name="other", server="other"))
+    broker.provider_stream_lost(first)
+    assert broker.takes_new_calls() is True, "another provider is still registered"
+    broker.provider_stream_lost(second)
+    assert broker.takes_new_calls() is False
+    register_provider(broker)
+    assert await broker.drain(0) == 0
+    assert broker.takes_new_calls() is False
+    assert flips == [True, False, True, False], "each change reported once"
