@@ -13,10 +13,11 @@ until the first SIGTERM) — so many answers come after their Host got SIGTERM. 
 - **node drain**: two Hosts SIGTERMed at once, each started again after its exit;
 - **scale-in**: the highest Host SIGTERMed and not started again; the pool goes on without it.
 
-A Host stays in the pool's rotation while it drains: new calls that reach it are refused
-``HOST_UNAVAILABLE`` and retried on the next Host with the same call id (what the client's transparent
-retry does until its health checking takes the Host out); it leaves once it exited and joins again once
-it serves its Tools. Every answer must reach exactly its own call
+New calls go through one :class:`maka_client.BrokerClient` on the pool target (every Host's address):
+``round_robin`` with client-side health checking sends them only to Hosts whose new-calls health is SERVING
+(a provider registered, not draining), a start refused ``HOST_UNAVAILABLE`` in the race before health
+reaches the client is retried on another Host with the same call id, and every reattach goes to the Host
+that owns the call, also while it drains. Every answer must reach exactly its own call
 (:attr:`bench.scale_driver.Call.delivered_right`).
 """
 
@@ -36,18 +37,18 @@ from maka_client import (
     AwaitingInteraction,
     BrokerClient,
     Failure,
-    FailureCode,
     InteractionSettled,
     Lost,
     MakaError,
+    ReattachPolicy,
     Result,
     Stopped,
 )
 
 PHASE = "rollout"
-ROUTE_ROUNDS = 40
-"""Rounds over the pool's ready Hosts before a new call counts as refused (every Host refused it)."""
-ROUTE_BACKOFF = 0.25
+POOL_REATTACH = ReattachPolicy(give_up_after=60.0)
+"""How long a start waits for a Host that takes new calls, and a dropped stream for its owner (a node drain
+leaves one Host of three; a Host restarting needs its provider registered)."""
 CALL_SLACK = 300.0
 """How long a call may take beyond its person's answer delay (queueing behind the rollout, its provider leg)."""
 
@@ -91,79 +92,32 @@ class Sigterm:
     restarted_at: float = 0.0
 
 
-@dataclass
-class Pool:
-    """The Hosts a new call may go to, in turn (round robin over the ready ones)."""
-
-    addresses: dict[str, str]
-    ready: list[str]
-    turn: int = 0
-
-    def rotation(self) -> list[str]:
-        hosts = list(self.ready)
-        if not hosts:
-            return []
-        start = self.turn % len(hosts)
-        self.turn += 1
-        return hosts[start:] + hosts[:start]
-
-    def leave(self, host: str) -> None:
-        if host in self.ready:
-            self.ready.remove(host)
-
-    def join(self, host: str) -> None:
-        if host not in self.ready:
-            self.ready = sorted([*self.ready, host])
+def pool_target(addresses: list[str]) -> str:
+    """The pool as one gRPC target: every Host's ``host:port`` (``ipv4:`` lists several)."""
+    return "ipv4:" + ",".join(addresses)
 
 
-async def pool_call_events(pool: Pool, call: PoolCall) -> AsyncGenerator[object, None]:
-    """The events of ``call`` placed on the pool.
-
-    REPLACE once pool routing lands in maka_client (branch ``pool``): one ``BrokerClient(pool_target)`` with
-    ``pool_target = "ipv4:" + ",".join(pool.addresses.values())`` balances new calls round_robin over the
-    Hosts whose new-calls health is SERVING, retries a ``HOST_UNAVAILABLE`` refusal with the same call id
-    and reattaches to the owning Host (``MAKA_ADVERTISE_ADDRESS``, set by the topology)::
-
-        tool_call = client.call_tool(...same arguments...)
+async def pool_call_events(client: BrokerClient, call: PoolCall) -> AsyncGenerator[object, None]:
+    """The events of ``call`` placed on the pool by ``client`` (its owner once accepted; how many starts a
+    draining Host refused before one took it)."""
+    tool_call = client.call_tool(
+        "examples:deploy",
+        {"artifact": call.artifact},
+        session_id=call.session,
+        turn_id="turn-1",
+        tool_use_id=call.tool_use_id,
+        call_id=call.call_id,
+    )
+    try:
         async for event in tool_call:
             if isinstance(event, Accepted):
                 call.host = tool_call.host_id
             yield event
+    except MakaError:
+        call.refused = not tool_call.host_id  # no Host took the start within give_up_after
+        raise
+    finally:
         call.retries = tool_call.refused_starts
-        call.refused = not tool_call.host_id  # every Host kept refusing for ``give_up_after``
-
-    Then the channel, not :class:`Pool`, decides the rotation: a restarted broker's new-calls health is
-    SERVING before its provider registered, and a call reaching it then fails ``UNKNOWN_TOOL`` unless that
-    health waits for a provider (:meth:`Rollout._roll` lets a Host join only once it lists its Tools). Until
-    then this tries the pool's Hosts in turn itself.
-    """
-    for _round in range(ROUTE_ROUNDS):
-        for host in pool.rotation():
-            async with BrokerClient(pool.addresses[host]) as client:
-                tool_call = client.call_tool(
-                    "examples:deploy",
-                    {"artifact": call.artifact},
-                    session_id=call.session,
-                    turn_id="turn-1",
-                    tool_use_id=call.tool_use_id,
-                    call_id=call.call_id,
-                )
-                events = aiter(tool_call)
-                try:
-                    first = await anext(events)
-                except MakaError:  # the Host is gone (connection refused): the next one
-                    call.retries += 1
-                    continue
-                if isinstance(first, Failure) and first.code == FailureCode.HOST_UNAVAILABLE:
-                    call.retries += 1  # draining: the next Host, same call id
-                    continue
-                call.host = host
-                yield first
-                async for event in events:
-                    yield event
-                return
-        await asyncio.sleep(ROUTE_BACKOFF)  # retry backoff when every Host refused, not synchronisation
-    call.refused = True
 
 
 class Rollout:
@@ -177,8 +131,8 @@ class Rollout:
         self.topology = topology
         self.driver = driver
         self.plan = plan
-        hosts = topology.spec.host_ids()
-        self.pool = Pool({h: topology.broker(h) for h in hosts}, list(hosts))
+        self.target = pool_target([topology.broker(h) for h in topology.spec.host_ids()])
+        self.client: BrokerClient | None = None
         self.rng = random.Random(plan.seed)
         self.calls: list[PoolCall] = []
         self.sigterms: list[Sigterm] = []
@@ -203,7 +157,8 @@ class Rollout:
     async def _follow(self, call: PoolCall) -> None:
         try:
             async with asyncio.timeout(self.plan.answer_delay_s[1] + CALL_SLACK):
-                async with contextlib.aclosing(pool_call_events(self.pool, call)) as events:
+                assert self.client is not None, "run() opens the pool client"
+                async with contextlib.aclosing(pool_call_events(self.client, call)) as events:
                     async for event in events:
                         self._record(call, event)
         except MakaError as error:
@@ -276,7 +231,6 @@ class Rollout:
             self.pending_at_start = len(self.pending())
             self._began.set()
         await self.topology.stop_host(host)
-        self.pool.leave(host)
         sigterm.exited_at = time.monotonic()
         self.say(f"{operation}: {host} exited after {sigterm.exited_at - sigterm.at:.1f} s")
         return sigterm
@@ -285,7 +239,6 @@ class Rollout:
         sigterm = await self._sigterm(host, operation)
         await self.topology.start_host(host)
         await wait_tools(self.topology, [host])
-        self.pool.join(host)
         sigterm.restarted_at = time.monotonic()
         self.say(f"{operation}: {host} serves again")
 
@@ -304,6 +257,10 @@ class Rollout:
 
     async def run(self) -> None:
         """The whole phase; returns once every call settled (each bounded)."""
+        async with BrokerClient(self.target, reattach=POOL_REATTACH) as self.client:
+            await self._run()
+
+    async def _run(self) -> None:
         for _ in range(self.plan.initial_forms):
             self.start_call()
         await self._wait_pending(self.plan.initial_forms)
@@ -360,6 +317,7 @@ def report(rollout: Rollout, sigkill: dict[str, object] | None) -> dict[str, obj
         "new_calls_during_rollout": sum(rollout.began <= c.started_at <= rollout.operations_ended for c in calls),
         "new_calls_refused": sum(c.refused for c in calls),
         "new_calls_moved_to_another_host": sum(c.retries > 0 for c in accepted),
+        "calls_by_host": {h: sum(c.host == h for c in accepted) for h in sorted({c.host for c in accepted})},
         "misdelivered": sum(c.outcome == "completed" and not c.delivered_right for c in calls),
         "answer_delay_s": list(rollout.plan.answer_delay_s),
         "arrival_interval_s": rollout.plan.arrival_interval_s,

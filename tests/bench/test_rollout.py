@@ -1,4 +1,4 @@
-"""bench.rollout: the pool's rotation and the rollout report computed from what the calls and SIGTERMs
+"""bench.rollout: the pool target and the rollout report computed from what the calls and SIGTERMs
 recorded (the phase itself runs in tests/bench/test_scale_topology.py)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pathlib import Path
 from bench import rollout
 from bench.scale_driver import Driver
 from bench.topology import Topology, TopologySpec
+from maka_client._channel import is_pool_target
 
 
 def _rollout(tmp_path: Path) -> rollout.Rollout:
@@ -26,24 +27,11 @@ def _call(run: rollout.Rollout, host: str, *, answered_at: float, outcome: str =
     return call
 
 
-def test_the_pool_offers_each_new_call_the_ready_hosts_starting_one_further_each_time() -> None:
-    pool = rollout.Pool({"host-0": "a", "host-1": "b", "host-2": "c"}, ["host-0", "host-1", "host-2"])
+def test_the_pool_target_names_every_host_so_the_client_balances_over_them() -> None:
+    target = rollout.pool_target(["127.0.0.1:5001", "127.0.0.1:5002", "127.0.0.1:5003"])
 
-    firsts = [pool.rotation()[0] for _ in range(4)]
-
-    assert firsts == ["host-0", "host-1", "host-2", "host-0"]
-    assert sorted(pool.rotation()) == ["host-0", "host-1", "host-2"]
-
-
-def test_a_host_that_left_the_pool_is_offered_no_call_until_it_joins_again() -> None:
-    pool = rollout.Pool({"host-0": "a", "host-1": "b"}, ["host-0", "host-1"])
-
-    pool.leave("host-1")
-    left = [pool.rotation() for _ in range(3)]
-    pool.join("host-1")
-
-    assert left == [["host-0"]] * 3
-    assert sorted(pool.rotation()) == ["host-0", "host-1"]
+    assert target == "ipv4:127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003"
+    assert is_pool_target(target)
 
 
 def test_the_report_counts_the_answers_given_while_their_host_drained(tmp_path: Path) -> None:
