@@ -333,16 +333,48 @@ def test_dockerfile_pins_its_base_images_by_digest() -> None:
     assert "docker buildx imagetools inspect python:3.13-slim" in (ROOT / "Dockerfile").read_text(), "how to bump"
 
 
+PINNED = re.compile(r"[a-z0-9][a-z0-9./_-]*:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}")
+"""``name:tag@sha256:<digest>``: the tag documents the image, the digest is what is pulled."""
+OWN_IMAGES = ("maka-runtime", "registry.example.com/maka-runtime")
+"""The project's own image, built from the Dockerfile: an installation names it (and its digest) with ``images:``."""
+
+
+def test_every_third_party_image_of_every_rendering_compose_and_the_dockerfile_is_pinned_by_digest() -> None:
+    images: dict[str, str] = {}
+    for directory in RENDERINGS:
+        for workload, _pod, container in _containers(directory, init=True):
+            images[container["image"]] = f"{directory.name}: {workload['metadata']['name']}/{container['name']}"
+    for name, service in _compose()["services"].items():
+        if "image" in service:
+            images[service["image"]] = f"docker-compose.yml: {name}"
+    args = dict(line.removeprefix("ARG ").split("=", 1) for line in _dockerfile() if line.startswith("ARG "))
+    images |= {value: f"Dockerfile: {name}" for name, value in args.items() if name.endswith("_IMAGE")}
+    third_party = {image: where for image, where in images.items() if image.split(":")[0] not in OWN_IMAGES}
+
+    assert "quay.io/oliver006/redis_exporter" in {i.split(":")[0] for i in third_party}
+    unpinned = {image: where for image, where in third_party.items() if not PINNED.fullmatch(image)}
+    assert not unpinned, unpinned
+    assert not PINNED.fullmatch("oliver006/redis_exporter:v1.67.0"), "a tag alone is refused"
+    # Digests cannot be looked up offline: the README says so and how to check each before use.
+    supply_chain = README.read_text().split("### Supply chain", 1)[1].split("\n### ", 1)[0]
+    assert "docker buildx imagetools inspect" in supply_chain
+    for image in third_party:
+        assert image.split("@")[0] in supply_chain, f"deploy/README.md's supply chain does not list {image}"
+
+
 def test_dockerfile_installs_exactly_the_hash_locked_requirements_then_the_project_without_dependencies() -> None:
     build = _stages()["build"]
     installs = [line for line in build if line.startswith("RUN pip install")]
 
     assert installs == [
         "RUN pip install --prefix=/install --require-hashes --no-deps -r requirements/run.lock",
-        "RUN pip install --prefix=/install --no-deps ./clients/python",  # the CLI's maka_client
-        "RUN pip install --prefix=/install --no-deps .",
+        # The build backend from its own hash-locked file, into the build stage only (not /install).
+        "RUN pip install --require-hashes --no-deps -r requirements/build.lock",
+        # Built by that backend: pip's build isolation would fetch an unhashed hatchling.
+        "RUN pip install --prefix=/install --no-deps --no-build-isolation ./clients/python",  # the CLI's maka_client
+        "RUN pip install --prefix=/install --no-deps --no-build-isolation .",
     ]
-    assert build.index("COPY requirements/run.lock ./requirements/run.lock") < build.index(installs[0])
+    assert build.index("COPY requirements/run.lock requirements/build.lock ./requirements/") < build.index(installs[0])
     assert "requirements" not in (ROOT / ".dockerignore").read_text().split()
 
 
@@ -919,7 +951,7 @@ def test_k8s_redis_has_an_exporter_reading_a_password_file_and_a_disruption_budg
     _statefulset, containers = _redis()
     exporter = containers["exporter"]
 
-    assert exporter["image"].startswith("oliver006/redis_exporter:v")
+    assert re.fullmatch(r"quay\.io/oliver006/redis_exporter:v[0-9.]+@sha256:[0-9a-f]{64}", exporter["image"])
     assert "--redis.password-file=/run/redis/exporter.json" in exporter["args"]
     assert not any("password" in a and "file" not in a for a in exporter["args"])
     assert '{"redis://localhost:6379": "%s"}' in containers["auth"]["args"][0]
