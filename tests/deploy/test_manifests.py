@@ -40,6 +40,7 @@ from services.broker.settings import Settings as BrokerSettings
 from services.core import metrics
 from services.core.auth import Role, TokenTable
 from services.core.settings import ClientTlsSettings
+from services.interaction.main import served_hosts
 from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider.config import check_config
 from services.mcp_provider.oauth import read_key_file
@@ -859,9 +860,22 @@ def test_two_teams_render_with_separate_hosts_secrets_and_policies() -> None:
 def test_the_interaction_tier_serves_exactly_every_teams_host_ids_and_each_web_follows_its_teams_pool(
     directory: Path,
 ) -> None:
-    tier = next(c for _w, _p, c in _containers(directory) if _module(c) == "services.interaction.main")
+    (tier_workload, tier_pod, tier) = next(
+        (w, p, c) for w, p, c in _containers(directory) if _module(c) == "services.interaction.main"
+    )
 
-    assert _env(tier)["MAKA_HOST_IDS"]["value"].split(",") == _host_ids(directory)
+    # No list of Host ids or teams: every Host a broker token names, the tokens one file per team.
+    assert _env(tier)["MAKA_HOST_IDS"]["value"] == "*"
+    assert _env(tier)["MAKA_AUTH_TOKENS_DIR"]["value"] == "/etc/maka/tokens.d"
+    assert not any(host in yaml.safe_dump(tier_workload) for host in _host_ids(directory))
+    volumes = {v["name"]: v for v in tier_pod["volumes"]}
+    for team in TEAMS:
+        (mount,) = [m for m in tier["volumeMounts"] if m["mountPath"] == f"/etc/maka/tokens.d/{team.name}"]
+        assert mount["readOnly"] is True
+        assert volumes[mount["name"]]["secret"] == {
+            "secretName": f"{team.name}-tokens",
+            "items": [{"key": "tier.json", "path": "tokens.json"}],
+        }, "only the team's tier entries reach the tier, never its callers' or providers' tokens"
     webs = [(w, c) for w, _p, c in _containers(directory) if _module(c) == "surfaces.web.main"]
     assert len(webs) == len(TEAMS)
     for workload, web in webs:
@@ -1338,10 +1352,44 @@ def test_the_readmes_secret_loop_creates_each_teams_host_count() -> None:
     assert {team: int(n) for team, n in counts.items()} == {t.name: len(_host_ids(t)) for t in TEAMS}
 
 
-def test_each_teams_tokens_serve_only_its_hosts_and_its_callers_only_its_brokers(
-    readme_secrets: dict[str, dict[str, str]], readme_tokens: dict[str, TokenTable]
+@pytest.fixture(scope="module")
+def readme_tier_settings(
+    readme_secrets: dict[str, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> InteractionSettings:
+    """The tier's settings as a pod of the example installation gets them, its token files laid out as its
+    volumes mount the README's Secrets: ``maka-tokens`` at the file, each team's ``tier.json`` in the directory."""
+    directory = tmp_path_factory.mktemp("readme-tier")
+    tier = next(c for _w, _p, c in _containers(EXAMPLE) if _module(c) == "services.interaction.main")
+    env = _literal_env(tier)
+    (directory / "tokens.json").write_text(readme_secrets["maka-tokens"]["tokens.json"])
+    for mount in tier["volumeMounts"]:
+        if mount["mountPath"].startswith(env["MAKA_AUTH_TOKENS_DIR"] + "/"):
+            unit = directory / "tokens.d" / Path(mount["mountPath"]).name
+            unit.mkdir(parents=True)
+            (unit / "tokens.json").write_text(readme_secrets[mount["name"]]["tier.json"])
+    return InteractionSettings(
+        host_ids=env["MAKA_HOST_IDS"],
+        auth_tokens_file=directory / "tokens.json",
+        auth_tokens_dir=directory / "tokens.d",
+    )
+
+
+@pytest.fixture(scope="module")
+def readme_tier_tokens(readme_tier_settings: InteractionSettings) -> TokenTable:
+    """The table the tier's own loader builds from the README's Secrets as the example installation mounts them."""
+    return TokenTable.from_files(readme_tier_settings.auth_tokens_file, readme_tier_settings.auth_tokens_dir)
+
+
+def test_the_tier_serves_exactly_every_teams_hosts_from_the_readmes_tokens(
+    readme_tier_settings: InteractionSettings,
 ) -> None:
-    tier = readme_tokens["maka-tokens"]
+    assert sorted(served_hosts(readme_tier_settings)) == sorted(_host_ids(EXAMPLE))
+
+
+def test_each_teams_tokens_serve_only_its_hosts_and_its_callers_only_its_brokers(
+    readme_secrets: dict[str, dict[str, str]], readme_tokens: dict[str, TokenTable], readme_tier_tokens: TokenTable
+) -> None:
+    tier = readme_tier_tokens
     seen: set[str] = set()
     for team in TEAMS:
         hosts = set(_host_ids(team))
@@ -1769,6 +1817,63 @@ def test_retiring_a_team_deletes_exactly_its_overlay_its_secrets_and_its_claims(
     assert all(t["metadata"]["labels"]["maka.dev/team"] == "team-b" for t in host["spec"]["volumeClaimTemplates"])
     # Nothing of another team is touched: its names all carry its own prefix.
     assert not [w for c in commands for w in c if "team-a" in w]
+
+
+def _installation(tmp_path: Path, teams: list[Path]) -> str:
+    """``kubectl kustomize`` of the base with ``teams`` (each its overlay and its tier component), as text."""
+    overlay = tmp_path / "-".join(t.name for t in teams)
+    overlay.mkdir()
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": "maka",
+        "resources": [os.path.relpath(d, overlay) for d in (BASE, *teams)],
+        "components": [os.path.relpath(t / "tier", overlay) for t in teams],
+    }
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    kubectl = shutil.which("kubectl")
+    assert kubectl
+    result = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _by_team(text: str, team: str) -> dict[str, str]:
+    """The rendered objects labelled ``maka.dev/team: team``, each as its rendered text: kind/name → text."""
+    found = {}
+    for chunk in text.split("\n---\n"):
+        document = yaml.safe_load(chunk)
+        if document and document["metadata"].get("labels", {}).get("maka.dev/team") == team:
+            found[f"{document['kind']}/{document['metadata']['name']}"] = chunk.rstrip("\n")  # the last has one more
+    return found
+
+
+def test_retiring_a_team_is_removing_it_nothing_of_it_remains_and_the_other_team_is_byte_identical(
+    tmp_path: Path,
+) -> None:
+    team_a, team_b = TEAMS
+    both = _installation(tmp_path, [team_a, team_b])
+    only_a = _installation(tmp_path, [team_a])
+
+    assert "team-b" in both, "team-b is rendered, its tokens mounted into the tier"
+    assert "team-b" not in only_a, "nothing of a removed team remains in any object, the tier's included"
+    assert _by_team(both, "team-a"), "team-a's objects"
+    assert _by_team(only_a, "team-a") == _by_team(both, "team-a"), "the other team's objects are byte-identical"
+    (tier_both,) = [
+        d
+        for d in yaml.safe_load_all(both)
+        if d and d["metadata"]["name"] == "interaction" and d["kind"] == "Deployment"
+    ]
+    (tier_a,) = [
+        d
+        for d in yaml.safe_load_all(only_a)
+        if d and d["metadata"]["name"] == "interaction" and d["kind"] == "Deployment"
+    ]
+    assert tier_both["metadata"]["name"] == tier_a["metadata"]["name"] == "interaction"
+    assert tier_both["spec"]["template"] != tier_a["spec"]["template"], "the tier rolls without the team's tokens"
+    for document in yaml.safe_load_all(only_a):
+        if document and document["kind"] not in CRD_KINDS:
+            kubernetes_validate.validate(document, K8S_VERSION, strict=True)
 
 
 # --- deploy/README.md: what a configuration or Secret change rolls ---------------------------------
