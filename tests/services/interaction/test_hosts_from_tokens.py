@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -18,6 +21,7 @@ from services.interaction.main import served_hosts
 from services.interaction.settings import Settings
 from tests.services.interaction.harness import FRAME_TIMEOUT, channel, start_service
 
+ROOT = Path(__file__).resolve().parents[3]
 TEAMS = {
     "team-a": ["team-a-host-0", "team-a-host-1"],
     "team-b": ["team-b-host-0"],
@@ -136,3 +140,26 @@ def test_hosts_from_tokens_need_brokers_that_list_their_hosts(redis_url: str, tm
         served_hosts(_settings(redis_url, bad))
     listed = Settings(redis_url=redis_url, host_ids="h-1,h-2", auth_tokens_dir=_tokens_dir(tmp_path))
     assert served_hosts(listed) == ("h-1", "h-2"), "a listed set stays the list"
+
+
+def test_a_tier_whose_tokens_name_no_host_exits_2_with_one_line_and_no_traceback(
+    redis_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "tokens.d").mkdir()  # every team retired: no broker token left
+    env = {
+        **os.environ,
+        "MAKA_LISTEN": "127.0.0.1:0",
+        "MAKA_REDIS_URL": redis_url,
+        "MAKA_HOST_IDS": "*",
+        "MAKA_AUTH_TOKENS_DIR": str(tmp_path / "tokens.d"),
+    }
+    env.pop("MAKA_AUTH_TOKENS_FILE", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "services.interaction.main"], cwd=ROOT, env=env, capture_output=True, timeout=60
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if "host_ids_unresolved" in line]
+    assert len(lines) == 1, stderr
+    assert "no broker token names a Host" in lines[0]
