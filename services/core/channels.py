@@ -18,7 +18,6 @@ import logging
 import ssl
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -170,11 +169,8 @@ class ReloadingChannel(grpc.aio.Channel):
     async def __aenter__(self) -> ReloadingChannel:
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
+    async def __aexit__(self, *_exc: object) -> None:
         await self.close()
-        return None
 
 
 def dial_target(target: str) -> str:

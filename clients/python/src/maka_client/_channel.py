@@ -13,7 +13,6 @@ import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -232,11 +231,8 @@ class ReloadingChannel(grpc.aio.Channel):
     async def __aenter__(self) -> ReloadingChannel:
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
+    async def __aexit__(self, *_exc: object) -> None:
         await self.close()
-        return None
 
 
 STATE_DIR_ENV = "MAKA_STATE_DIR"
