@@ -160,8 +160,10 @@ class TokenTable:
     def from_files(cls, path: Path | None, directory: Path | None = None) -> TokenTable:
         """``path`` (as :meth:`from_file`) plus the tokens of every ``<directory>/<unit>/tokens.json`` (units
         in name order; hidden entries such as a Secret volume's ``..data`` skipped). With ``directory`` set,
-        authentication is on even when no unit is left. Raises :class:`TokenFileError` on a malformed file or
-        on one token value in two entries (which principal it is would be ambiguous)."""
+        authentication is on even when no unit is left. An entry repeated exactly (the same token, name, roles
+        and scopes: a team's entries moving from the file to its unit) counts once. Raises :class:`TokenFileError`
+        on a malformed file or on one token value in two different entries (which principal it is would be
+        ambiguous)."""
         table = cls.from_file(path)
         if directory is None:
             return table
@@ -177,12 +179,15 @@ class TokenTable:
                 except TokenFileError as error:
                     raise TokenFileError(f"{unit.name}/{TOKENS_DIR_FILE}: {error}") from None
                 entries += [(entry.token.decode(), entry.principal) for entry in loaded._entries]
-        seen: dict[str, str] = {}
+        seen: dict[str, Principal] = {}
+        unique: list[tuple[str, Principal]] = []
         for token, principal in entries:
-            if token in seen:
-                raise TokenFileError(f"tokens {seen[token]!r} and {principal.name!r} share one token value")
-            seen[token] = principal.name
-        return cls(entries, required=True)
+            if token not in seen:
+                seen[token] = principal
+                unique.append((token, principal))
+            elif seen[token] != principal:
+                raise TokenFileError(f"tokens {seen[token].name!r} and {principal.name!r} share one token value")
+        return cls(unique, required=True)
 
     def lookup(self, token: str) -> Principal | None:
         """The principal for ``token``, or None. Compares against every entry with ``hmac.compare_digest``."""

@@ -242,7 +242,7 @@ def test_a_tokens_directory_with_no_unit_left_refuses_everyone_rather_than_admit
     assert not TokenTable.from_files(None, None).enabled
 
 
-def test_one_token_value_in_two_units_or_a_broken_unit_is_refused_naming_the_entries_never_the_token(
+def test_one_token_value_in_two_different_entries_or_a_broken_unit_is_refused_naming_the_entries_never_the_token(
     tmp_path: Path,
 ) -> None:
     units = tmp_path / "tokens.d"
@@ -252,6 +252,11 @@ def test_one_token_value_in_two_units_or_a_broken_unit_is_refused_naming_the_ent
         TokenTable.from_files(None, units)
     assert "'a-web' and 'b-web' share one token value" in str(shared.value)
     assert "shared-secret-1" not in str(shared.value)
+    moved = {"name": "b-web", "token": "b-web-token-1", "roles": ["surface"], "hosts": ["b-0"]}
+    (units / "team-b" / "tokens.json").write_text(json.dumps({"tokens": [moved]}))
+    own = tmp_path / "tokens.json"
+    own.write_text(json.dumps({"tokens": [moved]}))  # the same entry in the tier's file, while it moves to its unit
+    assert [p.name for p in TokenTable.from_files(own, units).principals] == ["b-web", "a-web"]
     (units / "team-b" / "tokens.json").write_text('{"tokens": [{"token": "short"}]}')
     with pytest.raises(TokenFileError, match=r"team-b/tokens.json: tokens\[0\]"):
         TokenTable.from_files(None, units)
