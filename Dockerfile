@@ -5,10 +5,10 @@
 #
 # Reproducible: the base image is pinned by digest, every dependency is installed from the hash-locked
 # requirements/run.lock (`--require-hashes --no-deps`: pip installs exactly the locked files and resolves
-# nothing), the project and the Python client are installed with `--no-deps` on top, and the image carries
-# an SBOM of what it installed (/usr/share/maka/sbom.pip-inspect.json, `pip inspect`). Not yet locked: the
-# build backend (hatchling) that pip's build isolation fetches to build the project's and the client's own
-# wheels; a hash-locked requirements/build.lock with `--no-build-isolation` would close that.
+# nothing), the project and the Python client are built and installed with `--no-deps` on top by the build
+# backend (hatchling) of the hash-locked requirements/build.lock (installed into the build stage only, used
+# with `--no-build-isolation`, so pip fetches nothing unhashed to build them), and the image carries an SBOM
+# of what it installed (/usr/share/maka/sbom.pip-inspect.json, `pip inspect`).
 #
 # Pinning the base: PYTHON_IMAGE names a tag AND its digest. To move to a newer base, look the digest up
 # and change both together (the tag documents it, the digest is what is pulled):
@@ -31,8 +31,10 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 # Dependencies first (their layer is reused while only the sources change): exactly the locked files.
-COPY requirements/run.lock ./requirements/run.lock
+COPY requirements/run.lock requirements/build.lock ./requirements/
 RUN pip install --prefix=/install --require-hashes --no-deps -r requirements/run.lock
+# The build backend, into this stage's own environment (not /install: the image never carries it).
+RUN pip install --require-hashes --no-deps -r requirements/build.lock
 COPY pyproject.toml README.md ./
 COPY gen ./gen
 COPY services ./services
@@ -40,8 +42,8 @@ COPY stack ./stack
 COPY surfaces ./surfaces
 # The Python client library (maka_client): `maka call`, `maka stop` and `maka tools` run on it.
 COPY clients/python ./clients/python
-RUN pip install --prefix=/install --no-deps ./clients/python
-RUN pip install --prefix=/install --no-deps .
+RUN pip install --prefix=/install --no-deps --no-build-isolation ./clients/python
+RUN pip install --prefix=/install --no-deps --no-build-isolation .
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \

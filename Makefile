@@ -48,7 +48,8 @@ lint: setup-node
 	$(PY) -m scripts.lock --check
 	$(PY) -m scripts.dead_code
 
-# Re-resolve requirements/{run,dev}.lock after editing pyproject.toml's dependencies (needs the index).
+# Re-resolve requirements/{run,dev,build}.lock after editing pyproject.toml's dependencies or build requirements
+# (needs the index).
 lock: setup-dev
 	$(PY) -m scripts.lock --write
 

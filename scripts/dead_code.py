@@ -27,6 +27,13 @@ FRAMEWORK: dict[tuple[str, str], str] = {
     ("services/core/client_interceptors.py", "intercept_stream_unary"): "grpc.aio client interceptor",
     ("services/core/client_interceptors.py", "intercept_stream_stream"): "grpc.aio client interceptor",
     ("services/core/interceptors.py", "intercept_service"): "grpc.aio server interceptor",
+    # Generated stubs ask their channel for each kind of multi-callable (grpc.aio.Channel's abstract methods).
+    ("services/core/channels.py", "unary_stream"): "grpc.aio.Channel method, called by generated stubs",
+    ("services/core/channels.py", "stream_unary"): "grpc.aio.Channel method, called by generated stubs",
+    ("services/core/channels.py", "stream_stream"): "grpc.aio.Channel method, called by generated stubs",
+    ("clients/python/src/maka_client/_channel.py", "unary_stream"): "grpc.aio.Channel method, called by stubs",
+    ("clients/python/src/maka_client/_channel.py", "stream_unary"): "grpc.aio.Channel method, called by stubs",
+    ("clients/python/src/maka_client/_channel.py", "stream_stream"): "grpc.aio.Channel method, called by stubs",
     # The MCP SDK's TokenStorage protocol (mcp.client.auth) calls it.
     ("services/mcp_provider/oauth.py", "set_client_info"): "mcp.client.auth TokenStorage",
     # pydantic runs validators by decorator; Textual reads class variables and calls handlers by name.

@@ -1,9 +1,13 @@
-"""The lock files (``requirements/run.lock``, ``requirements/dev.lock``): exact, hash-checked pins.
+"""The lock files (``requirements/run.lock``, ``requirements/dev.lock``, ``requirements/build.lock``): exact,
+hash-checked pins.
 
 ``make setup`` installs ``run.lock`` (and ``make setup-dev`` ``dev.lock``) with pip, then the project itself
 with ``--no-deps``, so every machine gets the same versions; the Docker image installs ``run.lock`` with
-``pip install --require-hashes``. ``make lock`` re-resolves both with ``uv pip compile --universal
---generate-hashes`` (from the dev extra) after a change to ``pyproject.toml``'s dependencies.
+``pip install --require-hashes``, and builds the project's and the client's wheels with the build backend of
+``build.lock`` (``[build-system].requires``: hatchling and what it needs), installed the same way and used with
+``--no-build-isolation``, so nothing of the image comes unhashed from the index. ``make lock`` re-resolves
+every lock with ``uv pip compile --universal --generate-hashes`` after a change to ``pyproject.toml``'s
+dependencies or build requirements.
 
 The format: one requirements file per lock that holds for every supported Python (``PYTHONS``, 3.11 to 3.13)
 on every platform. Each pin is ``name==version``, with an environment marker where the pin applies only to
@@ -11,7 +15,7 @@ some Pythons or platforms (``; python_full_version >= '3.12'``; a package whose 
 Pythons has one pin per range), followed by one ``--hash=sha256:`` line per distribution of that release on
 the index (every wheel and the sdist), so pip checks whatever file it picks on Linux x86_64 or aarch64.
 
-``python -m scripts.lock --check`` (part of ``make lint``) fails when a lock is stale: the dependency lists it
+``python -m scripts.lock --check`` (part of ``make lint``) fails when a lock is stale: the requirement lists it
 was made from (their SHA-256 is in its header) are not the ones in ``pyproject.toml``; when a requirement has
 no pin, or not exactly one, on some supported Python and Linux platform (``ENVIRONMENTS``); when a pin does not
 satisfy its requirement or has no hash; or when ``requires-python`` and ``PYTHONS`` disagree. The check is
@@ -24,6 +28,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +40,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCKS = {"run": (), "dev": ("dev",)}
-"""Lock name → extras it includes."""
+LOCKS = {"run": (), "dev": ("dev",), "build": ()}
+"""Lock name → extras it includes (``build`` locks ``[build-system].requires``, the same for the client's)."""
+BUILD_LOCK = "build"
+CLIENT = Path("clients") / "python"
+"""The client library: built in the image with the project's build backend, so its build requirements must be
+the project's (the check says so when they differ)."""
 PYTHONS = ("3.11", "3.12", "3.13")
 """The supported Pythons, oldest first: the locks hold for each (``requires-python`` admits exactly these)."""
 MACHINES = ("x86_64", "aarch64")
@@ -86,6 +95,16 @@ def _path(name: str, root: Path = ROOT) -> Path:
 def _project(root: Path) -> dict[str, object]:
     project: dict[str, object] = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     return project
+
+
+def _build_requirements(root: Path) -> list[str]:
+    requires: list[str] = list(tomllib.loads((root / "pyproject.toml").read_text())["build-system"]["requires"])
+    return requires
+
+
+def _lock_requirements(name: str, root: Path = ROOT) -> list[str]:
+    """What lock ``name`` pins: the build backend's requirements, or the dependencies with its extras."""
+    return _build_requirements(root) if name == BUILD_LOCK else _requirements(LOCKS[name], root)
 
 
 def _requirements(extras: tuple[str, ...], root: Path = ROOT) -> list[str]:
@@ -154,14 +173,17 @@ def _check_pythons(root: Path) -> list[str]:
 def check(root: Path = ROOT) -> list[str]:
     """Problems with the locks of the checkout at ``root`` (empty when fresh)."""
     problems: list[str] = _check_pythons(root)
-    for name, extras in LOCKS.items():
+    client = root / CLIENT / "pyproject.toml"
+    if client.exists() and sorted(_build_requirements(client.parent)) != sorted(_build_requirements(root)):
+        problems.append(f"{CLIENT}'s [build-system].requires differ from the project's (requirements/build.lock)")
+    for name in LOCKS:
         path = _path(name, root)
         where = path.relative_to(root)
         if not path.exists():
             problems.append(f"{where} is missing: run make lock")
             continue
         text = path.read_text()
-        requirements = _requirements(extras, root)
+        requirements = _lock_requirements(name, root)
         if f"{HEADER}{_digest(requirements)}" not in text:
             problems.append(f"{where} is stale (pyproject.toml's dependencies changed): run make lock")
         entries = pins(text)
@@ -184,41 +206,50 @@ def check(root: Path = ROOT) -> list[str]:
     return problems
 
 
-def write() -> None:
-    """Re-resolve every lock with ``uv pip compile`` (keeping existing pins that still satisfy): one universal
-    resolution for ``PYTHONS`` (the fewest versions across them), with every distribution's hash."""
+def write(names: list[str] | None = None) -> None:
+    """Re-resolve every lock (or those ``names``) with ``uv pip compile`` (keeping existing pins that still
+    satisfy): one universal resolution for ``PYTHONS`` (the fewest versions across them), with every
+    distribution's hash."""
     uv = Path(sys.executable).parent / "uv"
     for name, extras in LOCKS.items():
+        if names and name not in names:
+            continue
         path = _path(name)
         path.parent.mkdir(exist_ok=True)
-        command = [str(uv), "pip", "compile", "pyproject.toml", "--quiet", "--no-header", "--no-annotate"]
-        command += ["--universal", "--python-version", PYTHONS[0], "--fork-strategy", "fewest", "--generate-hashes"]
-        command += ["--output-file", str(path)]
-        for extra in extras:
-            command += ["--extra", extra]
-        subprocess.run(command, cwd=ROOT, check=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            source = "pyproject.toml"
+            if name == BUILD_LOCK:
+                source = str(Path(scratch) / "build-requirements.in")
+                Path(source).write_text("\n".join(_build_requirements(ROOT)) + "\n")
+            command = [str(uv), "pip", "compile", source, "--quiet", "--no-header", "--no-annotate"]
+            command += ["--universal", "--python-version", PYTHONS[0], "--fork-strategy", "fewest"]
+            command += ["--generate-hashes", "--output-file", str(path)]
+            for extra in extras:
+                command += ["--extra", extra]
+            subprocess.run(command, cwd=ROOT, check=True)
         body = "\n".join(line for line in path.read_text().splitlines() if not line.startswith("#"))
+        what = "the build backend ([build-system].requires)" if name == BUILD_LOCK else f"`{name}`"
         header = (
-            f"# Exact pins for `{name}` (scripts/lock.py; regenerate with `make lock`),"
+            f"# Exact pins for {what} (scripts/lock.py; regenerate with `make lock`),"
             f" for Python {', '.join(PYTHONS)}\n"
             "# on any platform (a marker where a pin applies to some only), each with the sha256 of every\n"
             "# distribution of its release (pip install --require-hashes).\n"
-            f"{HEADER}{_digest(_requirements(extras))}\n"
+            f"{HEADER}{_digest(_lock_requirements(name))}\n"
         )
         path.write_text(header + body.strip() + "\n")
 
 
 def main(argv: list[str]) -> int:
-    """``--check`` (exit 1 with one line per problem) or ``--write``."""
-    if argv == ["--write"]:
-        write()
+    """``--check`` (exit 1 with one line per problem) or ``--write [LOCK ...]`` (every lock, or those named)."""
+    if argv[:1] == ["--write"] and set(argv[1:]) <= set(LOCKS):
+        write(argv[1:])
         return 0
     if argv == ["--check"]:
         problems = check()
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
-    print("usage: python -m scripts.lock --check | --write", file=sys.stderr)
+    print(f"usage: python -m scripts.lock --check | --write [{' | '.join(LOCKS)}]", file=sys.stderr)
     return 2
 
 

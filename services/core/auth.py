@@ -9,6 +9,9 @@ Configuration: ``MAKA_AUTH_TOKENS_FILE`` names a JSON file::
     {"tokens": [{"name": "tui", "token": "s3cret", "roles": ["surface"], "sessions": ["s1", "s2"]},
                 {"name": "broker", "token": "...", "roles": ["broker"], "hosts": ["team-a"]}]}
 
+``MAKA_AUTH_TOKENS_DIR`` adds one such file per unit, ``<dir>/<unit>/tokens.json`` (in Kubernetes each team's
+Secret mounted into the Interaction tier at ``<dir>/<team>``, so a team carries its own entries and removing the
+team removes them; :meth:`TokenTable.from_files`).
 (``sessions`` and ``hosts`` default to ``["*"]``; ``hosts`` names the Runtime Hosts a broker may serve
 or a surface may read on an Interaction tier that serves several; ``"acts_for": true`` lets a service such
 as the web surface name the signed-in person it acts for, see :data:`ACTS_FOR_HEADER`.) Tokens are
@@ -114,16 +117,77 @@ class _Entry:
     principal: Principal
 
 
-class TokenTable:
-    """The configured tokens: look a bearer token up in constant time per entry."""
+TOKENS_DIR_FILE = "tokens.json"
+"""The file of each unit under ``MAKA_AUTH_TOKENS_DIR``: ``<dir>/<unit>/tokens.json``."""
 
-    def __init__(self, entries: Sequence[tuple[str, Principal]]) -> None:
+
+class TokenTable:
+    """The configured tokens: look a bearer token up in constant time per entry.
+
+    ``required``: authentication is on even with no entry (a tokens directory whose units are all gone
+    refuses every caller rather than admitting everyone as ANONYMOUS).
+    """
+
+    def __init__(self, entries: Sequence[tuple[str, Principal]], *, required: bool = False) -> None:
         self._entries = tuple(_Entry(token.encode(), principal) for token, principal in entries)
+        self._required = required
 
     @property
     def enabled(self) -> bool:
-        """False when no token is configured (everyone is ANONYMOUS)."""
-        return bool(self._entries)
+        """False when no token is configured and none is required (everyone is ANONYMOUS)."""
+        return bool(self._entries) or self._required
+
+    @property
+    def principals(self) -> tuple[Principal, ...]:
+        """Every entry's principal, in file order (never the tokens)."""
+        return tuple(entry.principal for entry in self._entries)
+
+    def hosts_named(self, role: Role) -> list[str]:
+        """Every Host id the tokens holding ``role`` itself (not by admin) name, in order, once each.
+
+        Raises :class:`TokenFileError` when such a token names every Host (``"*"``): the Hosts could then
+        not be told from the tokens."""
+        hosts: dict[str, None] = {}
+        for principal in self.principals:
+            if role not in principal.roles:
+                continue
+            if "*" in principal.hosts:
+                raise TokenFileError(f"the {role.value} token {principal.name!r} must list its 'hosts', not '*'")
+            hosts.update(dict.fromkeys(sorted(principal.hosts)))
+        return list(hosts)
+
+    @classmethod
+    def from_files(cls, path: Path | None, directory: Path | None = None) -> TokenTable:
+        """``path`` (as :meth:`from_file`) plus the tokens of every ``<directory>/<unit>/tokens.json`` (units
+        in name order; hidden entries such as a Secret volume's ``..data`` skipped). With ``directory`` set,
+        authentication is on even when no unit is left. An entry repeated exactly (the same token, name, roles
+        and scopes: a team's entries moving from the file to its unit) counts once. Raises :class:`TokenFileError`
+        on a malformed file or on one token value in two different entries (which principal it is would be
+        ambiguous)."""
+        table = cls.from_file(path)
+        if directory is None:
+            return table
+        entries = [(entry.token.decode(), entry.principal) for entry in table._entries]
+        try:
+            units = sorted(p for p in directory.iterdir() if not p.name.startswith(".") and p.is_dir())
+        except OSError as error:
+            raise TokenFileError(f"cannot read tokens directory {directory}: {type(error).__name__}") from None
+        for unit in units:
+            if (unit / TOKENS_DIR_FILE).exists():
+                try:
+                    loaded = cls.from_file(unit / TOKENS_DIR_FILE)
+                except TokenFileError as error:
+                    raise TokenFileError(f"{unit.name}/{TOKENS_DIR_FILE}: {error}") from None
+                entries += [(entry.token.decode(), entry.principal) for entry in loaded._entries]
+        seen: dict[str, Principal] = {}
+        unique: list[tuple[str, Principal]] = []
+        for token, principal in entries:
+            if token not in seen:
+                seen[token] = principal
+                unique.append((token, principal))
+            elif seen[token] != principal:
+                raise TokenFileError(f"tokens {seen[token].name!r} and {principal.name!r} share one token value")
+        return cls(unique, required=True)
 
     def lookup(self, token: str) -> Principal | None:
         """The principal for ``token``, or None. Compares against every entry with ``hmac.compare_digest``."""

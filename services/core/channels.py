@@ -6,11 +6,19 @@ dialled as ``dns:///host:port`` (a Kubernetes headless Service name gives every 
 with a scheme (``dns:``, ``ipv4:127.0.0.1:1,127.0.0.1:2``, ``unix:``) is used as is. The service config
 retries the idempotent unaries of the Interaction service (``Answer`` with its submission id,
 ``ListPending``, ``GetInteraction``) on UNAVAILABLE, so a replica going away costs a retry, not an error.
+
+A TLS channel follows renewals of its files (:class:`ReloadingChannel`): the CA bundle and the client
+certificate and key are re-read when they change, on the next call, without a restart.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import ssl
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -43,6 +51,127 @@ SERVICE_CONFIG = json.dumps(
 )
 """round_robin plus a retry policy for the idempotent unaries (gRPC service config, JSON)."""
 
+log = logging.getLogger("maka.channels")
+
+Stamp = tuple[tuple[int, int, int], ...]
+
+
+def _stamp(paths: Sequence[Path]) -> Stamp:
+    """(mtime, size, inode) of each file: one ``stat`` each, which a renewal (a Secret volume's swap, a
+    ``mv`` of a new file) always changes."""
+    stamps = []
+    for path in paths:
+        st = path.stat()
+        stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(stamps)
+
+
+def check_client_tls_files(ca: Path | None, cert: Path | None, key: Path | None) -> None:
+    """Raise ``OSError`` (``ssl.SSLError``) unless the CA bundle loads and the client key is the client
+    certificate's (stdlib ``ssl``: gRPC itself would only fail the next handshake on a half-written pair)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if ca is not None:
+        context.load_verify_locations(cafile=ca)
+    if cert is not None:
+        context.load_cert_chain(cert, key)
+
+
+class _Call:
+    """A multi-callable that asks its :class:`ReloadingChannel` for the channel of each call."""
+
+    def __init__(self, owner: ReloadingChannel, kind: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]):
+        self._owner, self._kind, self._method, self._args, self._kwargs = owner, kind, method, args, kwargs
+        self._made: tuple[grpc.aio.Channel, Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        channel = self._owner.current()
+        if self._made is None or self._made[0] is not channel:
+            self._made = (channel, getattr(channel, self._kind)(self._method, *self._args, **self._kwargs))
+        return self._made[1](*args, **kwargs)
+
+
+class ReloadingChannel(grpc.aio.Channel):
+    """A TLS channel whose files are re-read when they change: renewed certificates need no restart.
+
+    Every new call first compares the files' ``stat`` with those it last loaded (one syscall each). When they
+    moved and load (:func:`check_client_tls_files`), the call and those after it go through a new channel
+    ``dial`` opens from the files as they are now (``tls_client_reloaded``); calls already running keep theirs
+    (a stream ends and resumes on the new one, e.g. at the server's connection age). Files that do not load
+    (half written, key and certificate not matching yet) are logged once as ``tls_client_reload_failed`` and
+    the current channel goes on until they change again. Stubs made once keep working: each of their calls
+    asks for the current channel. Replaced channels are closed with this one (an idle one holds no
+    connection after gRPC's client idle timeout).
+    """
+
+    def __init__(self, dial: Callable[[], grpc.aio.Channel], paths: Sequence[Path], check: Callable[[], None]):
+        self._dial, self._paths, self._check = dial, tuple(paths), check
+        self._loaded = _stamp(self._paths)
+        self._failed: Stamp | None = None
+        self._channel = dial()
+        self._replaced: list[grpc.aio.Channel] = []
+        self.reloads = 0
+        """Channels opened after the first (for tests and logs)."""
+
+    def current(self) -> grpc.aio.Channel:
+        """The channel for a new call: a new one when the files changed and load."""
+        try:
+            stamp = _stamp(self._paths)
+        except OSError as error:
+            self._failure(None, error)
+            return self._channel
+        if stamp == self._loaded or stamp == self._failed:
+            return self._channel
+        try:
+            self._check()
+            channel = self._dial()
+        except (OSError, ValueError) as error:
+            self._failure(stamp, error)
+            return self._channel
+        self._replaced.append(self._channel)
+        self._channel, self._loaded, self._failed = channel, stamp, None
+        self.reloads += 1
+        log.info("tls_client_reloaded", extra={"ca_file": str(self._paths[0])})
+        return channel
+
+    def _failure(self, stamp: Stamp | None, error: Exception) -> None:
+        if stamp is None or stamp != self._failed:
+            log.warning(
+                "tls_client_reload_failed", extra={"ca_file": str(self._paths[0]), "error": type(error).__name__}
+            )
+        self._failed = stamp
+
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "unary_unary", method, args, kwargs)
+
+    def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "unary_stream", method, args, kwargs)
+
+    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "stream_unary", method, args, kwargs)
+
+    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "stream_stream", method, args, kwargs)
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self.current().get_state(try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        await self._channel.wait_for_state_change(last_observed_state)
+
+    async def channel_ready(self) -> None:
+        await self.current().channel_ready()
+
+    async def close(self, grace: float | None = None) -> None:
+        replaced, self._replaced = self._replaced, []
+        for channel in (*replaced, self._channel):
+            await channel.close(grace)
+
+    async def __aenter__(self) -> ReloadingChannel:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
 
 def dial_target(target: str) -> str:
     """``host:port`` → ``dns:///host:port``; a target that names its resolver scheme is returned unchanged."""
@@ -61,7 +190,8 @@ def open_channel(
 ) -> grpc.aio.Channel:
     """A grpc.aio channel to ``target`` (``host:port`` or a gRPC target, see the module docstring) with
     round_robin, retries of idempotent unaries, keepalive, message caps, optional TLS/mTLS
-    (from ``tls``, default read from ``MAKA_TLS_*``) and ``authorization: Bearer token`` on every call.
+    (from ``tls``, default read from ``MAKA_TLS_*``; a :class:`ReloadingChannel` that re-reads renewed files)
+    and ``authorization: Bearer token`` on every call.
 
     Create it inside the event loop that will use it.
     """
@@ -79,7 +209,13 @@ def open_channel(
         return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
     if tls.tls_server_name:
         options.append(("grpc.ssl_target_name_override", tls.tls_server_name))
-    key = tls.tls_client_key_file.read_bytes() if tls.tls_client_key_file else None
-    cert = tls.tls_client_cert_file.read_bytes() if tls.tls_client_cert_file else None
-    credentials = grpc.ssl_channel_credentials(tls.tls_ca_file.read_bytes(), key, cert)
-    return grpc.aio.secure_channel(target, credentials, options=options, interceptors=interceptors)
+    ca, cert_file, key_file = tls.tls_ca_file, tls.tls_client_cert_file, tls.tls_client_key_file
+
+    def dial() -> grpc.aio.Channel:
+        key = key_file.read_bytes() if key_file else None
+        cert = cert_file.read_bytes() if cert_file else None
+        credentials = grpc.ssl_channel_credentials(ca.read_bytes(), key, cert)
+        return grpc.aio.secure_channel(target, credentials, options=options, interceptors=interceptors)
+
+    files = [ca, *(path for path in (cert_file, key_file) if path is not None)]
+    return ReloadingChannel(dial, files, lambda: check_client_tls_files(ca, cert_file, key_file))

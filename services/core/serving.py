@@ -237,7 +237,7 @@ async def start_server(
             settings.otel_exporter,
             endpoint=settings.otel_endpoint,
         )
-    tokens = TokenTable.from_file(settings.auth_tokens_file)
+    tokens = TokenTable.from_files(settings.auth_tokens_file, settings.auth_tokens_dir)
     method_roles: Mapping[str, frozenset[Role]] = getattr(app, "method_roles", {})
     chain = [ServerInterceptor(tokens, method_roles, verifier_from_settings(settings)), *interceptors]
     # so_reuseport is on by default in gRPC: a second stack would silently share our port and

@@ -107,6 +107,10 @@ class GrpcServerSettings(LoopSettings, OidcSettings):
     """``host:port`` for the Prometheus ``/metrics`` endpoint; empty disables it."""
     auth_tokens_file: Path | None = None
     """JSON tokens file (see :mod:`services.core.auth`); unset = no authentication (loopback default)."""
+    auth_tokens_dir: Path | None = None
+    """Directory of more tokens files, one per unit: ``<dir>/<unit>/tokens.json`` (each team's Secret mounted
+    into the Interaction tier at ``<dir>/<team>``), added to ``auth_tokens_file``'s. Set: authentication is on
+    even when no unit is there. Read at start, like the file."""
     otel_exporter: str = ""
     """OpenTelemetry span exporter: ``console``, ``otlp`` (OTLP/gRPC, batched) or empty (tracing off)."""
     otel_endpoint: str = ""

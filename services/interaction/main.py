@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -20,7 +21,7 @@ import grpc.aio
 
 from maka.interaction.v1 import interaction_service_pb2, interaction_service_pb2_grpc
 from services.core import logs, runner
-from services.core.auth import Role
+from services.core.auth import Role, TokenFileError, TokenTable
 from services.core.key_file import KeyFileError, read_key_ring
 from services.core.serving import GrpcApp, serve
 from services.interaction import audit, errors
@@ -32,7 +33,7 @@ from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.sealing import AnswerSealer
 from services.interaction.servicer import InteractionServicer
-from services.interaction.settings import Settings
+from services.interaction.settings import HOST_ID_PATTERN, Settings
 from services.interaction.store import Fence, HistoryPolicy, InteractionStore, finish_calls
 from services.interaction.tier import InteractionTier
 
@@ -172,13 +173,32 @@ def answer_sealer(settings: Settings) -> AnswerSealer:
     return AnswerSealer(ring)
 
 
+def served_hosts(settings: Settings) -> tuple[str, ...]:
+    """The Runtime Hosts this tier serves: ``host_ids`` (or ``host_id``), or for ``*`` every Host a broker
+    token names (``auth_tokens_file`` + ``auth_tokens_dir``: in Kubernetes each team's own Secret, so adding or
+    removing a team's tokens adds or removes its Hosts; docs/design.md#many-hosts). Raises
+    :class:`~services.core.auth.TokenFileError` when the tokens cannot be read, name no Host, name every Host
+    (``*``) or an id that is not a Host id."""
+    if not settings.from_tokens:
+        return settings.hosts
+    table = TokenTable.from_files(settings.auth_tokens_file, settings.auth_tokens_dir)
+    hosts = table.hosts_named(Role.BROKER)
+    if not hosts:
+        raise TokenFileError("MAKA_HOST_IDS=* but no broker token names a Host")
+    invalid = [host for host in hosts if not re.fullmatch(HOST_ID_PATTERN, host)]
+    if invalid:
+        raise TokenFileError(f"broker tokens name invalid Host ids: {invalid[:5]}")
+    return tuple(hosts)
+
+
 async def build(settings: Settings) -> GrpcApp:
-    """Wire Redis → fan-out → one store and authority per Host → tier → servicer into an
+    """Wire Redis → fan-out → one store and authority per Host (:func:`served_hosts`) → tier → servicer into an
     :class:`InteractionApp` (nothing started yet).
 
     Connections: ``redis_followers`` for the fan-out plus at most ``redis_pool_size - redis_followers``
     commands in flight (one limiter shared by every Host), so never more than ``redis_pool_size``.
     """
+    hosts = served_hosts(settings)
     sealer = answer_sealer(settings)
     audit.configure(settings.audit_log)
     client = redis_client(settings)
@@ -214,13 +234,14 @@ async def build(settings: Settings) -> GrpcApp:
             settings,
             fanout=fanout,
         )
-        for host in settings.hosts
+        for host in hosts
     }
     return InteractionApp(settings, client, InteractionTier(authorities), fanout)
 
 
 async def main() -> int:
     """Run the service until SIGINT/SIGTERM. A bad answer key file exits 2 with one ``answer_key_invalid``
+    line, Hosts to be taken from tokens that name none (``MAKA_HOST_IDS=*``) with one ``host_ids_unresolved``
     line, a cluster that cannot honour the ``WAIT`` fence with one ``redis_wait_fence_unsatisfiable`` line
     (:mod:`services.interaction.fence_check`), never a traceback."""
     settings = Settings()
@@ -229,6 +250,9 @@ async def main() -> int:
         app = await build(settings)
     except KeyFileError as error:
         log.error("answer_key_invalid", extra={"problem": str(error)})
+        return 2
+    except TokenFileError as error:
+        log.error("host_ids_unresolved", extra={"problem": str(error)})
         return 2
     except FenceUnsatisfiable as error:
         log.error("redis_wait_fence_unsatisfiable", extra={"problem": str(error)})

@@ -9,7 +9,8 @@ from pydantic import Field, model_validator
 
 from services.core.settings import GrpcServerSettings
 
-_HOST_ID = r"^[A-Za-z0-9_.-]+$"
+HOST_ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+"""What a Runtime Host id may be (it is a Redis hash tag)."""
 
 
 class RedisMode(StrEnum):
@@ -58,10 +59,13 @@ class Settings(GrpcServerSettings):
     acknowledged; -1 = the mode's default (standalone 0, sentinel and cluster 1)."""
     redis_wait_timeout_ms: int = Field(default=2000, gt=0)
     """How long the ``WAIT`` fence may take; fewer acknowledgements by then fail the call UNAVAILABLE."""
-    host_id: str = Field(default="local", min_length=1, pattern=_HOST_ID)
+    host_id: str = Field(default="local", min_length=1, pattern=HOST_ID_PATTERN)
     """The Runtime Host this service serves: the Redis hash tag ``maka:{host_id}:...``."""
-    host_ids: str = Field(default="", pattern=r"^[A-Za-z0-9_.,-]*$")
-    """Comma-separated Runtime Hosts this tier serves (each its own hash tag); empty = just ``host_id``."""
+    host_ids: str = Field(default="", pattern=r"^(\*|[A-Za-z0-9_.,-]*)$")
+    """Comma-separated Runtime Hosts this tier serves (each its own hash tag); empty = just ``host_id``; ``*`` =
+    every Host a broker token names (the ``hosts`` of each ``broker`` entry of ``auth_tokens_file`` and
+    ``auth_tokens_dir``, which must list them): the tokens are then the one list, so a team whose tokens file
+    is removed is no longer served (deploy/README.md "Teams")."""
     lease_seconds: float = Field(default=30.0, gt=0)
     """Lease of a pending form; the broker's HostLink heartbeat renews it, the reaper closes it as ``lease_expired``."""
     form_wait_seconds: float = Field(default=300.0, gt=0)
@@ -118,8 +122,13 @@ class Settings(GrpcServerSettings):
         return self
 
     @property
+    def from_tokens(self) -> bool:
+        """Whether the Hosts served are those the broker tokens name (``host_ids`` ``*``)."""
+        return self.host_ids.strip() == "*"
+
+    @property
     def hosts(self) -> tuple[str, ...]:
-        """Every Runtime Host served, in configured order."""
+        """Every Runtime Host listed, in configured order (``*``: :func:`services.interaction.main.served_hosts`)."""
         listed = [h.strip() for h in self.host_ids.split(",") if h.strip()]
         return tuple(dict.fromkeys(listed)) if listed else (self.host_id,)
 

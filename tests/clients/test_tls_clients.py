@@ -1,12 +1,14 @@
 """Both clients speak mutual TLS to a real service (the Interaction service in-process over real Redis,
 serving with a server certificate and a client CA): the Python client with ``TlsOptions``, the
-TypeScript client from ``MAKA_TLS_*``; without a client certificate they are refused."""
+TypeScript client from ``MAKA_TLS_*``; without a client certificate they are refused. The Python client
+re-reads a renewed CA and client certificate on its next call."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -86,3 +88,57 @@ async def test_the_typescript_client_speaks_mutual_tls_from_the_environment(tls_
     }
     assert await _ts_pending(target, mutual) == []
     assert await _ts_pending(target, ca) == {"code": "UNAVAILABLE"}
+
+
+def _install(source: Path, live: Path) -> None:
+    """Replace ``live`` atomically, as a renewal written into a mounted Secret does."""
+    staged = live.with_suffix(".new")
+    shutil.copyfile(source, staged)
+    os.replace(staged, live)
+
+
+async def _tier(redis_url: str, port: int, certs: CertFiles) -> RunningServer:
+    settings = InteractionSettings(
+        redis_url=redis_url,
+        host_id="tls-clients",
+        listen=f"127.0.0.1:{port}",
+        tls_cert_file=certs.server_cert,
+        tls_key_file=certs.server_key,
+        tls_client_ca_file=certs.ca,
+        grace_seconds=0.5,
+    )
+    return await start_server(await build(settings), settings)
+
+
+async def test_the_python_client_uses_a_renewed_ca_and_client_certificate_without_a_restart(
+    tmp_path: Path, redis_url: str
+) -> None:
+    old, new = make_certs(_made(tmp_path / "a")), make_certs(_made(tmp_path / "b"))
+    live = _made(tmp_path / "live")
+    files = {"ca": live / "ca.crt", "cert": live / "tls.crt", "key": live / "tls.key"}
+    for name, source in {"ca": old.ca, "cert": old.client_cert, "key": old.client_key}.items():
+        _install(source, files[name])
+    running = await _tier(redis_url, 0, old)
+    port = running.port
+    tls = TlsOptions(ca_file=files["ca"], client_cert_file=files["cert"], client_key_file=files["key"])
+    try:
+        async with SurfaceClient(f"localhost:{port}", tls=tls) as surface:
+            assert await surface.pending(timeout=5) == []
+            # Renewed from a new CA on both sides: the tier (restarted, trusting only the new CA), the files.
+            await running.stop()
+            running = await _tier(redis_url, port, new)
+            for name, source in {"key": new.client_key, "cert": new.client_cert, "ca": new.ca}.items():
+                _install(source, files[name])
+
+            assert await surface.pending(timeout=5) == [], "the same client's next call, on the renewed files"
+        async with SurfaceClient(f"localhost:{port}", tls=TlsOptions(ca_file=old.ca)) as stale:
+            with pytest.raises(MakaError) as refused:
+                await stale.pending(timeout=5)
+        assert refused.value.grpc_status_code is grpc.StatusCode.UNAVAILABLE, "the old CA is no longer trusted"
+    finally:
+        await running.stop()
+
+
+def _made(directory: Path) -> Path:
+    directory.mkdir(parents=True)
+    return directory

@@ -40,6 +40,7 @@ from services.broker.settings import Settings as BrokerSettings
 from services.core import metrics
 from services.core.auth import Role, TokenTable
 from services.core.settings import ClientTlsSettings
+from services.interaction.main import served_hosts
 from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider.config import check_config
 from services.mcp_provider.oauth import read_key_file
@@ -333,16 +334,48 @@ def test_dockerfile_pins_its_base_images_by_digest() -> None:
     assert "docker buildx imagetools inspect python:3.13-slim" in (ROOT / "Dockerfile").read_text(), "how to bump"
 
 
+PINNED = re.compile(r"[a-z0-9][a-z0-9./_-]*:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}")
+"""``name:tag@sha256:<digest>``: the tag documents the image, the digest is what is pulled."""
+OWN_IMAGES = ("maka-runtime", "registry.example.com/maka-runtime")
+"""The project's own image, built from the Dockerfile: an installation names it (and its digest) with ``images:``."""
+
+
+def test_every_third_party_image_of_every_rendering_compose_and_the_dockerfile_is_pinned_by_digest() -> None:
+    images: dict[str, str] = {}
+    for directory in RENDERINGS:
+        for workload, _pod, container in _containers(directory, init=True):
+            images[container["image"]] = f"{directory.name}: {workload['metadata']['name']}/{container['name']}"
+    for name, service in _compose()["services"].items():
+        if "image" in service:
+            images[service["image"]] = f"docker-compose.yml: {name}"
+    args = dict(line.removeprefix("ARG ").split("=", 1) for line in _dockerfile() if line.startswith("ARG "))
+    images |= {value: f"Dockerfile: {name}" for name, value in args.items() if name.endswith("_IMAGE")}
+    third_party = {image: where for image, where in images.items() if image.split(":")[0] not in OWN_IMAGES}
+
+    assert "quay.io/oliver006/redis_exporter" in {i.split(":")[0] for i in third_party}
+    unpinned = {image: where for image, where in third_party.items() if not PINNED.fullmatch(image)}
+    assert not unpinned, unpinned
+    assert not PINNED.fullmatch("oliver006/redis_exporter:v1.67.0"), "a tag alone is refused"
+    # Digests cannot be looked up offline: the README says so and how to check each before use.
+    supply_chain = README.read_text().split("### Supply chain", 1)[1].split("\n### ", 1)[0]
+    assert "docker buildx imagetools inspect" in supply_chain
+    for image in third_party:
+        assert image.split("@")[0] in supply_chain, f"deploy/README.md's supply chain does not list {image}"
+
+
 def test_dockerfile_installs_exactly_the_hash_locked_requirements_then_the_project_without_dependencies() -> None:
     build = _stages()["build"]
     installs = [line for line in build if line.startswith("RUN pip install")]
 
     assert installs == [
         "RUN pip install --prefix=/install --require-hashes --no-deps -r requirements/run.lock",
-        "RUN pip install --prefix=/install --no-deps ./clients/python",  # the CLI's maka_client
-        "RUN pip install --prefix=/install --no-deps .",
+        # The build backend from its own hash-locked file, into the build stage only (not /install).
+        "RUN pip install --require-hashes --no-deps -r requirements/build.lock",
+        # Built by that backend: pip's build isolation would fetch an unhashed hatchling.
+        "RUN pip install --prefix=/install --no-deps --no-build-isolation ./clients/python",  # the CLI's maka_client
+        "RUN pip install --prefix=/install --no-deps --no-build-isolation .",
     ]
-    assert build.index("COPY requirements/run.lock ./requirements/run.lock") < build.index(installs[0])
+    assert build.index("COPY requirements/run.lock requirements/build.lock ./requirements/") < build.index(installs[0])
     assert "requirements" not in (ROOT / ".dockerignore").read_text().split()
 
 
@@ -827,9 +860,22 @@ def test_two_teams_render_with_separate_hosts_secrets_and_policies() -> None:
 def test_the_interaction_tier_serves_exactly_every_teams_host_ids_and_each_web_follows_its_teams_pool(
     directory: Path,
 ) -> None:
-    tier = next(c for _w, _p, c in _containers(directory) if _module(c) == "services.interaction.main")
+    (tier_workload, tier_pod, tier) = next(
+        (w, p, c) for w, p, c in _containers(directory) if _module(c) == "services.interaction.main"
+    )
 
-    assert _env(tier)["MAKA_HOST_IDS"]["value"].split(",") == _host_ids(directory)
+    # No list of Host ids or teams: every Host a broker token names, the tokens one file per team.
+    assert _env(tier)["MAKA_HOST_IDS"]["value"] == "*"
+    assert _env(tier)["MAKA_AUTH_TOKENS_DIR"]["value"] == "/etc/maka/tokens.d"
+    assert not any(host in yaml.safe_dump(tier_workload) for host in _host_ids(directory))
+    volumes = {v["name"]: v for v in tier_pod["volumes"]}
+    for team in TEAMS:
+        (mount,) = [m for m in tier["volumeMounts"] if m["mountPath"] == f"/etc/maka/tokens.d/{team.name}"]
+        assert mount["readOnly"] is True
+        assert volumes[mount["name"]]["secret"] == {
+            "secretName": f"{team.name}-tokens",
+            "items": [{"key": "tier.json", "path": "tokens.json"}],
+        }, "only the team's tier entries reach the tier, never its callers' or providers' tokens"
     webs = [(w, c) for w, _p, c in _containers(directory) if _module(c) == "surfaces.web.main"]
     assert len(webs) == len(TEAMS)
     for workload, web in webs:
@@ -919,7 +965,7 @@ def test_k8s_redis_has_an_exporter_reading_a_password_file_and_a_disruption_budg
     _statefulset, containers = _redis()
     exporter = containers["exporter"]
 
-    assert exporter["image"].startswith("oliver006/redis_exporter:v")
+    assert re.fullmatch(r"quay\.io/oliver006/redis_exporter:v[0-9.]+@sha256:[0-9a-f]{64}", exporter["image"])
     assert "--redis.password-file=/run/redis/exporter.json" in exporter["args"]
     assert not any("password" in a and "file" not in a for a in exporter["args"])
     assert '{"redis://localhost:6379": "%s"}' in containers["auth"]["args"][0]
@@ -1306,10 +1352,44 @@ def test_the_readmes_secret_loop_creates_each_teams_host_count() -> None:
     assert {team: int(n) for team, n in counts.items()} == {t.name: len(_host_ids(t)) for t in TEAMS}
 
 
-def test_each_teams_tokens_serve_only_its_hosts_and_its_callers_only_its_brokers(
-    readme_secrets: dict[str, dict[str, str]], readme_tokens: dict[str, TokenTable]
+@pytest.fixture(scope="module")
+def readme_tier_settings(
+    readme_secrets: dict[str, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> InteractionSettings:
+    """The tier's settings as a pod of the example installation gets them, its token files laid out as its
+    volumes mount the README's Secrets: ``maka-tokens`` at the file, each team's ``tier.json`` in the directory."""
+    directory = tmp_path_factory.mktemp("readme-tier")
+    tier = next(c for _w, _p, c in _containers(EXAMPLE) if _module(c) == "services.interaction.main")
+    env = _literal_env(tier)
+    (directory / "tokens.json").write_text(readme_secrets["maka-tokens"]["tokens.json"])
+    for mount in tier["volumeMounts"]:
+        if mount["mountPath"].startswith(env["MAKA_AUTH_TOKENS_DIR"] + "/"):
+            unit = directory / "tokens.d" / Path(mount["mountPath"]).name
+            unit.mkdir(parents=True)
+            (unit / "tokens.json").write_text(readme_secrets[mount["name"]]["tier.json"])
+    return InteractionSettings(
+        host_ids=env["MAKA_HOST_IDS"],
+        auth_tokens_file=directory / "tokens.json",
+        auth_tokens_dir=directory / "tokens.d",
+    )
+
+
+@pytest.fixture(scope="module")
+def readme_tier_tokens(readme_tier_settings: InteractionSettings) -> TokenTable:
+    """The table the tier's own loader builds from the README's Secrets as the example installation mounts them."""
+    return TokenTable.from_files(readme_tier_settings.auth_tokens_file, readme_tier_settings.auth_tokens_dir)
+
+
+def test_the_tier_serves_exactly_every_teams_hosts_from_the_readmes_tokens(
+    readme_tier_settings: InteractionSettings,
 ) -> None:
-    tier = readme_tokens["maka-tokens"]
+    assert sorted(served_hosts(readme_tier_settings)) == sorted(_host_ids(EXAMPLE))
+
+
+def test_each_teams_tokens_serve_only_its_hosts_and_its_callers_only_its_brokers(
+    readme_secrets: dict[str, dict[str, str]], readme_tokens: dict[str, TokenTable], readme_tier_tokens: TokenTable
+) -> None:
+    tier = readme_tier_tokens
     seen: set[str] = set()
     for team in TEAMS:
         hosts = set(_host_ids(team))
@@ -1737,6 +1817,63 @@ def test_retiring_a_team_deletes_exactly_its_overlay_its_secrets_and_its_claims(
     assert all(t["metadata"]["labels"]["maka.dev/team"] == "team-b" for t in host["spec"]["volumeClaimTemplates"])
     # Nothing of another team is touched: its names all carry its own prefix.
     assert not [w for c in commands for w in c if "team-a" in w]
+
+
+def _installation(tmp_path: Path, teams: list[Path]) -> str:
+    """``kubectl kustomize`` of the base with ``teams`` (each its overlay and its tier component), as text."""
+    overlay = tmp_path / "-".join(t.name for t in teams)
+    overlay.mkdir()
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": "maka",
+        "resources": [os.path.relpath(d, overlay) for d in (BASE, *teams)],
+        "components": [os.path.relpath(t / "tier", overlay) for t in teams],
+    }
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    kubectl = shutil.which("kubectl")
+    assert kubectl
+    result = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _by_team(text: str, team: str) -> dict[str, str]:
+    """The rendered objects labelled ``maka.dev/team: team``, each as its rendered text: kind/name → text."""
+    found = {}
+    for chunk in text.split("\n---\n"):
+        document = yaml.safe_load(chunk)
+        if document and document["metadata"].get("labels", {}).get("maka.dev/team") == team:
+            found[f"{document['kind']}/{document['metadata']['name']}"] = chunk.rstrip("\n")  # the last has one more
+    return found
+
+
+def test_retiring_a_team_is_removing_it_nothing_of_it_remains_and_the_other_team_is_byte_identical(
+    tmp_path: Path,
+) -> None:
+    team_a, team_b = TEAMS
+    both = _installation(tmp_path, [team_a, team_b])
+    only_a = _installation(tmp_path, [team_a])
+
+    assert "team-b" in both, "team-b is rendered, its tokens mounted into the tier"
+    assert "team-b" not in only_a, "nothing of a removed team remains in any object, the tier's included"
+    assert _by_team(both, "team-a"), "team-a's objects"
+    assert _by_team(only_a, "team-a") == _by_team(both, "team-a"), "the other team's objects are byte-identical"
+    (tier_both,) = [
+        d
+        for d in yaml.safe_load_all(both)
+        if d and d["metadata"]["name"] == "interaction" and d["kind"] == "Deployment"
+    ]
+    (tier_a,) = [
+        d
+        for d in yaml.safe_load_all(only_a)
+        if d and d["metadata"]["name"] == "interaction" and d["kind"] == "Deployment"
+    ]
+    assert tier_both["metadata"]["name"] == tier_a["metadata"]["name"] == "interaction"
+    assert tier_both["spec"]["template"] != tier_a["spec"]["template"], "the tier rolls without the team's tokens"
+    for document in yaml.safe_load_all(only_a):
+        if document and document["kind"] not in CRD_KINDS:
+            kubernetes_validate.validate(document, K8S_VERSION, strict=True)
 
 
 # --- deploy/README.md: what a configuration or Secret change rolls ---------------------------------

@@ -106,3 +106,31 @@ def test_requires_python_admitting_a_python_the_locks_do_not_cover_is_reported(t
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(text.replace('requires-python = ">=3.11,<3.14"', 'requires-python = ">=3.11"'))
     assert any("admits Python 3.14.0" in p for p in lock.check(root))
+
+
+def test_the_build_lock_pins_the_build_backend_and_goes_stale_when_the_build_requirements_change(
+    tmp_path: Path,
+) -> None:
+    pins = lock.pins((ROOT / "requirements" / "build.lock").read_text())
+    assert {"hatchling", "packaging", "pathspec", "pluggy", "trove-classifiers"} <= {pin.name for pin in pins}
+    root = _checkout(tmp_path)
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(
+        text.replace('requires = ["hatchling>=1.27"]', 'requires = ["hatchling>=1.27", "left-pad>=1"]')
+    )
+    problems = lock.check(root)
+    assert any("build.lock is stale" in p for p in problems)
+    assert any("build.lock does not pin left-pad" in p for p in problems)
+    assert not any("run.lock" in p for p in problems), "the runtime's dependencies did not change"
+
+
+def test_the_client_built_with_the_projects_locked_backend_must_require_the_same_backend(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    (root / "clients" / "python").mkdir(parents=True)
+    client = (ROOT / "clients" / "python" / "pyproject.toml").read_text()
+    (root / "clients" / "python" / "pyproject.toml").write_text(client)
+    assert lock.check(root) == []
+    (root / "clients" / "python" / "pyproject.toml").write_text(client.replace('"hatchling>=1.27"', '"flit_core>=3"'))
+    assert lock.check(root) == [
+        "clients/python's [build-system].requires differ from the project's (requirements/build.lock)"
+    ]

@@ -211,3 +211,52 @@ async def test_mutual_tls_refuses_a_client_without_a_certificate_and_admits_one_
         assert len(response.pending) == 1
     finally:
         await running.stop()
+
+
+def _unit(directory: Path, unit: str, entries: list[dict[str, object]]) -> None:
+    (directory / unit).mkdir(parents=True)
+    (directory / unit / "tokens.json").write_text(json.dumps({"tokens": entries}))
+
+
+def test_a_tokens_directory_adds_each_units_tokens_to_the_file_and_skips_hidden_entries(tmp_path: Path) -> None:
+    own = tmp_path / "tokens.json"
+    own.write_text(json.dumps({"tokens": [{"name": "admin", "token": "admin-token-1", "roles": ["admin"]}]}))
+    units = tmp_path / "tokens.d"
+    _unit(units, "team-b", [{"name": "b", "token": "team-b-token", "roles": ["broker"], "hosts": ["b-0"]}])
+    _unit(units, "team-a", [{"name": "a", "token": "team-a-token", "roles": ["broker"], "hosts": ["a-1", "a-0"]}])
+    _unit(units, "..data", [{"name": "hidden", "token": "hidden-token", "roles": ["admin"]}])
+
+    table = TokenTable.from_files(own, units)
+
+    assert [p.name for p in table.principals] == ["admin", "a", "b"]
+    assert table.lookup("hidden-token") is None
+    assert table.hosts_named(Role.BROKER) == ["a-0", "a-1", "b-0"], "admin's every Host is not a Host list"
+
+
+def test_a_tokens_directory_with_no_unit_left_refuses_everyone_rather_than_admitting_anonymous(tmp_path: Path) -> None:
+    (tmp_path / "tokens.d").mkdir()
+    table = TokenTable.from_files(None, tmp_path / "tokens.d")
+
+    assert table.enabled
+    assert table.lookup("anything-at-all") is None
+    assert not TokenTable.from_files(None, None).enabled
+
+
+def test_one_token_value_in_two_different_entries_or_a_broken_unit_is_refused_naming_the_entries_never_the_token(
+    tmp_path: Path,
+) -> None:
+    units = tmp_path / "tokens.d"
+    _unit(units, "team-a", [{"name": "a-web", "token": "shared-secret-1", "roles": ["surface"]}])
+    _unit(units, "team-b", [{"name": "b-web", "token": "shared-secret-1", "roles": ["surface"]}])
+    with pytest.raises(TokenFileError) as shared:
+        TokenTable.from_files(None, units)
+    assert "'a-web' and 'b-web' share one token value" in str(shared.value)
+    assert "shared-secret-1" not in str(shared.value)
+    moved = {"name": "b-web", "token": "b-web-token-1", "roles": ["surface"], "hosts": ["b-0"]}
+    (units / "team-b" / "tokens.json").write_text(json.dumps({"tokens": [moved]}))
+    own = tmp_path / "tokens.json"
+    own.write_text(json.dumps({"tokens": [moved]}))  # the same entry in the tier's file, while it moves to its unit
+    assert [p.name for p in TokenTable.from_files(own, units).principals] == ["b-web", "a-web"]
+    (units / "team-b" / "tokens.json").write_text('{"tokens": [{"token": "short"}]}')
+    with pytest.raises(TokenFileError, match=r"team-b/tokens.json: tokens\[0\]"):
+        TokenTable.from_files(None, units)

@@ -1,4 +1,5 @@
-"""A gRPC server's certificate, key and client CA are re-read when their files change: a renewal needs no restart."""
+"""TLS files are re-read when they change: a gRPC server's certificate, key and client CA, and a client channel's CA
+and client certificate (``services.core.channels.ReloadingChannel``). A renewal needs no restart."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.core.channels import open_channel
+from services.core.channels import ReloadingChannel, open_channel
 from services.core.serving import CertificateReloader, start_server
 from services.core.settings import ClientTlsSettings, GrpcServerSettings
 from tests.helpers.certs import CertFiles, make_certs
@@ -102,3 +103,98 @@ def test_a_half_written_pair_keeps_the_last_good_one_and_is_logged_once_until_it
     assert reloader.reloads == 1
     assert [r.getMessage() for r in caplog.records].count("tls_reload_failed") == 2
     assert [r.getMessage() for r in caplog.records].count("tls_reloaded") == 1
+
+
+def _client_files(tmp_path: Path, certs: CertFiles) -> ClientTlsSettings:
+    """A client's CA and certificate as mounted files (``MAKA_TLS_CA_FILE`` ...), holding ``certs``'."""
+    live = tmp_path / "client"
+    live.mkdir()
+    tls = ClientTlsSettings(
+        tls_ca_file=live / "ca.crt", tls_client_cert_file=live / "tls.crt", tls_client_key_file=live / "tls.key"
+    )
+    _renew_client(tls, certs)
+    return tls
+
+
+def _renew_client(tls: ClientTlsSettings, certs: CertFiles) -> None:
+    assert tls.tls_ca_file is not None
+    assert tls.tls_client_cert_file is not None
+    assert tls.tls_client_key_file is not None
+    _install(certs.client_key, tls.tls_client_key_file)
+    _install(certs.client_cert, tls.tls_client_cert_file)
+    _install(certs.ca, tls.tls_ca_file)
+
+
+def _mutual(port: int, certs: CertFiles) -> GrpcServerSettings:
+    return GrpcServerSettings(
+        listen=f"127.0.0.1:{port}",
+        tls_cert_file=certs.server_cert,
+        tls_key_file=certs.server_key,
+        tls_client_ca_file=certs.ca,
+        grace_seconds=0.1,
+    )
+
+
+async def test_a_client_channel_trusts_a_renewed_ca_and_presents_a_renewed_client_certificate_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    old, new = _issue(tmp_path, "a"), _issue(tmp_path, "b")
+    tls = _client_files(tmp_path, old)
+    running = await start_server(App(), _mutual(0, old))
+    port = running.port
+    channel = open_channel(f"localhost:{port}", tls=tls)
+    read_once = grpc.aio.secure_channel(  # what a client that reads its files once holds
+        f"localhost:{port}",
+        grpc.ssl_channel_credentials(old.ca.read_bytes(), old.client_key.read_bytes(), old.client_cert.read_bytes()),
+    )
+    stub = health_pb2_grpc.HealthStub(channel)  # made once, as the broker's and the provider's are
+    request = health_pb2.HealthCheckRequest(service="")
+    try:
+        assert (await stub.Check(request, timeout=5)).status == health_pb2.HealthCheckResponse.SERVING  # type: ignore[attr-defined]
+        # Everything renewed from a new CA: the server (mutual TLS, trusting only the new CA) and the client's files.
+        await running.stop()
+        running = await start_server(App(), _mutual(port, new))
+        _renew_client(tls, new)
+
+        response = await stub.Check(request, timeout=5)  # type: ignore[attr-defined]  # the same stub's next call
+
+        assert response.status == health_pb2.HealthCheckResponse.SERVING
+        assert isinstance(channel, ReloadingChannel)
+        assert channel.reloads == 1
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await health_pb2_grpc.HealthStub(read_once).Check(request, timeout=5)  # type: ignore[attr-defined]
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, "the files read once are no longer trusted"
+    finally:
+        await read_once.close()
+        await channel.close()
+        await running.stop()
+
+
+async def test_a_half_renewed_client_pair_keeps_the_current_channel_and_is_logged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old, new = _issue(tmp_path, "a"), _issue(tmp_path, "b")
+    tls = _client_files(tmp_path, old)
+    channel = open_channel("localhost:1", tls=tls)
+    assert isinstance(channel, ReloadingChannel)
+    assert tls.tls_ca_file is not None
+    assert tls.tls_client_cert_file is not None
+    assert tls.tls_client_key_file is not None
+    try:
+        first = channel.current()
+        assert channel.current() is first, "unchanged files: the same channel"
+        _install(new.client_cert, tls.tls_client_cert_file)  # the key not renewed yet
+        with caplog.at_level(logging.INFO, logger="maka.channels"):
+            assert channel.current() is first
+            assert channel.current() is first
+            assert [r.getMessage() for r in caplog.records].count("tls_client_reload_failed") == 1
+            _install(new.client_key, tls.tls_client_key_file)
+            tls.tls_ca_file.write_bytes(b"-----BEGIN CERT")  # and the CA bundle half written
+            assert channel.current() is first
+            _install(new.ca, tls.tls_ca_file)
+            renewed = channel.current()
+        assert renewed is not first
+        assert channel.reloads == 1
+        assert "tls_client_reloaded" in [r.getMessage() for r in caplog.records]
+    finally:
+        await channel.close()

@@ -1,14 +1,24 @@
-"""Channels of the Maka client: TLS, bearer token and keepalive, the same for every client class."""
+"""Channels of the Maka client: TLS, bearer token and keepalive, the same for every client class.
+
+A TLS channel follows renewals of its files (:class:`ReloadingChannel`): the CA bundle and the client
+certificate and key are re-read when they change, on the next call, without a restart.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import ssl
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import grpc.aio
+
+log = logging.getLogger("maka_client.channel")
 
 KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.keepalive_time_ms", 20_000),
@@ -96,12 +106,133 @@ def open_channel(
         return grpc.aio.insecure_channel(target, options=options)
     if tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))
-    credentials = grpc.ssl_channel_credentials(
-        tls.ca_file.read_bytes() if tls.ca_file else None,
-        tls.client_key_file.read_bytes() if tls.client_key_file else None,
-        tls.client_cert_file.read_bytes() if tls.client_cert_file else None,
-    )
-    return grpc.aio.secure_channel(target, credentials, options=options)
+
+    def dial() -> grpc.aio.Channel:
+        credentials = grpc.ssl_channel_credentials(
+            tls.ca_file.read_bytes() if tls.ca_file else None,
+            tls.client_key_file.read_bytes() if tls.client_key_file else None,
+            tls.client_cert_file.read_bytes() if tls.client_cert_file else None,
+        )
+        return grpc.aio.secure_channel(target, credentials, options=options)
+
+    files = [path for path in (tls.ca_file, tls.client_cert_file, tls.client_key_file) if path is not None]
+    if not files:
+        return dial()  # the system's roots, nothing of ours to follow
+    return ReloadingChannel(dial, files, lambda: check_tls_files(tls))
+
+
+Stamp = tuple[tuple[int, int, int], ...]
+
+
+def _stamp(paths: Sequence[Path]) -> Stamp:
+    stamps = []
+    for path in paths:
+        st = path.stat()
+        stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(stamps)
+
+
+def check_tls_files(tls: TlsOptions) -> None:
+    """Raise ``OSError`` (``ssl.SSLError``) unless the CA bundle loads and the client key is the client
+    certificate's (stdlib ``ssl``; gRPC would only fail the next handshake on a half-written pair)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if tls.ca_file is not None:
+        context.load_verify_locations(cafile=tls.ca_file)
+    if tls.client_cert_file is not None:
+        context.load_cert_chain(tls.client_cert_file, tls.client_key_file)
+
+
+class _Call:
+    """A multi-callable that asks its :class:`ReloadingChannel` for the channel of each call."""
+
+    def __init__(self, owner: ReloadingChannel, kind: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]):
+        self._owner, self._kind, self._method, self._args, self._kwargs = owner, kind, method, args, kwargs
+        self._made: tuple[grpc.aio.Channel, Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        channel = self._owner.current()
+        if self._made is None or self._made[0] is not channel:
+            self._made = (channel, getattr(channel, self._kind)(self._method, *self._args, **self._kwargs))
+        return self._made[1](*args, **kwargs)
+
+
+class ReloadingChannel(grpc.aio.Channel):
+    """A TLS channel whose files (``TlsOptions``) are re-read when they change: a renewed CA or client
+    certificate is used without restarting the program.
+
+    Every new call compares the files' ``stat`` (mtime, size, inode) with those last loaded; when they moved and
+    load (:func:`check_tls_files`), that call and the next go through a new channel opened from the files as
+    they are now; calls already running (an attached stream, a waiting call) keep theirs until they end and
+    resume. Files that do not load yet (half written) are logged once (``tls_reload_failed``) and the current
+    channel goes on. Replaced channels are closed with this one.
+    """
+
+    def __init__(self, dial: Callable[[], grpc.aio.Channel], paths: Sequence[Path], check: Callable[[], None]):
+        self._dial, self._paths, self._check = dial, tuple(paths), check
+        self._loaded = _stamp(self._paths)
+        self._failed: Stamp | None = None
+        self._channel = dial()
+        self._replaced: list[grpc.aio.Channel] = []
+        self.reloads = 0
+        """Channels opened after the first."""
+
+    def current(self) -> grpc.aio.Channel:
+        """The channel for a new call: a new one when the files changed and load."""
+        try:
+            stamp = _stamp(self._paths)
+        except OSError as error:
+            self._failure(None, error)
+            return self._channel
+        if stamp == self._loaded or stamp == self._failed:
+            return self._channel
+        try:
+            self._check()
+            channel = self._dial()
+        except (OSError, ValueError) as error:
+            self._failure(stamp, error)
+            return self._channel
+        self._replaced.append(self._channel)
+        self._channel, self._loaded, self._failed = channel, stamp, None
+        self.reloads += 1
+        log.info("tls_reloaded")
+        return channel
+
+    def _failure(self, stamp: Stamp | None, error: Exception) -> None:
+        if stamp is None or stamp != self._failed:
+            log.warning("tls_reload_failed: %s", type(error).__name__)
+        self._failed = stamp
+
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "unary_unary", method, args, kwargs)
+
+    def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "unary_stream", method, args, kwargs)
+
+    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "stream_unary", method, args, kwargs)
+
+    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _Call(self, "stream_stream", method, args, kwargs)
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self.current().get_state(try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        await self._channel.wait_for_state_change(last_observed_state)
+
+    async def channel_ready(self) -> None:
+        await self.current().channel_ready()
+
+    async def close(self, grace: float | None = None) -> None:
+        replaced, self._replaced = self._replaced, []
+        for channel in (*replaced, self._channel):
+            await channel.close(grace)
+
+    async def __aenter__(self) -> ReloadingChannel:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
 
 
 STATE_DIR_ENV = "MAKA_STATE_DIR"
