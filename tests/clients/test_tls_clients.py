@@ -1,7 +1,7 @@
 """Both clients speak mutual TLS to a real service (the Interaction service in-process over real Redis,
 serving with a server certificate and a client CA): the Python client with ``TlsOptions``, the
-TypeScript client from ``MAKA_TLS_*``; without a client certificate they are refused. The Python client
-re-reads a renewed CA and client certificate on its next call."""
+TypeScript client from ``MAKA_TLS_*``; without a client certificate they are refused. Both clients re-read
+a renewed CA and client certificate on their next call."""
 
 from __future__ import annotations
 
@@ -30,6 +30,21 @@ TS_PENDING = (
     "try { console.log(JSON.stringify(await client.pending())); }"
     "catch (error) { console.log(JSON.stringify({ code: error.code })); } finally { client.close(); }"
 )
+
+TS_RENEWED = (
+    f"import {{ SurfaceClient }} from {json.dumps(str(TS_ENTRY))};"
+    'import { createInterface } from "node:readline";'
+    'process.on("warning", (w) => console.log(JSON.stringify({ warning: w.code, message: w.message })));'
+    "const client = SurfaceClient.fromEnv(process.argv[1]);"
+    "const pending = async () => {"
+    "  try { return await client.pending([], 5000); } catch (error) { return { code: error.code }; } };"
+    "console.log(JSON.stringify({ first: await pending() }));"
+    "for await (const step of createInterface({ input: process.stdin })) {"
+    "  console.log(JSON.stringify({ [step]: await pending(), again: await pending() })); }"
+    "client.close();"
+)
+"""One SurfaceClient from ``MAKA_TLS_*`` for the whole run: a ``pending()`` at start, then two per line read
+on stdin (the step's name), each printed as a JSON line; process warnings printed as they come."""
 
 
 @pytest.fixture
@@ -142,3 +157,93 @@ async def test_the_python_client_uses_a_renewed_ca_and_client_certificate_withou
 def _made(directory: Path) -> Path:
     directory.mkdir(parents=True)
     return directory
+
+
+class _Node:
+    """A Node process driven line by line: each ``step`` is written to its stdin, its JSON lines read back."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.warnings: list[dict[str, object]] = []
+
+    async def line(self) -> dict[str, object]:
+        assert self.process.stdout is not None
+        async with asyncio.timeout(60):
+            while True:
+                raw = await self.process.stdout.readline()
+                assert raw, "the Node client ended early"
+                data: dict[str, object] = json.loads(raw)
+                if "warning" not in data:
+                    return data
+                self.warnings.append(data)
+
+    async def step(self, name: str) -> dict[str, object]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{name}\n".encode())
+        await self.process.stdin.drain()
+        return await self.line()
+
+    async def end(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        async with asyncio.timeout(60):
+            rest, err = await self.process.communicate()
+        assert self.process.returncode == 0, err.decode()
+        for raw in rest.decode().splitlines():
+            self.warnings.append(json.loads(raw))
+
+
+async def test_the_typescript_client_uses_a_renewed_ca_and_client_certificate_without_a_restart(
+    tmp_path: Path, redis_url: str
+) -> None:
+    old, new = make_certs(_made(tmp_path / "a")), make_certs(_made(tmp_path / "b"))
+    live = _made(tmp_path / "live")
+    files = {"ca": live / "ca.crt", "cert": live / "tls.crt", "key": live / "tls.key"}
+    for name, source in {"ca": old.ca, "cert": old.client_cert, "key": old.client_key}.items():
+        _install(source, files[name])
+    running = await _tier(redis_url, 0, old)
+    port = running.port
+    env = {
+        "MAKA_TLS_CA_FILE": str(files["ca"]),
+        "MAKA_TLS_CLIENT_CERT_FILE": str(files["cert"]),
+        "MAKA_TLS_CLIENT_KEY_FILE": str(files["key"]),
+    }
+    process = await asyncio.create_subprocess_exec(
+        str(NODE),
+        "--input-type=module",
+        "-e",
+        TS_RENEWED,
+        f"localhost:{port}",
+        env={**os.environ, **env},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    node = _Node(process)
+    try:
+        assert await node.line() == {"first": []}
+        # Half renewed: the new certificate beside the old key. The current channel goes on, reported once.
+        _install(new.client_cert, files["cert"])
+        assert await node.step("half") == {"half": [], "again": []}
+        assert [w["warning"] for w in node.warnings] == ["MAKA_TLS_RELOAD_FAILED"]
+        assert "KEY_VALUES_MISMATCH" in str(node.warnings[0])
+        _install(new.client_key, files["key"])
+        files["ca"].write_bytes(b"-----BEGIN CERT")  # and the CA bundle caught half written
+        assert await node.step("ca_half") == {"ca_half": [], "again": []}
+        assert "ERR_MAKA_TLS_CA_INCOMPLETE" in str(node.warnings[1:])
+        # Renewed from a new CA on both sides: the tier (restarted, trusting only the new CA), the files.
+        await running.stop()
+        running = await _tier(redis_url, port, new)
+        _install(new.ca, files["ca"])
+
+        assert await node.step("renewed") == {"renewed": [], "again": []}, "the same client, on the renewed files"
+        await node.end()
+        assert len(node.warnings) == 2, "one warning per change, not one per call"
+        assert await _ts_pending(f"localhost:{port}", {"MAKA_TLS_CA_FILE": str(old.ca)}) == {"code": "UNAVAILABLE"}, (
+            "the old CA is no longer trusted"
+        )
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await running.stop()

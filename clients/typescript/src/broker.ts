@@ -20,8 +20,7 @@ import type { CallToolRequest } from "./generated/maka/broker/v1/CallToolRequest
 import type { CallToolResponse__Output } from "./generated/maka/broker/v1/CallToolResponse.js";
 import {
   type ClientOptions,
-  channelOptions,
-  credentials,
+  clientArgs,
   loadBroker,
   metadata,
   stateDirEndpoint,
@@ -258,10 +257,8 @@ export class BrokerClient {
   ) {
     const proto = loadBroker();
     this.pool = options.pool ?? isPoolTarget(target);
-    const channel = this.pool
-      ? { ...channelOptions(options.tls), "grpc.service_config": POOL_SERVICE_CONFIG }
-      : channelOptions(options.tls);
-    this.stub = new proto.maka.broker.v1.CapabilityBrokerService(target, credentials(options.tls), channel);
+    const extra = this.pool ? { "grpc.service_config": POOL_SERVICE_CONFIG } : {};
+    this.stub = new proto.maka.broker.v1.CapabilityBrokerService(target, ...clientArgs(target, options.tls, extra));
     this.reattach = { ...DEFAULT_REATTACH, ...options.reattach };
     this.token = options.token;
     this.tls = options.tls;
@@ -274,7 +271,7 @@ export class BrokerClient {
     let stub = this.owners.get(hostAddress);
     if (!stub) {
       const proto = loadBroker();
-      stub = new proto.maka.broker.v1.CapabilityBrokerService(hostAddress, credentials(this.tls), channelOptions(this.tls));
+      stub = new proto.maka.broker.v1.CapabilityBrokerService(hostAddress, ...clientArgs(hostAddress, this.tls));
       this.owners.set(hostAddress, stub);
     }
     return stub;

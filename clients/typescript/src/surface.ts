@@ -15,8 +15,7 @@ import type { AttachResponse__Output } from "./generated/maka/interaction/v1/Att
 import type { Value } from "./generated/maka/form/v1/Value.js";
 import {
   type ClientOptions,
-  channelOptions,
-  credentials,
+  clientArgs,
   loadInteraction,
   metadata,
   stateDirEndpoint,
@@ -134,7 +133,7 @@ export class SurfaceClient {
     options: ClientOptions & { reattach?: Partial<ReattachPolicy>; hostId?: string } = {},
   ) {
     const proto = loadInteraction();
-    this.stub = new proto.maka.interaction.v1.InteractionService(target, credentials(options.tls), channelOptions(options.tls));
+    this.stub = new proto.maka.interaction.v1.InteractionService(target, ...clientArgs(target, options.tls));
     this.token = options.token;
     this.reattach = { ...DEFAULT_REATTACH, ...options.reattach };
     this.hostId = options.hostId ?? "";
