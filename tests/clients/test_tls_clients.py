@@ -1,7 +1,8 @@
 """Both clients speak mutual TLS to a real service (the Interaction service in-process over real Redis,
 serving with a server certificate and a client CA): the Python client with ``TlsOptions``, the
 TypeScript client from ``MAKA_TLS_*``; without a client certificate they are refused. Both clients re-read
-a renewed CA and client certificate on their next call."""
+a renewed CA and client certificate on their next call; the TypeScript client's streams already running keep
+their connection, and files caught half written keep the current channel."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ import grpc
 import pytest
 
 from maka_client import MakaError, SurfaceClient, TlsOptions
+from services.core.channels import open_channel
 from services.core.serving import RunningServer, start_server
+from services.core.settings import ClientTlsSettings
 from services.interaction.main import build
 from services.interaction.settings import Settings as InteractionSettings
 from tests.helpers.certs import CertFiles, make_certs
+from tests.services.interaction.harness import Link
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".tools" / "bin" / "node22"
@@ -45,6 +49,24 @@ TS_RENEWED = (
 )
 """One SurfaceClient from ``MAKA_TLS_*`` for the whole run: a ``pending()`` at start, then two per line read
 on stdin (the step's name), each printed as a JSON line; process warnings printed as they come."""
+
+TS_ATTACHED = (
+    f"import {{ SurfaceClient }} from {json.dumps(str(TS_ENTRY))};"
+    'import { createInterface } from "node:readline";'
+    "const client = SurfaceClient.fromEnv(process.argv[1]);"
+    "const steps = createInterface({ input: process.stdin })[Symbol.asyncIterator]();"
+    'const attached = client.attach(["s-renew"]);'
+    "const next = async () => { const { value } = await attached.next();"
+    "  return { kind: value.kind, form: value.form?.interactionId ?? null }; };"
+    "console.log(JSON.stringify({ attach: await next() }));"
+    "await steps.next();"
+    "const pending = await client.pending([], 5000);"
+    "console.log(JSON.stringify({ pending, reloads: client.stub.getChannel().reloads }));"
+    "console.log(JSON.stringify({ attach: await next() }));"
+    "await attached.return(undefined); client.close(); steps.return?.();"
+)
+"""One SurfaceClient from ``MAKA_TLS_*``: attached to session ``s-renew`` (its snapshot printed), then, after a
+line on stdin, a ``pending()`` and the number of channels reloaded, then the attached stream's next event."""
 
 
 @pytest.fixture
@@ -246,4 +268,73 @@ async def test_the_typescript_client_uses_a_renewed_ca_and_client_certificate_wi
         if process.returncode is None:
             process.kill()
             await process.wait()
+        await running.stop()
+
+
+async def test_a_typescript_stream_running_through_a_renewal_keeps_its_connection_while_new_calls_reload(
+    tmp_path: Path, redis_url: str
+) -> None:
+    old, new = make_certs(_made(tmp_path / "a")), make_certs(_made(tmp_path / "b"))
+    server, client = _made(tmp_path / "server"), _made(tmp_path / "client")
+    server_cert, server_key, client_ca = server / "tls.crt", server / "tls.key", server / "ca.crt"
+    _install(old.server_cert, server_cert)
+    _install(old.server_key, server_key)
+    client_ca.write_bytes(old.ca.read_bytes() + new.ca.read_bytes())  # the tier trusts both CAs' clients
+    files = {"ca": client / "ca.crt", "cert": client / "tls.crt", "key": client / "tls.key"}
+    for name, source in {"ca": old.ca, "cert": old.client_cert, "key": old.client_key}.items():
+        _install(source, files[name])
+    settings = InteractionSettings(
+        redis_url=redis_url,
+        host_id="tls-clients",
+        tls_cert_file=server_cert,
+        tls_key_file=server_key,
+        tls_client_ca_file=client_ca,
+        grace_seconds=0.5,
+    )
+    running = await start_server(await build(settings), settings)
+    env = {
+        "MAKA_TLS_CA_FILE": str(files["ca"]),
+        "MAKA_TLS_CLIENT_CERT_FILE": str(files["cert"]),
+        "MAKA_TLS_CLIENT_KEY_FILE": str(files["key"]),
+    }
+    process = await asyncio.create_subprocess_exec(
+        str(NODE),
+        "--input-type=module",
+        "-e",
+        TS_ATTACHED,
+        f"localhost:{running.port}",
+        env={**os.environ, **env},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    node = _Node(process)
+    broker = open_channel(
+        f"localhost:{running.port}",
+        tls=ClientTlsSettings(
+            tls_ca_file=new.ca, tls_client_cert_file=new.client_cert, tls_client_key_file=new.client_key
+        ),
+    )
+    try:
+        assert await node.line() == {"attach": {"kind": "snapshot", "form": None}}
+        # The tier's certificate renewed from the new CA (it re-reads it at the next handshake), and the client's files.
+        _install(new.server_key, server_key)
+        _install(new.server_cert, server_cert)
+        for name, source in {"key": new.client_key, "cert": new.client_cert, "ca": new.ca}.items():
+            _install(source, files[name])
+
+        assert await node.step("renewed") == {"pending": [], "reloads": 1}, "a new call: a new channel"
+        link = await Link.connect(broker)
+        opened = await link.open("s-renew", "inv-renew")
+        assert await node.line() == {"attach": {"kind": "opened", "form": opened.interaction_id}}, (
+            "the stream attached before the renewal goes on, not reattached"
+        )
+        await link.close()
+        await node.end()
+        assert node.warnings == []
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await broker.close()
         await running.stop()
