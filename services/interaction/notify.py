@@ -344,7 +344,6 @@ class Notifier:
                 )
             lane.queue.append((notice.interaction_id, lane.status.target.body(notice)))
             lane.ready.set()
-        self._write_status()
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -468,7 +467,8 @@ class Notifier:
         }
 
     def _write_status(self) -> None:
-        """Replace the status file (atomically, ``0600``) when one is configured; failures are logged once each."""
+        """Replace the status file (atomically, ``0600``) when one is configured (by the senders after each attempt,
+        never on the form path); a failure is logged."""
         if self.status_file is None:
             return
         tmp = self.status_file.with_name(self.status_file.name + ".tmp")
