@@ -318,7 +318,14 @@ class Notifier:
     # --- the form path (never blocks) ------------------------------------------------------------
 
     def form_opened(self, interaction: interaction_pb2.Interaction, host_id: str, still_pending: StillPending) -> None:
-        """Queue ``form_opened`` for every target and schedule ``form_expiring``; returns at once."""
+        """Queue ``form_opened`` for every target and schedule ``form_expiring``; returns at once and never raises
+        (the form is open whatever happens to its notification)."""
+        try:
+            self._opened(interaction, host_id, still_pending)
+        except Exception:
+            log.exception("notification_not_queued", extra={"interaction_id": interaction.interaction_id})
+
+    def _opened(self, interaction: interaction_pb2.Interaction, host_id: str, still_pending: StillPending) -> None:
         self._enqueue(Notice.of(EventKind.OPENED, interaction, host_id, self.web_public_url))
         if self.expiry_lead <= 0:
             return
@@ -380,7 +387,10 @@ class Notifier:
                 lane.ready.clear()
                 await lane.ready.wait()
             interaction_id, body = lane.queue.popleft()
-            await self._deliver(lane.status, interaction_id, body)
+            try:
+                await self._deliver(lane.status, interaction_id, body)
+            except Exception:  # a bug must not stop this target's sender for good
+                log.exception("notification_sender_failed", extra={"target": lane.status.target.shown})
             self._write_status()
 
     async def _deliver(self, status: TargetStatus, interaction_id: str, body: bytes) -> None:
@@ -429,6 +439,8 @@ class Notifier:
             raise _Retryable(f"timed out after {self.timeout:g} s") from error
         except httpx.HTTPError as error:
             raise _Retryable(f"{type(error).__name__}") from error
+        except (httpx.InvalidURL, ValueError) as error:  # never retried: the URL itself is wrong
+            raise _Permanent(f"{type(error).__name__}") from error
         if 200 <= response.status_code < 300:
             return
         problem = f"HTTP {response.status_code}"

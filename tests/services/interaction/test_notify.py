@@ -165,6 +165,25 @@ async def test_a_receiver_answering_500_then_200_gets_the_notification_again_and
         )
 
 
+async def test_a_receiver_answering_404_is_not_retried_and_stops_failing_with_its_next_delivered_notification(
+    authorities: Authorities,
+) -> None:
+    with Receiver(statuses=[404]) as receiver:
+        notify = Notifier([Target(TargetKind.WEBHOOK, receiver.url())], expiry_lead=0, backoff=FAST)
+        async with authorities(notify) as (authority,):
+            epoch, _ = await authority.begin_epoch()
+            await authority.open(epoch, binding("s-a", "inv-1"), make_form())
+            (status,) = notify.status()
+            await eventually(lambda: status.failed == 1, what="the refused notification")
+            assert (status.retried, status.last_error) == (0, "HTTP 404")
+            assert status.failing_since is not None
+            await authority.open(epoch, binding("s-a", "inv-2"), make_form())
+            await eventually(lambda: status.sent == 1, what="the next notification delivered")
+        assert [s for _, _, s in receiver.requests] == [404, 200]
+        (after,) = notify.status()
+        assert (after.failing_since, after.last_error) == (None, "")
+
+
 async def test_a_dead_receiver_is_failing_in_the_status_file_by_scheme_and_host_only(
     authorities: Authorities, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
