@@ -19,11 +19,31 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from stack.errors import StackError
 
 DEFAULT_STATE_DIR = Path(".state")
 ENDPOINTS_FILE = "endpoints.json"
+NOTIFY_STATUS_FILE = "run/notify.json"
+"""The Interaction service's notification counters (``MAKA_NOTIFY_STATUS_FILE``, written when notifications are
+on; ``maka status`` shows them)."""
+WEB_PUBLIC_URL_ENV = "MAKA_WEB_PUBLIC_URL"
+
+
+def notify_status_path(state_dir: Path) -> Path:
+    """Where the stack's Interaction service writes its notification status."""
+    return state_dir / NOTIFY_STATUS_FILE
+
+
+def read_notify_status(state_dir: Path) -> dict[str, Any] | None:
+    """The notification status of the stack in ``state_dir``; None when notifications are off (no file) or the
+    file is unreadable."""
+    try:
+        data = json.loads(notify_status_path(state_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("targets"), list) else None
 
 
 @dataclass

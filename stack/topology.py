@@ -36,7 +36,7 @@ from stack.probes import (
     servers_not_connecting,
     servers_waiting_for_sign_in,
 )
-from stack.state_dir import Endpoints, write_endpoints
+from stack.state_dir import WEB_PUBLIC_URL_ENV, Endpoints, notify_status_path, write_endpoints
 from stack.supervisor import ChildSpec, LogSink, StackEvent, Supervisor, stderr_sink
 
 SUPERSEDED = "HOST_SUPERSEDED"
@@ -174,6 +174,8 @@ class Stack:
         self.supervisor.on_change = self._write_endpoints
         self.bound: dict[str, int] = {}
         """The port each child bound (by child name), known once it is ready."""
+        self._web_port_chosen = 0
+        """The web port picked before the first start when none is configured (:meth:`_web_port`)."""
         self.endpoints: Endpoints | None = None
 
     # --- public API --------------------------------------------------------------------------
@@ -195,6 +197,7 @@ class Stack:
                 self._tokens_file, self._token = write_owner_token(self.state_dir)
         (self.state_dir / "run").mkdir(exist_ok=True)
         self._applied_config.unlink(missing_ok=True)  # an earlier run's: this run's first provider writes its own
+        notify_status_path(self.state_dir).unlink(missing_ok=True)  # an earlier run's counters
         try:
             if self._embedded_redis:
                 await self.supervisor.start(self.redis_spec())
@@ -440,8 +443,28 @@ class Stack:
             self.INTERACTION,
             "services.interaction.main",
             self.ports.interaction,
-            lambda: {"MAKA_REDIS_URL": self.redis_url, "MAKA_REDIS_MODE": self.redis_mode, **self._answer_env()},
+            lambda: {
+                "MAKA_REDIS_URL": self.redis_url,
+                "MAKA_REDIS_MODE": self.redis_mode,
+                **self._answer_env(),
+                **self._notify_env(),
+            },
         )
+
+    def _web_port(self) -> int:
+        """The web surface's port, chosen before the Interaction service starts (its notifications link to the
+        page): the configured one, else a free one kept for the whole run."""
+        if self.WEB not in self.bound and not self.ports.web and not self._web_port_chosen:
+            self._web_port_chosen = free_port()
+        return self.bound.get(self.WEB) or self.ports.web or self._web_port_chosen
+
+    def _notify_env(self) -> dict[str, str]:
+        """The notifications' status file ``maka status`` reads (docs/operations.md#notifications), and the web
+        page their links open (unless the person set ``MAKA_WEB_PUBLIC_URL``)."""
+        env = {"MAKA_NOTIFY_STATUS_FILE": str(notify_status_path(self.state_dir))}
+        if self.web_enabled and not (self._extra_env.get(WEB_PUBLIC_URL_ENV) or os.environ.get(WEB_PUBLIC_URL_ENV)):
+            env[WEB_PUBLIC_URL_ENV] = f"http://127.0.0.1:{self._web_port()}"
+        return env
 
     def _broker_spec(self) -> ChildSpec:
         spec = self._grpc_spec(
@@ -480,7 +503,7 @@ class Stack:
 
         async def prepare(spec: ChildSpec, attempt: int) -> None:
             port_file.unlink(missing_ok=True)
-            port = self._pinned_port(self.WEB, self.ports.web)
+            port = self._web_port()
             spec.env = child_env(
                 {
                     "MAKA_INTERACTION_TARGET": self.address(self.INTERACTION),

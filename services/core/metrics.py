@@ -59,6 +59,12 @@ SUBSCRIBER_OVERFLOWS = Counter(
     "Attach/HostLink subscribers the fan-out dropped for falling a whole queue behind (their streams end"
     " resumably).", registry=REGISTRY,
 )  # fmt: skip
+NOTIFICATIONS = Counter(
+    "maka_notifications_total",
+    "Form notifications (docs/operations.md#notifications) by target kind (webhook, slack; expiring for the"
+    " expiry-soon scheduler) and outcome: sent, failed (every attempt failed), dropped (a bounded queue was"
+    " full: the oldest went).", ["target", "outcome"], registry=REGISTRY,
+)  # fmt: skip
 FRAMES_REJECTED = Counter(
     "maka_frames_rejected_total", "Provider frames the broker refused (failing closed), by reason.", ["reason"],
     registry=REGISTRY,

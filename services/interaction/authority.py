@@ -45,6 +45,7 @@ from services.interaction import audit, errors
 from services.interaction.fanout import FanOut
 from services.interaction.history import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, HistoryCursor
 from services.interaction.keys import ALL_SESSIONS
+from services.interaction.notify import Notifier
 from services.interaction.presence import clean_kind
 from services.interaction.settings import Settings
 from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, ScriptCode, SettleResult
@@ -235,8 +236,11 @@ class InteractionAuthority:
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
         fanout: FanOut | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self.store = store
+        self.notifier = notifier
+        """Sends form notifications (docs/operations.md#notifications) for the forms this replica opens; None: off."""
         self.fanout = fanout if fanout is not None else FanOut(store.client, lanes=1, queue_size=512)
         """The replica's shared follower of event Streams (one per process; started by the app)."""
         self.settings = settings
@@ -572,6 +576,8 @@ class InteractionAuthority:
             Record(interaction, "pending", binding.session_id, interaction.host_epoch, binding.invocation_id, "")
         )
         audit.emit("form_opened", interaction, self.host_id)
+        if self.notifier is not None:  # only the replica whose open.lua committed it: one notification per open
+            self.notifier.form_opened(interaction, self.host_id, self._still_pending)
         log.info(
             "opened",
             extra={
@@ -581,6 +587,11 @@ class InteractionAuthority:
                 "host_epoch": interaction.host_epoch,
             },
         )
+
+    async def _still_pending(self, interaction_id: str) -> bool:
+        """Whether the form is still pending (before a ``form_expiring`` notification)."""
+        record = await self.store.get(interaction_id)
+        return record is not None and record.state == "pending"
 
     async def _already_pending(
         self, binding: interaction_pb2.Binding, pending_id: str, *, replay: bool

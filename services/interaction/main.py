@@ -29,6 +29,7 @@ from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
 from services.interaction.fence_check import FenceUnsatisfiable, check_wait_fence
 from services.interaction.keys import Keys
+from services.interaction.notify import Notifier, TargetsInvalid, parse_targets
 from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.sealing import AnswerSealer
@@ -62,8 +63,17 @@ class InteractionApp:
     }
     """Who may call what (the auth interceptor enforces it; admin may call everything)."""
 
-    def __init__(self, settings: Settings, client: Client, tier: InteractionTier, fanout: FanOut) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: Client,
+        tier: InteractionTier,
+        fanout: FanOut,
+        notifier: Notifier | None = None,
+    ) -> None:
         self.settings = settings
+        self.notifier = notifier
+        """Form notifications (None: no target configured)."""
         self.client = client
         self.tier = tier
         self.fanout = fanout
@@ -100,6 +110,8 @@ class InteractionApp:
     async def start(self) -> None:
         """Start the fan-out, close forms of older epochs left behind, then run the reaper/probe loop."""
         self.fanout.start()
+        if self.notifier is not None:
+            self.notifier.start()
         with contextlib.suppress(errors.StoreUnavailable):
             await self.tier.close_older_epochs()
         self._task = asyncio.create_task(self._loop(), name="interaction-reaper")
@@ -117,6 +129,8 @@ class InteractionApp:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.tier.aclose()
+        if self.notifier is not None:
+            await self.notifier.aclose()
         await self.fanout.aclose()
         await self._close_redis()
 
@@ -191,6 +205,28 @@ def served_hosts(settings: Settings) -> tuple[str, ...]:
     return tuple(hosts)
 
 
+def notifier(settings: Settings) -> Notifier | None:
+    """The form notifier of the configured targets (docs/operations.md#notifications), None when there is none.
+    Raises :class:`~services.interaction.notify.TargetsInvalid`."""
+    targets = parse_targets(
+        settings.notify_webhook_urls.get_secret_value(),
+        settings.notify_slack_webhook_urls.get_secret_value(),
+        settings.notify_targets_file,
+    )
+    if not targets:
+        return None
+    log.info("notifications_on", extra={"targets": [t.shown for t in targets]})
+    return Notifier(
+        targets,
+        web_public_url=settings.web_public_url,
+        expiry_lead=settings.notify_expiry_lead_seconds,
+        attempts=settings.notify_attempts,
+        timeout=settings.notify_timeout_seconds,
+        queue_size=settings.notify_queue_size,
+        status_file=settings.notify_status_file,
+    )
+
+
 async def build(settings: Settings) -> GrpcApp:
     """Wire Redis → fan-out → one store and authority per Host (:func:`served_hosts`) → tier → servicer into an
     :class:`InteractionApp` (nothing started yet).
@@ -200,6 +236,7 @@ async def build(settings: Settings) -> GrpcApp:
     """
     hosts = served_hosts(settings)
     sealer = answer_sealer(settings)
+    notify = notifier(settings)
     audit.configure(settings.audit_log)
     client = redis_client(settings)
     limiter = asyncio.Semaphore(settings.redis_pool_size - settings.redis_followers)
@@ -233,17 +270,19 @@ async def build(settings: Settings) -> GrpcApp:
             ),
             settings,
             fanout=fanout,
+            notifier=notify,
         )
         for host in hosts
     }
-    return InteractionApp(settings, client, InteractionTier(authorities), fanout)
+    return InteractionApp(settings, client, InteractionTier(authorities), fanout, notify)
 
 
 async def main() -> int:
     """Run the service until SIGINT/SIGTERM. A bad answer key file exits 2 with one ``answer_key_invalid``
     line, Hosts to be taken from tokens that name none (``MAKA_HOST_IDS=*``) with one ``host_ids_unresolved``
     line, a cluster that cannot honour the ``WAIT`` fence with one ``redis_wait_fence_unsatisfiable`` line
-    (:mod:`services.interaction.fence_check`), never a traceback."""
+    (:mod:`services.interaction.fence_check`), a malformed notification target with one ``notify_targets_invalid``
+    line, never a traceback."""
     settings = Settings()
     logs.configure("interaction", settings.log_level)
     try:
@@ -256,6 +295,9 @@ async def main() -> int:
         return 2
     except FenceUnsatisfiable as error:
         log.error("redis_wait_fence_unsatisfiable", extra={"problem": str(error)})
+        return 2
+    except TargetsInvalid as error:  # names a target by scheme and host only
+        log.error("notify_targets_invalid", extra={"problem": str(error)})
         return 2
     await serve(app, settings)
     return 0

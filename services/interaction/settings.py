@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from services.core.settings import GrpcServerSettings
 
@@ -112,6 +112,35 @@ class Settings(GrpcServerSettings):
     share it; a record sealed with a key not in it fails INTERNAL / ``ANSWER_UNSEALABLE``. Unset: answers are
     stored in plaintext and the service logs ``answer_values_unsealed`` at start (tests only). A set but
     unreadable or invalid file exits 2 with ``answer_key_invalid``."""
+
+    notify_webhook_urls: SecretStr = SecretStr("")
+    """Comma-separated URLs that receive a JSON ``POST`` when a form opens and when it expires soon
+    (docs/operations.md#notifications): event, Interaction id, Tool, server, Host, session, deadline, a link to the
+    form on the web page; never a value, ``requestState`` or token. Empty: none."""
+    notify_slack_webhook_urls: SecretStr = SecretStr("")
+    """Comma-separated Slack incoming-webhook URLs (or any receiver of ``{"text", "blocks"}``) notified like
+    ``notify_webhook_urls``. A Slack URL's path is a secret: prefer ``notify_targets_file``."""
+    notify_targets_file: Path | None = None
+    """File of notification targets, one ``webhook URL`` or ``slack URL`` per line (``#`` comments), for URLs
+    that hold a secret (a Kubernetes Secret); added to the two lists above. Logs and ``maka status`` show a
+    target by scheme and host only."""
+    notify_expiry_lead_seconds: float = Field(default=60.0, ge=0)
+    """Send ``form_expiring`` this long before a pending form's deadline (0: never); forms whose whole wait is
+    shorter get only ``form_opened``."""
+    notify_timeout_seconds: float = Field(default=5.0, gt=0)
+    """Timeout of one notification attempt (connect, send and response)."""
+    notify_attempts: int = Field(default=5, ge=1)
+    """Attempts per notification (retried with the jittered backoff on a transport error, a timeout, HTTP 408,
+    429 or 5xx; another 4xx is not retried)."""
+    notify_queue_size: int = Field(default=1000, ge=1)
+    """Notifications queued per target; when full the oldest is dropped (``maka_notifications_total``
+    ``outcome="dropped"``)."""
+    notify_status_file: Path | None = None
+    """File the notification counters and failing targets are written to (JSON, ``0600``; ``maka up`` sets
+    ``STATE/run/notify.json``, which ``maka status`` shows)."""
+    web_public_url: str = ""
+    """The web page's URL as people open it (e.g. ``https://maka.example.com``): notifications link to
+    ``<url>/#/interaction/<id>``. ``maka up`` sets its own web page. Empty: notifications carry no link."""
 
     @model_validator(mode="after")
     def _wait_within_max(self) -> Settings:

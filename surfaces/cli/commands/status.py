@@ -15,12 +15,14 @@
 - the number of pending forms (``maka pending`` lists them) and the forms the broker waits on;
 - the attached surfaces (the Interaction service's ``ListSurfaces``, every replica's Attach streams):
   per surface its kind (``web``, ``tui``, ... as the surface says), its token's name (never the token),
-  the sessions it watches (or all), when it attached and its replica.
+  the sessions it watches (or all), when it attached and its replica;
+- form notifications when they are on (docs/operations.md#notifications): sent, failed and dropped counts, and
+  each failing target (kind, scheme and host only, never the URL's secret path), since when and its last error.
 
-Exit codes: 0 every service serves, every enabled server is ready and the last reload (if any) was
-applied; 1 something is not (the output says what; a rejected reload counts: the file on disk is not
-what runs); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` / gRPC status name first
-on stderr).
+Exit codes: 0 every service serves, every enabled server is ready, the last reload (if any) was
+applied and no notification target is failing; 1 something is not (the output says what; a rejected reload
+counts: the file on disk is not what runs); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` /
+gRPC status name first on stderr).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import json
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
@@ -38,7 +41,7 @@ from maka.broker.v1 import broker_pb2
 from maka_client import MakaError
 from services.core import healthcheck
 from stack.probes import http_ok
-from stack.state_dir import Endpoints, read_endpoints
+from stack.state_dir import Endpoints, read_endpoints, read_notify_status
 from surfaces.common.interactions import Interactions, surface_json
 from surfaces.common.server_status import fetch_status, server_lines, status_json
 from surfaces.common.target import add_state_dir_argument
@@ -97,9 +100,11 @@ async def _surfaces(endpoints: Endpoints) -> dict[str, Any] | None:
     return {"attached": [surface_json(s) for s in surfaces], "omitted": omitted}
 
 
-async def collect(endpoints: Endpoints) -> tuple[dict[str, Any], broker_pb2.GetStatusResponse]:
-    """Everything ``maka status`` shows, as JSON, and the broker's raw answer. Raises :class:`maka_client.MakaError`
-    when the broker cannot be asked."""
+async def collect(
+    endpoints: Endpoints, state_dir: Path | None = None
+) -> tuple[dict[str, Any], broker_pb2.GetStatusResponse]:
+    """Everything ``maka status`` shows, as JSON, and the broker's raw answer (notifications from ``state_dir``'s
+    status file). Raises :class:`maka_client.MakaError` when the broker cannot be asked."""
     status = await fetch_status(endpoints.broker)
     services, pending, surfaces = await asyncio.gather(_health(endpoints), _pending(endpoints), _surfaces(endpoints))
     data = {
@@ -108,6 +113,7 @@ async def collect(endpoints: Endpoints) -> tuple[dict[str, Any], broker_pb2.GetS
         **status_json(status),
         "pendingForms": pending,
         "surfaces": surfaces,
+        "notifications": read_notify_status(state_dir) if state_dir is not None else None,
     }
     return data, status
 
@@ -118,7 +124,9 @@ def healthy(data: dict[str, Any]) -> bool:
     services_ok = all(s["state"] in ("serving", "unknown") for s in data["services"].values())
     servers_ok = all(s["state"] in ("ready", "disabled") for s in data["servers"])
     config_ok = not any(c["lastReload"] and c["lastReload"]["outcome"] == "rejected" for c in data["config"])
-    return services_ok and servers_ok and config_ok
+    notify = data.get("notifications")
+    notify_ok = notify is None or not any(t["failingSince"] for t in notify["targets"])
+    return services_ok and servers_ok and config_ok and notify_ok
 
 
 def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: float | None = None) -> str:
@@ -138,6 +146,7 @@ def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: floa
     )
     lines.append(f"calls in flight: {data['broker']['liveInvocations']}")
     lines.extend(surface_lines(data["surfaces"]))
+    lines.extend(notification_lines(data.get("notifications"), now))
     return "\n".join(lines)
 
 
@@ -191,6 +200,27 @@ def surface_lines(surfaces: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def notification_lines(notify: dict[str, Any] | None, now: float | None = None) -> list[str]:
+    """``notifications: N sent, F failed, D dropped, K failing`` then one line per failing target: since when,
+    kind, scheme and host (the status file holds nothing else of a URL) and the last error. Nothing when
+    notifications are off."""
+    if notify is None:
+        return []
+    targets = notify["targets"]
+    failing = [t for t in targets if t["failingSince"]]
+    total = {key: sum(int(t[key]) for t in targets) for key in ("sent", "failed", "dropped")}
+    lines = [
+        f"notifications: {total['sent']} sent, {total['failed']} failed, {total['dropped']} dropped,"
+        f" {len(failing)} of {len(targets)} target(s) failing"
+    ]
+    for target in failing:
+        lines.append(
+            f"  failing since {_when(float(target['failingSince']), now)}: {target['kind']} {target['target']}"
+            f" {target['lastError'] or ''}".rstrip()
+        )
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the status; see the module docstring for output and exit codes."""
     try:
@@ -199,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"NO_STACK: {error}", file=sys.stderr)
         return EXIT_FAILED
     try:
-        data, status = asyncio.run(collect(endpoints))
+        data, status = asyncio.run(collect(endpoints, args.state_dir))
     except MakaError as error:
         print(f"{error.code}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
         return EXIT_FAILED

@@ -113,6 +113,36 @@ function placeCards(store) {
   byId("pending-count").textContent = `${count} waiting`;
   document.title = count ? `(${count}) Maka — forms waiting for you` : "Maka — forms waiting for you";
   tick(store);
+  revealLinked(store);
+}
+
+/**
+ * The form a link names (`#/interaction/<id>`, the link a notification carries), or "".
+ * @returns {string}
+ */
+export function linkedId() {
+  const match = /^#\/interaction\/([^/?#]+)$/.exec(location.hash);
+  if (!match) return "";
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    return "";
+  }
+}
+
+let revealed = "";
+
+/**
+ * Mark the linked form's card (`linked`) and scroll to it once, when it is on the page.
+ * @param {Store} store
+ */
+export function revealLinked(store) {
+  const id = linkedId();
+  for (const card of store.cards.values()) card.el.classList.toggle("linked", card.view.id === id);
+  const card = id ? store.cards.get(id) : undefined;
+  if (!card || revealed === id) return;
+  revealed = id;
+  card.el.scrollIntoView({ block: "start" });
 }
 
 /**

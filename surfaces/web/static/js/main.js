@@ -10,7 +10,7 @@
 
 import { answer } from "./answer.js";
 import { getSession } from "./api.js";
-import { tick } from "./cards.js";
+import { revealLinked, tick } from "./cards.js";
 import { pollHistory } from "./history.js";
 import { connect, setConnection } from "./sse.js";
 import { createStore, updateSkew } from "./state.js";
@@ -44,6 +44,7 @@ async function start() {
   if (typeof session.undo_seconds === "number") store.undoMs = session.undo_seconds * 1000;
   updateSkew(store, session.server_time);
   connect(store, onAnswer);
+  addEventListener("hashchange", () => revealLinked(store)); // #/interaction/<id>: a notification's link
   setInterval(() => tick(store), 1000);
   void pollSignIns();
   setInterval(pollSignIns, SIGN_IN_POLL_MS);
