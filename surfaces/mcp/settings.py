@@ -28,7 +28,9 @@ class McpSettings(OidcSettings):
     mcp_port_file: Path | None = None
     """Where to write the bound port once serving (for port 0)."""
     mcp_session: str = "default"
-    """The Maka session the endpoint's calls run in (the forms' session on every surface)."""
+    """The prefix of the Maka sessions the endpoint's calls run in (the forms' session on every surface): each
+    client gets its own, ``PREFIX.PRINCIPAL`` at 2026-07-28 and ``PREFIX.PRINCIPAL.MCP-SESSION`` at 2025-11-25
+    (``local`` for the principal of an open endpoint); a token scoped to named sessions runs in ``PREFIX``."""
     mcp_allowed_origins: Annotated[list[str], NoDecode] = []
     """Extra ``Origin`` values browsers may send (comma-separated or a JSON list); loopback origins are always
     allowed, every other origin is refused (DNS rebinding protection)."""
@@ -43,6 +45,10 @@ class McpSettings(OidcSettings):
     another process, or this one after a restart, gets ``-32602`` ``invalid_request_state``."""
     mcp_state_ttl_seconds: float = Field(default=600.0, gt=0)
     """How long a ``requestState`` stays valid; a call whose client does not retry within it is stopped."""
+    mcp_reattach_grace_seconds: float = Field(default=30.0, ge=0)
+    """How long a 2026-07-28 call whose HTTP stream closed while it waited (the client holds its
+    ``requestState``) keeps running for the client's retry with that state; then it is stopped (nothing stays
+    pending). 0 stops it at once."""
     auth_tokens_file: Path | None = None
     """The stack's tokens file (``MAKA_AUTH_TOKENS_FILE``, :mod:`services.core.auth`): when set, ``/mcp`` needs a
     bearer token of the ``caller`` role and the endpoint serves protected-resource metadata
