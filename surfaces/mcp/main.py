@@ -85,7 +85,8 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
         if settings.mcp_port_file is not None:
             write_atomically(settings.mcp_port_file, str(bound))
         shown = f"[{host}]" if ":" in host else host
-        log.info("mcp.serving", extra={"port": bound, "url": f"http://{shown}:{bound}{MCP_PATH}"})
+        url = f"http://{shown}:{bound}{MCP_PATH}"
+        log.info("mcp.serving", extra={"port": bound, "url": url, "host_id": settings.host_id})
         await task
     finally:
         sock.close()

@@ -13,9 +13,11 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -38,14 +40,18 @@ from tests.surfaces.mcp.stack import Up, maka_up, owner_client
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
 DEPLOY = "examples.deploy"
+GATED = "gated.gated"
 FORM_ID = re.compile(r"\(([^()\s]+)\): answer it")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
-    """The example server and ``broken``, one that exits at once; web on."""
+    """The example server, ``broken`` (one that exits at once) and ``gated`` (a form, then a wait at a gate the
+    test opens: tests/fixtures/mcp_servers/gated_server.py); web on."""
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
-    async with maka_up(tmp_path_factory.mktemp("front-door"), extra_servers={"broken": broken}) as running:
+    gated = {"command": sys.executable, "args": ["-m", "tests.fixtures.mcp_servers.gated_server"]}
+    servers = {"broken": broken, "gated": gated}
+    async with maka_up(tmp_path_factory.mktemp("front-door"), extra_servers=servers) as running:
         yield running
 
 
@@ -107,6 +113,20 @@ async def test_tools_list_names_the_example_tools_with_server_prefixes_at_both_e
         tools = {tool.name: tool for tool in listed.tools}
         assert {"examples.deploy", "examples.release_checklist", "examples.ping"} <= set(tools)
         assert tools[DEPLOY].input_schema["properties"]["artifact"]["type"] == "string"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tools_keep_their_servers_title_and_annotations_at_both_eras(up: Up, mode: str) -> None:
+    async with owner_client(up, mode=mode) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    deploy, ping = tools[DEPLOY], tools["examples.ping"]
+    assert deploy.title == "Deploy an artifact"
+    assert deploy.annotations is not None
+    assert (deploy.annotations.destructive_hint, deploy.annotations.open_world_hint) == (True, False)
+    assert ping.annotations is not None
+    assert (ping.annotations.read_only_hint, ping.annotations.idempotent_hint) == (True, True)
+    assert tools["examples.release_checklist"].annotations is None
 
 
 async def test_a_modern_client_deploys_to_staging_after_the_form_is_answered_with_maka_answer(up: Up) -> None:
@@ -264,6 +284,49 @@ async def test_a_legacy_session_is_told_when_a_reload_adds_a_server(up: Up) -> N
         async with asyncio.timeout(60):
             await changed.wait()
         assert "more.ping" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_a_modern_client_listening_is_told_when_a_reload_adds_a_server(up: Up) -> None:
+    async with owner_client(up) as client:
+        assert client.protocol_version == "2026-07-28"
+        tools = client.server_capabilities.tools
+        assert tools is not None
+        assert tools.list_changed
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert "extra.ping" not in {tool.name for tool in (await client.list_tools()).tools}
+            servers = json.loads(up.config.read_text())
+            servers["mcpServers"]["extra"] = servers["mcpServers"]["examples"]
+            up.config.write_text(json.dumps(servers))
+            reloaded = await maka("reload", state_dir=up.state_dir)
+            assert reloaded.code == 0, reloaded.err
+
+            listed = False
+            async with asyncio.timeout(60):
+                async for _event in subscription:  # each event: "the listing changed, read it again"
+                    if "extra.ping" in {tool.name for tool in (await client.list_tools()).tools}:
+                        listed = True
+                        break
+    assert listed
+
+
+async def test_two_legacy_clients_calls_run_in_their_own_maka_sessions(up: Up) -> None:
+    async with owner_client(up, mode="legacy") as one, owner_client(up, mode="legacy") as two:
+        first, second = _Progress(), _Progress()
+        calls = [
+            asyncio.ensure_future(one.call_tool(DEPLOY, {"artifact": "own-1"}, progress_callback=first)),
+            asyncio.ensure_future(two.call_tool(DEPLOY, {"artifact": "own-2"}, progress_callback=second)),
+        ]
+        async with asyncio.timeout(60):
+            ids = await asyncio.gather(asyncio.shield(first.form), asyncio.shield(second.form))
+        sessions = {str(form["id"]): str(form["session"]) for form in await _pending(up)}
+        for interaction_id in ids:
+            await _answer_staging(up, interaction_id)
+        async with asyncio.timeout(60):
+            results = await asyncio.gather(*calls)
+
+    assert sessions[ids[0]] != sessions[ids[1]]
+    assert all(sessions[i].startswith("default.owner.") for i in ids), sessions
+    assert [_text(result) for result in results] == ["Deployed own-1 to staging.", "Deployed own-2 to staging."]
 
 
 async def test_a_legacy_client_closing_its_session_mid_form_leaves_nothing_pending(up: Up) -> None:
@@ -462,3 +525,60 @@ async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again(
         )
     assert isinstance(done, CallToolResult)
     assert _text(done) == "Deployed refit to staging."
+
+
+async def test_a_modern_retry_within_the_grace_finds_its_call_after_the_stream_closed_while_it_ran(
+    up: Up, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    arguments = {"gate": str(gate)}
+    async with owner_client(up, elicitation_callback=_staging) as client:
+        first = await client.session.call_tool(GATED, arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        assert first.input_requests is not None
+        (key,) = first.input_requests
+        forms = {str(form["id"]): form for form in await _pending(up)}
+        assert forms[key]["session"] == "default.owner"  # a modern client's session: its principal's
+        # The retry answers; the call then runs on (at the gate) while this stream is open: drop it there.
+        retry = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {
+                "name": GATED,
+                "arguments": arguments,
+                "inputResponses": {key: {"action": "accept", "content": {"go": True}}},
+                "requestState": first.request_state,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                    "progressToken": "p7",
+                },
+            },
+        }
+        headers = {
+            **up.auth,
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": GATED,
+        }
+        async with (
+            httpx.AsyncClient(timeout=60) as http,
+            http.stream("POST", up.endpoints.mcp, json=retry, headers=headers) as response,
+        ):
+            assert response.status_code == 200
+            async with asyncio.timeout(60):
+                async for line in response.aiter_lines():
+                    if "waiting at the gate" in line:
+                        break  # the call runs at the gate: close the stream mid-call
+        # The client comes back with its requestState within the grace: the same call, not a new one.
+        again = asyncio.ensure_future(
+            client.session.call_tool(GATED, arguments, request_state=first.request_state, allow_input_required=True)
+        )
+        await asyncio.to_thread(gate.write_text, "open\n")  # blocks until the Tool reads the gate
+        async with asyncio.timeout(60):
+            done = await again
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "gated: accept"

@@ -1,7 +1,8 @@
 """The MCP front door of a stack with a tokens file (``MAKA_AUTH_TOKENS_FILE``): ``/mcp`` needs a bearer token of
 the ``caller`` role (401 with the RFC 9728 metadata URL in ``WWW-Authenticate`` otherwise, 403 without the role),
 the protected-resource metadata names the resource, and a call made with a caller's token runs through the
-broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI)."""
+broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI); a
+``requestState`` issued to one principal answers nothing for another."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 import pytest_asyncio
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
 from tests.surfaces.mcp.stack import TS_CLIENT, Up, inspector, maka_up, node_env, run_node
 
@@ -133,3 +136,47 @@ async def test_the_broker_call_carries_the_clients_own_token_not_the_doors(up: U
     assert result.is_error
     text = "\n".join(block.text for block in result.content if block.type == "text")
     assert text.startswith("PERMISSION_DENIED"), text
+
+
+async def _accept_staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content={"environment": "staging", "confirm": True})
+
+
+async def test_a_request_state_issued_to_one_principal_answers_nothing_for_another(up: Up) -> None:
+    alice_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {CALLER}"}, timeout=60)
+    other_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {STACK}"}, timeout=60)
+    async with (
+        alice_http,
+        other_http,
+        Client(
+            streamable_http_client(up.endpoints.mcp, http_client=alice_http), elicitation_callback=_accept_staging
+        ) as alice,
+        Client(
+            streamable_http_client(up.endpoints.mcp, http_client=other_http), elicitation_callback=_accept_staging
+        ) as other,
+    ):
+        arguments = {"artifact": "alices"}
+        first = await alice.session.call_tool("examples.deploy", arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        assert first.input_requests is not None
+        (key,) = first.input_requests
+        production = ElicitResult(action="accept", content={"environment": "production", "confirm": True})
+        with pytest.raises(MCPError) as raised:
+            await other.session.call_tool(
+                "examples.deploy",
+                arguments,
+                input_responses={key: production},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        assert raised.value.error.data == {"reason": "invalid_request_state"}
+        staging = ElicitResult(action="accept", content={"environment": "staging", "confirm": True})
+        done = await alice.session.call_tool(
+            "examples.deploy",
+            arguments,
+            input_responses={key: staging},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, CallToolResult)
+    assert [block.text for block in done.content if block.type == "text"] == ["Deployed alices to staging."]
