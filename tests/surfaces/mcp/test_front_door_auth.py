@@ -28,6 +28,7 @@ CALLER = "caller-secret-1"
 SURFACE = "surface-secret-1"
 ELSEWHERE = "caller-elsewhere-secret-1"  # a caller of another session than the door's ("default")
 UNKNOWN = "not-a-configured-token"
+PUBLIC_HOST = "team-a-host-0.mcp.maka.example.com"
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -51,6 +52,7 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     env = {"MAKA_AUTH_TOKENS_FILE": str(tokens)}
     env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
     env["MAKA_BROKER_TOKEN"] = STACK
+    env["MAKA_MCP_ALLOWED_HOSTS"] = PUBLIC_HOST  # as deploy/k8s sets the Host's public name
     async with maka_up(tmp, env=env) as running:
         yield running
 
@@ -180,3 +182,14 @@ async def test_a_request_state_issued_to_one_principal_answers_nothing_for_anoth
         )
     assert isinstance(done, CallToolResult)
     assert [block.text for block in done.content if block.type == "text"] == ["Deployed alices to staging."]
+
+
+async def test_the_public_host_name_the_setting_allows_is_served_and_another_name_is_refused(up: Up) -> None:
+    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}
+    headers = {**ACCEPT, "Authorization": f"Bearer {CALLER}", "mcp-protocol-version": "2026-07-28"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        public = await http.post(up.endpoints.mcp, json=discover, headers={**headers, "host": PUBLIC_HOST})
+        other = await http.post(up.endpoints.mcp, json=discover, headers={**headers, "host": "evil.example"})
+    assert public.status_code == 200, public.text
+    assert "maka" in public.text  # the server's discover result
+    assert other.status_code == 421
