@@ -23,9 +23,13 @@ class McpSettings(OidcSettings):
     (as a surface, with ``MAKA_SURFACE_TOKEN``)."""
     caller_token: SecretStr = SecretStr("")
     """Bearer token of the broker's ``caller`` role (empty sends none)."""
+    surface_token: SecretStr = SecretStr("")
+    """Bearer token of the ``surface`` role the answers of clients that declare form elicitation are sent to the
+    Interaction service with (empty sends none)."""
     host_id: str = ""
-    """The Host whose broker this endpoint calls (deploy/k8s: the pod name, as the broker's ``MAKA_HOST_ID``);
-    named in its log when it starts. The Host's manifests build its public name from it."""
+    """The Host whose broker this endpoint calls (deploy/k8s: the pod name, as the broker's ``MAKA_HOST_ID``):
+    the Host its clients' answers are for on an Interaction tier serving several (empty: the tier's only
+    Host). The Host's manifests build its public name from it."""
     mcp_listen: str = "127.0.0.1:8766"
     """``host:port`` the MCP endpoint binds (path ``/mcp``); loopback by default. Port 0 picks a free one."""
     mcp_port_file: Path | None = None
