@@ -185,8 +185,14 @@ async def test_a_request_state_issued_to_one_principal_answers_nothing_for_anoth
 
 
 async def test_the_public_host_name_the_setting_allows_is_served_and_another_name_is_refused(up: Up) -> None:
-    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}
-    headers = {**ACCEPT, "Authorization": f"Bearer {CALLER}", "mcp-protocol-version": "2026-07-28"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    headers = {
+        **ACCEPT,
+        "Authorization": f"Bearer {CALLER}",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "server/discover",
+    }
     async with httpx.AsyncClient(timeout=30) as http:
         public = await http.post(up.endpoints.mcp, json=discover, headers={**headers, "host": PUBLIC_HOST})
         other = await http.post(up.endpoints.mcp, json=discover, headers={**headers, "host": "evil.example"})
