@@ -122,10 +122,15 @@ class StateSeal:
             raise invalid_state("it is not one this endpoint issued") from None
         if not hmac.compare_digest(mac, self._mac(payload)):
             raise invalid_state("it is not one this endpoint issued (altered, or issued by another process)")
-        body = json.loads(payload)
-        if body["e"] < self._clock():
+        try:
+            body = json.loads(payload)
+            expiry, state = body["e"], State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]))
+            session_id = str(body.get("s", ""))  # a state of an older endpoint names none: no client takes it
+        except (ValueError, KeyError, TypeError):
+            raise invalid_state("it is not one this endpoint issued") from None
+        if expiry < self._clock():
             raise invalid_state("it expired")
-        return State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]), str(body["s"]))
+        return State(state.call_id, state.interaction_ids, state.digest, session_id)
 
 
 @dataclass
@@ -321,7 +326,8 @@ class Calls:
         call.expiry = asyncio.get_running_loop().call_later(self.grace_seconds, self._expire, call)
 
     def _expire(self, call: DetachedCall) -> None:
-        """No retry came within the state's lifetime: stop the call (nothing stays pending)."""
+        """No retry came within the state's lifetime (or the reattach grace): stop the call (nothing stays
+        pending)."""
         if call.attached == 0 and call.task is not None and not call.task.done():
             log.info("mcp.input_required_expired")
             call.task.cancel()
