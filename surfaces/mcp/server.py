@@ -51,6 +51,7 @@ from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.elicit import Calls, DetachedCall, StateSeal, ask_legacy, call_digest, declares_form_elicitation
+from surfaces.mcp.resume import SessionEventStore, TagRequests, request_tag
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.server")
@@ -60,6 +61,8 @@ MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 DISCONNECT_POLL_SECONDS = 0.5
 """How often a 2025-11-25 call checks whether its HTTP response stream is still open."""
+RETRY_INTERVAL_MS = 500
+"""The SSE ``retry`` a 2025-11-25 client waits before it resumes a closed stream."""
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -165,7 +168,10 @@ class ToolWatch:
 
 
 class FrontDoorServer(Server[dict[str, Any]]):
-    """The low-level server, advertising ``tools.listChanged`` to 2025-11-25 sessions (:class:`ToolWatch`)."""
+    """The low-level server, advertising ``tools.listChanged`` to 2025-11-25 sessions (:class:`ToolWatch`), with
+    the event store its 2025-11-25 streams resume from (:mod:`surfaces.mcp.resume`)."""
+
+    events: SessionEventStore | None = None
 
     def create_initialization_options(
         self,
@@ -186,11 +192,17 @@ async def _until_disconnected(request: Request) -> None:
         await anyio.sleep(DISCONNECT_POLL_SECONDS)  # ASGI has no disconnect event besides receive()
 
 
-async def stop_on_disconnect(ctx: ServerRequestContext[Any], call: Awaitable[CallToolResult]) -> CallToolResult:
-    """Run ``call``; on a 2025-11-25 session, cancel it (which stops the turn) when the client closes the POST's
-    response stream. The handshake-era transport keeps serving a request whose stream closed (a client could
-    resume it), and this endpoint keeps no events to resume from; at 2026-07-28 the SDK cancels the handler
-    itself (closing the stream is the cancellation, MCP specification basic/patterns/cancellation)."""
+async def stop_on_disconnect(
+    ctx: ServerRequestContext[Any],
+    call: Awaitable[CallToolResult],
+    events: SessionEventStore | None = None,
+    grace_seconds: float = 0.0,
+) -> CallToolResult:
+    """Run ``call``; on a 2025-11-25 session, cancel it (which stops the turn) when the client is gone: its POST's
+    response stream closed and no ``GET`` with ``Last-Event-ID`` resumed it within ``grace_seconds`` (with
+    ``events``, :mod:`surfaces.mcp.resume`; without, at once). The handshake-era transport keeps serving a
+    request whose stream closed; at 2026-07-28 the SDK cancels the handler itself (closing the stream is the
+    cancellation, MCP specification basic/patterns/cancellation)."""
     request = ctx.request
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not isinstance(request, Request):
         return await call
@@ -205,7 +217,11 @@ async def stop_on_disconnect(ctx: ServerRequestContext[Any], call: Awaitable[Cal
         group.cancel_scope.cancel()
 
     async def watch() -> None:
-        await _until_disconnected(request)
+        tag = request_tag(request)
+        if events is not None and tag is not None:
+            await events.until_gone(tag, str(ctx.request_id), grace_seconds)
+        else:
+            await _until_disconnected(request)
         log.info("mcp.client_disconnected")
         group.cancel_scope.cancel()
 
@@ -256,6 +272,8 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     (:mod:`surfaces.mcp.elicit`)."""
     watch = ToolWatch(broker, settings.mcp_tools_poll_seconds)
     listen = ListenHandler(watch.bus)
+    events = SessionEventStore()
+    grace = settings.mcp_reattach_grace_seconds
     key = settings.mcp_state_key.get_secret_value().encode() or None
     calls = (
         Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
@@ -317,14 +335,14 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if calls is None:
-            return await stop_on_disconnect(ctx, call(notify, None))
+            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern and params.request_state is not None:
             detached, state = calls.resume(params.request_state, call_digest(params.name, arguments), session_id)
             detached.notify = notify
             await calls.answer(detached, state, params.input_responses or {})
             return await calls.wait(detached)
         if not declares_form_elicitation(ctx.session.client_capabilities):
-            return await stop_on_disconnect(ctx, call(notify, None))
+            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern:
 
             def run(detached: DetachedCall) -> Awaitable[CallToolResult]:
@@ -338,15 +356,18 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             detached = calls.start(call_digest(params.name, arguments), session_id, run)
             detached.notify = notify
             return await calls.wait(detached)
-        return await stop_on_disconnect(ctx, _with_legacy_elicitation(ctx, calls, session_id, call, notify))
+        legacy = _with_legacy_elicitation(ctx, calls, session_id, call, notify)
+        return await stop_on_disconnect(ctx, legacy, events, grace)
 
-    return FrontDoorServer(
+    server = FrontDoorServer(
         SERVER_NAME,
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_subscriptions_listen=listen,
     )
+    server.events = events
+    return server
 
 
 async def _with_legacy_elicitation(
@@ -388,11 +409,15 @@ async def _health(request: Request) -> PlainTextResponse:
 def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager) and ``/healthz``."""
     host, _port = settings.listen_host_port()
+    events = server.events if isinstance(server, FrontDoorServer) else None
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=security_settings(settings),
         host=host,
         custom_starlette_routes=[Route(HEALTH_PATH, _health)],
+        event_store=events,
+        retry_interval=RETRY_INTERVAL_MS if events is not None else None,
     )
     auth.protect(app, settings, MCP_PATH)
+    app.add_middleware(TagRequests)
     return app

@@ -40,6 +40,8 @@ from tests.surfaces.mcp.stack import Up, maka_up, owner_client
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
 DEPLOY = "examples.deploy"
+GRACE_SECONDS = 10
+"""The stack's reattach grace: a client that does not come back is stopped past it."""
 GATED = "gated.gated"
 FORM_ID = re.compile(r"\(([^()\s]+)\): answer it")
 
@@ -51,7 +53,8 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
     gated = {"command": sys.executable, "args": ["-m", "tests.fixtures.mcp_servers.gated_server"]}
     servers = {"broken": broken, "gated": gated}
-    async with maka_up(tmp_path_factory.mktemp("front-door"), extra_servers=servers) as running:
+    env = {"MAKA_MCP_REATTACH_GRACE_SECONDS": str(GRACE_SECONDS)}
+    async with maka_up(tmp_path_factory.mktemp("front-door"), env=env, extra_servers=servers) as running:
         yield running
 
 
@@ -370,7 +373,8 @@ async def test_a_legacy_client_dropping_the_stream_mid_form_without_cancelling_l
                 if "Choose the deployment target" in line:
                     break  # a form waits: drop the stream, keep the session, send no cancel
 
-        await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+        # nothing resumes the stream: the call is stopped once the grace is over
+        await eventually(lambda: _nothing_pending(up), timeout=30 + GRACE_SECONDS, interval=0.2, what="no pending form")
 
 
 # --------------------------------------------------------------------------- the client as a surface
@@ -583,3 +587,89 @@ async def test_a_modern_retry_within_the_grace_finds_its_call_after_the_stream_c
             done = await again
     assert isinstance(done, CallToolResult)
     assert _text(done) == "gated: accept"
+
+
+async def test_a_legacy_client_resuming_its_closed_stream_within_the_grace_gets_the_calls_result(up: Up) -> None:
+    headers = {**up.auth, "accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": DEPLOY, "arguments": {"artifact": "resumed"}, "_meta": {"progressToken": "p"}},
+    }
+    async with httpx.AsyncClient(timeout=60) as http:
+        opened = await http.post(up.endpoints.mcp, json=initialize, headers=headers)
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        await http.post(
+            up.endpoints.mcp, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
+        )
+        last_event_id, interaction_id = "", ""
+        async with http.stream("POST", up.endpoints.mcp, json=call, headers=session) as response:
+            async with asyncio.timeout(60):
+                async for line in response.aiter_lines():
+                    if line.startswith("id:"):
+                        last_event_id = line.removeprefix("id:").strip()
+                    found = FORM_ID.search(line)
+                    if found:
+                        interaction_id = found.group(1)
+                        break  # a form waits: the stream closes (as a proxy cutting it would)
+        assert last_event_id
+        assert interaction_id
+        resume = {**session, "accept": "text/event-stream", "last-event-id": last_event_id}
+        async with http.stream("GET", up.endpoints.mcp, headers=resume) as resumed:
+            assert resumed.status_code == 200
+            await _answer_staging(up, interaction_id)  # the call still runs: its form is answerable
+            async with asyncio.timeout(60):
+                async for line in resumed.aiter_lines():
+                    if "Deployed resumed to staging." in line:
+                        break
+                else:
+                    pytest.fail("the resumed stream ended without the call's result")
+
+
+async def test_another_session_cannot_resume_a_legacy_clients_stream(up: Up) -> None:
+    headers = {**up.auth, "accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": DEPLOY, "arguments": {"artifact": "not-yours"}, "_meta": {"progressToken": "p"}},
+    }
+    async with httpx.AsyncClient(timeout=60) as http:
+        sessions = []
+        for _ in range(2):
+            opened = await http.post(up.endpoints.mcp, json=initialize, headers=headers)
+            sessions.append(
+                {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            )
+        last_event_id = ""
+        async with http.stream("POST", up.endpoints.mcp, json=call, headers=sessions[0]) as response:
+            async with asyncio.timeout(60):
+                async for line in response.aiter_lines():
+                    if line.startswith("id:"):
+                        last_event_id = line.removeprefix("id:").strip()
+                    if "Choose the deployment target" in line:
+                        break
+        assert last_event_id
+        thief = {**sessions[1], "accept": "text/event-stream", "last-event-id": last_event_id}
+        async with http.stream("GET", up.endpoints.mcp, headers=thief) as stolen:
+            body = b""
+            async with asyncio.timeout(30):
+                async for chunk in stolen.aiter_bytes():
+                    body += chunk
+        assert b"Choose the deployment target" not in body
+        assert b"not-yours" not in body
+        # nobody resumed the first session's stream: its call is stopped past the grace
+        await eventually(lambda: _nothing_pending(up), timeout=30 + GRACE_SECONDS, interval=0.2, what="no pending form")
