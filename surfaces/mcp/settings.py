@@ -53,9 +53,9 @@ class McpSettings(OidcSettings):
     mcp_state_ttl_seconds: float = Field(default=600.0, gt=0)
     """How long a ``requestState`` stays valid; a call whose client does not retry within it is stopped."""
     mcp_reattach_grace_seconds: float = Field(default=30.0, ge=0)
-    """How long a 2026-07-28 call whose HTTP stream closed while it waited (the client holds its
-    ``requestState``) keeps running for the client's retry with that state; then it is stopped (nothing stays
-    pending). 0 stops it at once."""
+    """How long a call whose HTTP stream closed keeps running for its client to come back: at 2025-11-25 a
+    ``GET`` with ``Last-Event-ID`` resuming the stream, at 2026-07-28 the retry with the call's ``requestState``
+    (when the client was sent one). Past it the call is stopped (nothing stays pending); 0 stops it at once."""
     auth_tokens_file: Path | None = None
     """The stack's tokens file (``MAKA_AUTH_TOKENS_FILE``, :mod:`services.core.auth`): when set, ``/mcp`` needs a
     bearer token of the ``caller`` role and the endpoint serves protected-resource metadata
