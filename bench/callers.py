@@ -41,6 +41,9 @@ FRONT_DOOR_PREFIX: Final = f"{SERVER_NAME}."
 """What the MCP front door puts before a bare Tool name (``examples.deploy``, surfaces/mcp/tools.py)."""
 SESSION: Final = "bench"
 """The session every benchmark call runs in (the answering surface attaches to it)."""
+FRONT_DOOR_SESSION: Final = f"{SESSION}.local"
+"""The session the MCP front door runs the benchmark's calls in (``MAKA_MCP_SESSION=bench``, a tokenless
+2026-07-28 client: docs/mcp-front-door.md "Sessions"); the answering surface attaches to it too."""
 DEPLOY_ANSWER: Final[dict[str, str | bool]] = {"environment": "staging", "confirm": True}
 """What both answering sides submit for the ``deploy`` form."""
 CALL_TIMEOUT: Final = 60.0
@@ -195,7 +198,7 @@ class StackCaller:
     async def __aenter__(self) -> StackCaller:
         self._client = await self._stack.enter_async_context(BrokerClient(self.broker))
         client = await self._stack.enter_async_context(Interactions.connect(self.interaction))
-        self.surface = AnsweringSurface(client)
+        self.surface = AnsweringSurface(client, (SESSION, FRONT_DOOR_SESSION))
         self._surface_task = asyncio.create_task(self.surface.run())
         async with asyncio.timeout(CALL_TIMEOUT):
             await self.surface.wait_subscribed()

@@ -397,7 +397,8 @@ async def main_async(params: Params, out_dir: Path, stem: str) -> int:
         async with example_server(work / "example_server.log") as server:
             config = work / "mcp.json"
             config.write_text(json.dumps({"mcpServers": {"examples": {"url": server.url}}}))
-            # the front door's calls run in the answering surface's session
+            # the front door's calls run in sessions under this prefix (bench.<client>, one per MCP client:
+            # docs/mcp-front-door.md "Sessions"); its SDK clients answer their forms themselves (elicitation)
             env = {FRONT_DOOR_SESSION_ENV: SESSION}
             if params.profile:
                 env.update(profiling.profile_env(profile_dir(out_dir, stem)))

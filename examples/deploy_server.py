@@ -42,6 +42,7 @@ from mcp_types import (
     ElicitResult,
     InputRequiredResult,
     TextContent,
+    ToolAnnotations,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -204,7 +205,7 @@ def _deploy_outcome(artifact: str, answer: ElicitResult) -> CallToolResult:
     return _text(f"Deployed {artifact} to {environment}.")
 
 
-@mcp.tool()
+@mcp.tool(title="Deploy an artifact", annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
 async def deploy(artifact: str, ctx: Context) -> CallToolResult | InputRequiredResult:
     """Deploy a build artifact; asks the user for the target environment and a confirmation."""
     if not _declares_form_elicitation(ctx):
@@ -262,7 +263,7 @@ async def release_checklist(release: str, ctx: Context) -> CallToolResult | Inpu
     return _text(_checklist_summary(release, details, _validated(second, SIGNOFF_SCHEMA)))
 
 
-@mcp.tool()
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
 async def ping() -> str:
     """Answer "pong" (no input, no form)."""  # the docstring is the Tool description a model reads: plain text
     return "pong"

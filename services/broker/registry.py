@@ -150,6 +150,8 @@ class ProviderRegistry:
                     description=descriptor.description,
                     input_schema_json=descriptor.input_schema_json,
                     output_schema_json=descriptor.output_schema_json,
+                    title=descriptor.title,
+                    annotations_json=descriptor.annotations_json,
                     provider_id=registration.provider_id,
                     provider_display_name=registration.display_name,
                 )

@@ -63,7 +63,7 @@ def check_tools(
 ) -> tuple[dict[str, broker_pb2.ToolDescriptor], str | None]:
     """A provider's Tools by qualified ``SERVER:TOOL`` name and ``None``, or ``{}`` and the first problem: a name
     or ``claimed_server`` that :func:`check_id` refuses, a ``claimed_server`` with ``:``, an input or output
-    schema that is not a JSON object, the same qualified name twice."""
+    schema or annotations that are not a JSON object, the same qualified name twice."""
     tools: dict[str, broker_pb2.ToolDescriptor] = {}
     for descriptor in descriptors:
         for name, value in (("tool name", descriptor.name), ("claimed_server", descriptor.claimed_server)):
@@ -75,6 +75,7 @@ def check_tools(
         for field_name, text in (
             ("input_schema_json", descriptor.input_schema_json),
             ("output_schema_json", descriptor.output_schema_json),
+            ("annotations_json", descriptor.annotations_json),
         ):
             if text:
                 try:

@@ -117,6 +117,8 @@ def descriptors(snapshot: ConnectionSnapshot) -> list[broker_pb2.ToolDescriptor]
                 output_schema_json=(
                     json.dumps(tool.output_schema, ensure_ascii=False) if tool.output_schema is not None else ""
                 ),
+                title=tool.title,
+                annotations_json=json.dumps(tool.annotations, ensure_ascii=False) if tool.annotations else "",
             )
         )
     return out

@@ -245,6 +245,10 @@ class ToolInfo:
     generation: int
     digest: str
     output_schema: dict[str, Any] | None = None
+    title: str = ""
+    """The Tool's ``title`` (empty when none)."""
+    annotations: dict[str, Any] | None = None
+    """The Tool's ``annotations`` as listed (hints from an untrusted server; None when none)."""
 
 
 @dataclass(frozen=True)
@@ -607,8 +611,20 @@ class McpConnection:
             self._tool_generation += 1
             changed = True
             output = dict(tool.output_schema) if tool.output_schema is not None else None
+            annotations = (
+                tool.annotations.model_dump(by_alias=True, mode="json", exclude_none=True)
+                if tool.annotations is not None
+                else None
+            )
             listed[tool.name] = ToolInfo(
-                tool.name, tool.description or "", dict(tool.input_schema), self._tool_generation, digest, output
+                tool.name,
+                tool.description or "",
+                dict(tool.input_schema),
+                self._tool_generation,
+                digest,
+                output,
+                tool.title or "",
+                annotations,
             )
         if set(listed) != set(self._tools):
             changed = True

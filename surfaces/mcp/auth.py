@@ -34,7 +34,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maka_client import BrokerClient
-from services.core.auth import Role, TokenTable
+from services.core.auth import Principal, Role, TokenTable
 from services.core.jwt_auth import JwtVerifier, verifier_from_settings
 from services.core.status import ServiceError
 from surfaces.mcp.settings import McpSettings
@@ -42,6 +42,8 @@ from surfaces.mcp.settings import McpSettings
 log = logging.getLogger("maka.mcp.auth")
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+PRINCIPAL_STATE = "maka_principal"
+"""Where :class:`BearerGate` leaves the admitted principal in the request scope's ``state``."""
 _forwarded: contextvars.ContextVar[str | None] = contextvars.ContextVar("maka_mcp_caller_token", default=None)
 
 
@@ -58,6 +60,14 @@ def forward_caller(request: object) -> None:
         token = bearer_token(request.headers)
         if token is not None:
             _forwarded.set(token)
+
+
+def request_principal(request: object) -> Principal | None:
+    """The principal :class:`BearerGate` admitted ``request`` as (None on an open endpoint)."""
+    if not isinstance(request, Request):
+        return None
+    principal = request.scope.get("state", {}).get(PRINCIPAL_STATE)
+    return principal if isinstance(principal, Principal) else None
 
 
 class ForwardingBrokerClient(BrokerClient):
@@ -132,6 +142,7 @@ class BearerGate:
             body = {"error": "insufficient_scope", "error_description": "the token lacks the caller role"}
             response = JSONResponse(body, status_code=403, headers={"WWW-Authenticate": challenge})
         else:
+            scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
             await self.app(scope, receive, send)
             return
         await response(scope, receive, send)

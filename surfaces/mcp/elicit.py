@@ -82,6 +82,9 @@ class State:
     call_id: str
     interaction_ids: tuple[str, ...]
     digest: str
+    session_id: str = ""
+    """The Maka session of the client it was issued to (:func:`surfaces.mcp.server.client_session`): another
+    client's retry with it is refused."""
 
 
 class StateSeal:
@@ -104,6 +107,7 @@ class StateSeal:
             "c": state.call_id,
             "i": list(state.interaction_ids),
             "d": state.digest,
+            "s": state.session_id,
             "e": int(self._clock() + self.ttl_seconds),
         }
         payload = json.dumps(body, separators=(",", ":")).encode()
@@ -118,10 +122,15 @@ class StateSeal:
             raise invalid_state("it is not one this endpoint issued") from None
         if not hmac.compare_digest(mac, self._mac(payload)):
             raise invalid_state("it is not one this endpoint issued (altered, or issued by another process)")
-        body = json.loads(payload)
-        if body["e"] < self._clock():
+        try:
+            body = json.loads(payload)
+            expiry, state = body["e"], State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]))
+            session_id = str(body.get("s", ""))  # a state of an older endpoint names none: no client takes it
+        except (ValueError, KeyError, TypeError):
+            raise invalid_state("it is not one this endpoint issued") from None
+        if expiry < self._clock():
             raise invalid_state("it expired")
-        return State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]))
+        return State(state.call_id, state.interaction_ids, state.digest, session_id)
 
 
 @dataclass
@@ -130,6 +139,8 @@ class DetachedCall:
 
     call_id: str
     digest: str
+    session_id: str
+    """The Maka session the call runs in (its client's)."""
     task: asyncio.Task[CallToolResult] | None = None
     pending: dict[str, AwaitingInteraction] = field(default_factory=dict)
     """The call's forms that wait for an answer, by Interaction id."""
@@ -139,6 +150,8 @@ class DetachedCall:
     attached: int = 0
     notify: Callable[[str], Awaitable[None]] | None = None
     expiry: asyncio.TimerHandle | None = None
+    issued: bool = False
+    """Whether the client holds a ``requestState`` of this call (so it can come back to it)."""
 
     def observe(self, event: object) -> None:
         """Track the broker's form events (run_call's observer)."""
@@ -155,16 +168,28 @@ class DetachedCall:
 
 
 class Calls:
-    """The running detached calls of this process, by call id."""
+    """The running detached calls of this process, by call id: the endpoint owns them (:meth:`close` stops
+    every one).
 
-    def __init__(self, seal: StateSeal, interactions: Interactions, session_id: str) -> None:
+    A request attached to a call whose HTTP stream closes (the SDK cancels it) does not stop the call at once
+    when the client holds a ``requestState`` of it: the call waits ``grace_seconds`` for the client's retry
+    (the same ``tools/call`` with that state) and is stopped when none comes (nothing stays pending).
+    """
+
+    def __init__(self, seal: StateSeal, interactions: Interactions, grace_seconds: float = 0.0) -> None:
         self.seal = seal
         self.interactions = interactions
-        self.session_id = session_id
+        self.grace_seconds = grace_seconds
         self._calls: dict[str, DetachedCall] = {}
 
-    def start(self, digest: str, run: Callable[[DetachedCall], Awaitable[CallToolResult]]) -> DetachedCall:
-        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest)
+    def running(self) -> int:
+        """How many detached calls have not ended."""
+        return sum(1 for call in self._calls.values() if call.task is not None and not call.task.done())
+
+    def start(
+        self, digest: str, session_id: str, run: Callable[[DetachedCall], Awaitable[CallToolResult]]
+    ) -> DetachedCall:
+        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest, session_id=session_id)
         self._calls[call.call_id] = call
 
         async def body() -> CallToolResult:
@@ -184,9 +209,12 @@ class Calls:
         call.expiry = asyncio.get_running_loop().call_later(self.seal.ttl_seconds, self._calls.pop, call.call_id, None)
         call.changed.set()
 
-    def resume(self, request_state: str, digest: str) -> tuple[DetachedCall, State]:
-        """The call a retry's ``requestState`` names; raises :func:`invalid_state` when there is none."""
+    def resume(self, request_state: str, digest: str, session_id: str) -> tuple[DetachedCall, State]:
+        """The call a retry's ``requestState`` names; raises :func:`invalid_state` when there is none, or when
+        the retry comes from another client (Maka session) than the one the state was issued to."""
         state = self.seal.open(request_state)
+        if state.session_id != session_id:
+            raise invalid_state("it was issued to another client")
         if state.digest != digest:
             raise invalid_state("the retry names another Tool or other arguments than the call it continues")
         call = self._calls.get(state.call_id)
@@ -208,7 +236,7 @@ class Calls:
             raw.pop("resultType", None)
             try:
                 answer = answer_from_elicit_result(raw)
-                await self.interactions.answer(interaction_id, answer, session_id=self.session_id)
+                await self.interactions.answer(interaction_id, answer, session_id=call.session_id)
             except FormError:
                 log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
                 continue
@@ -225,12 +253,14 @@ class Calls:
 
     async def wait(self, call: DetachedCall) -> CallToolResult | InputRequiredResult:
         """Wait until the call ends (its result) or a form waits that this client was not asked yet
-        (``input_required``). Cancelling this wait while attached stops the call."""
+        (``input_required``). Cancelling this wait (the client's stream closed, or it cancelled) stops the call,
+        after the reattach grace when the client holds a ``requestState`` to come back with."""
         assert call.task is not None
         if call.expiry is not None and not call.task.done():
             call.expiry.cancel()
             call.expiry = None
         call.attached += 1
+        cancelled = False
         try:
             while True:
                 if call.task.done():
@@ -249,11 +279,12 @@ class Calls:
                     finished.cancel()
                     changed.cancel()
         except asyncio.CancelledError:
-            if not call.task.done():
-                call.task.cancel()  # the client went away while attached: the call stops (run_call stops the turn)
+            cancelled = True
             raise
         finally:
             call.attached -= 1
+            if cancelled and call.attached == 0 and not call.task.done():
+                self._detached(call)
 
     async def _input_required(
         self, call: DetachedCall, asking: list[AwaitingInteraction]
@@ -261,7 +292,7 @@ class Calls:
         requests: dict[str, Any] = {}
         for event in asking:
             try:
-                view = await self.interactions.get(event.interaction_id, session_id=self.session_id)
+                view = await self.interactions.get(event.interaction_id, session_id=call.session_id)
             except MakaError:
                 continue
             if not view.pending:
@@ -274,14 +305,29 @@ class Calls:
             for event in asking:
                 call.pending.pop(event.interaction_id, None)
             return await self.wait(call)
-        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest))
+        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id))
+        call.issued = True
         loop = asyncio.get_running_loop()
         call.expiry = loop.call_later(self.seal.ttl_seconds, self._expire, call)
         log.info("mcp.input_required", extra={"forms": len(requests)})
         return InputRequiredResult(input_requests=requests, request_state=state)
 
+    def _detached(self, call: DetachedCall) -> None:
+        """The last request attached to ``call`` went away: stop it, at once when its client cannot come back,
+        else when no retry comes within the grace."""
+        if not call.issued or self.grace_seconds <= 0:
+            log.info("mcp.call_detached_stopped")
+            assert call.task is not None
+            call.task.cancel()  # run_call stops the turn
+            return
+        log.info("mcp.call_detached", extra={"grace_seconds": self.grace_seconds})
+        if call.expiry is not None:
+            call.expiry.cancel()
+        call.expiry = asyncio.get_running_loop().call_later(self.grace_seconds, self._expire, call)
+
     def _expire(self, call: DetachedCall) -> None:
-        """No retry came within the state's lifetime: stop the call (nothing stays pending)."""
+        """No retry came within the state's lifetime (or the reattach grace): stop the call (nothing stays
+        pending)."""
         if call.attached == 0 and call.task is not None and not call.task.done():
             log.info("mcp.input_required_expired")
             call.task.cancel()

@@ -52,7 +52,12 @@ async def build(settings: McpSettings) -> McpApp:
     """Open the broker client (inside the running loop) and build the server and its app."""
     token = settings.caller_token.get_secret_value() or None
     broker = ForwardingBrokerClient.from_env(settings.broker_target, token=token)
-    interactions = Interactions.connect(settings.interaction_target, surface_kind="mcp")
+    interactions = Interactions.connect(
+        settings.interaction_target,
+        token=settings.surface_token.get_secret_value() or None,
+        host_id=settings.host_id,
+        surface_kind="mcp",
+    )
     server = build_server(settings, broker, interactions)
     return McpApp(settings=settings, broker=broker, asgi=build_asgi(settings, server), interactions=interactions)
 
@@ -85,7 +90,8 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
         if settings.mcp_port_file is not None:
             write_atomically(settings.mcp_port_file, str(bound))
         shown = f"[{host}]" if ":" in host else host
-        log.info("mcp.serving", extra={"port": bound, "url": f"http://{shown}:{bound}{MCP_PATH}"})
+        url = f"http://{shown}:{bound}{MCP_PATH}"
+        log.info("mcp.serving", extra={"port": bound, "url": url, "host_id": settings.host_id})
         await task
     finally:
         sock.close()

@@ -5,7 +5,8 @@ One server object answers both eras: 2026-07-28 requests (``server/discover``, p
 broker's ``ListTools`` under MCP names (:mod:`surfaces.mcp.tools`); ``tools/call`` runs one broker call
 (:mod:`surfaces.mcp.calls`). :class:`ToolWatch` follows the broker's listing (config reloads, servers coming
 and going) and sends ``notifications/tools/list_changed`` to every 2025-11-25 session that listed or called Tools
-(2026-07-28 delivers it on ``subscriptions/listen`` streams, which this cut does not serve). The endpoint checks
+and on every 2026-07-28 ``subscriptions/listen`` stream (the SDK's ``ListenHandler``). Tools keep the upstream
+server's ``title`` and ``annotations`` (hints). The endpoint checks
 ``Host`` and ``Origin`` against loopback plus the configured extras (DNS rebinding protection, MCP
 specification basic/transports "Security Warning").
 """
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -23,6 +26,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -33,8 +37,10 @@ from mcp_types import (
     ListToolsResult,
     PaginatedRequestParams,
     Tool,
+    ToolAnnotations,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -45,6 +51,7 @@ from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.elicit import Calls, DetachedCall, StateSeal, ask_legacy, call_digest, declares_form_elicitation
+from surfaces.mcp.resume import SessionEventStore, TagRequests, request_tag
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.server")
@@ -54,6 +61,8 @@ MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 DISCONNECT_POLL_SECONDS = 0.5
 """How often a 2025-11-25 call checks whether its HTTP response stream is still open."""
+RETRY_INTERVAL_MS = 500
+"""The SSE ``retry`` a 2025-11-25 client waits before it resumes a closed stream."""
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -76,19 +85,44 @@ def mcp_tool(info: Any) -> Tool | None:
     schema = info.input_schema if info.input_schema.get("type") == "object" else {"type": "object"}
     return Tool(
         name=name,
+        title=info.title or None,
         description=info.description or None,
         input_schema=schema,
         output_schema=info.output_schema,
+        annotations=tool_annotations(info.annotations),
     )
 
 
-def _listing(infos: Sequence[Any]) -> tuple[tuple[str, str, str, str], ...]:
-    """What a client sees of the broker's listing: each Tool's name, description and schemas."""
-    return tuple(sorted((i.name, i.description, repr(i.input_schema), repr(i.output_schema)) for i in infos))
+def tool_annotations(listed: dict[str, Any] | None) -> ToolAnnotations | None:
+    """The upstream server's Tool ``annotations`` as MCP ``ToolAnnotations`` (hints, passed through as listed);
+    None when it listed none or none MCP defines (a value of the wrong type drops them, logged)."""
+    if not listed:
+        return None
+    try:
+        return ToolAnnotations.model_validate(listed)
+    except ValidationError:
+        log.warning("mcp.tool_annotations_dropped", extra={"keys": len(listed)})
+        return None
+
+
+Listing = tuple[tuple[str, ...], ...]
+
+
+def _listing(infos: Sequence[Any]) -> Listing:
+    """What a client sees of the broker's listing: each Tool's name, title, description, schemas and
+    annotations."""
+    return tuple(
+        sorted(
+            (i.name, i.title, i.description, repr(i.input_schema), repr(i.output_schema), repr(i.annotations))
+            for i in infos
+        )
+    )
 
 
 class ToolWatch:
-    """Tells 2025-11-25 sessions when the broker's Tool listing changes (``notifications/tools/list_changed``).
+    """Tells clients when the broker's Tool listing changes (``notifications/tools/list_changed``): every
+    2025-11-25 session that listed or called Tools, and every 2026-07-28 ``subscriptions/listen`` stream that asked
+    for ``toolsListChanged`` (through :attr:`bus`, served by the SDK's ``ListenHandler``).
 
     The broker pushes no listing changes to callers, so :meth:`run` reads ``ListTools`` every ``interval`` s.
     """
@@ -96,8 +130,9 @@ class ToolWatch:
     def __init__(self, broker: BrokerClient, interval: float) -> None:
         self.broker = broker
         self.interval = interval
+        self.bus = InMemorySubscriptionBus()
         self._sessions: dict[int, Connection] = {}
-        self._last: tuple[tuple[str, str, str, str], ...] | None = None
+        self._last: Listing | None = None
 
     def follow(self, connection: Connection) -> None:
         """Remember a handshake-era session (until it closes) to tell it about listing changes."""
@@ -117,6 +152,7 @@ class ToolWatch:
         self._last = listing
         if changed:
             log.info("mcp.tools_changed", extra={"tools": len(listing), "sessions": len(self._sessions)})
+            await self.bus.publish(ToolsListChanged())
             for connection in list(self._sessions.values()):
                 try:
                     await connection.send_tool_list_changed()
@@ -132,7 +168,10 @@ class ToolWatch:
 
 
 class FrontDoorServer(Server[dict[str, Any]]):
-    """The low-level server, advertising ``tools.listChanged`` to 2025-11-25 sessions (:class:`ToolWatch`)."""
+    """The low-level server, advertising ``tools.listChanged`` to 2025-11-25 sessions (:class:`ToolWatch`), with
+    the event store its 2025-11-25 streams resume from (:mod:`surfaces.mcp.resume`)."""
+
+    events: SessionEventStore | None = None
 
     def create_initialization_options(
         self,
@@ -153,11 +192,17 @@ async def _until_disconnected(request: Request) -> None:
         await anyio.sleep(DISCONNECT_POLL_SECONDS)  # ASGI has no disconnect event besides receive()
 
 
-async def stop_on_disconnect(ctx: ServerRequestContext[Any], call: Awaitable[CallToolResult]) -> CallToolResult:
-    """Run ``call``; on a 2025-11-25 session, cancel it (which stops the turn) when the client closes the POST's
-    response stream. The handshake-era transport keeps serving a request whose stream closed (a client could
-    resume it), and this endpoint keeps no events to resume from; at 2026-07-28 the SDK cancels the handler
-    itself (closing the stream is the cancellation, MCP specification basic/patterns/cancellation)."""
+async def stop_on_disconnect(
+    ctx: ServerRequestContext[Any],
+    call: Awaitable[CallToolResult],
+    events: SessionEventStore | None = None,
+    grace_seconds: float = 0.0,
+) -> CallToolResult:
+    """Run ``call``; on a 2025-11-25 session, cancel it (which stops the turn) when the client is gone: its POST's
+    response stream closed and no ``GET`` with ``Last-Event-ID`` resumed it within ``grace_seconds`` (with
+    ``events``, :mod:`surfaces.mcp.resume`; without, at once). The handshake-era transport keeps serving a
+    request whose stream closed; at 2026-07-28 the SDK cancels the handler itself (closing the stream is the
+    cancellation, MCP specification basic/patterns/cancellation)."""
     request = ctx.request
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not isinstance(request, Request):
         return await call
@@ -172,7 +217,11 @@ async def stop_on_disconnect(ctx: ServerRequestContext[Any], call: Awaitable[Cal
         group.cancel_scope.cancel()
 
     async def watch() -> None:
-        await _until_disconnected(request)
+        tag = request_tag(request)
+        if events is not None and tag is not None:
+            await events.until_gone(tag, str(ctx.request_id), grace_seconds)
+        else:
+            await _until_disconnected(request)
         log.info("mcp.client_disconnected")
         group.cancel_scope.cancel()
 
@@ -186,6 +235,32 @@ async def stop_on_disconnect(ctx: ServerRequestContext[Any], call: Awaitable[Cal
     return error_result("STOPPED: the client closed the stream; the call was stopped")
 
 
+_CLIENT_NAME = re.compile(r"[A-Za-z0-9_@-]{1,64}")
+MCP_SESSION_ID_CHARS = 16
+"""How much of a 2025-11-25 ``Mcp-Session-Id`` names its Maka session (the SDK's are 32 random hex digits)."""
+
+
+def client_session(base: str, ctx: ServerRequestContext[Any]) -> str:
+    """The Maka session of the client that sent ``ctx``'s request: ``BASE.WHO`` at 2026-07-28 (``WHO`` the
+    principal of its bearer token, ``local`` on an open endpoint) and ``BASE.WHO.SESSION`` for a 2025-11-25
+    session (the start of its ``Mcp-Session-Id``). A principal scoped to named sessions runs in ``BASE`` (its
+    scope decides whether the broker takes the call). So two clients never share a call, a form or a
+    ``requestState`` (:meth:`surfaces.mcp.elicit.Calls.resume` refuses another client's)."""
+    request = ctx.request
+    principal = auth.request_principal(request)
+    if principal is not None and not principal.all_sessions:
+        return base
+    who = "local" if principal is None else principal.name
+    if not _CLIENT_NAME.fullmatch(who):
+        who = "p" + hashlib.sha256(who.encode()).hexdigest()[:12]
+    parts = [base, who]
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and isinstance(request, Request):
+        session = request.headers.get("mcp-session-id", "")
+        if session:
+            parts.append(session[:MCP_SESSION_ID_CHARS])
+    return ".".join(parts)
+
+
 def _connection(ctx: ServerRequestContext[Any]) -> Connection:
     return ctx.session._connection  # the SDK's own Context.connection reads the same attribute
 
@@ -196,9 +271,12 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     With ``interactions``, a client that declares form elicitation is asked the call's forms itself
     (:mod:`surfaces.mcp.elicit`)."""
     watch = ToolWatch(broker, settings.mcp_tools_poll_seconds)
+    listen = ListenHandler(watch.bus)
+    events = SessionEventStore()
+    grace = settings.mcp_reattach_grace_seconds
     key = settings.mcp_state_key.get_secret_value().encode() or None
     calls = (
-        Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_session)
+        Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
         if interactions
         else None
     )
@@ -209,6 +287,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         try:
             yield {}
         finally:
+            listen.close()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -234,6 +313,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         if qualified is None:
             raise UnknownTool(params.name)
         arguments = dict(params.arguments or {})
+        session_id = client_session(settings.mcp_session, ctx)
         sent = 0
 
         async def notify(message: str) -> None:
@@ -247,7 +327,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
                 mcp_name=params.name,
                 qualified=qualified,
                 arguments=arguments,
-                session_id=settings.mcp_session,
+                session_id=session_id,
                 web_url=settings.web_url,
                 notify=notify,
                 observe=observe,
@@ -255,14 +335,14 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if calls is None:
-            return await stop_on_disconnect(ctx, call(notify, None))
+            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern and params.request_state is not None:
-            detached, state = calls.resume(params.request_state, call_digest(params.name, arguments))
+            detached, state = calls.resume(params.request_state, call_digest(params.name, arguments), session_id)
             detached.notify = notify
             await calls.answer(detached, state, params.input_responses or {})
             return await calls.wait(detached)
         if not declares_form_elicitation(ctx.session.client_capabilities):
-            return await stop_on_disconnect(ctx, call(notify, None))
+            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern:
 
             def run(detached: DetachedCall) -> Awaitable[CallToolResult]:
@@ -273,17 +353,27 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
                 return call(forward, detached.observe)  # type: ignore[no-any-return]
 
-            detached = calls.start(call_digest(params.name, arguments), run)
+            detached = calls.start(call_digest(params.name, arguments), session_id, run)
             detached.notify = notify
             return await calls.wait(detached)
-        return await stop_on_disconnect(ctx, _with_legacy_elicitation(ctx, calls, call, notify))
+        legacy = _with_legacy_elicitation(ctx, calls, session_id, call, notify)
+        return await stop_on_disconnect(ctx, legacy, events, grace)
 
-    return FrontDoorServer(SERVER_NAME, lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
+    server = FrontDoorServer(
+        SERVER_NAME,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=listen,
+    )
+    server.events = events
+    return server
 
 
 async def _with_legacy_elicitation(
     ctx: ServerRequestContext[Any],
     calls: Calls,
+    session_id: str,
     call: Callable[[Callable[[str], Awaitable[None]], Callable[[object], None] | None], Any],
     notify: Callable[[str], Awaitable[None]],
 ) -> CallToolResult:
@@ -296,7 +386,7 @@ async def _with_legacy_elicitation(
 
     def observe(event: object) -> None:
         if isinstance(event, AwaitingInteraction) and event.interaction_id not in asking:
-            ask = ask_legacy(calls.interactions, calls.session_id, event, elicit)
+            ask = ask_legacy(calls.interactions, session_id, event, elicit)
             asking[event.interaction_id] = asyncio.create_task(ask, name="maka-mcp-elicit")
         elif isinstance(event, InteractionSettled) and event.interaction_id in asking:
             asking[event.interaction_id].cancel()
@@ -319,11 +409,15 @@ async def _health(request: Request) -> PlainTextResponse:
 def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager) and ``/healthz``."""
     host, _port = settings.listen_host_port()
+    events = server.events if isinstance(server, FrontDoorServer) else None
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=security_settings(settings),
         host=host,
         custom_starlette_routes=[Route(HEALTH_PATH, _health)],
+        event_store=events,
+        retry_interval=RETRY_INTERVAL_MS if events is not None else None,
     )
     auth.protect(app, settings, MCP_PATH)
+    app.add_middleware(TagRequests)
     return app

@@ -23,12 +23,21 @@ class McpSettings(OidcSettings):
     (as a surface, with ``MAKA_SURFACE_TOKEN``)."""
     caller_token: SecretStr = SecretStr("")
     """Bearer token of the broker's ``caller`` role (empty sends none)."""
+    surface_token: SecretStr = SecretStr("")
+    """Bearer token of the ``surface`` role the answers of clients that declare form elicitation are sent to the
+    Interaction service with (empty sends none)."""
+    host_id: str = ""
+    """The Host whose broker this endpoint calls (deploy/k8s: the pod name, as the broker's ``MAKA_HOST_ID``):
+    the Host its clients' answers are for on an Interaction tier serving several (empty: the tier's only
+    Host). The Host's manifests build its public name from it."""
     mcp_listen: str = "127.0.0.1:8766"
     """``host:port`` the MCP endpoint binds (path ``/mcp``); loopback by default. Port 0 picks a free one."""
     mcp_port_file: Path | None = None
     """Where to write the bound port once serving (for port 0)."""
     mcp_session: str = "default"
-    """The Maka session the endpoint's calls run in (the forms' session on every surface)."""
+    """The prefix of the Maka sessions the endpoint's calls run in (the forms' session on every surface): each
+    client gets its own, ``PREFIX.PRINCIPAL`` at 2026-07-28 and ``PREFIX.PRINCIPAL.MCP-SESSION`` at 2025-11-25
+    (``local`` for the principal of an open endpoint); a token scoped to named sessions runs in ``PREFIX``."""
     mcp_allowed_origins: Annotated[list[str], NoDecode] = []
     """Extra ``Origin`` values browsers may send (comma-separated or a JSON list); loopback origins are always
     allowed, every other origin is refused (DNS rebinding protection)."""
@@ -43,6 +52,10 @@ class McpSettings(OidcSettings):
     another process, or this one after a restart, gets ``-32602`` ``invalid_request_state``."""
     mcp_state_ttl_seconds: float = Field(default=600.0, gt=0)
     """How long a ``requestState`` stays valid; a call whose client does not retry within it is stopped."""
+    mcp_reattach_grace_seconds: float = Field(default=30.0, ge=0)
+    """How long a call whose HTTP stream closed keeps running for its client to come back: at 2025-11-25 a
+    ``GET`` with ``Last-Event-ID`` resuming the stream, at 2026-07-28 the retry with the call's ``requestState``
+    (when the client was sent one). Past it the call is stopped (nothing stays pending); 0 stops it at once."""
     auth_tokens_file: Path | None = None
     """The stack's tokens file (``MAKA_AUTH_TOKENS_FILE``, :mod:`services.core.auth`): when set, ``/mcp`` needs a
     bearer token of the ``caller`` role and the endpoint serves protected-resource metadata

@@ -45,6 +45,9 @@ from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider.config import check_config
 from services.mcp_provider.oauth import read_key_file
 from services.mcp_provider.settings import Settings as ProviderSettings
+from surfaces.mcp.calls import STOP_TIMEOUT_SECONDS as MCP_STOP_TIMEOUT_SECONDS
+from surfaces.mcp.main import SHUTDOWN_GRACE_SECONDS as MCP_SHUTDOWN_GRACE_SECONDS
+from surfaces.mcp.settings import McpSettings
 from surfaces.web.main import SHUTDOWN_GRACE_SECONDS as WEB_SHUTDOWN_GRACE_SECONDS
 from surfaces.web.settings import WebSettings
 
@@ -64,13 +67,14 @@ K8S_VERSION = "1.33.0"
 """Native gRPC probes are GA since 1.27; the ``sleep`` preStop action validates from 1.30."""
 
 README = ROOT / "deploy" / "README.md"
-SETTINGS_CLASS: dict[str, type[InteractionSettings | BrokerSettings | ProviderSettings | WebSettings]] = {
+SETTINGS_CLASS: dict[str, type[InteractionSettings | BrokerSettings | ProviderSettings | WebSettings | McpSettings]] = {
     "services.interaction.main": InteractionSettings,
     "services.broker.main": BrokerSettings,
     "services.mcp_provider.main": ProviderSettings,
     "surfaces.web.main": WebSettings,
+    "surfaces.mcp.main": McpSettings,
 }
-DIALS_GRPC = {"services.broker.main", "services.mcp_provider.main", "surfaces.web.main"}
+DIALS_GRPC = {"services.broker.main", "services.mcp_provider.main", "surfaces.web.main", "surfaces.mcp.main"}
 """Entry points that open gRPC channels, so they also read ``ClientTlsSettings`` (``MAKA_TLS_CA_FILE`` ...)."""
 SETTINGS_BY_MODULE: dict[str, set[str]] = {
     module: {f"MAKA_{name.upper()}" for name in settings.model_fields}
@@ -199,7 +203,8 @@ def test_compose_describes_the_k8s_topology_hosts_share_a_namespace_tier_and_web
 def test_compose_has_one_service_per_authority_built_from_the_one_dockerfile() -> None:
     built = _ours()
 
-    assert {_module(s) for s in built.values()} == set(SETTINGS_BY_MODULE)
+    # The MCP front door runs in the Kubernetes Host pods (and under `maka up`), not in Compose.
+    assert {_module(s) for s in built.values()} == set(SETTINGS_BY_MODULE) - {"surfaces.mcp.main"}
     for service in built.values():
         assert service["build"]["dockerfile"] == "Dockerfile"
         assert service["read_only"] is True
@@ -569,6 +574,8 @@ SHUTDOWN_PHASES: dict[str, tuple[str, ...]] = {
     # The Interaction app's stop: servicer.drain(grace_seconds) ends every stream, then server.stop(grace_seconds).
     "services.interaction.main": ("grace_seconds", "grace_seconds"),
     "surfaces.web.main": (),  # uvicorn's graceful shutdown: WEB_SHUTDOWN_GRACE_SECONDS
+    # uvicorn's graceful shutdown (MCP_SHUTDOWN_GRACE_SECONDS), then every detached call's bounded Stop.
+    "surfaces.mcp.main": (),
 }
 """What each entry point may spend after SIGTERM, phase by phase, by the setting that bounds the phase."""
 
@@ -577,6 +584,8 @@ def _shutdown_seconds(module: str, env: dict[str, str]) -> float:
     """The worst-case time from SIGTERM to exit of ``module`` with literal environment ``env``."""
     if module == "surfaces.web.main":
         return WEB_SHUTDOWN_GRACE_SECONDS
+    if module == "surfaces.mcp.main":
+        return MCP_SHUTDOWN_GRACE_SECONDS + MCP_STOP_TIMEOUT_SECONDS
     settings = SETTINGS_CLASS[module]
     values = {
         name: env.get(f"MAKA_{name.upper()}", settings.model_fields[name].default)
@@ -722,10 +731,15 @@ def test_a_host_is_one_statefulset_pod_with_its_broker_and_provider_on_localhost
     assert name == f"{directory.name}-host", "the Host ids come from the team"
     assert service["spec"]["clusterIP"] == "None"
     assert host["spec"]["serviceName"] == name
-    assert {_module(c) for c in containers.values()} == {"services.broker.main", "services.mcp_provider.main"}
+    assert {_module(c) for c in containers.values()} == {
+        "services.broker.main",
+        "services.mcp_provider.main",
+        "surfaces.mcp.main",
+    }
     broker_env, provider_env = _env(containers["broker"]), _env(containers["provider"])
     assert broker_env["MAKA_HOST_ID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert provider_env["MAKA_BROKER_TARGET"]["value"] == "127.0.0.1:50052"
+    assert _env(containers["mcp"])["MAKA_BROKER_TARGET"]["value"] == "127.0.0.1:50052", "its own Host's broker"
     # The provider's port serves only its health (the kubelet probes the pod IP, so it cannot be loopback);
     # neither the Service nor the NetworkPolicy exposes it.
     provider_port = int(provider_env["MAKA_LISTEN"]["value"].rsplit(":", 1)[1])
@@ -1543,8 +1557,9 @@ def test_gateway_routes_reach_each_teams_web_and_every_host_through_its_own_serv
     }
     http_routes = [d for d in documents if d["kind"] == "HTTPRoute"]
     grpc_routes = [d for d in documents if d["kind"] == "GRPCRoute"]
+    web_routes = [r for r in http_routes if not r["metadata"]["name"].endswith("-mcp")]
 
-    assert {r["spec"]["rules"][0]["backendRefs"][0]["name"] for r in http_routes} == webs
+    assert {r["spec"]["rules"][0]["backendRefs"][0]["name"] for r in web_routes} == webs
     routed_hosts = set()
     for route in grpc_routes:
         ((ref,),) = [rule["backendRefs"] for rule in route["spec"]["rules"]]
@@ -1558,6 +1573,62 @@ def test_gateway_routes_reach_each_teams_web_and_every_host_through_its_own_serv
         for ref in route["spec"]["rules"][0]["backendRefs"]:
             assert ref["port"] in {p["port"] for p in services[ref["name"]]["spec"]["ports"]}
         assert all("namespace" not in parent for parent in route["spec"]["parentRefs"])
+
+
+def _expand(value: str, pod_name: str) -> str:
+    """A dependent environment value as the kubelet expands it in pod ``pod_name`` (``$(MAKA_HOST_ID)``)."""
+    return value.replace("$(MAKA_HOST_ID)", pod_name)
+
+
+@pytest.mark.parametrize("directory", [*TEAMS, *INSTALLATIONS], ids=lambda p: p.name)
+def test_each_hosts_mcp_front_door_has_its_own_route_whose_name_its_host_check_admits(directory: Path) -> None:
+    documents = list(_k8s_documents(directory))
+    services = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Service"}
+    routes = [d for d in documents if d["kind"] == "HTTPRoute" and d["metadata"]["name"].endswith("-mcp")]
+    policies = {d["metadata"]["name"]: d for d in documents if d["kind"] == "NetworkPolicy"}
+    routed = {}
+    for route in routes:
+        (rule,) = route["spec"]["rules"]
+        (ref,) = rule["backendRefs"]
+        service = services[ref["name"]]
+        (port,) = [p for p in service["spec"]["ports"] if p["port"] == ref["port"]]
+        assert port["targetPort"] == "mcp"
+        assert route["spec"]["parentRefs"] == [{"name": "maka", "sectionName": "mcp"}], "TLS at the Gateway"
+        assert "timeouts" not in rule, "a call's stream stays open while a person answers"
+        (hostname,) = route["spec"]["hostnames"]
+        routed[service["spec"]["selector"]["statefulset.kubernetes.io/pod-name"]] = hostname
+    assert set(routed) == set(_host_ids(directory)), "every Host's front door, each on its own name"
+    for host in _hosts(directory):
+        pod = host["spec"]["template"]["spec"]
+        (door,) = [c for c in pod["containers"] if _module(c) == "surfaces.mcp.main"]
+        env, names = _env(door), [e["name"] for e in door["env"]]
+        assert env["MAKA_HOST_ID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+        assert names.index("MAKA_HOST_ID") < names.index("MAKA_MCP_ALLOWED_HOSTS")
+        assert names.index("MAKA_HOST_ID") < names.index("MAKA_MCP_RESOURCE_URL")
+        assert env["MAKA_AUTH_TOKENS_FILE"]["value"] == "/etc/maka/tokens/tokens.json", "bearer tokens required"
+        (mcp_port,) = [p["containerPort"] for p in door["ports"] if p["name"] == "mcp"]
+        assert env["MAKA_MCP_LISTEN"]["value"] == f"0.0.0.0:{mcp_port}"
+        assert door["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "mcp"}
+        for index in range(host["spec"].get("replicas", 1)):
+            pod_name = f"{host['metadata']['name']}-{index}"
+            literal = {k: _expand(v, pod_name) for k, v in _literal_env(door).items()}
+            settings = _settings(McpSettings, literal)
+            assert settings.mcp_allowed_hosts == [routed[pod_name]], "DNS rebinding protection admits its name"
+            assert settings.mcp_resource_url == f"https://{routed[pod_name]}/mcp"
+        # Only the edge reaches the front door.
+        policy = policies[host["metadata"]["name"]]
+        admitting = [rule for rule in policy["spec"]["ingress"] if mcp_port in {p["port"] for p in rule["ports"]}]
+        edge = {"namespaceSelector": {"matchLabels": {"maka.dev/edge": "true"}}}
+        assert [rule["from"] for rule in admitting] == [[edge]]
+
+
+@pytest.mark.parametrize("directory", TEAMS, ids=lambda p: p.name)
+def test_each_hosts_mcp_front_door_names_its_teams_web_page_as_where_to_answer(directory: Path) -> None:
+    web = next(c for _w, _p, c in _containers(directory) if _module(c) == "surfaces.web.main")
+    origin = _env(web)["MAKA_WEB_PUBLIC_ORIGIN"]["value"]
+    for _workload, _pod, door in _containers(directory):
+        if _module(door) == "surfaces.mcp.main":
+            assert _env(door)["MAKA_WEB_URL"]["value"] == origin
 
 
 @pytest.mark.parametrize("directory", RENDERINGS, ids=lambda p: p.name)

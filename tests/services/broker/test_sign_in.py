@@ -132,3 +132,14 @@ async def test_list_tools_carries_input_and_output_schemas_byte_for_byte(broker:
 
     [tool] = broker.list_tools()
     assert (tool.qualified_name, tool.input_schema_json, tool.output_schema_json) == ("time:now", inputs, outputs)
+
+
+async def test_list_tools_carries_the_tools_title_and_annotations_as_the_provider_sent_them(broker: Broker) -> None:
+    annotations = '{"readOnlyHint":true,"destructiveHint":false}'
+    descriptor = broker_pb2.ToolDescriptor(
+        name="now", claimed_server="time", title="What time is it", annotations_json=annotations
+    )
+    register_provider(broker, "mcp:time", descriptor)
+
+    [tool] = broker.list_tools()
+    assert (tool.title, tool.annotations_json) == ("What time is it", annotations)

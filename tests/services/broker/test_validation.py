@@ -50,6 +50,10 @@ def test_tools_are_keyed_by_their_qualified_name() -> None:
             broker_pb2.ToolDescriptor(name="a", claimed_server="srv", output_schema_json="{"),
             "output_schema_json of a is not a JSON object",
         ),
+        (
+            broker_pb2.ToolDescriptor(name="a", claimed_server="srv", annotations_json="[true]"),
+            "annotations_json of a is not a JSON object",
+        ),
     ],
 )
 def test_a_bad_tool_descriptor_refuses_the_whole_list(descriptor: broker_pb2.ToolDescriptor, problem: str) -> None:

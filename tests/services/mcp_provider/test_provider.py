@@ -225,6 +225,18 @@ def test_tools_the_broker_would_refuse_are_left_out_of_the_registration() -> Non
     assert json.loads(registered[0].input_schema_json) == {"type": "object"}
 
 
+def test_a_tools_title_and_annotations_are_registered_as_the_server_listed_them() -> None:
+    from services.mcp_provider.broker_link import descriptors
+    from services.mcp_provider.connection import ConnectionSnapshot, ToolInfo
+
+    hinted = ToolInfo("wipe", "d", {"type": "object"}, 1, "x", None, "Wipe it", {"destructiveHint": True})
+    plain = ToolInfo("ping", "d", {"type": "object"}, 1, "y")
+
+    registered = descriptors(ConnectionSnapshot("srv", 1, True, (hinted, plain)))
+
+    assert [(d.title, d.annotations_json) for d in registered] == [("Wipe it", '{"destructiveHint": true}'), ("", "")]
+
+
 @pytest.mark.parametrize(
     ("action", "expected"),
     [

@@ -13,9 +13,11 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -38,14 +40,21 @@ from tests.surfaces.mcp.stack import Up, maka_up, owner_client
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
 DEPLOY = "examples.deploy"
+GRACE_SECONDS = 10
+"""The stack's reattach grace: a client that does not come back is stopped past it."""
+GATED = "gated.gated"
 FORM_ID = re.compile(r"\(([^()\s]+)\): answer it")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
-    """The example server and ``broken``, one that exits at once; web on."""
+    """The example server, ``broken`` (one that exits at once) and ``gated`` (a form, then a wait at a gate the
+    test opens: tests/fixtures/mcp_servers/gated_server.py); web on."""
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
-    async with maka_up(tmp_path_factory.mktemp("front-door"), extra_servers={"broken": broken}) as running:
+    gated = {"command": sys.executable, "args": ["-m", "tests.fixtures.mcp_servers.gated_server"]}
+    servers = {"broken": broken, "gated": gated}
+    env = {"MAKA_MCP_REATTACH_GRACE_SECONDS": str(GRACE_SECONDS)}
+    async with maka_up(tmp_path_factory.mktemp("front-door"), env=env, extra_servers=servers) as running:
         yield running
 
 
@@ -107,6 +116,20 @@ async def test_tools_list_names_the_example_tools_with_server_prefixes_at_both_e
         tools = {tool.name: tool for tool in listed.tools}
         assert {"examples.deploy", "examples.release_checklist", "examples.ping"} <= set(tools)
         assert tools[DEPLOY].input_schema["properties"]["artifact"]["type"] == "string"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tools_keep_their_servers_title_and_annotations_at_both_eras(up: Up, mode: str) -> None:
+    async with owner_client(up, mode=mode) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    deploy, ping = tools[DEPLOY], tools["examples.ping"]
+    assert deploy.title == "Deploy an artifact"
+    assert deploy.annotations is not None
+    assert (deploy.annotations.destructive_hint, deploy.annotations.open_world_hint) == (True, False)
+    assert ping.annotations is not None
+    assert (ping.annotations.read_only_hint, ping.annotations.idempotent_hint) == (True, True)
+    assert tools["examples.release_checklist"].annotations is None
 
 
 async def test_a_modern_client_deploys_to_staging_after_the_form_is_answered_with_maka_answer(up: Up) -> None:
@@ -266,6 +289,49 @@ async def test_a_legacy_session_is_told_when_a_reload_adds_a_server(up: Up) -> N
         assert "more.ping" in {tool.name for tool in (await client.list_tools()).tools}
 
 
+async def test_a_modern_client_listening_is_told_when_a_reload_adds_a_server(up: Up) -> None:
+    async with owner_client(up) as client:
+        assert client.protocol_version == "2026-07-28"
+        tools = client.server_capabilities.tools
+        assert tools is not None
+        assert tools.list_changed
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert "extra.ping" not in {tool.name for tool in (await client.list_tools()).tools}
+            servers = json.loads(up.config.read_text())
+            servers["mcpServers"]["extra"] = servers["mcpServers"]["examples"]
+            up.config.write_text(json.dumps(servers))
+            reloaded = await maka("reload", state_dir=up.state_dir)
+            assert reloaded.code == 0, reloaded.err
+
+            listed = False
+            async with asyncio.timeout(60):
+                async for _event in subscription:  # each event: "the listing changed, read it again"
+                    if "extra.ping" in {tool.name for tool in (await client.list_tools()).tools}:
+                        listed = True
+                        break
+    assert listed
+
+
+async def test_two_legacy_clients_calls_run_in_their_own_maka_sessions(up: Up) -> None:
+    async with owner_client(up, mode="legacy") as one, owner_client(up, mode="legacy") as two:
+        first, second = _Progress(), _Progress()
+        calls = [
+            asyncio.ensure_future(one.call_tool(DEPLOY, {"artifact": "own-1"}, progress_callback=first)),
+            asyncio.ensure_future(two.call_tool(DEPLOY, {"artifact": "own-2"}, progress_callback=second)),
+        ]
+        async with asyncio.timeout(60):
+            ids = await asyncio.gather(asyncio.shield(first.form), asyncio.shield(second.form))
+        sessions = {str(form["id"]): str(form["session"]) for form in await _pending(up)}
+        for interaction_id in ids:
+            await _answer_staging(up, interaction_id)
+        async with asyncio.timeout(60):
+            results = await asyncio.gather(*calls)
+
+    assert sessions[ids[0]] != sessions[ids[1]]
+    assert all(sessions[i].startswith("default.owner.") for i in ids), sessions
+    assert [_text(result) for result in results] == ["Deployed own-1 to staging.", "Deployed own-2 to staging."]
+
+
 async def test_a_legacy_client_closing_its_session_mid_form_leaves_nothing_pending(up: Up) -> None:
     progress = _Progress()
     async with owner_client(up, mode="legacy") as client:
@@ -307,7 +373,8 @@ async def test_a_legacy_client_dropping_the_stream_mid_form_without_cancelling_l
                 if "Choose the deployment target" in line:
                     break  # a form waits: drop the stream, keep the session, send no cancel
 
-        await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+        # nothing resumes the stream: the call is stopped once the grace is over
+        await eventually(lambda: _nothing_pending(up), timeout=30 + GRACE_SECONDS, interval=0.2, what="no pending form")
 
 
 # --------------------------------------------------------------------------- the client as a surface
@@ -358,8 +425,9 @@ async def test_a_modern_client_gets_input_required_with_makas_own_request_state(
         state = first.request_state or ""
         payload, _mac = state.split(".")
         named = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        assert set(named) == {"c", "i", "d", "e"}
+        assert set(named) == {"c", "i", "d", "s", "e"}
         assert named["i"] == [key]
+        assert named["s"] == "default.owner"  # the client's own session
         # the example server's own sealed requestState ("v1." AES-GCM) never reaches the client
         assert not state.startswith("v1.")
         assert "v1." not in first.model_dump_json(by_alias=True, exclude={"request_state"})
@@ -462,3 +530,146 @@ async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again(
         )
     assert isinstance(done, CallToolResult)
     assert _text(done) == "Deployed refit to staging."
+
+
+async def test_a_modern_retry_within_the_grace_finds_its_call_after_the_stream_closed_while_it_ran(
+    up: Up, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    arguments = {"gate": str(gate)}
+    async with owner_client(up, elicitation_callback=_staging) as client:
+        first = await client.session.call_tool(GATED, arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        assert first.input_requests is not None
+        (key,) = first.input_requests
+        forms = {str(form["id"]): form for form in await _pending(up)}
+        assert forms[key]["session"] == "default.owner"  # a modern client's session: its principal's
+        # The retry answers; the call then runs on (at the gate) while this stream is open: drop it there.
+        retry = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {
+                "name": GATED,
+                "arguments": arguments,
+                "inputResponses": {key: {"action": "accept", "content": {"go": True}}},
+                "requestState": first.request_state,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                    "progressToken": "p7",
+                },
+            },
+        }
+        headers = {
+            **up.auth,
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": GATED,
+        }
+        async with (
+            httpx.AsyncClient(timeout=60) as http,
+            http.stream("POST", up.endpoints.mcp, json=retry, headers=headers) as response,
+        ):
+            assert response.status_code == 200
+            async with asyncio.timeout(60):
+                async for line in response.aiter_lines():
+                    if "waiting at the gate" in line:
+                        break  # the call runs at the gate: close the stream mid-call
+        # The client comes back with its requestState within the grace: the same call, not a new one.
+        again = asyncio.ensure_future(
+            client.session.call_tool(GATED, arguments, request_state=first.request_state, allow_input_required=True)
+        )
+        await asyncio.to_thread(gate.write_text, "open\n")  # blocks until the Tool reads the gate
+        async with asyncio.timeout(60):
+            done = await again
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "gated: accept"
+
+
+async def test_a_legacy_client_resuming_its_closed_stream_within_the_grace_gets_the_calls_result(up: Up) -> None:
+    headers = {**up.auth, "accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": DEPLOY, "arguments": {"artifact": "resumed"}, "_meta": {"progressToken": "p"}},
+    }
+    async with httpx.AsyncClient(timeout=60) as http:
+        opened = await http.post(up.endpoints.mcp, json=initialize, headers=headers)
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        await http.post(
+            up.endpoints.mcp, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
+        )
+        last_event_id, interaction_id = "", ""
+        async with http.stream("POST", up.endpoints.mcp, json=call, headers=session) as response:
+            async with asyncio.timeout(60):
+                async for line in response.aiter_lines():
+                    if line.startswith("id:"):
+                        last_event_id = line.removeprefix("id:").strip()
+                    found = FORM_ID.search(line)
+                    if found:
+                        interaction_id = found.group(1)
+                        break  # a form waits: the stream closes (as a proxy cutting it would)
+        assert last_event_id
+        assert interaction_id
+        resume = {**session, "accept": "text/event-stream", "last-event-id": last_event_id}
+        async with http.stream("GET", up.endpoints.mcp, headers=resume) as resumed:
+            assert resumed.status_code == 200
+            await _answer_staging(up, interaction_id)  # the call still runs: its form is answerable
+            async with asyncio.timeout(60):
+                async for line in resumed.aiter_lines():
+                    if "Deployed resumed to staging." in line:
+                        break
+                else:
+                    pytest.fail("the resumed stream ended without the call's result")
+
+
+async def test_another_session_cannot_resume_a_legacy_clients_stream(up: Up) -> None:
+    headers = {**up.auth, "accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": DEPLOY, "arguments": {"artifact": "not-yours"}, "_meta": {"progressToken": "p"}},
+    }
+    async with httpx.AsyncClient(timeout=60) as http:
+        sessions = []
+        for _ in range(2):
+            opened = await http.post(up.endpoints.mcp, json=initialize, headers=headers)
+            sessions.append(
+                {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            )
+        last_event_id = ""
+        async with http.stream("POST", up.endpoints.mcp, json=call, headers=sessions[0]) as response:
+            async with asyncio.timeout(60):
+                async for line in response.aiter_lines():
+                    if line.startswith("id:"):
+                        last_event_id = line.removeprefix("id:").strip()
+                    if "Choose the deployment target" in line:
+                        break
+        assert last_event_id
+        thief = {**sessions[1], "accept": "text/event-stream", "last-event-id": last_event_id}
+        async with http.stream("GET", up.endpoints.mcp, headers=thief) as stolen:
+            body = b""
+            async with asyncio.timeout(30):
+                async for chunk in stolen.aiter_bytes():
+                    body += chunk
+        assert b"Choose the deployment target" not in body
+        assert b"not-yours" not in body
+        # nobody resumed the first session's stream: its call is stopped past the grace
+        await eventually(lambda: _nothing_pending(up), timeout=30 + GRACE_SECONDS, interval=0.2, what="no pending form")

@@ -1,7 +1,8 @@
 """The MCP front door of a stack with a tokens file (``MAKA_AUTH_TOKENS_FILE``): ``/mcp`` needs a bearer token of
 the ``caller`` role (401 with the RFC 9728 metadata URL in ``WWW-Authenticate`` otherwise, 403 without the role),
 the protected-resource metadata names the resource, and a call made with a caller's token runs through the
-broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI)."""
+broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI); a
+``requestState`` issued to one principal answers nothing for another."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 import pytest_asyncio
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
 from tests.surfaces.mcp.stack import TS_CLIENT, Up, inspector, maka_up, node_env, run_node
 
@@ -25,6 +28,7 @@ CALLER = "caller-secret-1"
 SURFACE = "surface-secret-1"
 ELSEWHERE = "caller-elsewhere-secret-1"  # a caller of another session than the door's ("default")
 UNKNOWN = "not-a-configured-token"
+PUBLIC_HOST = "team-a-host-0.mcp.maka.example.com"
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -48,6 +52,7 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     env = {"MAKA_AUTH_TOKENS_FILE": str(tokens)}
     env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
     env["MAKA_BROKER_TOKEN"] = STACK
+    env["MAKA_MCP_ALLOWED_HOSTS"] = PUBLIC_HOST  # as deploy/k8s sets the Host's public name
     async with maka_up(tmp, env=env) as running:
         yield running
 
@@ -133,3 +138,64 @@ async def test_the_broker_call_carries_the_clients_own_token_not_the_doors(up: U
     assert result.is_error
     text = "\n".join(block.text for block in result.content if block.type == "text")
     assert text.startswith("PERMISSION_DENIED"), text
+
+
+async def _accept_staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content={"environment": "staging", "confirm": True})
+
+
+async def test_a_request_state_issued_to_one_principal_answers_nothing_for_another(up: Up) -> None:
+    alice_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {CALLER}"}, timeout=60)
+    other_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {STACK}"}, timeout=60)
+    async with (
+        alice_http,
+        other_http,
+        Client(
+            streamable_http_client(up.endpoints.mcp, http_client=alice_http), elicitation_callback=_accept_staging
+        ) as alice,
+        Client(
+            streamable_http_client(up.endpoints.mcp, http_client=other_http), elicitation_callback=_accept_staging
+        ) as other,
+    ):
+        arguments = {"artifact": "alices"}
+        first = await alice.session.call_tool("examples.deploy", arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        assert first.input_requests is not None
+        (key,) = first.input_requests
+        production = ElicitResult(action="accept", content={"environment": "production", "confirm": True})
+        with pytest.raises(MCPError) as raised:
+            await other.session.call_tool(
+                "examples.deploy",
+                arguments,
+                input_responses={key: production},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        assert raised.value.error.data == {"reason": "invalid_request_state"}
+        staging = ElicitResult(action="accept", content={"environment": "staging", "confirm": True})
+        done = await alice.session.call_tool(
+            "examples.deploy",
+            arguments,
+            input_responses={key: staging},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, CallToolResult)
+    assert [block.text for block in done.content if block.type == "text"] == ["Deployed alices to staging."]
+
+
+async def test_the_public_host_name_the_setting_allows_is_served_and_another_name_is_refused(up: Up) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    headers = {
+        **ACCEPT,
+        "Authorization": f"Bearer {CALLER}",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "server/discover",
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        public = await http.post(up.endpoints.mcp, json=discover, headers={**headers, "host": PUBLIC_HOST})
+        other = await http.post(up.endpoints.mcp, json=discover, headers={**headers, "host": "evil.example"})
+    assert public.status_code == 200, public.text
+    assert "maka" in public.text  # the server's discover result
+    assert other.status_code == 421

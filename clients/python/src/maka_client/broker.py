@@ -90,6 +90,11 @@ class ToolInfo:
     provider_display_name: str
     output_schema: dict[str, Any] | None = None
     """The Tool's ``outputSchema`` exactly as the server listed it (``None`` when it has none)."""
+    title: str = ""
+    """The Tool's ``title`` as the server listed it (empty when none)."""
+    annotations: dict[str, Any] | None = None
+    """The Tool's ``annotations`` (``readOnlyHint``, ``destructiveHint``, ...) as the server listed them: hints
+    from an untrusted server (``None`` when none)."""
 
 
 def _schema_or_none(text: str) -> dict[str, Any] | None:
@@ -461,6 +466,8 @@ class BrokerClient:
                     provider_id=tool.provider_id,
                     provider_display_name=tool.provider_display_name,
                     output_schema=_schema_or_none(tool.output_schema_json),
+                    title=tool.title,
+                    annotations=_schema_or_none(tool.annotations_json),
                 )
             )
         return sorted(tools, key=lambda t: t.name)

@@ -413,6 +413,8 @@ class ToolDescriptor(_message.Message):
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     CLAIMED_SERVER_FIELD_NUMBER: _builtins.int
     OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_JSON_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The bare Tool name; the broker qualifies it as `claimed_server:name`."""
     description: _builtins.str
@@ -422,6 +424,10 @@ class ToolDescriptor(_message.Message):
     """The MCP server the provider claims this Tool comes from (display only)."""
     output_schema_json: _builtins.str
     """The Tool's JSON Schema for structured results (`outputSchema`), as JSON text; empty when none."""
+    title: _builtins.str
+    """The Tool's human-readable `title`; empty when none."""
+    annotations_json: _builtins.str
+    """The Tool's `annotations` (readOnlyHint, destructiveHint, ...) as a JSON object text; empty when none."""
     def __init__(
         self,
         *,
@@ -430,10 +436,12 @@ class ToolDescriptor(_message.Message):
         input_schema_json: _builtins.str = ...,
         claimed_server: _builtins.str = ...,
         output_schema_json: _builtins.str = ...,
+        title: _builtins.str = ...,
+        annotations_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["claimed_server", b"claimed_server", "description", b"description", "input_schema_json", b"input_schema_json", "name", b"name", "output_schema_json", b"output_schema_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations_json", b"annotations_json", "claimed_server", b"claimed_server", "description", b"description", "input_schema_json", b"input_schema_json", "name", b"name", "output_schema_json", b"output_schema_json", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1326,6 +1334,8 @@ class Tool(_message.Message):
     PROVIDER_ID_FIELD_NUMBER: _builtins.int
     PROVIDER_DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_JSON_FIELD_NUMBER: _builtins.int
     qualified_name: _builtins.str
     """Qualified `SERVER:TOOL`."""
     description: _builtins.str
@@ -1334,6 +1344,10 @@ class Tool(_message.Message):
     provider_display_name: _builtins.str
     output_schema_json: _builtins.str
     """The Tool's `outputSchema` as JSON text, unchanged; empty when it has none."""
+    title: _builtins.str
+    """The Tool's `title` as its server listed it; empty when none."""
+    annotations_json: _builtins.str
+    """The Tool's `annotations` as a JSON object text, as its server listed them (hints, untrusted); empty when none."""
     def __init__(
         self,
         *,
@@ -1343,10 +1357,12 @@ class Tool(_message.Message):
         provider_id: _builtins.str = ...,
         provider_display_name: _builtins.str = ...,
         output_schema_json: _builtins.str = ...,
+        title: _builtins.str = ...,
+        annotations_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_schema_json", b"input_schema_json", "output_schema_json", b"output_schema_json", "provider_display_name", b"provider_display_name", "provider_id", b"provider_id", "qualified_name", b"qualified_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations_json", b"annotations_json", "description", b"description", "input_schema_json", b"input_schema_json", "output_schema_json", b"output_schema_json", "provider_display_name", b"provider_display_name", "provider_id", b"provider_id", "qualified_name", b"qualified_name", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

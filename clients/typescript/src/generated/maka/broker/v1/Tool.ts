@@ -8,6 +8,8 @@ export interface Tool {
   'provider_id'?: (string);
   'provider_display_name'?: (string);
   'output_schema_json'?: (string);
+  'title'?: (string);
+  'annotations_json'?: (string);
 }
 
 export interface Tool__Output {
@@ -17,4 +19,6 @@ export interface Tool__Output {
   'provider_id': (string);
   'provider_display_name': (string);
   'output_schema_json': (string);
+  'title': (string);
+  'annotations_json': (string);
 }

@@ -7,6 +7,8 @@ export interface ToolDescriptor {
   'input_schema_json'?: (string);
   'claimed_server'?: (string);
   'output_schema_json'?: (string);
+  'title'?: (string);
+  'annotations_json'?: (string);
 }
 
 export interface ToolDescriptor__Output {
@@ -15,4 +17,6 @@ export interface ToolDescriptor__Output {
   'input_schema_json': (string);
   'claimed_server': (string);
   'output_schema_json': (string);
+  'title': (string);
+  'annotations_json': (string);
 }
