@@ -28,6 +28,7 @@ from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import FanOut
 from services.interaction.fence_check import FenceUnsatisfiable, check_wait_fence
 from services.interaction.keys import Keys
+from services.interaction.policy import PolicyFile, PolicyFileError
 from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.sealing import AnswerSealer
@@ -180,6 +181,7 @@ async def build(settings: Settings) -> GrpcApp:
     commands in flight (one limiter shared by every Host), so never more than ``redis_pool_size``.
     """
     sealer = answer_sealer(settings)
+    policies = PolicyFile(settings.approver_policies_file)
     audit.configure(settings.audit_log)
     client = redis_client(settings)
     limiter = asyncio.Semaphore(settings.redis_pool_size - settings.redis_followers)
@@ -213,6 +215,7 @@ async def build(settings: Settings) -> GrpcApp:
             ),
             settings,
             fanout=fanout,
+            policies=policies,
         )
         for host in settings.hosts
     }
@@ -232,6 +235,9 @@ async def main() -> int:
         return 2
     except FenceUnsatisfiable as error:
         log.error("redis_wait_fence_unsatisfiable", extra={"problem": str(error)})
+        return 2
+    except PolicyFileError as error:
+        log.error("approver_policies_invalid", extra={"problem": str(error)})
         return 2
     await serve(app, settings)
     return 0
