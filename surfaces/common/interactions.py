@@ -300,6 +300,7 @@ class InteractionView:
             if self.answered_by is not None
             else None,
             **({"host": self.host_id} if with_host else {}),
+            "made_for": self.proto.binding.made_for.principal or None,
             "round": {
                 "position": self.round_position,
                 "size": self.round_size,
