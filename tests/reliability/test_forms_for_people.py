@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -49,9 +48,7 @@ def people(provider: Provider) -> dict[str, str]:
 async def stack(tmp_path_factory: pytest.TempPathFactory, provider: Provider) -> AsyncIterator[RunningStack]:
     directory = tmp_path_factory.mktemp("people")
     tokens = directory / "tokens.json"
-    tokens.write_text(
-        json.dumps({"tokens": [{"name": n, "token": t, "roles": r} for n, (t, r) in TOKENS.items()]})
-    )
+    tokens.write_text(json.dumps({"tokens": [{"name": n, "token": t, "roles": r} for n, (t, r) in TOKENS.items()]}))
     policies = directory / "policies.json"
     policies.write_text(json.dumps(POLICY))
     env = {
@@ -113,7 +110,9 @@ async def test_a_person_s_form_reaches_that_person_and_the_approvers_through_the
     for name in ("alice", "bob", "carol"):
         code, out, err = await maka_on_tier(interaction, people[name], "history", "--json")
         assert code == 0, err
-        histories[name] = {entry["id"]: (entry["made_for"], entry["answered_by"]["principal"]) for entry in json.loads(out)}
+        histories[name] = {
+            entry["id"]: (entry["made_for"], entry["answered_by"]["principal"]) for entry in json.loads(out)
+        }
     mine = {hers: (ALICE.email, BOB.email), machine: (None, CAROL.email)}
     assert histories == {"alice": mine, "bob": mine, "carol": {machine: (None, CAROL.email)}}
     assert "ship-it" not in json.dumps(histories)

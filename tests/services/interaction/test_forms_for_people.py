@@ -164,7 +164,11 @@ async def test_attach_snapshots_and_live_events_reach_only_the_person_and_the_ap
 
             await carol.answer("sub-carol", hers.interaction_id, form_pb2.Answer(action=form_pb2.ACTION_DECLINE))
             outcome = (await carol.next("answer_outcome")).answer_outcome
-            assert (outcome.accepted, outcome.reason, outcome.HasField("interaction")) == (False, interaction_pb2.ERROR_REASON_NOT_FOUND, False)
+            assert (outcome.accepted, outcome.reason, outcome.HasField("interaction")) == (
+                False,
+                interaction_pb2.ERROR_REASON_NOT_FOUND,
+                False,
+            )
         finally:
             await bob.close()
             await carol.close()
