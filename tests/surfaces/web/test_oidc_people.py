@@ -72,6 +72,9 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
         expect(pages["alice"].locator(f'article.card[data-id="{hers.interaction_id}"]')).to_be_visible()
         expect(pages["bob"].locator(f'article.card[data-id="{hers.interaction_id}"]')).to_be_visible()
         expect(pages["carol"].locator(f'article.card[data-id="{hers.interaction_id}"]')).to_have_count(0)
+        expect(pages["bob"].locator(f'article.card[data-id="{hers.interaction_id}"] .session')).to_contain_text(
+            f"for {ALICE.email}"
+        )
         hidden = pages["carol"].request.get(f"{url}/api/interactions/{hers.interaction_id}?session_id={session_id}")
         assert hidden.status == 404
 
