@@ -99,7 +99,7 @@ async def test_a_person_s_form_reaches_that_person_and_the_approvers_through_the
             interaction, people["bob"], "answer", hers, "accept", "--values", '{"value": "ship-it"}', "--json"
         )
         assert code == 0, err
-        assert json.loads(out)["answered_by"]["principal"] == BOB.email
+        assert (json.loads(out)["id"], json.loads(out)["state"]) == (hers, "answered")
         terminal = await alices.terminal()
         assert terminal.WhichOneof("event") == "result"
 
