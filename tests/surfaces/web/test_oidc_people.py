@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from maka.form.v1 import form_pb2
-from maka.interaction.v1 import interaction_pb2
+from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
+from services.core.auth import acts_for_metadata
 from tests.helpers.oidc import Person, Provider, oidc_provider
 from tests.helpers.redis_server import RedisServer
 from tests.surfaces.web.stack import WebStackThread, text_form
@@ -47,6 +49,18 @@ def stack_thread(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFac
         thread.stop()
 
 
+def _as_alice(stack_thread: WebStackThread, interaction_id: str) -> interaction_pb2.Interaction:
+    """The record as alice reads it (the service shows her form to nobody else: not to the test's own link)."""
+    assert stack_thread.stack is not None
+    stub = interaction_service_pb2_grpc.InteractionServiceStub(stack_thread.stack.channel)
+    request = interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id)
+
+    async def fetch() -> interaction_pb2.Interaction:
+        return (await stub.GetInteraction(request, metadata=acts_for_metadata(ALICE.email))).interaction
+
+    return stack_thread.run(fetch())
+
+
 def _signed_in(browser: Browser, url: str, person: Person) -> Page:
     page = browser.new_context().new_page()
     page.goto(url)
@@ -58,12 +72,18 @@ def _signed_in(browser: Browser, url: str, person: Person) -> Page:
 
 
 def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_and_live(
-    browser: Browser, stack_thread: WebStackThread, provider: Provider, session_id: str
+    browser: Browser, stack_thread: WebStackThread, provider: Provider, session_id: str, tmp_path: Path
 ) -> None:
     hers = stack_thread.open(text_form("Deploy for alice?"), session_id, wait_seconds=300, made_for=FOR_ALICE)
     machine = stack_thread.open(text_form("A machine's question"), session_id, wait_seconds=300)
+    secret_file = tmp_path / "oidc-client-secret"
+    secret_file.write_text("maka-web-client-secret\n")
     url = stack_thread.web(
-        [session_id], oidc_issuer=provider.issuer, oidc_client_id="maka-web", oidc_roles={"staff": ["surface"]}
+        [session_id],
+        oidc_issuer=provider.issuer,
+        oidc_client_id="maka-web",
+        oidc_client_secret_file=secret_file,
+        oidc_roles={"staff": ["surface"]},
     )
     pages = {person.sub: _signed_in(browser, url, person) for person in (ALICE, BOB, CAROL)}
     try:
@@ -94,7 +114,7 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
         card.get_by_label("Target").fill("production")
         card.get_by_role("button", name="Submit").click()
         expect(card).to_have_count(0, timeout=TIMEOUT_MS)
-        stored = stack_thread.get(hers.interaction_id)
+        stored = _as_alice(stack_thread, hers.interaction_id)
         assert stored.answer.action == form_pb2.ACTION_ACCEPT
         assert (stored.answered_by.principal, stored.answered_by.via) == (BOB.email, "anonymous")
     finally:
