@@ -214,7 +214,7 @@ async def test_a_changed_policy_file_applies_to_the_next_read_without_a_restart(
             assert [ix.interaction_id for ix in await carol.pending()] == [hers.interaction_id]
 
 
-async def test_a_person_s_token_and_groups_never_reach_redis_or_the_logs(
+async def test_the_audit_names_the_person_and_their_token_and_groups_never_reach_redis_or_the_logs(
     service: Service, provider: Provider, tokens: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
@@ -235,3 +235,5 @@ async def test_a_person_s_token_and_groups_never_reach_redis_or_the_logs(
     assert not [s for s in secrets if s in stored]
     assert tokens["alice"] not in caplog.text
     assert tokens["alice"] not in repr(history)
+    opened = [r.__dict__ for r in caplog.records if r.name == "maka.audit" and r.getMessage() == "form_opened"]
+    assert [(r["interaction_id"], r["made_for"]) for r in opened] == [(hers.interaction_id, ALICE.email)]
