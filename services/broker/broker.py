@@ -91,6 +91,7 @@ from services.broker.validation import (
     check_tools,
 )
 from services.core import metrics
+from services.core.auth import Principal
 from services.core.limits import MAX_ID_CHARS
 from services.core.reasons import InteractionErrorReason
 
@@ -612,6 +613,8 @@ class Broker:
             provider_correlation_id=frame.correlation_id,
             tool_name=invocation.qualified_name,
         )
+        if invocation.made_for is not None:
+            binding.made_for.CopyFrom(invocation.made_for)
         invocation.state = InvocationState.OPENING
         invocation.correlation_id = frame.correlation_id
         round_info = frame.round if frame.HasField("round") else None
@@ -859,8 +862,13 @@ class Broker:
 
     # --- the caller's side ----------------------------------------------------------------------
 
-    def call_tool(self, request: broker_pb2.CallToolRequest, owner: str = "") -> Invocation:
+    def call_tool(
+        self, request: broker_pb2.CallToolRequest, owner: str = "", made_for: interaction_pb2.Person | None = None
+    ) -> Invocation:
         """Start one invocation for principal ``owner`` and return it (follow it with :meth:`follow`).
+
+        ``made_for``: the person the call is made for (:func:`made_for` of the caller's principal, never a
+        message field); its forms carry it and reach only that person and the approvers a policy names.
 
         A malformed request (ids empty or over 256 code points, arguments not a JSON object, a
         live duplicate tool-use id in the session, a ``call_id`` reused for a different request) or
@@ -880,6 +888,7 @@ class Broker:
             registration=None,
             log=CallLog(self._queue_size),
             owner=owner,
+            made_for=made_for,
             call_id=request.call_id,
         )
         self._callers.prune()
@@ -1207,6 +1216,15 @@ def _closed_form_failure(reason: interaction_pb2.CloseReason.ValueType) -> tuple
     if reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED:
         why += " (the server's requestState for this round expired before every form was answered)"
     return code, f"the form closed: {why}"
+
+
+def made_for(principal: Principal) -> interaction_pb2.Person | None:
+    """The person a call of ``principal`` is made for (docs/security.md "Who sees a form"): the person a caller
+    allowed to act for people named (``x-maka-acts-for``; ``via`` that caller), or the caller itself when its own
+    OpenID Connect token was verified (``issuer``); None for a machine token or no authentication."""
+    if not principal.person:
+        return None
+    return interaction_pb2.Person(principal=principal.name, issuer=principal.issuer, via=principal.via)
 
 
 def _with_trusted_requester(

@@ -119,6 +119,9 @@ class Invocation:
     log: CallLog
     owner: str = ""
     """The principal that started it (only it may reattach)."""
+    made_for: interaction_pb2.Person | None = None
+    """The person the call is made for, from the caller's authentication (:func:`made_for`); None for machines.
+    Every form it opens carries it (``Binding.made_for``)."""
     call_id: str = ""
     state: InvocationState = InvocationState.RUNNING
     terminal: broker_pb2.CallToolResponse | None = None

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.broker.broker import Broker
+from services.broker.broker import Broker, made_for
 from services.broker.errors import NotPermitted
 from services.broker.model import ProviderStream
 from services.core.auth import Role, current_principal
@@ -103,7 +103,8 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
             _require(Role.CALLER, request.session_id)
         except ServiceError as error:
             await abort(context, error)
-        invocation = self._broker.call_tool(request, current_principal().name)
+        caller = current_principal()
+        invocation = self._broker.call_tool(request, caller.name, made_for(caller))
         async with contextlib.aclosing(self._broker.follow(invocation)) as events:
             async for event in events:
                 yield event

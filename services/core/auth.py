@@ -68,6 +68,14 @@ class Principal:
     """For a person named by an acting service: that service's principal name (empty otherwise)."""
     issuer: str = ""
     """For a person whose own OpenID Connect token was verified: the token's issuer (empty otherwise)."""
+    groups: frozenset[str] = field(default_factory=frozenset[str])
+    """A person's groups: their verified token's groups claim, or what the service acting for them stated
+    (:data:`ACTS_FOR_GROUPS_HEADER`). Empty for machines."""
+
+    @property
+    def person(self) -> bool:
+        """True when this principal is a person: their own verified token, or named by a service acting for them."""
+        return bool(self.issuer or self.via)
 
     def has_role(self, role: Role) -> bool:
         """True when the principal holds ``role`` (or is admin)."""
@@ -270,11 +278,22 @@ the person signed in to it. Honoured only from a principal with ``acts_for`` (or
 authentication configured): the call then runs as that person, ``via`` the service; from anyone else it is
 ``PERMISSION_DENIED``. A browser never reaches gRPC, so only the service itself can set it."""
 MAX_PERSON_CHARS = 256
+ACTS_FOR_GROUPS_HEADER = "x-maka-acts-for-groups"
+"""Call metadata stating the groups of the person :data:`ACTS_FOR_HEADER` names (comma-separated, each
+percent-encoded), e.g. the groups claim of the web page's signed-in person, for approver policies
+(docs/security.md "Who sees a form"). Honoured only beside :data:`ACTS_FOR_HEADER` from a principal allowed to
+act for people; anything else is ``PERMISSION_DENIED``."""
+MAX_GROUPS = 64
 
 
-def acts_for_metadata(person: str) -> tuple[tuple[str, str], ...]:
-    """Call metadata that names ``person`` as the one this call is made for (empty when ``person`` is empty)."""
-    return ((ACTS_FOR_HEADER, quote(person, safe="@.-_+")),) if person else ()
+def acts_for_metadata(person: str, groups: Iterable[str] = ()) -> tuple[tuple[str, str], ...]:
+    """Call metadata that names ``person`` as the one this call is made for, and their ``groups`` (empty when
+    ``person`` is empty)."""
+    if not person:
+        return ()
+    named = ((ACTS_FOR_HEADER, quote(person, safe="@.-_+")),)
+    listed = [quote(group, safe="@.-_+") for group in groups if group]
+    return (*named, (ACTS_FOR_GROUPS_HEADER, ",".join(listed))) if listed else named
 
 
 class BearerVerifier(Protocol):
@@ -296,6 +315,24 @@ def _acting_person(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | 
     return None
 
 
+def _acting_groups(metadata: Sequence[tuple[str, str | bytes]] | None) -> frozenset[str] | None:
+    """The groups :data:`ACTS_FOR_GROUPS_HEADER` states (None without the header). Raises PermissionDenied when
+    they are malformed (too many, too long, not printable)."""
+    for key, value in metadata or ():
+        if key.lower() == ACTS_FOR_GROUPS_HEADER and isinstance(value, str):
+            groups = [unquote(part) for part in value.split(",") if part]
+            if len(groups) > MAX_GROUPS or not all(
+                g.strip() and len(g) <= MAX_PERSON_CHARS and g.isprintable() for g in groups
+            ):
+                raise PermissionDenied(
+                    AuthErrorReason.PERMISSION_DENIED,
+                    f"{ACTS_FOR_GROUPS_HEADER} must list at most {MAX_GROUPS} group names",
+                    domain=AUTH_DOMAIN,
+                )
+            return frozenset(groups)
+    return None
+
+
 def _admit(
     principal: Principal,
     method: str,
@@ -304,6 +341,13 @@ def _admit(
 ) -> Principal:
     """Apply :data:`ACTS_FOR_HEADER`, then the method's roles, to an authenticated ``principal``."""
     person = _acting_person(metadata)
+    groups = _acting_groups(metadata)
+    if groups is not None and person is None:
+        raise PermissionDenied(
+            AuthErrorReason.PERMISSION_DENIED,
+            f"{ACTS_FOR_GROUPS_HEADER} needs {ACTS_FOR_HEADER}",
+            domain=AUTH_DOMAIN,
+        )
     if person is not None:
         if not (principal.acts_for or Role.ADMIN in principal.roles):
             raise PermissionDenied(
@@ -313,7 +357,9 @@ def _admit(
             raise PermissionDenied(
                 AuthErrorReason.PERMISSION_DENIED, f"{ACTS_FOR_HEADER} must name a person", domain=AUTH_DOMAIN
             )
-        principal = replace(principal, name=person, acts_for=False, via=principal.name)
+        principal = replace(
+            principal, name=person, acts_for=False, via=principal.name, issuer="", groups=groups or frozenset()
+        )
     roles = method_roles.get(method)
     if roles is not None and not any(principal.has_role(role) for role in roles):
         raise PermissionDenied(

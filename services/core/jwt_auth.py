@@ -250,10 +250,12 @@ class JwtVerifier:
         name = claims.get(self.config.name_claim)
         if not isinstance(name, str) or not name.strip() or len(name) > 256:
             raise JwtRefused(Refusal.NO_NAME)
+        groups = groups_of(claims, self.config.groups_claim)
         return Principal(
             name=name,
-            roles=self.config.roles_for(groups_of(claims, self.config.groups_claim)),
+            roles=self.config.roles_for(groups),
             issuer=str(claims.get("iss", "")),
+            groups=frozenset(groups),
         )
 
     async def verify(self, token: str) -> Principal:

@@ -3,10 +3,11 @@ audit").
 
 The replica whose script committed a transition emits it, so each transition is audited once:
 ``form_opened``, ``form_answered``, ``form_closed`` and ``form_delivery``. An event carries ids (Interaction,
-Host, epoch, session, turn, invocation), the Tool name, who answered (principal name and kind, surface kind),
-the action, the close or loss reason, the delivery and times (RFC 3339 UTC) - never an answer value, form copy,
-``requestState`` or token. With ``MAKA_AUDIT_LOG`` set (:func:`configure`) the events are appended to that file
-only, as JSON lines an operator ships; otherwise they go to the service's own log stream with every other line.
+Host, epoch, session, turn, invocation), the Tool name, the person the call was made for (``made_for``, when
+set), who answered (principal name and kind, surface kind), the action, the close or loss reason, the delivery
+and times (RFC 3339 UTC) - never an answer value, form copy, ``requestState`` or token. With ``MAKA_AUDIT_LOG``
+set (:func:`configure`) the events are appended to that file only, as JSON lines an operator ships; otherwise
+they go to the service's own log stream with every other line.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def emit(event: str, interaction: interaction_pb2.Interaction, host_id: str) -> 
         "tool_name": binding.tool_name,
         "created_at": _iso(interaction.created_at),
     }
+    if binding.made_for.principal:
+        fields["made_for"] = binding.made_for.principal
     if event == "form_opened":
         fields["expires_at"] = _iso(interaction.expires_at)
     if interaction.HasField("settled_at"):

@@ -46,6 +46,7 @@ from services.interaction.fanout import FanOut
 from services.interaction.history import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, HistoryCursor
 from services.interaction.keys import ALL_SESSIONS
 from services.interaction.notify import Notifier
+from services.interaction.policy import Policies, PolicyFile, visible
 from services.interaction.presence import clean_kind
 from services.interaction.settings import Settings
 from services.interaction.store import DeliveryMode, InteractionStore, Mode, Record, ScriptCode, SettleResult
@@ -189,6 +190,9 @@ def _check_binding(binding: interaction_pb2.Binding) -> None:
     violations: list[Violation] = []
     for name in _BINDING_IDS:
         _check_id(f"binding/{name}", getattr(binding, name), violations)
+    made_for = binding.made_for
+    if any(len(part) > MAX_ID_CHARS for part in (made_for.principal, made_for.issuer, made_for.via)):
+        violations.append(Violation("/binding/made_for", FormErrorReason.SCHEMA_INVALID_VALUE, "too long"))
     if len(binding.provider_correlation_id) > MAX_ID_CHARS or len(binding.tool_name) > MAX_ID_CHARS:
         violations.append(
             Violation("/binding", FormErrorReason.SCHEMA_INVALID_VALUE, "provider_correlation_id or tool_name too long")
@@ -236,11 +240,14 @@ class InteractionAuthority:
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
         fanout: FanOut | None = None,
+        policies: PolicyFile | None = None,
         notifier: Notifier | None = None,
     ) -> None:
         self.store = store
         self.notifier = notifier
         """Sends form notifications (docs/operations.md#notifications) for the forms this replica opens; None: off."""
+        self.policies = policies if policies is not None else PolicyFile(None)
+        """Approver policies: who besides the person a call is made for sees its forms (docs/security.md)."""
         self.fanout = fanout if fanout is not None else FanOut(store.client, lanes=1, queue_size=512)
         """The replica's shared follower of event Streams (one per process; started by the app)."""
         self.settings = settings
@@ -724,11 +731,20 @@ class InteractionAuthority:
             record = await self.store.get(interaction_id) if interaction_id else None
         if (
             record is None
-            or not principal.may_see(record.session_id)
+            or not self._may_see(principal, record.interaction, self.policies.current())
             or (session_id is not None and session_id != record.session_id)
         ):
             raise errors.InteractionNotFound(interaction_id)
         return record
+
+    @staticmethod
+    def _may_see(principal: Principal, interaction: interaction_pb2.Interaction, policies: Policies) -> bool:
+        """The session rule, and for a form made for a person: that person or an approver ``policies`` name
+        (docs/security.md "Who sees a form"). Anything else is indistinguishable from an unknown id."""
+        binding = interaction.binding
+        return principal.may_see(binding.session_id) and visible(
+            principal, binding.made_for, binding.tool_name, policies
+        )
 
     async def answer(
         self,
@@ -919,9 +935,14 @@ class InteractionAuthority:
         else:
             ids = await self.store.pending_ids()
         out: list[interaction_pb2.Interaction] = []
+        policies = self.policies.current()
         for interaction_id in ids:
             record = await self.store.get(interaction_id)
-            if record is not None and record.state == "pending" and principal.may_see(record.session_id):
+            if (
+                record is not None
+                and record.state == "pending"
+                and self._may_see(principal, record.interaction, policies)
+            ):
                 out.append(record.interaction)
         out.sort(key=lambda i: (i.created_at.ToMilliseconds(), i.interaction_id))
         return out
@@ -949,11 +970,14 @@ class InteractionAuthority:
                 )
             cursor = (parsed.score, parsed.interaction_id)
         out: list[interaction_service_pb2.HistoryEntry] = []
+        policies = self.policies.current()
         for _round in range(_HISTORY_SCAN_ROUNDS):
             page = await self.store.history_page(cursor, max(size, _HISTORY_SCAN_BATCH))
             for score, interaction_id, entry in page:
                 cursor = (score, interaction_id)
-                if ALL_SESSIONS in wanted or entry.session_id in wanted:
+                if (ALL_SESSIONS in wanted or entry.session_id in wanted) and visible(
+                    principal, entry.made_for, entry.tool_name, policies
+                ):
                     out.append(entry)
                     if len(out) == size:
                         return out, HistoryCursor(*cursor).encode()
@@ -977,10 +1001,15 @@ class InteractionAuthority:
             return AttachStart(snapshot=None, positions={sid: parsed.positions[sid] for sid in sessions})
         pending, positions = await self.store.session_snapshot(sessions)
         snapshot: list[interaction_pb2.Interaction] = []
+        policies = self.policies.current()
         for sid in sessions:
             for interaction_id in pending[sid]:
                 record = await self.store.get(interaction_id)
-                if record is not None and record.state == "pending":
+                if (
+                    record is not None
+                    and record.state == "pending"
+                    and self._may_see(principal, record.interaction, policies)
+                ):
                     snapshot.append(record.interaction)
         return AttachStart(snapshot=snapshot, positions=positions)
 
@@ -1009,10 +1038,12 @@ class InteractionAuthority:
         return ResumeToken(positions=dict(positions), issued_ms=self._now_ms()).encode()
 
     async def follow_events(
-        self, positions: dict[str, str]
+        self, positions: dict[str, str], principal: Principal = ANONYMOUS
     ) -> AsyncIterator[tuple[interaction_pb2.InteractionEvent, str]]:
-        """Yield ``(event, resume token)`` for every change after ``positions``, through the replica's
-        fan-out (docs/design.md#fan-out). Redis outages are waited out from the last position.
+        """Yield ``(event, resume token)`` for every change after ``positions`` that ``principal`` may see,
+        through the replica's fan-out (docs/design.md#fan-out): events of a form made for a person reach only
+        that person and its approvers (filtered per subscriber; the policies in force when the event arrives).
+        Redis outages are waited out from the last position.
 
         Raises :class:`~services.interaction.fanout.SubscriberOverflow` when the consumer fell too far
         behind: the caller ends its stream and the client resumes from its last token, losing nothing.
@@ -1025,6 +1056,9 @@ class InteractionAuthority:
         try:
             async for key, entry_id, event in subscription:
                 current[scopes[key]] = entry_id
+                person = event.interaction.binding.made_for.principal
+                if person and not self._may_see(principal, event.interaction, self.policies.current()):
+                    continue  # the next visible event's token covers this position
                 yield event, self.token(current)
         finally:
             subscription.close()

@@ -39,6 +39,8 @@ def history_entry(interaction: interaction_pb2.Interaction, host_id: str) -> int
         delivery_lost_reason=interaction.delivery_lost_reason,
     )
     entry.requester.CopyFrom(interaction.form.requester)
+    if binding.HasField("made_for"):
+        entry.made_for.CopyFrom(binding.made_for)
     if interaction.state == interaction_pb2.INTERACTION_STATE_ANSWERED:
         entry.action = interaction.answer.action
         entry.answered_by.CopyFrom(interaction.answered_by)

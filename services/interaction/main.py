@@ -30,6 +30,7 @@ from services.interaction.fanout import FanOut
 from services.interaction.fence_check import FenceUnsatisfiable, check_wait_fence
 from services.interaction.keys import Keys
 from services.interaction.notify import Notifier, TargetsInvalid, parse_targets
+from services.interaction.policy import PolicyFile, PolicyFileError
 from services.interaction.presence import Presence
 from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.sealing import AnswerSealer
@@ -237,6 +238,7 @@ async def build(settings: Settings) -> GrpcApp:
     hosts = served_hosts(settings)
     sealer = answer_sealer(settings)
     notify = notifier(settings)
+    policies = PolicyFile(settings.approver_policies_file)
     audit.configure(settings.audit_log)
     client = redis_client(settings)
     limiter = asyncio.Semaphore(settings.redis_pool_size - settings.redis_followers)
@@ -271,6 +273,7 @@ async def build(settings: Settings) -> GrpcApp:
             settings,
             fanout=fanout,
             notifier=notify,
+            policies=policies,
         )
         for host in hosts
     }
@@ -282,7 +285,7 @@ async def main() -> int:
     line, Hosts to be taken from tokens that name none (``MAKA_HOST_IDS=*``) with one ``host_ids_unresolved``
     line, a cluster that cannot honour the ``WAIT`` fence with one ``redis_wait_fence_unsatisfiable`` line
     (:mod:`services.interaction.fence_check`), a malformed notification target with one ``notify_targets_invalid``
-    line, never a traceback."""
+    line, an unreadable approver policies file with one ``approver_policies_invalid`` line, never a traceback."""
     settings = Settings()
     logs.configure("interaction", settings.log_level)
     try:
@@ -298,6 +301,9 @@ async def main() -> int:
         return 2
     except TargetsInvalid as error:  # names a target by scheme and host only
         log.error("notify_targets_invalid", extra={"problem": str(error)})
+        return 2
+    except PolicyFileError as error:
+        log.error("approver_policies_invalid", extra={"problem": str(error)})
         return 2
     await serve(app, settings)
     return 0

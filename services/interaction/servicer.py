@@ -254,7 +254,7 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
 
         async def follow() -> None:
             try:
-                async for event, token in authority.follow_events(start.positions):
+                async for event, token in authority.follow_events(start.positions, principal):
                     await queue.put(
                         interaction_service_pb2.AttachResponse(
                             event=interaction_service_pb2.Event(event=event, resume_token=token)

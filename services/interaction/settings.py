@@ -84,6 +84,13 @@ class Settings(GrpcServerSettings):
     """File the audit events are appended to as JSON lines (logger ``maka.audit``: one event per form
     transition, ids, principal, action, reason and times only; docs/security.md "History and audit"). Unset:
     they go to the service's own log stream."""
+    approver_policies_file: Path | None = None
+    """JSON file of approver policies (docs/security.md "Who sees a form"): a form of a call made for a person is
+    visible to and answerable by that person and the approvers of every policy whose ``server`` and ``tool``
+    globs match its Tool, nobody else. Re-read on use when its modification time, size or inode changed (no
+    restart or signal); a changed file that no longer parses keeps the policies in force and logs
+    ``approver_policies_invalid``. Unset: a person's forms reach only that person. A set but unreadable or
+    malformed file exits 2 at start with ``approver_policies_invalid``."""
     events_maxlen: int = Field(default=10000, gt=0)
     """Approximate length cap (``XADD MAXLEN ~``) of each session event Stream and the settled Stream."""
     redis_timeout_seconds: float = Field(default=2.5, gt=1.0)

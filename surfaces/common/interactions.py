@@ -300,6 +300,7 @@ class InteractionView:
             if self.answered_by is not None
             else None,
             **({"host": self.host_id} if with_host else {}),
+            "made_for": self.proto.binding.made_for.principal or None,
             "round": {
                 "position": self.round_position,
                 "size": self.round_size,
@@ -384,6 +385,7 @@ def history_json(entry: HistoryEntry) -> dict[str, object]:
         "delivery": entry.delivery or None,
         "delivery_lost_reason": entry.delivery_lost_reason or None,
         "delivery_recorded_at": _iso(entry.delivery_recorded_at),
+        "made_for": entry.made_for or None,
     }
 
 
@@ -483,6 +485,14 @@ class Interactions:
         self.client = client
         """The library client underneath (its ``host_id``, ``surface_kind``, ``reconnects``)."""
         self._channel = channel
+
+    def for_person(self, person: str, groups: Sequence[str] = ()) -> Interactions:
+        """A view whose every call names ``person`` (and their ``groups``) as the one this surface acts for
+        (:data:`services.core.auth.ACTS_FOR_HEADER`): the service then shows and accepts only what that person may
+        see. Honoured only from a token allowed to act for people. Closing the view closes nothing."""
+        if not person:
+            return self
+        return Interactions(self.client.with_metadata(acts_for_metadata(person, groups)))
 
     @classmethod
     def connect(

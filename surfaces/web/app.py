@@ -149,6 +149,12 @@ class WebSurface:
         """The page's JSON of ``ix`` (with its Host when this surface follows a pool)."""
         return interaction_view(ix, pooled=self.backend.pooled)
 
+    def backend_for(self, request: Request) -> Interactions:
+        """The backend as the person signed in on ``request`` (their name and groups on every call, so the
+        Interaction service shows only their forms and those they approve), or as this page's token."""
+        person = self.guard.person(request)
+        return self.backend.for_person(person.name, person.groups) if person is not None else self.backend
+
     def visible(self, session_id: str) -> bool:
         """True when this surface is configured to show ``session_id``."""
         return not self.sessions or session_id in self.sessions
@@ -251,7 +257,7 @@ class WebSurface:
 
     async def pending(self, request: Request) -> Response:
         try:
-            items = await self.backend.pending(self.sessions)
+            items = await self.backend_for(request).pending(self.sessions)
         except MakaError as error:
             return self._backend_error(error)
         views = [self.view(ix) for ix in items if self.visible(ix.session_id)]
@@ -284,7 +290,7 @@ class WebSurface:
         except ValueError:
             return error_json(400, "INVALID_REQUEST", "limit must be a number")
         try:
-            page = await self.backend.history(
+            page = await self.backend_for(request).history(
                 self.sessions, page_size=limit, page_token=request.query_params.get("page_token", "")
             )
         except MakaError as error:
@@ -298,7 +304,7 @@ class WebSurface:
         if not self.visible(session_id):
             return error_json(404, "NOT_FOUND", "no such interaction")
         try:
-            ix = await self.backend.get(interaction_id, session_id=session_id)
+            ix = await self.backend_for(request).get(interaction_id, session_id=session_id)
         except MakaError as error:
             return self._backend_error(error)
         return JSONResponse({"interaction": self.view(ix), "server_time": now_iso()})
@@ -325,15 +331,14 @@ class WebSurface:
         if not self.visible(session_id):
             return error_json(404, "NOT_FOUND", "no such interaction")
         try:
-            current = await self.backend.get(interaction_id, session_id=session_id)
+            backend = self.backend_for(request)
+            current = await backend.get(interaction_id, session_id=session_id)
             answer, submission_id = answer_from_json(body, current)
-            person = self.guard.person(request)
-            settled = await self.backend.answer(
+            settled = await backend.answer(
                 interaction_id,
                 answer,
                 submission_id=submission_id or None,
                 session_id=session_id,
-                acting_for=person.name if person is not None else "",
                 host_id=current.host_id if self.backend.pooled else None,
             )
         except AnswerShapeError as error:
@@ -345,18 +350,20 @@ class WebSurface:
                 status_code=400,
             )
         except MakaError as error:
-            return await self._answer_error(error, interaction_id, session_id)
+            return await self._answer_error(error, self.backend_for(request), interaction_id, session_id)
         log.info(
             "web.answered",
             extra={"interaction_id": interaction_id, "action": body.get("action") if isinstance(body, dict) else ""},
         )
         return JSONResponse({"interaction": self.view(settled), "server_time": now_iso()})
 
-    async def _answer_error(self, error: MakaError, interaction_id: str, session_id: str) -> Response:
+    async def _answer_error(
+        self, error: MakaError, backend: Interactions, interaction_id: str, session_id: str
+    ) -> Response:
         response: dict[str, Any] = {"error": _error_body(error)}
         if error.grpc_status_code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
             with contextlib.suppress(MakaError):
-                response["interaction"] = self.view(await self.backend.get(interaction_id, session_id=session_id))
+                response["interaction"] = self.view(await backend.get(interaction_id, session_id=session_id))
         log.info("web.answer_rejected", extra={"interaction_id": interaction_id, "reason": error.reason})
         return JSONResponse(response, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
 
@@ -366,7 +373,7 @@ class WebSurface:
     async def events(self, request: Request) -> Response:
         resume_token = request.headers.get("last-event-id", "")
         return EventSourceResponse(
-            self._event_stream(resume_token),
+            self._event_stream(self.backend_for(request), resume_token),
             ping=SSE_PING_SECONDS,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
             shutdown_event=self.shutting_down,
@@ -399,9 +406,9 @@ class WebSurface:
                     await following
             await events.aclose()
 
-    async def _event_stream(self, resume_token: str) -> AsyncIterator[ServerSentEvent]:
+    async def _event_stream(self, backend: Interactions, resume_token: str) -> AsyncIterator[ServerSentEvent]:
         try:
-            async for event in self._until_shutdown(self.backend.attach(self.sessions, resume_token)):
+            async for event in self._until_shutdown(backend.attach(self.sessions, resume_token)):
                 if isinstance(event, FormSnapshot):
                     views = [self.view(ix) for ix in event.pending if self.visible(ix.session_id)]
                     host = host_text(event.host_id) if self.backend.pooled else ""

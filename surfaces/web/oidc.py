@@ -44,7 +44,7 @@ from joserfc.jwk import OctKey
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from services.core.auth import Role
+from services.core.auth import MAX_GROUPS, Role
 from services.core.jwt_auth import JwtRefused, JwtVerifier, OidcConfig, Refusal
 from surfaces.web.settings import WebSettings
 
@@ -64,6 +64,9 @@ class SignedIn:
 
     name: str
     sid: str
+    groups: tuple[str, ...] = ()
+    """The person's groups (their ID token's groups claim at sign-in), stated to the Interaction service with
+    :data:`services.core.auth.ACTS_FOR_GROUPS_HEADER` for approver policies."""
 
 
 class SealedCookies:
@@ -111,7 +114,10 @@ class OidcSignIn:
         body = self.cookies.open("session", request.cookies.get(SESSION_COOKIE, ""))
         if body is None or not isinstance(body.get("name"), str) or not isinstance(body.get("sid"), str):
             return None
-        return SignedIn(name=body["name"], sid=body["sid"])
+        groups = body.get("groups", [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            groups = []
+        return SignedIn(name=body["name"], sid=body["sid"], groups=tuple(groups))
 
     def _origin(self, request: Request) -> str:
         return self.settings.web_public_origin or str(request.base_url).rstrip("/")
@@ -195,7 +201,11 @@ class OidcSignIn:
             return self._refused(403, "Not allowed", f"{principal.name} may not use this page (no surface role).")
         target = str(pending.get("next") or "/")
         page = _page(200, "Signed in", f"Signed in as {principal.name}.", refresh_to=target)
-        session = {"name": principal.name, "sid": secrets.token_urlsafe(16)}
+        session = {
+            "name": principal.name,
+            "sid": secrets.token_urlsafe(16),
+            "groups": sorted(principal.groups)[:MAX_GROUPS],
+        }
         page.set_cookie(
             SESSION_COOKIE,
             self.cookies.seal("session", session, self.settings.oidc_session_seconds),

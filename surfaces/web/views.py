@@ -25,7 +25,8 @@ Interaction view shape::
      "fields": [{"name", "kind": "string" | "email" | "uri" | "date" | "date-time" | "number" | "integer" |
                  "boolean" | "single_select" | "multi_select", "label", "description", "required",
                  "constraints": {"minLength"?, "maxLength"?, "format"?, "minimum"?, "maximum"?,
-                 "minItems"?, "maxItems"?}, "default": value | null, "options": [{"value", "label"}]}]}
+                 "minItems"?, "maxItems"?}, "default": value | null, "options": [{"value", "label"}]}],
+     "made_for": str (the person the call was made for; "" for a machine caller's call)}
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def interaction_view(ix: InteractionView, *, pooled: bool = False) -> JsonObject
         },
         "message": plain_text(ix.form.message),
         "fields": [_field_view(field_to_json(f)) for f in ix.form.fields],
+        "made_for": plain_text(ix.proto.binding.made_for.principal, keep_newlines=False),
     }
 
 

@@ -195,8 +195,10 @@ class BrokerLink:
         invocation_id: str | None = None,
         tool_name: str = "deployer:deploy",
         wait_seconds: int = 0,
+        made_for: interaction_pb2.Person | None = None,
     ) -> interaction_pb2.Interaction:
-        """Open ``form`` for a fresh invocation of ``session_id``; returns the stored Interaction."""
+        """Open ``form`` for a fresh invocation of ``session_id`` (made for ``made_for`` when given); returns the
+        stored Interaction."""
         assert self._call is not None
         self._refs += 1
         ref = f"r{self._refs}"
@@ -209,6 +211,7 @@ class BrokerLink:
             connection_id="conn-1",
             provider_correlation_id=f"corr-{self._refs}",
             tool_name=tool_name,
+            made_for=made_for,
         )
         await self._call.write(
             interaction_service_pb2.HostLinkRequest(

@@ -13,12 +13,22 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core import metrics
-from services.core.auth import Role, TokenFileError, TokenTable, current_principal
+from services.core.auth import (
+    ACTS_FOR_GROUPS_HEADER,
+    Principal,
+    Role,
+    TokenFileError,
+    TokenTable,
+    acts_for_metadata,
+    authenticate,
+    bearer_metadata,
+    current_principal,
+)
 from services.core.channels import open_channel
 from services.core.reasons import AuthErrorReason
 from services.core.serving import RunningServer, start_server
 from services.core.settings import ClientTlsSettings, GrpcServerSettings
-from services.core.status import error_from_rpc
+from services.core.status import PermissionDenied, error_from_rpc
 from tests.helpers.certs import make_certs
 
 LIST = "/maka.interaction.v1.InteractionService/ListPending"
@@ -260,3 +270,38 @@ def test_one_token_value_in_two_different_entries_or_a_broken_unit_is_refused_na
     (units / "team-b" / "tokens.json").write_text('{"tokens": [{"token": "short"}]}')
     with pytest.raises(TokenFileError, match=r"team-b/tokens.json: tokens\[0\]"):
         TokenTable.from_files(None, units)
+
+
+PEOPLE_TABLE = TokenTable(
+    [
+        ("web-token-123", Principal(name="web", roles=frozenset({Role.SURFACE}), acts_for=True)),
+        ("tui-token-123", Principal(name="tui", roles=frozenset({Role.SURFACE}))),
+    ]
+)
+
+
+def _as(token: str, *metadata: tuple[str, str]) -> Principal:
+    return authenticate(PEOPLE_TABLE, LIST, [*bearer_metadata(token), *metadata], {LIST: frozenset({Role.SURFACE})})
+
+
+def test_a_service_that_acts_for_people_may_state_the_person_s_groups() -> None:
+    principal = _as("web-token-123", *acts_for_metadata("bob@example.com", ["release-managers", "a,b c"]))
+    assert (principal.name, principal.via, principal.person) == ("bob@example.com", "web", True)
+    assert principal.groups == frozenset({"release-managers", "a,b c"})
+
+
+def test_groups_from_a_token_that_may_not_act_for_people_or_without_a_person_are_refused() -> None:
+    groups = (ACTS_FOR_GROUPS_HEADER, "release-managers")
+    with pytest.raises(PermissionDenied) as refused:
+        _as("tui-token-123", *acts_for_metadata("bob@example.com"), groups)
+    assert refused.value.message == "tui may not act for people"
+    with pytest.raises(PermissionDenied) as alone:
+        _as("web-token-123", groups)
+    assert alone.value.message == "x-maka-acts-for-groups needs x-maka-acts-for"
+    with pytest.raises(PermissionDenied):
+        _as("web-token-123", *acts_for_metadata("bob@example.com"), (ACTS_FOR_GROUPS_HEADER, ",".join(["g"] * 65)))
+
+
+def test_a_machine_token_is_not_a_person() -> None:
+    assert not _as("tui-token-123").person
+    assert not _as("web-token-123").person

@@ -66,9 +66,12 @@ def accept(target: str = "prod", **extra: int) -> form_pb2.Answer:
     return form_pb2.Answer(action=form_pb2.ACTION_ACCEPT, values=values)
 
 
-def binding(session: str = "s-a", invocation: str = "inv-1") -> interaction_pb2.Binding:
-    """A complete binding for ``session`` / ``invocation``."""
+def binding(
+    session: str = "s-a", invocation: str = "inv-1", made_for: interaction_pb2.Person | None = None
+) -> interaction_pb2.Binding:
+    """A complete binding for ``session`` / ``invocation`` (made for ``made_for`` when given)."""
     return interaction_pb2.Binding(
+        made_for=made_for,
         session_id=session,
         turn_id="turn-1",
         tool_use_id="tu-1",
@@ -151,18 +154,30 @@ class Link:
             return await self.replies.get()
 
     async def open(
-        self, session: str = "s-a", invocation: str = "inv-1", *, form: form_pb2.Form | None = None, wait: float = 0
+        self,
+        session: str = "s-a",
+        invocation: str = "inv-1",
+        *,
+        form: form_pb2.Form | None = None,
+        wait: float = 0,
+        made_for: interaction_pb2.Person | None = None,
     ) -> interaction_pb2.Interaction:
         """Open a form and return the canonical record (fails the test on open_rejected)."""
-        reply = await self.open_raw(session, invocation, form=form, wait=wait)
+        reply = await self.open_raw(session, invocation, form=form, wait=wait, made_for=made_for)
         assert reply.WhichOneof("frame") == "opened", reply
         return reply.opened.interaction
 
     async def open_raw(
-        self, session: str = "s-a", invocation: str = "inv-1", *, form: form_pb2.Form | None = None, wait: float = 0
+        self,
+        session: str = "s-a",
+        invocation: str = "inv-1",
+        *,
+        form: form_pb2.Form | None = None,
+        wait: float = 0,
+        made_for: interaction_pb2.Person | None = None,
     ) -> interaction_service_pb2.HostLinkResponse:
         request = interaction_service_pb2.OpenInteraction(
-            request_ref=f"ref-{invocation}", binding=binding(session, invocation)
+            request_ref=f"ref-{invocation}", binding=binding(session, invocation, made_for)
         )
         request.form.CopyFrom(form if form is not None else make_form())
         if wait:

@@ -169,21 +169,23 @@ class WebStack:
         return app, await start_web(app, settings)
 
 
-def interaction_settings(redis_url: str) -> InteractionSettings:
-    """Interaction-service settings for tests: port 0, a private Host id, long leases (no heartbeats needed)."""
+def interaction_settings(redis_url: str, **fields: Any) -> InteractionSettings:
+    """Interaction-service settings for tests: port 0, a private Host id, long leases (no heartbeats needed);
+    ``fields`` sets more (e.g. ``approver_policies_file``)."""
     return InteractionSettings(
         listen="127.0.0.1:0",
         redis_url=redis_url,
         host_id=f"web-{uuid.uuid4().hex[:10]}",
         lease_seconds=600,
         grace_seconds=0.5,
+        **fields,
     )
 
 
 @asynccontextmanager
-async def running_stack(redis_url: str) -> AsyncIterator[WebStack]:
-    """The Interaction service + a broker link, in this loop; stopped on exit."""
-    settings = interaction_settings(redis_url)
+async def running_stack(redis_url: str, **fields: Any) -> AsyncIterator[WebStack]:
+    """The Interaction service (more settings in ``fields``) + a broker link, in this loop; stopped on exit."""
+    settings = interaction_settings(redis_url, **fields)
     app = await build_interaction(settings)
     server = await start_server(app, settings)
     target = f"127.0.0.1:{server.port}"
@@ -202,8 +204,9 @@ class WebStackThread:
     ``run(coro)`` executes a coroutine on that loop and returns its result (bounded wait).
     """
 
-    def __init__(self, redis_url: str) -> None:
+    def __init__(self, redis_url: str, **interaction_fields: Any) -> None:
         self._redis_url = redis_url
+        self._fields = interaction_fields
         self._thread = LoopThread("web-test-stack")
         self._cm: Any = None
         self.stack: WebStack | None = None
@@ -212,7 +215,7 @@ class WebStackThread:
     def start(self) -> WebStack:
         """Start the loop and the stack; returns the stack."""
         self._thread.start()
-        self._cm = running_stack(self._redis_url)
+        self._cm = running_stack(self._redis_url, **self._fields)
         self.stack = self.run(self._cm.__aenter__())
         return self.stack
 
@@ -230,10 +233,18 @@ class WebStackThread:
         self._webs.append((app, running))
         return running.url
 
-    def open(self, form: form_pb2.Form, session_id: str, *, wait_seconds: int = 0) -> interaction_pb2.Interaction:
-        """Open ``form`` in ``session_id`` through the broker link (a fresh invocation)."""
+    def open(
+        self,
+        form: form_pb2.Form,
+        session_id: str,
+        *,
+        wait_seconds: int = 0,
+        made_for: interaction_pb2.Person | None = None,
+    ) -> interaction_pb2.Interaction:
+        """Open ``form`` in ``session_id`` through the broker link (a fresh invocation; a call made for
+        ``made_for`` when given)."""
         assert self.stack is not None
-        return self.run(self.stack.link.open(form, session_id=session_id, wait_seconds=wait_seconds))
+        return self.run(self.stack.link.open(form, session_id=session_id, wait_seconds=wait_seconds, made_for=made_for))
 
     def close(self, interaction_id: str, reason: interaction_pb2.CloseReason.ValueType) -> None:
         """Close a pending form through the broker link."""

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import copy
 import dataclasses
 import json
 import logging
@@ -127,6 +128,8 @@ class HistoryEntry:
     delivery: str
     delivery_lost_reason: str
     delivery_recorded_at: datetime | None
+    made_for: str = ""
+    """The person the call was made for (empty for a machine caller's call)."""
 
     @classmethod
     def from_proto(cls, message: interaction_service_pb2.HistoryEntry) -> HistoryEntry:
@@ -153,6 +156,7 @@ class HistoryEntry:
                 _enum_name(interaction_pb2.CloseReason, "CLOSE_REASON_", message.delivery_lost_reason) if lost else ""
             ),
             delivery_recorded_at=_time(message, "delivery_recorded_at"),
+            made_for=message.made_for.principal,
         )
 
 
@@ -377,6 +381,15 @@ class SurfaceClient:
         """Close the channel when this client opened it."""
         if self._owns_channel:
             await self._channel.close()
+
+    def with_metadata(self, metadata: Sequence[tuple[str, str]]) -> SurfaceClient:
+        """A view of this client whose every call also carries ``metadata`` (e.g. ``x-maka-acts-for``: a service
+        reading for the person signed in to it). It shares this client's channel and pool state; closing it
+        closes nothing."""
+        view = copy.copy(self)
+        view.metadata = (*self.metadata, *metadata)
+        view._owns_channel = False
+        return view
 
     async def __aenter__(self) -> SurfaceClient:
         return self

@@ -71,6 +71,7 @@ import type { AnsweredBy as _maka_interaction_v1_AnsweredBy, AnsweredBy__Output 
 import type { Binding as _maka_interaction_v1_Binding, Binding__Output as _maka_interaction_v1_Binding__Output } from './maka/interaction/v1/Binding';
 import type { Interaction as _maka_interaction_v1_Interaction, Interaction__Output as _maka_interaction_v1_Interaction__Output } from './maka/interaction/v1/Interaction';
 import type { InteractionEvent as _maka_interaction_v1_InteractionEvent, InteractionEvent__Output as _maka_interaction_v1_InteractionEvent__Output } from './maka/interaction/v1/InteractionEvent';
+import type { Person as _maka_interaction_v1_Person, Person__Output as _maka_interaction_v1_Person__Output } from './maka/interaction/v1/Person';
 import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -177,6 +178,7 @@ export interface ProtoGrpcType {
         Interaction: MessageTypeDefinition<_maka_interaction_v1_Interaction, _maka_interaction_v1_Interaction__Output>
         InteractionEvent: MessageTypeDefinition<_maka_interaction_v1_InteractionEvent, _maka_interaction_v1_InteractionEvent__Output>
         InteractionState: EnumTypeDefinition
+        Person: MessageTypeDefinition<_maka_interaction_v1_Person, _maka_interaction_v1_Person__Output>
         PrincipalKind: EnumTypeDefinition
         Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>
       }

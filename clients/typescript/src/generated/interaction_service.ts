@@ -52,6 +52,7 @@ import type { ListSurfacesRequest as _maka_interaction_v1_ListSurfacesRequest, L
 import type { ListSurfacesResponse as _maka_interaction_v1_ListSurfacesResponse, ListSurfacesResponse__Output as _maka_interaction_v1_ListSurfacesResponse__Output } from './maka/interaction/v1/ListSurfacesResponse';
 import type { OpenInteraction as _maka_interaction_v1_OpenInteraction, OpenInteraction__Output as _maka_interaction_v1_OpenInteraction__Output } from './maka/interaction/v1/OpenInteraction';
 import type { OpenRejected as _maka_interaction_v1_OpenRejected, OpenRejected__Output as _maka_interaction_v1_OpenRejected__Output } from './maka/interaction/v1/OpenRejected';
+import type { Person as _maka_interaction_v1_Person, Person__Output as _maka_interaction_v1_Person__Output } from './maka/interaction/v1/Person';
 import type { ReportDelivery as _maka_interaction_v1_ReportDelivery, ReportDelivery__Output as _maka_interaction_v1_ReportDelivery__Output } from './maka/interaction/v1/ReportDelivery';
 import type { Round as _maka_interaction_v1_Round, Round__Output as _maka_interaction_v1_Round__Output } from './maka/interaction/v1/Round';
 import type { Snapshot as _maka_interaction_v1_Snapshot, Snapshot__Output as _maka_interaction_v1_Snapshot__Output } from './maka/interaction/v1/Snapshot';
@@ -133,6 +134,7 @@ export interface ProtoGrpcType {
         ListSurfacesResponse: MessageTypeDefinition<_maka_interaction_v1_ListSurfacesResponse, _maka_interaction_v1_ListSurfacesResponse__Output>
         OpenInteraction: MessageTypeDefinition<_maka_interaction_v1_OpenInteraction, _maka_interaction_v1_OpenInteraction__Output>
         OpenRejected: MessageTypeDefinition<_maka_interaction_v1_OpenRejected, _maka_interaction_v1_OpenRejected__Output>
+        Person: MessageTypeDefinition<_maka_interaction_v1_Person, _maka_interaction_v1_Person__Output>
         PrincipalKind: EnumTypeDefinition
         ReportDelivery: MessageTypeDefinition<_maka_interaction_v1_ReportDelivery, _maka_interaction_v1_ReportDelivery__Output>
         Round: MessageTypeDefinition<_maka_interaction_v1_Round, _maka_interaction_v1_Round__Output>

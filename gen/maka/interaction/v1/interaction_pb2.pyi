@@ -287,6 +287,7 @@ class Binding(_message.Message):
     CONNECTION_ID_FIELD_NUMBER: _builtins.int
     PROVIDER_CORRELATION_ID_FIELD_NUMBER: _builtins.int
     TOOL_NAME_FIELD_NUMBER: _builtins.int
+    MADE_FOR_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     turn_id: _builtins.str
     tool_use_id: _builtins.str
@@ -297,6 +298,15 @@ class Binding(_message.Message):
     """The provider's own correlation id, echoed for it; never used as the canonical id."""
     tool_name: _builtins.str
     """Qualified Tool name `SERVER:TOOL` as the model called it."""
+    @_builtins.property
+    def made_for(self) -> Global___Person:
+        """The person the call is made for, named by the broker from the caller's authentication only (never from a
+        message body): a caller allowed to act for people names them (`x-maka-acts-for`), else a caller that is a
+        person itself (a verified OpenID Connect token). Unset for machine callers. When set, the form is visible
+        to and answerable by that person and the approvers a policy names, nobody else (docs/security.md
+        "Who sees a form").
+        """
+
     def __init__(
         self,
         *,
@@ -308,14 +318,44 @@ class Binding(_message.Message):
         connection_id: _builtins.str = ...,
         provider_correlation_id: _builtins.str = ...,
         tool_name: _builtins.str = ...,
+        made_for: Global___Person | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["made_for", b"made_for"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id", "invocation_id", b"invocation_id", "provider_correlation_id", b"provider_correlation_id", "registration_id", b"registration_id", "session_id", b"session_id", "tool_name", b"tool_name", "tool_use_id", b"tool_use_id", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id", "invocation_id", b"invocation_id", "made_for", b"made_for", "provider_correlation_id", b"provider_correlation_id", "registration_id", b"registration_id", "session_id", b"session_id", "tool_name", b"tool_name", "tool_use_id", b"tool_use_id", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Binding: _TypeAlias = Binding  # noqa: Y015
+
+@_typing.final
+class Person(_message.Message):
+    """Person names a person (never a token): the name the issuer's configured claim gave, the issuer when the
+    person's own token was verified, and the service that acted for them when one did.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    ISSUER_FIELD_NUMBER: _builtins.int
+    VIA_FIELD_NUMBER: _builtins.int
+    principal: _builtins.str
+    issuer: _builtins.str
+    via: _builtins.str
+    def __init__(
+        self,
+        *,
+        principal: _builtins.str = ...,
+        issuer: _builtins.str = ...,
+        via: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["issuer", b"issuer", "principal", b"principal", "via", b"via"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Person: _TypeAlias = Person  # noqa: Y015
 
 @_typing.final
 class Interaction(_message.Message):

@@ -978,6 +978,7 @@ class HistoryEntry(_message.Message):
     DELIVERY_FIELD_NUMBER: _builtins.int
     DELIVERY_LOST_REASON_FIELD_NUMBER: _builtins.int
     DELIVERY_RECORDED_AT_FIELD_NUMBER: _builtins.int
+    MADE_FOR_FIELD_NUMBER: _builtins.int
     interaction_id: _builtins.str
     host_id: _builtins.str
     host_epoch: _builtins.int
@@ -1008,6 +1009,10 @@ class HistoryEntry(_message.Message):
     def settled_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
     def delivery_recorded_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def made_for(self) -> _interaction_pb2.Person:
+        """The person the call was made for (unset for a machine caller's call)."""
+
     def __init__(
         self,
         *,
@@ -1028,10 +1033,11 @@ class HistoryEntry(_message.Message):
         delivery: _interaction_pb2.DeliveryState.ValueType = ...,
         delivery_lost_reason: _interaction_pb2.CloseReason.ValueType = ...,
         delivery_recorded_at: _timestamp_pb2.Timestamp | None = ...,
+        made_for: _interaction_pb2.Person | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answered_by", b"answered_by", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "requester", b"requester", "settled_at", b"settled_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answered_by", b"answered_by", "created_at", b"created_at", "delivery_recorded_at", b"delivery_recorded_at", "made_for", b"made_for", "requester", b"requester", "settled_at", b"settled_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "answered_by", b"answered_by", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "host_epoch", b"host_epoch", "host_id", b"host_id", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id", "requester", b"requester", "session_id", b"session_id", "settled_at", b"settled_at", "state", b"state", "tool_name", b"tool_name", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "answered_by", b"answered_by", "close_reason", b"close_reason", "created_at", b"created_at", "delivery", b"delivery", "delivery_lost_reason", b"delivery_lost_reason", "delivery_recorded_at", b"delivery_recorded_at", "host_epoch", b"host_epoch", "host_id", b"host_id", "interaction_id", b"interaction_id", "invocation_id", b"invocation_id", "made_for", b"made_for", "requester", b"requester", "session_id", b"session_id", "settled_at", b"settled_at", "state", b"state", "tool_name", b"tool_name", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -76,7 +76,9 @@ function renderCard(store, view, onAnswer) {
   setText(node, ".provider-id", r.provider_display_name && r.provider_id ? `(${r.provider_id})` : "");
   setText(node, ".claimed-server", r.claimed_server || "unnamed");
   setText(node, ".claimed-tool", r.claimed_tool || "unnamed");
-  setText(node, ".session", `Session ${view.session_id}${view.tool_name ? ` · called as ${view.tool_name}` : ""}`);
+  const calledAs = view.tool_name ? ` · called as ${view.tool_name}` : "";
+  const madeFor = view.made_for ? ` · for ${view.made_for}` : "";
+  setText(node, ".session", `Session ${view.session_id}${calledAs}${madeFor}`);
   const host = setText(node, ".host", view.host ? `on ${view.host}` : "");
   host.hidden = !view.host;
   node.dataset.host = view.host || "";

@@ -30,6 +30,7 @@
  * @property {Requester} requester
  * @property {string} message
  * @property {Field[]} fields
+ * @property {string} [made_for] the person the call was made for ("" for a machine caller's call)
  */
 /**
  * One rendered field: its spec, how to read its widget, and how to show its error.

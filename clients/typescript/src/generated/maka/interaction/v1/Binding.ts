@@ -1,5 +1,6 @@
 // Original file: proto/maka/interaction/v1/interaction.proto
 
+import type { Person as _maka_interaction_v1_Person, Person__Output as _maka_interaction_v1_Person__Output } from '../../../maka/interaction/v1/Person';
 
 export interface Binding {
   'session_id'?: (string);
@@ -10,6 +11,7 @@ export interface Binding {
   'connection_id'?: (string);
   'provider_correlation_id'?: (string);
   'tool_name'?: (string);
+  'made_for'?: (_maka_interaction_v1_Person | null);
 }
 
 export interface Binding__Output {
@@ -21,4 +23,5 @@ export interface Binding__Output {
   'connection_id': (string);
   'provider_correlation_id': (string);
   'tool_name': (string);
+  'made_for': (_maka_interaction_v1_Person__Output | null);
 }

@@ -7,6 +7,7 @@ import type { CloseReason as _maka_interaction_v1_CloseReason, CloseReason__Outp
 import type { AnsweredBy as _maka_interaction_v1_AnsweredBy, AnsweredBy__Output as _maka_interaction_v1_AnsweredBy__Output } from '../../../maka/interaction/v1/AnsweredBy';
 import type { Timestamp as _google_protobuf_Timestamp, Timestamp__Output as _google_protobuf_Timestamp__Output } from '../../../google/protobuf/Timestamp';
 import type { DeliveryState as _maka_interaction_v1_DeliveryState, DeliveryState__Output as _maka_interaction_v1_DeliveryState__Output } from '../../../maka/interaction/v1/DeliveryState';
+import type { Person as _maka_interaction_v1_Person, Person__Output as _maka_interaction_v1_Person__Output } from '../../../maka/interaction/v1/Person';
 import type { Long } from '@grpc/proto-loader';
 
 export interface HistoryEntry {
@@ -27,6 +28,7 @@ export interface HistoryEntry {
   'delivery'?: (_maka_interaction_v1_DeliveryState);
   'delivery_lost_reason'?: (_maka_interaction_v1_CloseReason);
   'delivery_recorded_at'?: (_google_protobuf_Timestamp | null);
+  'made_for'?: (_maka_interaction_v1_Person | null);
 }
 
 export interface HistoryEntry__Output {
@@ -47,4 +49,5 @@ export interface HistoryEntry__Output {
   'delivery': (_maka_interaction_v1_DeliveryState__Output);
   'delivery_lost_reason': (_maka_interaction_v1_CloseReason__Output);
   'delivery_recorded_at': (_google_protobuf_Timestamp__Output | null);
+  'made_for': (_maka_interaction_v1_Person__Output | null);
 }
