@@ -142,7 +142,8 @@ async def test_history_pages_never_repeat_or_skip_an_entry(authority: Interactio
         if not token:
             break
     # Every entry once, newest first (two forms closed in the same millisecond order by id: the next test).
-    assert sorted(seen) == sorted(ids) and len(seen) == len(ids)
+    assert sorted(seen) == sorted(ids)
+    assert len(seen) == len(ids)
     assert settled == sorted(settled, reverse=True)
 
 
