@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sys
 import uuid
@@ -71,5 +72,68 @@ async def test_maka_tui_in_a_real_terminal_shows_the_form_and_escape_cancels_it(
                 stored = await client.get(opened.interaction_id)
             assert stored.answer is not None
             assert stored.answer.action is Action.CANCEL
+        finally:
+            await tmux_run("kill-server")
+
+
+SURFACE_TOKEN = "tui-surface-token"
+BROKER_TOKEN = "tui-broker-token"
+
+
+@pytest.mark.slow
+async def test_maka_tui_in_a_real_terminal_attaches_to_a_service_with_authentication_on(
+    redis_url: str, tmp_path: Path
+) -> None:
+    # Textual runs its loop with an eager task factory, under which grpc.aio's interceptors cancelled Attach:
+    # the TUI showed "Disconnected; reconnecting" forever whenever a token was sent (tests without auth passed)
+    tmux = shutil.which("tmux")
+    assert tmux is not None, "tmux is part of the dev environment"
+    tokens_file = tmp_path / "tokens.json"
+    tokens_file.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"token": BROKER_TOKEN, "name": "broker", "roles": ["broker"]},
+                    {"token": SURFACE_TOKEN, "name": "ops", "roles": ["surface"]},
+                ]
+            }
+        )
+    )
+    socket_name = f"maka-tui-{uuid.uuid4().hex[:8]}"
+    host = f"tui-{uuid.uuid4().hex[:8]}"
+    async with interaction_service(
+        redis_url, broker_token=BROKER_TOKEN, host_id=host, auth_tokens_file=tokens_file
+    ) as live:
+        write_endpoints(tmp_path, Endpoints(interaction=live.address, broker="127.0.0.1:1", host_id=host))
+        await live.link.open(deploy_form("Deploy build-43 with a token"), session_id="s1", wait_seconds=300)
+        command = f"{sys.executable} -m surfaces.cli.main tui --state-dir {tmp_path}"
+
+        async def tmux_run(*args: str) -> str:
+            process = await asyncio.create_subprocess_exec(
+                tmux, "-L", socket_name, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
+            out, _ = await process.communicate()
+            return out.decode()
+
+        await tmux_run(
+            "new-session",
+            "-d",
+            "-x",
+            "150",
+            "-y",
+            "50",
+            "-c",
+            str(Path.cwd()),
+            "-e",
+            f"MAKA_SURFACE_TOKEN={SURFACE_TOKEN}",
+            command,
+        )
+        try:
+
+            async def shows_form() -> bool:
+                text = await tmux_run("capture-pane", "-p")
+                return "Deploy build-43 with a token" in text and "Connected" in text
+
+            await eventually(shows_form, timeout=30, interval=0.1, what="the TUI to attach and show the form")
         finally:
             await tmux_run("kill-server")
