@@ -22,10 +22,6 @@ MIN_CONFIDENCE = 60
 
 FRAMEWORK: dict[tuple[str, str], str] = {
     # gRPC calls these by name on the interceptor objects it is given.
-    ("services/core/client_interceptors.py", "intercept_unary_unary"): "grpc.aio client interceptor",
-    ("services/core/client_interceptors.py", "intercept_unary_stream"): "grpc.aio client interceptor",
-    ("services/core/client_interceptors.py", "intercept_stream_unary"): "grpc.aio client interceptor",
-    ("services/core/client_interceptors.py", "intercept_stream_stream"): "grpc.aio client interceptor",
     ("services/core/interceptors.py", "intercept_service"): "grpc.aio server interceptor",
     # Generated stubs ask their channel for each kind of multi-callable (grpc.aio.Channel's abstract methods).
     ("services/core/channels.py", "unary_stream"): "grpc.aio.Channel method, called by generated stubs",

@@ -23,7 +23,6 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from services.core.client_interceptors import client_metadata_interceptors
 from services.core.keepalive import KEEPALIVE_OPTIONS
 from services.core.settings import ClientTlsSettings
 
@@ -173,6 +172,60 @@ class ReloadingChannel(grpc.aio.Channel):
         await self.close()
 
 
+class _BearerCall:
+    """A multi-callable that adds ``authorization: Bearer`` to the metadata of each call it makes."""
+
+    def __init__(self, callable_: Any, header: tuple[str, str]) -> None:
+        self._callable, self._header = callable_, header
+
+    def __call__(self, *args: Any, metadata: Any = None, **kwargs: Any) -> Any:
+        return self._callable(*args, metadata=(*(metadata or ()), self._header), **kwargs)
+
+
+class BearerChannel(grpc.aio.Channel):
+    """``channel`` with ``authorization: Bearer <token>`` added to every call's metadata.
+
+    Not grpc.aio client interceptors: an intercepted stream-stream call (``Attach``) fails under an eager
+    task factory, which Textual sets on its loop (``maka tui``). The interceptor's task runs inside
+    ``create_task``, before the call has stored it, so the request iterator raises ``AttributeError`` and
+    gRPC cancels the call ("Locally cancelled by application"): the TUI never attached with a token on.
+    """
+
+    def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
+        self._channel = channel
+        self._header = ("authorization", f"Bearer {token}")
+
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _BearerCall(self._channel.unary_unary(method, *args, **kwargs), self._header)
+
+    def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _BearerCall(self._channel.unary_stream(method, *args, **kwargs), self._header)
+
+    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _BearerCall(self._channel.stream_unary(method, *args, **kwargs), self._header)
+
+    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return _BearerCall(self._channel.stream_stream(method, *args, **kwargs), self._header)
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self._channel.get_state(try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        await self._channel.wait_for_state_change(last_observed_state)
+
+    async def channel_ready(self) -> None:
+        await self._channel.channel_ready()
+
+    async def close(self, grace: float | None = None) -> None:
+        await self._channel.close(grace)
+
+    async def __aenter__(self) -> BearerChannel:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+
 def dial_target(target: str) -> str:
     """``host:port`` → ``dns:///host:port``; a target that names its resolver scheme is returned unchanged."""
     head = target.split(":", 1)[0]
@@ -191,7 +244,7 @@ def open_channel(
     """A grpc.aio channel to ``target`` (``host:port`` or a gRPC target, see the module docstring) with
     round_robin, retries of idempotent unaries, keepalive, message caps, optional TLS/mTLS
     (from ``tls``, default read from ``MAKA_TLS_*``; a :class:`ReloadingChannel` that re-reads renewed files)
-    and ``authorization: Bearer token`` on every call.
+    and ``authorization: Bearer token`` on every call (:class:`BearerChannel`).
 
     Create it inside the event loop that will use it.
     """
@@ -204,9 +257,9 @@ def open_channel(
         *KEEPALIVE_OPTIONS,
     ]
     target = dial_target(target)
-    interceptors = client_metadata_interceptors(token)
     if tls.tls_ca_file is None:
-        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+        channel: grpc.aio.Channel = grpc.aio.insecure_channel(target, options=options)
+        return BearerChannel(channel, token) if token else channel
     if tls.tls_server_name:
         options.append(("grpc.ssl_target_name_override", tls.tls_server_name))
     ca, cert_file, key_file = tls.tls_ca_file, tls.tls_client_cert_file, tls.tls_client_key_file
@@ -215,7 +268,8 @@ def open_channel(
         key = key_file.read_bytes() if key_file else None
         cert = cert_file.read_bytes() if cert_file else None
         credentials = grpc.ssl_channel_credentials(ca.read_bytes(), key, cert)
-        return grpc.aio.secure_channel(target, credentials, options=options, interceptors=interceptors)
+        return grpc.aio.secure_channel(target, credentials, options=options)
 
     files = [ca, *(path for path in (cert_file, key_file) if path is not None)]
-    return ReloadingChannel(dial, files, lambda: check_client_tls_files(ca, cert_file, key_file))
+    reloading = ReloadingChannel(dial, files, lambda: check_client_tls_files(ca, cert_file, key_file))
+    return BearerChannel(reloading, token) if token else reloading

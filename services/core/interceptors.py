@@ -1,6 +1,6 @@
 """The gRPC server interceptor shared by every service: authentication + principal + request metrics.
 
-The client side (bearer token on outgoing calls) is :mod:`services.core.client_interceptors`.
+The client side (bearer token on outgoing calls) is :class:`services.core.channels.BearerChannel`.
 
 The server interceptor authenticates with :func:`services.core.auth.authenticate_async`, binds the
 principal for the handler (:func:`services.core.auth.current_principal`), and counts each request in

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -151,6 +152,29 @@ async def test_the_principal_is_bound_inside_a_streaming_handler(server: Running
         assert isinstance(response, interaction_service_pb2.AttachResponse)
         assert [i.interaction_id for i in response.snapshot.pending] == ["tui:s1"]
         await call.done_writing()
+
+
+async def test_a_token_stream_works_under_an_eager_task_factory_as_textual_sets_it(server: RunningServer) -> None:
+    # maka tui: Textual runs its loop with asyncio.eager_task_factory; grpc.aio's intercepted stream-stream
+    # call cancelled itself there ("Locally cancelled by application"), so the token is not an interceptor
+    loop = asyncio.get_running_loop()
+    loop.set_task_factory(asyncio.eager_task_factory)
+    try:
+        async with open_channel(
+            f"127.0.0.1:{server.port}", token="surface-token-1", tls=ClientTlsSettings()
+        ) as channel:
+            stub = interaction_service_pb2_grpc.InteractionServiceStub(channel)
+            call = stub.Attach()
+            await call.write(
+                interaction_service_pb2.AttachRequest(subscribe=interaction_service_pb2.Subscribe(session_ids=["s1"]))
+            )
+            response = await call.read()
+            assert isinstance(response, interaction_service_pb2.AttachResponse)
+            assert [i.interaction_id for i in response.snapshot.pending] == ["tui:s1"]
+            await call.done_writing()
+            assert await call.code() == grpc.StatusCode.OK
+    finally:
+        loop.set_task_factory(None)
 
 
 async def test_health_stays_open_without_a_token(server: RunningServer) -> None:
