@@ -315,6 +315,9 @@ class Broker:
             live_invocations=len(self._invocations),
             live_registrations=len(self._registry),
             pending_forms=len(self._by_interaction),
+            host_id=self._host_id,
+            takes_new_calls=self.takes_new_calls(),
+            draining=self._draining,
         )
 
     def live_invocations(self) -> list[Invocation]:
@@ -978,25 +981,42 @@ class Broker:
         )
         self._send(registration.stream, broker_pb2.ConnectResponse(invoke=invoke))
 
-    async def stop(self, session_id: str = "", turn_id: str = "", *, all_sessions: bool = False) -> int:
-        """Stop the live invocations of a turn, a session, or (``all_sessions``) the Host.
+    async def stop(
+        self,
+        session_id: str = "",
+        turn_id: str = "",
+        *,
+        all_sessions: bool = False,
+        invocation_id: str = "",
+        visible: Callable[[str], bool] = lambda _session: True,
+    ) -> int:
+        """Stop the live invocations of a turn, a session, or (``all_sessions``) the Host, or the one live
+        invocation ``invocation_id`` when its session is ``visible`` (none stopped when this Host runs no
+        such call: in a pool only its owner does). A draining Host stops its calls the same way.
 
         Each one ends ``stopped``; its pending form closes ``stopped`` (awaited, bounded) and the
         provider gets ``cancel``; no interaction result is delivered to it afterwards, so no retry
         can follow (RFC criterion 7). Returns how many invocations were stopped.
 
         Raises:
-            InvalidRequest: ``all_sessions`` together with ids, or neither (INVALID_ARGUMENT).
+            InvalidRequest: ``all_sessions`` together with ids, ``invocation_id`` together with a scope,
+                or none of them (INVALID_ARGUMENT).
         """
+        if invocation_id and (session_id or turn_id or all_sessions):
+            raise InvalidRequest("a stop of one invocation takes no session_id, turn_id or all")
         if all_sessions and (session_id or turn_id):
             raise InvalidRequest("a global stop takes no session_id or turn_id")
-        if not all_sessions and not session_id:
-            raise InvalidRequest("session_id is required unless all is set")
-        targets = [
-            inv
-            for inv in self._invocations.values()
-            if all_sessions or (inv.session_id == session_id and (not turn_id or inv.turn_id == turn_id))
-        ]
+        if not all_sessions and not session_id and not invocation_id:
+            raise InvalidRequest("session_id is required unless all or invocation_id is set")
+        if invocation_id:
+            one = self._invocations.get(invocation_id)
+            targets = [one] if one is not None and visible(one.session_id) else []
+        else:
+            targets = [
+                inv
+                for inv in self._invocations.values()
+                if all_sessions or (inv.session_id == session_id and (not turn_id or inv.turn_id == turn_id))
+            ]
         work: set[asyncio.Task[Any]] = set()
         for invocation in targets:
             self.stop_invocation(invocation, "stopped")

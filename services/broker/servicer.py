@@ -132,7 +132,9 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
                 yield broker_pb2.WatchCallResponse(event=event)
 
     async def Stop(self, request: broker_pb2.StopRequest, context: Context) -> broker_pb2.StopResponse:
-        """Stop a turn, a session, or (``all``) every live invocation of the Host (RFC criterion 7).
+        """Stop a turn, a session, or (``all``) every live invocation of the Host, or one invocation
+        (``invocation_id``: 0 stopped when this Host runs no such call in a session the caller may see, so a
+        pool's Hosts answer alike but for its owner) (RFC criterion 7).
 
         Returns the number stopped once their pending forms are closed ``stopped``.
         INVALID_ARGUMENT / INVALID_REQUEST for ``all`` with ids or no session without ``all``;
@@ -141,9 +143,17 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         try:
             if request.all:
                 _require(Role.CALLER, "*")
+            elif request.invocation_id:
+                _require(Role.CALLER)  # and only a call in a session the caller may see
             else:
                 _require(Role.CALLER, request.session_id)
-            stopped = await self._broker.stop(request.session_id, request.turn_id, all_sessions=request.all)
+            stopped = await self._broker.stop(
+                request.session_id,
+                request.turn_id,
+                all_sessions=request.all,
+                invocation_id=request.invocation_id,
+                visible=current_principal().may_see,
+            )
         except ServiceError as error:
             await abort(context, error)
         return broker_pb2.StopResponse(stopped_invocations=stopped)

@@ -14,7 +14,14 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from maka_client._channel import BROKER_NEW_CALLS_SERVICE, is_pool_target, open_channel, pool_service_config
+from maka_client._channel import (
+    BROKER_NEW_CALLS_SERVICE,
+    PoolMember,
+    is_pool_target,
+    open_channel,
+    pool_members,
+    pool_service_config,
+)
 from tests.helpers.waiting import eventually
 
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
@@ -38,6 +45,27 @@ took the call: SERVING from ``a``, NOT_SERVING from ``b``."""
 )
 def test_a_dns_name_or_several_addresses_name_a_pool_and_one_address_names_one_host(target: str, pool: bool) -> None:
     assert is_pool_target(target) is pool
+
+
+@pytest.mark.parametrize(
+    ("target", "members"),
+    [
+        ("ipv4:127.0.0.1:1,127.0.0.1:2", [PoolMember("127.0.0.1:1"), PoolMember("127.0.0.1:2")]),
+        ("ipv6:[::1]:1,[::1]:2", [PoolMember("[::1]:1"), PoolMember("[::1]:2")]),
+        ("127.0.0.1:50052", [PoolMember("127.0.0.1:50052")]),
+    ],
+)
+async def test_the_members_of_an_address_list_are_its_addresses_and_one_host_is_its_own_member(
+    target: str, members: list[PoolMember]
+) -> None:
+    assert await pool_members(target) == members
+
+
+async def test_the_members_of_a_dns_pool_are_what_its_name_resolves_to_with_the_name_as_authority() -> None:
+    members = await pool_members("dns:///localhost:50052")
+    assert PoolMember("127.0.0.1:50052", authority="localhost:50052") in members
+    assert {member.authority for member in members} == {"localhost:50052"}
+    assert len(members) == len({member.address for member in members}), "each address once"
 
 
 def test_the_pool_service_config_balances_round_robin_and_health_checks_the_new_calls_service() -> None:

@@ -31,9 +31,11 @@ from maka_client import (
     ToolCall,
 )
 from maka_client._channel import open_channel
+from stack.ports import free_port
 from tests.helpers.cli import maka
 from tests.helpers.pool import HostPool, host_pool
 from tests.helpers.waiting import eventually
+from tests.reliability.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -61,10 +63,10 @@ async def _first(pending: Awaitable[list[interaction_pb2.Interaction]]) -> inter
     return forms[0] if forms else None
 
 
-async def _typescript_pings(target: str, count: int) -> dict[str, Any]:
+async def _typescript_pings(target: str, count: int, *options: str) -> dict[str, Any]:
     """``clients/typescript/test/pool.ts``: ``count`` pings through ``target`` with the TypeScript client."""
     process = await asyncio.create_subprocess_exec(
-        str(NODE), str(TS_CLIENT / "dist" / "test" / "pool.js"), "--pool", target, "--count", str(count),
+        str(NODE), str(TS_CLIENT / "dist" / "test" / "pool.js"), "--pool", target, "--count", str(count), *options,
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(90):
@@ -194,3 +196,36 @@ async def _during_the_drain(
     assert call.reattaches >= 1
     assert any(isinstance(e, Reattaching) for e in owned.events)
     assert call.host_id == owner
+
+
+async def test_a_typescript_caller_arriving_while_no_host_of_the_pool_is_up_waits_for_one(tmp_path: Path) -> None:
+    async with host_pool(tmp_path, hosts=1) as pool:
+        dials: list[str] = []
+        upstream = f"127.0.0.1:{free_port()}"  # nothing listens there: the pool's Host is restarting
+
+        def route() -> str:
+            dials.append(upstream)
+            return upstream
+
+        restarting = TcpProxy(route)
+        await restarting.start()
+        try:
+            target = f"ipv4:127.0.0.1:{restarting.port},127.0.0.1:{free_port()}"
+            caller = asyncio.create_task(_typescript_pings(target, 1))
+            # The client dialled, failed and dials again: it waits for a Host instead of failing at once.
+            await eventually(lambda: len(dials) >= 2, timeout=30, what="the TypeScript client redialling")
+            assert not caller.done(), "the call did not fail while no Host was up"
+            upstream = pool.brokers["host-0"]  # the Host is up again
+            report = await caller
+        finally:
+            await restarting.close()
+    [only] = report["calls"]
+    assert (only["outcome"], only["text"], only["hostId"]) == ("result", "pong", "host-0")
+
+
+async def test_a_typescript_caller_of_a_pool_with_no_host_up_gives_up_after_its_bound() -> None:
+    target = f"ipv4:127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    report = await _typescript_pings(target, 1, "--give-up-after-ms", "1000")
+    [only] = report["calls"]
+    assert (only["outcome"], only["code"]) == ("error", "UNAVAILABLE")
+    assert "takes new calls" in only["text"]

@@ -5,8 +5,10 @@
 // A target may name a team's pool of Hosts (docs/clients.md "Pools of Hosts": `dns:///team-a-hosts:50052`,
 // `ipv4:10.0.0.1:50052,10.0.0.2:50052`): new calls are balanced round_robin over its addresses, and a start
 // a draining Host refuses HOST_UNAVAILABLE is retried with the same call id (grpc-js has no client-side
-// health checking, so this retry is what keeps a draining Host's refusals from reaching the caller). Once
-// `accepted` names the owning Host, every reattach goes to that Host's `host_address`.
+// health checking, so this retry is what keeps a draining Host's refusals from reaching the caller). A start
+// while no Host of the pool is up (every one restarting mid-rollout) waits for one, within the reattach
+// policy's giveUpAfterMs, instead of failing at once. Once `accepted` names the owning Host, every reattach
+// goes to that Host's `host_address`.
 
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -145,7 +147,10 @@ export class ToolCall implements AsyncIterable<CallEvent> {
       const owner = this.client.ownerStub(this.hostAddress);
       return owner.WatchCall({ invocation_id: this.invocationId, resume_token: this.resumeToken }, this.client.metadata());
     }
-    return this.client.stub.CallTool(this.request, this.client.metadata());
+    // A pool's start waits for a connected Host (waitForAReadyHost bounded that wait) rather than failing at once.
+    const md = this.client.metadata();
+    if (this.client.pool) md.setOptions({ waitForReady: true });
+    return this.client.stub.CallTool(this.request, md);
   }
 
   /** A pool's start refused HOST_UNAVAILABLE before `accepted`: that Host drains and started nothing. */
@@ -159,6 +164,7 @@ export class ToolCall implements AsyncIterable<CallEvent> {
     let firstRefusal: number | null = null;
     for (;;) {
       let refusal: CallEvent | null = null;
+      if (this.client.pool && !this.invocationId) await this.client.waitForAReadyHost(policy.giveUpAfterMs);
       for await (const event of this.follow()) {
         if (this.refusedByADrainingHost(event)) {
           refusal = event;
@@ -275,6 +281,17 @@ export class BrokerClient {
       this.owners.set(hostAddress, stub);
     }
     return stub;
+  }
+
+  /** Until the pool's channel has a connected Host, at most `timeoutMs`; then a MakaError UNAVAILABLE ("no Host
+   * of the pool ... takes new calls": every Host is down or restarting). grpc-js has no client-side health
+   * checking, so a connected Host that drains still refuses the start, which is retried with the same call id. */
+  waitForAReadyHost(timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.stub.waitForReady(Date.now() + timeoutMs, (error) =>
+        error ? reject(new MakaError("UNAVAILABLE", `no Host of the pool ${this.target} takes new calls`)) : resolve(),
+      ),
+    );
   }
 
   /** `target`, else $MAKA_BROKER_TARGET, else the broker of the local stack's endpoints.json ($MAKA_STATE_DIR,

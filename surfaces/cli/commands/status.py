@@ -23,6 +23,14 @@ Exit codes: 0 every service serves, every enabled server is ready, the last relo
 applied and no notification target is failing; 1 something is not (the output says what; a rejected reload
 counts: the file on disk is not what runs); 3 no stack runs there or the broker cannot be asked (``NO_STACK`` /
 gRPC status name first on stderr).
+
+``maka status --broker TARGET [--json]`` shows the Hosts of ``TARGET`` instead, each asked on its own: every
+Host of a team's pool (``dns:///team-a-host:50052``, ``ipv4:A,B``; docs/clients.md "Pools of Hosts"), or the
+one Host a ``host:port`` names: its id, address, state (``serving``: takes new calls; ``DRAINING``: takes no new
+calls while its running calls and their forms finish; ``not ready``: no provider registered yet, or shutting
+down; ``unreachable``), calls running and the forms they wait on. Exit codes: 0 every Host answered and one at
+least takes new calls; 1 a Host did not answer or none takes new calls; 3 none answered (or the name did not
+resolve).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -38,10 +47,11 @@ from typing import Any
 from urllib.parse import urljoin
 
 from maka.broker.v1 import broker_pb2
-from maka_client import MakaError
+from maka_client import BrokerClient, HostStatus, MakaError
 from services.core import healthcheck
 from stack.probes import http_ok
 from stack.state_dir import Endpoints, read_endpoints, read_notify_status
+from surfaces.common import target as cli_target
 from surfaces.common.interactions import Interactions, surface_json
 from surfaces.common.server_status import fetch_status, server_lines, status_json
 from surfaces.common.target import add_state_dir_argument
@@ -56,8 +66,16 @@ EXIT_FAILED = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--json`` and ``--state-dir``."""
+    """Add ``--json``, ``--broker`` and ``--state-dir``."""
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--broker",
+        default=None,
+        type=cli_target.address,
+        metavar="TARGET",
+        help="show every Host of this pool (dns:///NAME:PORT, ipv4:A,B) or this one Host (HOST:PORT) instead of "
+        "the local stack",
+    )
     add_state_dir_argument(parser)
 
 
@@ -221,8 +239,81 @@ def notification_lines(notify: dict[str, Any] | None, now: float | None = None) 
     return lines
 
 
+HOSTS_TIMEOUT_SECONDS = 5.0
+TOKEN_ENV = "MAKA_CALLER_TOKEN"
+
+
+async def collect_hosts(target: str) -> dict[str, Any]:
+    """Every Host of ``target`` (a pool, or one Host) as JSON: ``target``, ``pool`` and ``hosts``, each
+    ``{hostId, address, state, callsRunning, pendingForms, error}``. Raises :class:`maka_client.MakaError` when a
+    ``dns:`` pool does not resolve."""
+    token = os.environ.get(TOKEN_ENV) or os.environ.get("MAKA_SURFACE_TOKEN") or None
+    async with BrokerClient.from_env(target, token=token) as client:
+        hosts = await client.hosts(timeout=HOSTS_TIMEOUT_SECONDS)
+        pool = client.pool
+    return {"target": target, "pool": pool, "hosts": [host_json(host) for host in hosts]}
+
+
+def host_json(host: HostStatus) -> dict[str, Any]:
+    """One Host of ``maka status --broker``'s JSON."""
+    return {
+        "hostId": host.host_id or None,
+        "address": host.address,
+        "state": host.state,
+        "callsRunning": host.live_invocations,
+        "pendingForms": host.pending_forms,
+        "error": host.error or None,
+    }
+
+
+def hosts_exit_code(data: dict[str, Any]) -> int:
+    """0 every Host answered and one takes new calls; 1 a Host did not answer or none takes new calls; 3 none
+    answered."""
+    states = [host["state"] for host in data["hosts"]]
+    if all(state == "unreachable" for state in states):
+        return EXIT_FAILED
+    if "unreachable" in states or "serving" not in states:
+        return EXIT_DEGRADED
+    return EXIT_OK
+
+
+def render_hosts(data: dict[str, Any]) -> str:
+    """``maka status --broker``'s human rendering: one line per Host."""
+    hosts = data["hosts"]
+    serving = sum(host["state"] == "serving" for host in hosts)
+    kind = "pool" if data["pool"] else "Host"
+    lines = [f"{kind} {data['target']}: {len(hosts)} Host(s), {serving} taking new calls"]
+    for host in hosts:
+        state = "DRAINING" if host["state"] == "draining" else host["state"]
+        line = f"  {host['hostId'] or '?':<20} {state:<11} {host['address']}"
+        if host["state"] == "unreachable":
+            lines.append(f"{line}  did not answer ({host['error']})")
+            continue
+        line += f"  calls running: {host['callsRunning']}, pending forms: {host['pendingForms']}"
+        if host["state"] == "draining":
+            line += " (no new calls; its running calls and their forms are still served)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def run_hosts(args: argparse.Namespace, target: str) -> int:
+    """``maka status --broker TARGET``: every Host of the pool (see the module docstring)."""
+    try:
+        data = asyncio.run(collect_hosts(target))
+    except MakaError as error:
+        print(f"{error.code}: {error.message}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        print(display_text(render_hosts(data), multiline=True))  # Host ids are the Hosts' own text
+    return hosts_exit_code(data)
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the status; see the module docstring for output and exit codes."""
+    if args.broker:
+        return run_hosts(args, args.broker)
     try:
         endpoints = read_endpoints(args.state_dir)
     except FileNotFoundError as error:

@@ -221,6 +221,30 @@ async def test_stop_with_a_bad_scope_is_invalid_argument(stack: BrokerStack) -> 
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+async def test_stop_of_one_invocation_stops_only_that_call_and_an_unknown_or_unseen_one_stops_none(
+    stack: BrokerStack,
+) -> None:
+    provider = await stack.provider()
+    first = stack.call(turn="t1")
+    first_id = (await first.next("accepted")).accepted.invocation_id
+    await provider.invoked()
+    second = stack.call(turn="t1")
+    second_id = (await second.next("accepted")).accepted.invocation_id
+    await provider.invoked()
+
+    assert (await stack.broker.Stop(broker_pb2.StopRequest(invocation_id="inv_nope"))).stopped_invocations == 0
+    assert await stack.app.broker.stop(invocation_id=first_id, visible=lambda _session: False) == 0
+    with pytest.raises(grpc.aio.AioRpcError) as scoped:
+        await stack.broker.Stop(broker_pb2.StopRequest(invocation_id=first_id, session_id="s1"))
+    assert scoped.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    assert (await stack.broker.Stop(broker_pb2.StopRequest(invocation_id=first_id))).stopped_invocations == 1
+    assert (await first.terminal()).HasField("stopped")
+    assert (await provider.next("cancel")).cancel.invocation_id == first_id
+    await provider.finish(second_id)
+    assert (await second.terminal()).HasField("result"), "the same turn's other call was not stopped"
+
+
 async def test_provider_killed_mid_form_loses_the_call_and_closes_the_form_provider_lost(stack: BrokerStack) -> None:
     provider = await stack.provider()
     call = stack.call()
@@ -701,6 +725,34 @@ async def test_a_draining_broker_stops_taking_new_calls_in_health_but_stays_live
     assert (await watcher.terminal()).HasField("result")
     async with asyncio.timeout(FRAME_TIMEOUT):
         await stopping
+
+
+async def test_a_draining_broker_names_itself_draining_in_get_status_and_still_stops_a_call_it_owns(
+    make_stack: StackFactory,
+) -> None:
+    stack = await make_stack(interaction={"host_id": "team-a-host-1"}, host_id="team-a-host-1", drain_seconds=30)
+    provider = await stack.provider()
+    call = stack.call()
+    invocation_id = (await call.next("accepted")).accepted.invocation_id
+    invoke = await provider.invoked()
+    await provider.ask(invoke.invocation_id)
+    await call.next("awaiting_interaction")
+    status = await stack.broker.GetStatus(broker_pb2.GetStatusRequest())
+    assert (status.host_id, status.takes_new_calls, status.draining) == ("team-a-host-1", True, False)
+
+    stopping = asyncio.create_task(stack.broker_server.stop())
+
+    async def draining() -> bool:
+        return (await stack.broker.GetStatus(broker_pb2.GetStatusRequest())).draining
+
+    await eventually(draining, timeout=10, what="GetStatus says draining")
+    status = await stack.broker.GetStatus(broker_pb2.GetStatusRequest())
+    assert (status.takes_new_calls, status.live_invocations, status.pending_forms) == (False, 1, 1)
+    assert (await stack.broker.Stop(broker_pb2.StopRequest(invocation_id=invocation_id))).stopped_invocations == 1
+    assert (await call.terminal()).HasField("stopped")
+    assert await stack.pending() == []
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await stopping  # nothing left to drain
 
 
 async def test_a_drain_waits_for_the_caller_of_a_settled_call_to_reattach_for_its_outcome(

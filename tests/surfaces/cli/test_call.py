@@ -323,6 +323,15 @@ def test_stop_defaults_to_the_default_session() -> None:
     assert stop.build_request(_args("stop")) == broker_pb2.StopRequest(session_id="default")
 
 
+def test_stop_of_one_invocation_names_only_it() -> None:
+    assert stop.build_request(_args("stop", "inv_42")) == broker_pb2.StopRequest(invocation_id="inv_42")
+
+
+def test_stop_of_one_invocation_with_another_scope_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert stop.run(_args("stop", "inv_42", "--session", "s1")) == 2
+    assert capsys.readouterr().err.startswith("USAGE: INVOCATION stops one call")
+
+
 def test_stop_all_with_a_session_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert stop.run(_args("stop", "--all", "--session", "s1")) == 2
     assert capsys.readouterr().err.startswith("USAGE: --all stops everything")

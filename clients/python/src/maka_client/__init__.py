@@ -11,7 +11,7 @@ from maka_client._channel import TlsOptions
 from maka_client._codes import BrokerErrorReason, ClientErrorReason, ErrorReason, FailureCode, InteractionErrorReason
 from maka_client._errors import MakaError
 from maka_client._resume import resumable
-from maka_client.broker import BrokerClient, ReattachPolicy, ToolCall, ToolInfo
+from maka_client.broker import BrokerClient, HostStatus, ReattachPolicy, ToolCall, ToolInfo
 from maka_client.events import (
     Accepted,
     Action,
@@ -69,6 +69,7 @@ __all__ = [
     "FormSnapshot",
     "HistoryEntry",
     "HistoryPage",
+    "HostStatus",
     "InteractionErrorReason",
     "InteractionSettled",
     "Lost",

@@ -6,9 +6,11 @@ certificate and key are re-read when they change, on the next call, without a re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import socket
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -77,6 +79,52 @@ def is_pool_target(target: str) -> bool:
     return scheme == "dns" or "," in rest
 
 
+@dataclass(frozen=True)
+class PoolMember:
+    """One Host of a pool target, dialled on its own: ``address`` (``host:port``) and the ``authority`` to send
+    (the pool's DNS name for an address it resolved to, so TLS checks the name the target used; empty: the
+    address itself)."""
+
+    address: str
+    authority: str = ""
+
+
+DNS_DEFAULT_PORT = 443
+"""gRPC's port for a ``dns:`` target that names none."""
+
+
+def _split_host_port(text: str, default_port: int) -> tuple[str, int]:
+    if text.startswith("["):  # [v6]:port
+        host, _, rest = text[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else default_port
+    host, colon, port = text.rpartition(":")
+    if not colon or ":" in host:  # no port, or a bare IPv6 address
+        return text, default_port
+    return host, int(port)
+
+
+def _joined(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def pool_members(target: str) -> list[PoolMember]:
+    """Every Host a pool target names, now: the addresses of an ``ipv4:``/``ipv6:`` list, or what a ``dns:`` name
+    resolves to (each address with the name as its authority). A name resolves to the Hosts its DNS lists: in
+    Kubernetes the per-Host headless Service (``dns:///team-a-host:50052``, ``publishNotReadyAddresses``) lists
+    draining Hosts too, the pool Service for new calls (``team-a-hosts``) only ready ones. Raises ``OSError`` when
+    the name does not resolve. A target that is not a pool is its own one member."""
+    scheme, _, rest = target.partition(":")
+    if not is_pool_target(target):
+        return [PoolMember(target)]
+    if scheme in ("ipv4", "ipv6"):
+        return [PoolMember(address.strip()) for address in rest.split(",") if address.strip()]
+    name = rest[2:].partition("/")[2] if rest.startswith("//") else rest  # dns:[//authority/]host[:port]
+    host, port = _split_host_port(name, DNS_DEFAULT_PORT)
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = dict.fromkeys(_joined(str(info[4][0]), port) for info in infos)
+    return [PoolMember(address, authority=_joined(host, port)) for address in addresses]
+
+
 def pool_service_config(health_service: str) -> str:
     """The service config of a pool channel: ``round_robin`` over every address, with standard client-side
     health checking (``healthCheckConfig``) on ``health_service``, so a Host whose service is NOT_SERVING
@@ -92,9 +140,11 @@ def open_channel(
     max_message_bytes: int = 4 * 1024 * 1024,
     *,
     service_config: str | None = None,
+    authority: str = "",
 ) -> grpc.aio.Channel:
     """A grpc.aio channel to ``target`` (``host:port`` or any gRPC target URI) with ``service_config`` as its
-    default service config (None: gRPC's default, ``pick_first``). Create it in the loop that uses it."""
+    default service config (None: gRPC's default, ``pick_first``) and ``authority`` as its ``:authority`` (and
+    TLS name) when given. Create it in the loop that uses it."""
     options: list[tuple[str, int | str]] = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
@@ -102,6 +152,8 @@ def open_channel(
     ]
     if service_config is not None:
         options.append(("grpc.service_config", service_config))
+    if authority:
+        options.append(("grpc.default_authority", authority))
     if tls is None:
         return grpc.aio.insecure_channel(target, options=options)
     if tls.server_name:

@@ -33,10 +33,12 @@ import grpc.aio
 
 from maka_client._channel import (
     BROKER_NEW_CALLS_SERVICE,
+    PoolMember,
     TlsOptions,
     bearer,
     is_pool_target,
     open_channel,
+    pool_members,
     pool_service_config,
     state_dir_address,
     state_dir_token,
@@ -105,6 +107,30 @@ def _schema_or_none(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return schema if isinstance(schema, dict) else None
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """One Host of a pool as its broker's ``GetStatus`` describes it (:meth:`BrokerClient.hosts`)."""
+
+    address: str
+    """Where it was reached (an address of the pool target)."""
+    host_id: str = ""
+    state: str = "unreachable"
+    """``serving`` (takes new calls), ``draining`` (no new calls; its running calls and forms still served),
+    ``not ready`` (no provider registered yet, or shutting down) or ``unreachable`` (``error`` says why)."""
+    live_invocations: int = 0
+    """Calls running on it."""
+    pending_forms: int = 0
+    """Forms its calls wait on."""
+    error: str = ""
+    """The gRPC status name when it did not answer."""
+
+
+def _host_state(status: broker_pb2.GetStatusResponse) -> str:
+    if status.draining:
+        return "draining"
+    return "serving" if status.takes_new_calls else "not ready"
 
 
 class ToolCall:
@@ -350,14 +376,47 @@ class BrokerClient:
         except TimeoutError:
             raise MakaError(grpc.StatusCode.UNAVAILABLE, f"no Host of the pool {self.target} takes new calls") from None
 
-    def owner_stub(self, host_address: str) -> broker_pb2_grpc.CapabilityBrokerServiceAsyncStub:
-        """The stub that reaches the Host at ``host_address`` (a call's owner); this client's own for ``""``."""
+    def owner_stub(self, host_address: str, authority: str = "") -> broker_pb2_grpc.CapabilityBrokerServiceAsyncStub:
+        """The stub that reaches the Host at ``host_address`` (a call's owner, or one Host of the pool; ``authority``
+        for an address a ``dns:`` pool resolved to); this client's own for ``""``."""
         if not host_address:
             return self.stub
         if host_address not in self._owners:
-            channel = open_channel(host_address, self._tls)
+            channel = open_channel(host_address, self._tls, authority=authority)
             self._owners[host_address] = (channel, broker_pb2_grpc.CapabilityBrokerServiceStub(channel))
         return self._owners[host_address][1]
+
+    async def members(self) -> list[PoolMember]:
+        """Every Host of the pool now (:func:`~maka_client._channel.pool_members`), else this client's one target.
+        Raises :class:`MakaError` ``UNAVAILABLE`` when a ``dns:`` name does not resolve."""
+        if not self.pool:
+            return [PoolMember("")]
+        try:
+            return await pool_members(self.target)
+        except OSError as error:
+            raise MakaError(grpc.StatusCode.UNAVAILABLE, f"the pool {self.target} did not resolve: {error}") from None
+
+    async def hosts(self, *, timeout: float = 5.0) -> list[HostStatus]:
+        """Every Host of the pool (each asked on its own, draining ones included), or this client's one Host: its
+        id, whether it takes new calls or drains, its calls running and the forms they wait on."""
+
+        async def one(member: PoolMember) -> HostStatus:
+            address = member.address or self.target
+            try:
+                status = await self.owner_stub(member.address, member.authority).GetStatus(
+                    broker_pb2.GetStatusRequest(), metadata=self.metadata, timeout=timeout
+                )
+            except grpc.aio.AioRpcError as error:
+                return HostStatus(address, error=error.code().name)
+            return HostStatus(
+                address,
+                host_id=status.host_id,
+                state=_host_state(status),
+                live_invocations=status.live_invocations,
+                pending_forms=status.pending_forms,
+            )
+
+        return list(await asyncio.gather(*(one(member) for member in await self.members())))
 
     @classmethod
     def from_env(cls, target: str | None = None, **kwargs: Any) -> BrokerClient:
@@ -430,21 +489,35 @@ class BrokerClient:
         turn_id: str = "",
         *,
         all_sessions: bool = False,
+        invocation_id: str = "",
         timeout: float = 10.0,
         host_address: str = "",
     ) -> int:
-        """Stop a turn, a session or (``all_sessions``) every live call of one Host (the one at
-        ``host_address``, else this client's target); returns how many stopped."""
-        request = (
-            broker_pb2.StopRequest(all=True)
-            if all_sessions
-            else broker_pb2.StopRequest(session_id=session_id, turn_id=turn_id)
-        )
-        try:
-            response = await self.owner_stub(host_address).Stop(request, metadata=self.metadata, timeout=timeout)
-        except grpc.aio.AioRpcError as error:
-            raise MakaError.from_rpc(error) from None
-        return response.stopped_invocations
+        """Stop a turn, a session, (``all_sessions``) every live call, or the one call ``invocation_id``; returns
+        how many stopped. ``host_address`` names the Host (a call's owner, ``ToolCall.host_address``); without it a
+        pool's Hosts are each asked (:meth:`members`, draining ones included: a draining Host still stops the calls
+        it owns; only the owner of ``invocation_id`` stops it), else this client's target. Raises
+        :class:`MakaError` when a Host asked did not answer (the others' calls are stopped all the same)."""
+        if invocation_id:
+            request = broker_pb2.StopRequest(invocation_id=invocation_id)
+        elif all_sessions:
+            request = broker_pb2.StopRequest(all=True)
+        else:
+            request = broker_pb2.StopRequest(session_id=session_id, turn_id=turn_id)
+        members = [PoolMember(host_address)] if host_address else await self.members()
+
+        async def one(member: PoolMember) -> int:
+            stub = self.owner_stub(member.address, member.authority)
+            response = await stub.Stop(request, metadata=self.metadata, timeout=timeout)
+            return response.stopped_invocations
+
+        answers = await asyncio.gather(*(one(member) for member in members), return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, grpc.aio.AioRpcError):
+                raise MakaError.from_rpc(answer) from None
+            if isinstance(answer, BaseException):
+                raise answer
+        return sum(answer for answer in answers if isinstance(answer, int))
 
     async def list_tools(self, *, timeout: float = 10.0) -> list[ToolInfo]:
         """Every Tool of every live provider registration, sorted by qualified name."""

@@ -1270,21 +1270,27 @@ class StopRequest(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     TURN_ID_FIELD_NUMBER: _builtins.int
     ALL_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     turn_id: _builtins.str
     """Empty stops the whole session."""
     all: _builtins.bool
     """Stop every invocation of the Host (global Stop); session_id and turn_id must be empty."""
+    invocation_id: _builtins.str
+    """Stop this one invocation (`CallAccepted.invocation_id`) if this Host runs it; session_id, turn_id
+    and all must be empty. A pool's caller asks every Host: only the owner stops it.
+    """
     def __init__(
         self,
         *,
         session_id: _builtins.str = ...,
         turn_id: _builtins.str = ...,
         all: _builtins.bool = ...,
+        invocation_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all", b"all", "session_id", b"session_id", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all", b"all", "invocation_id", b"invocation_id", "session_id", b"session_id", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1751,10 +1757,19 @@ class GetStatusResponse(_message.Message):
     LIVE_REGISTRATIONS_FIELD_NUMBER: _builtins.int
     PENDING_FORMS_FIELD_NUMBER: _builtins.int
     RECENT_CALLS_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    TAKES_NEW_CALLS_FIELD_NUMBER: _builtins.int
+    DRAINING_FIELD_NUMBER: _builtins.int
     live_invocations: _builtins.int
     live_registrations: _builtins.int
     pending_forms: _builtins.int
     """Forms the broker's invocations are waiting on."""
+    host_id: _builtins.str
+    """This Host's id (`MAKA_HOST_ID`), so a pool's status names each Host it reached."""
+    takes_new_calls: _builtins.bool
+    """The Host takes new calls (its `maka.broker.v1.CapabilityBrokerService` health is SERVING)."""
+    draining: _builtins.bool
+    """The Host drains (SIGTERM): no new calls, its running calls and their forms still served."""
     @_builtins.property
     def servers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServerStatus]:
         """Every server of every open ReportServers stream, sorted by name."""
@@ -1776,10 +1791,13 @@ class GetStatusResponse(_message.Message):
         live_registrations: _builtins.int = ...,
         pending_forms: _builtins.int = ...,
         recent_calls: _abc.Iterable[Global___CallSummary] | None = ...,
+        host_id: _builtins.str = ...,
+        takes_new_calls: _builtins.bool = ...,
+        draining: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["live_invocations", b"live_invocations", "live_registrations", b"live_registrations", "pending_forms", b"pending_forms", "recent_calls", b"recent_calls", "reporters", b"reporters", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["draining", b"draining", "host_id", b"host_id", "live_invocations", b"live_invocations", "live_registrations", b"live_registrations", "pending_forms", b"pending_forms", "recent_calls", b"recent_calls", "reporters", b"reporters", "servers", b"servers", "takes_new_calls", b"takes_new_calls"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -124,7 +124,9 @@ class CapabilityBrokerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Stop(self, request, context):
-        """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host.
+        """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host, or one
+        invocation (invocation_id; 0 stopped when this Host runs no such call the caller may see). A
+        draining Host still accepts Stop for the calls it owns.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -11,6 +11,9 @@ export interface GetStatusResponse {
   'live_registrations'?: (number);
   'pending_forms'?: (number);
   'recent_calls'?: (_maka_broker_v1_CallSummary)[];
+  'host_id'?: (string);
+  'takes_new_calls'?: (boolean);
+  'draining'?: (boolean);
 }
 
 export interface GetStatusResponse__Output {
@@ -20,4 +23,7 @@ export interface GetStatusResponse__Output {
   'live_registrations': (number);
   'pending_forms': (number);
   'recent_calls': (_maka_broker_v1_CallSummary__Output)[];
+  'host_id': (string);
+  'takes_new_calls': (boolean);
+  'draining': (boolean);
 }

@@ -5,10 +5,12 @@ export interface StopRequest {
   'session_id'?: (string);
   'turn_id'?: (string);
   'all'?: (boolean);
+  'invocation_id'?: (string);
 }
 
 export interface StopRequest__Output {
   'session_id': (string);
   'turn_id': (string);
   'all': (boolean);
+  'invocation_id': (string);
 }

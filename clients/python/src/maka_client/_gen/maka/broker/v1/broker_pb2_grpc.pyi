@@ -54,7 +54,10 @@ class CapabilityBrokerServiceStub:
     principal's, INVALID_ARGUMENT for a malformed token.
     """
     Stop: _grpc.UnaryUnaryMultiCallable[_broker_pb2.StopRequest, _broker_pb2.StopResponse]
-    """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
+    """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host, or one
+    invocation (invocation_id; 0 stopped when this Host runs no such call the caller may see). A
+    draining Host still accepts Stop for the calls it owns.
+    """
     ListTools: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListToolsRequest, _broker_pb2.ListToolsResponse]
     """ListTools lists the Tools of every live registration."""
     ListSignIns: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListSignInsRequest, _broker_pb2.ListSignInsResponse]
@@ -104,7 +107,10 @@ class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
     principal's, INVALID_ARGUMENT for a malformed token.
     """
     Stop: _aio.UnaryUnaryMultiCallable[_broker_pb2.StopRequest, _broker_pb2.StopResponse]  # type: ignore[assignment]
-    """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
+    """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host, or one
+    invocation (invocation_id; 0 stopped when this Host runs no such call the caller may see). A
+    draining Host still accepts Stop for the calls it owns.
+    """
     ListTools: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListToolsRequest, _broker_pb2.ListToolsResponse]  # type: ignore[assignment]
     """ListTools lists the Tools of every live registration."""
     ListSignIns: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListSignInsRequest, _broker_pb2.ListSignInsResponse]  # type: ignore[assignment]
@@ -175,7 +181,10 @@ class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _broker_pb2.StopRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_broker_pb2.StopResponse, _abc.Awaitable[_broker_pb2.StopResponse]]:
-        """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host."""
+        """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host, or one
+        invocation (invocation_id; 0 stopped when this Host runs no such call the caller may see). A
+        draining Host still accepts Stop for the calls it owns.
+        """
 
     @_abc_1.abstractmethod
     def ListTools(
