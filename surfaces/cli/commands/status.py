@@ -15,7 +15,9 @@
 - the number of pending forms (``maka pending`` lists them) and the forms the broker waits on;
 - the attached surfaces (the Interaction service's ``ListSurfaces``, every replica's Attach streams):
   per surface its kind (``web``, ``tui``, ... as the surface says), its token's name (never the token),
-  the sessions it watches (or all), when it attached and its replica.
+  the sessions it watches (or all), when it attached and its replica;
+- who you are signed in as (``maka login``): the person at ``MAKA_OIDC_ISSUER`` whose token this and every
+  other command present, until when, and whether it renews (or the sign-ins stored for other issuers, unused).
 
 Exit codes: 0 every service serves, every enabled server is ready and the last reload (if any) was
 applied; 1 something is not (the output says what; a rejected reload counts: the file on disk is not
@@ -40,6 +42,7 @@ from services.core import healthcheck
 from stack.probes import http_ok
 from stack.state_dir import Endpoints, read_endpoints
 from surfaces.common.interactions import Interactions, surface_json
+from surfaces.common.login import Credentials, LoginSettings
 from surfaces.common.server_status import fetch_status, server_lines, status_json
 from surfaces.common.target import add_state_dir_argument
 from surfaces.common.untrusted import display_text
@@ -138,6 +141,8 @@ def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: floa
     )
     lines.append(f"calls in flight: {data['broker']['liveInvocations']}")
     lines.extend(surface_lines(data["surfaces"]))
+    if "signedIn" in data:
+        lines.extend(sign_in_lines(data["signedIn"]))
     return "\n".join(lines)
 
 
@@ -191,6 +196,44 @@ def surface_lines(surfaces: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def signed_in(now: float | None = None) -> dict[str, Any]:
+    """Who ``maka`` commands act as (``maka login``): ``{"issuer", "person"}`` (the person is None when nobody signed
+    in at ``MAKA_OIDC_ISSUER``, whose sign-in is used), plus ``"others"``: sign-ins stored for other issuers."""
+    try:
+        settings = LoginSettings()
+    except ValueError:
+        settings = LoginSettings.model_construct()
+    stored = Credentials.from_settings(settings).load()
+    issuer = settings.oidc_issuer
+    used = stored.pop(issuer, None) if issuer else None
+    return {
+        "issuer": issuer or None,
+        "person": used.describe(now) if used is not None else None,
+        "others": [entry.describe(now) for entry in stored.values()],
+    }
+
+
+def sign_in_lines(data: dict[str, Any]) -> list[str]:
+    """``signed in as NAME at ISSUER (until …)``, or who is not, without ever showing a token."""
+    lines = []
+    person = data["person"]
+    if person is not None:
+        until = "expired, renews on use" if person["expired"] and person["renewable"] else _until(person)
+        lines.append(f"signed in as {person['person']} at {person['issuer']} ({until})")
+    elif data["issuer"]:
+        lines.append(f"signed in: nobody at {data['issuer']} (`maka login` signs you in)")
+    for other in data["others"]:
+        hint = f"not used: MAKA_OIDC_ISSUER={other['issuer']} acts as them"
+        lines.append(f"signed in as {other['person']} at {other['issuer']} ({hint})")
+    return lines
+
+
+def _until(person: dict[str, Any]) -> str:
+    if person["expired"]:
+        return "expired: run `maka login`"
+    return f"until {_when(person['expiresAt'], None)}" + (", renews" if person["renewable"] else "")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the status; see the module docstring for output and exit codes."""
     try:
@@ -203,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
     except MakaError as error:
         print(f"{error.code}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
         return EXIT_FAILED
+    data["signedIn"] = signed_in()
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
