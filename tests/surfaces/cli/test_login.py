@@ -7,6 +7,7 @@ the real Interaction service trusting that issuer: the person signed in is who `
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -22,7 +23,11 @@ import httpx
 import pytest
 
 from maka.form.v1 import form_pb2
+from services.core.form import Action, Answer
 from surfaces.cli.commands.status import sign_in_lines, signed_in
+from surfaces.cli.main import _token_env, build_parser
+from surfaces.common.interactions import FormSnapshot, Interactions
+from surfaces.tui.backend import FollowingBackend
 from tests.helpers.cli import MAKA, ROOT, Ran, maka
 from tests.helpers.oidc import Person, Provider, oidc_provider
 from tests.surfaces.helpers import LiveInteraction, deploy_form, interaction_service
@@ -302,3 +307,45 @@ async def test_status_shows_who_commands_act_as_and_never_a_token(
     monkeypatch.delenv("MAKA_OIDC_ISSUER")
     (other,) = sign_in_lines(signed_in())
     assert other.endswith(f"(not used: MAKA_OIDC_ISSUER={provider.issuer} acts as them)")
+
+
+async def test_the_tui_connects_with_the_signed_in_persons_token_and_answers_as_them(
+    redis_url: str, tmp_path: Path, provider: Provider, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``maka tui``'s wiring without the terminal: the token the entry point gives the ``tui`` command (read from the
+    credentials file the real ``maka login`` wrote) and the backend the command builds (``FollowingBackend`` over
+    ``Interactions.connect``, surface kind ``tui``) see the form and answer it as the person."""
+    host = f"login-{secrets.token_hex(4)}"
+    async with tier(redis_url, tmp_path, provider, host) as live:
+        assert (await sign_in(provider, ALICE, config_home)).code == 0
+        opened = await live.link.open(deploy_form("Deploy build-11?"), session_id="s1", wait_seconds=300)
+        for name in ("MAKA_SURFACE_TOKEN", "MAKA_CALLER_TOKEN", "MAKA_HOST_ID", "MAKA_HOST_IDS"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+        monkeypatch.setenv("MAKA_OIDC_ISSUER", provider.issuer)
+        parser, _ = build_parser(["tui"])
+        args = parser.parse_args(["tui", "--session", "s1", "--interaction", live.address, "--host-id", host])
+        found = await asyncio.to_thread(_token_env, args)
+        assert found is not None
+        assert found["MAKA_SURFACE_TOKEN"] == stored(config_home)[provider.issuer]["id_token"]
+        for name, value in found.items():
+            monkeypatch.setenv(name, value)
+        backend = FollowingBackend(
+            lambda: live.address,
+            connect=functools.partial(Interactions.connect, host_id=host, pool=None, surface_kind="tui"),
+        )
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                snapshot = await anext(aiter(backend.attach(["s1"])))
+            assert isinstance(snapshot, FormSnapshot)
+            assert [form.interaction_id for form in snapshot.pending] == [opened.interaction_id]
+            await backend.answer(opened.interaction_id, Answer(Action.CANCEL))
+        finally:
+            await backend.close()
+        settled = await asyncio.wait_for(live.link.next_settled(), TIMEOUT)
+    assert settled.interaction_id == opened.interaction_id
+    assert (settled.answered_by.principal, settled.answered_by.surface_kind, settled.answered_by.issuer) == (
+        "alice@example.com",
+        "tui",
+        provider.issuer,
+    )
