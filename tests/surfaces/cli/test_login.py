@@ -12,6 +12,8 @@ import json
 import logging
 import os
 import secrets
+import shlex
+import shutil
 import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -30,6 +32,7 @@ from surfaces.common.interactions import FormSnapshot, Interactions
 from surfaces.tui.backend import FollowingBackend
 from tests.helpers.cli import MAKA, ROOT, Ran, maka
 from tests.helpers.oidc import Person, Provider, oidc_provider
+from tests.helpers.waiting import eventually
 from tests.surfaces.helpers import LiveInteraction, deploy_form, interaction_service
 
 CLIENT_ID = "maka-cli"
@@ -349,3 +352,56 @@ async def test_the_tui_connects_with_the_signed_in_persons_token_and_answers_as_
         "tui",
         provider.issuer,
     )
+
+
+@pytest.mark.slow
+async def test_maka_tui_in_a_real_terminal_acts_as_the_signed_in_person(
+    redis_url: str, tmp_path: Path, provider: Provider, config_home: Path
+) -> None:
+    tmux = shutil.which("tmux")
+    assert tmux is not None, "tmux is part of the dev environment"
+    socket_name = f"maka-login-tui-{secrets.token_hex(4)}"
+    host = f"login-{secrets.token_hex(4)}"
+    async with tier(redis_url, tmp_path, provider, host) as live:
+        assert (await sign_in(provider, ALICE, config_home)).code == 0
+        opened = await live.link.open(deploy_form("Deploy build-12?"), session_id="s1", wait_seconds=300)
+        unset = ("MAKA_SURFACE_TOKEN", "MAKA_CALLER_TOKEN", "MAKA_HOST_ID", "MAKA_HOST_IDS")
+        command = shlex.join(
+            [
+                "env",
+                *(f"-u{name}" for name in unset),
+                f"XDG_CONFIG_HOME={config_home}",
+                f"MAKA_OIDC_ISSUER={provider.issuer}",
+                *MAKA,
+                "tui",
+                "--session",
+                "s1",
+                "--interaction",
+                live.address,
+                "--host-id",
+                host,
+            ]
+        )
+
+        async def tmux_run(*args: str) -> str:
+            process = await asyncio.create_subprocess_exec(
+                tmux, "-L", socket_name, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
+            out, _ = await process.communicate()
+            return out.decode()
+
+        await tmux_run("new-session", "-d", "-x", "150", "-y", "50", "-c", str(ROOT), command)
+        try:
+
+            async def shows_form() -> bool:
+                text = await tmux_run("capture-pane", "-p")
+                return "Deploy build-12?" in text and "Do not enter passwords" in text
+
+            await eventually(shows_form, timeout=30, interval=0.1, what="the TUI to show the form")
+            await tmux_run("send-keys", "Escape")
+            settled = await asyncio.wait_for(live.link.next_settled(), TIMEOUT)
+        finally:
+            await tmux_run("kill-server")
+    assert settled.interaction_id == opened.interaction_id
+    assert settled.answer.action == form_pb2.ACTION_CANCEL
+    assert (settled.answered_by.principal, settled.answered_by.surface_kind) == ("alice@example.com", "tui")
