@@ -13,9 +13,10 @@ from pydantic_settings import BaseSettings
 
 from scripts.doc_block import DocBlock
 from services.broker.settings import Settings as BrokerSettings
-from services.core.settings import ClientTlsSettings, GrpcServerSettings
+from services.core.settings import ClientTlsSettings, GrpcServerSettings, OidcSettings
 from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider.settings import Settings as ProviderSettings
+from surfaces.common.login import LoginSettings
 from surfaces.mcp.settings import McpSettings
 from surfaces.web.settings import WebSettings
 
@@ -27,6 +28,7 @@ SECTIONS: tuple[tuple[str, type[BaseSettings], type[BaseSettings] | None], ...] 
     ("MCP provider (`python -m services.mcp_provider.main`)", ProviderSettings, GrpcServerSettings),
     ("Web surface (`maka web`, `python -m surfaces.web.main`)", WebSettings, None),
     ("MCP front door (`python -m surfaces.mcp.main`, started by `maka up`)", McpSettings, None),
+    ("People signing in from the terminal (`maka login`; `MAKA_OIDC_*` as above)", LoginSettings, OidcSettings),
 )
 
 

@@ -2,8 +2,9 @@
 service refused the call.
 
 :func:`sign_in_hint` is the ``AUTH_REQUIRED`` message of a call on an MCP server that waits for an OAuth
-sign-in; :func:`server_unavailable` the ``SERVER_UNAVAILABLE`` message of a server that serves no calls
-(its state, the last failure's cause, the next retry). States are named by their ``ServerState`` value
+sign-in; :func:`person_sign_in_expired` the ``UNAUTHENTICATED`` message of a ``maka`` command whose person's
+sign-in (``maka login``) expired; :func:`server_unavailable` the ``SERVER_UNAVAILABLE`` message of a server that
+serves no calls (its state, the last failure's cause, the next retry). States are named by their ``ServerState`` value
 (``connecting``, ``ready``, ``failed``, ``waiting_for_sign_in``, ``disabled``, ``draining``).
 :func:`claim_refused` is the cause a provider reports for a server whose registration the broker refused
 (another provider holds the name); :func:`is_claim_refused` recognises it by its stable prefix.
@@ -19,6 +20,7 @@ __all__ = [
     "UNKNOWN_STATE_TEXT",
     "claim_refused",
     "is_claim_refused",
+    "person_sign_in_expired",
     "server_unavailable",
     "sign_in_hint",
 ]
@@ -43,6 +45,11 @@ _CAUSE_STATES = frozenset({"failed", "connecting"})
 def sign_in_hint(server: str, url: str) -> str:
     """The text a call on ``server`` fails with while it waits for a sign-in at ``url`` (``AUTH_REQUIRED``)."""
     return f"sign in to {server} first: open {url} (or run `maka auth login {server}`)"
+
+
+def person_sign_in_expired(person: str, issuer: str) -> str:
+    """What a ``maka`` command says when the person's stored sign-in at ``issuer`` expired and was not renewed."""
+    return f"the sign-in of {person} at {issuer} has expired and could not be renewed: run `maka login`"
 
 
 def server_unavailable(server: str, state: str, cause: str | None = None, retry_in: float | None = None) -> str:

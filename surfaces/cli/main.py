@@ -35,9 +35,17 @@ COMMANDS: tuple[str, ...] = (
     "tui",
     "web",
     "auth",
+    "login",
+    "logout",
     "answer_key",
 )
 """Modules under ``surfaces.cli.commands``, in ``--help`` order. A missing module is left out."""
+
+PERSON_COMMANDS = frozenset(
+    {"status", "reload", "tools", "call", "stop", "pending", "answer", "history", "tui", "auth"}
+)
+"""Commands that act as the person signed in with ``maka login`` when no token variable is set. Not ``web``: the page's
+surface token is its own identity and its login secret (people sign in to it themselves), never a person's token."""
 
 
 EXAMPLES = """\
@@ -52,6 +60,7 @@ examples:
   maka tui                                      every pending form in a terminal UI
   maka history                                  settled forms: outcome, who answered, when
   maka status                                   what runs, MCP servers, recent calls
+  maka login                                    sign in as yourself (OpenID Connect) for every command
 
 Other folders: pass --state-dir DIR (or set MAKA_STATE_DIR) to reach the stack `maka up` started there.
 `maka COMMAND --help` shows each command's options; docs/cli.md has every command and its exit codes."""
@@ -126,6 +135,29 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> tuple[argparse.ArgumentP
     return parser, by_name
 
 
+ISSUER_ENV = "MAKA_OIDC_ISSUER"
+"""The issuer whose signed-in person (``maka login``) a command acts as: the one its services trust."""
+
+
+def _token_env(args: argparse.Namespace) -> dict[str, str] | None:
+    """The token variables the command should see (each that is unset): the ID token of the person signed in at
+    ``MAKA_OIDC_ISSUER`` (``maka login``; renewed when it expired), else the local stack's owner token. None, after
+    saying so on stderr, when the person's sign-in expired and could not be renewed."""
+    if not os.environ.get(ISSUER_ENV, "").strip():
+        return owner_token_env(args)
+    # Imported only with an issuer set: Authlib and the JOSE stack would slow every other `maka` start.
+    from surfaces.common import login
+
+    try:
+        return login.token_env(args)
+    except login.SignInExpired as expired:
+        print(f"UNAUTHENTICATED: {expired}", file=sys.stderr)
+        return None
+    except ValueError as error:  # a bad MAKA_OIDC_* setting
+        print(f"USAGE: {error}", file=sys.stderr)
+        return None
+
+
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE: the exit status a shell shows for a writer whose reader went away."""
 
@@ -150,8 +182,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    # the owner's token of the local stack (`maka up` writes it; docs/security.md), for this command only
-    injected = owner_token_env(args) if args.command != "up" else {}
+    # the signed-in person's token (`maka login`) or the owner's token of the local stack (`maka up` writes it;
+    # docs/security.md), for this command only
+    if args.command in PERSON_COMMANDS:
+        found = _token_env(args)
+        if found is None:
+            return 3
+        injected = found
+    else:
+        injected = owner_token_env(args) if args.command != "up" else {}
     os.environ.update(injected)
     try:
         code: int = by_name[args.command].run(args)

@@ -195,16 +195,7 @@ class WebSurface:
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')
             return HTMLResponse(page, status_code=401, headers={"Cache-Control": "no-store"})
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(
-            COOKIE_NAME,
-            self.guard.cookie_value(),
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/",
-        )
-        return response
+        return self.guard.signed_in(RedirectResponse("/", status_code=303), request)
 
     async def logout(self, request: Request) -> Response:
         response: Response = RedirectResponse("/login" if self.guard.enabled else "/", status_code=303)

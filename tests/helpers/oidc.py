@@ -47,6 +47,42 @@ class Provider:
     storage: Any = None
     """The provider's own key and client store (the package keeps it in a closure of its Flask app)."""
 
+    server: Any = None
+    """The package's ``AuthorizationServer`` (Authlib), for :meth:`renew_with_id_tokens`."""
+
+    def renew_with_id_tokens(self) -> None:
+        """Answer a refresh-token grant with a new ID token too, as Keycloak, Entra ID, Okta and Dex do (OpenID
+        Connect Core 12.2): the package registers Authlib's refresh grant without Authlib's OpenID extension, so
+        it is given the one its code grant uses (same key, claims and lifetime)."""
+        grants = self.server._token_grants
+        openid = next(ext for _grant, exts in grants for ext in exts or () if hasattr(ext, "process_token"))
+        for index, (grant, extensions) in enumerate(grants):
+            if grant.GRANT_TYPE == "refresh_token" and not extensions:
+                grants[index] = (grant, [openid])
+
+    def accept_public_clients(self) -> None:
+        """Let clients without a secret use the token endpoint (``token_endpoint_auth_method=none``, PKCE binding the
+        code), as a native app's client is registered at Keycloak, Entra ID, Okta or Dex (RFC 8252 8.4): the package
+        allows only ``client_secret_basic``/``_post``. Its code and refresh grants are replaced, for this provider
+        only, by subclasses that also list ``none``."""
+        grants = self.server._token_grants
+        for index, (grant, extensions) in enumerate(grants):
+            methods = [*grant.TOKEN_ENDPOINT_AUTH_METHODS, "none"]
+            grants[index] = (type(grant.__name__, (grant,), {"TOKEN_ENDPOINT_AUTH_METHODS": methods}), extensions)
+
+    def set_token_lifetime(self, lifetime: timedelta) -> None:
+        """Issue ID tokens that live ``lifetime`` from now on (negative: already expired)."""
+        for _grant, extensions in self.server._token_grants:
+            for extension in extensions or ():
+                if hasattr(extension, "_token_max_mage"):
+                    extension._token_max_mage = lifetime
+
+    def revoke_tokens(self, person: Person) -> None:
+        """The provider's own ``POST /users/<sub>/revoke-tokens``: ``person``'s access and refresh tokens stop
+        working (as when an administrator ends their sessions)."""
+        response = httpx.post(f"{self.issuer}/users/{person.sub}/revoke-tokens", timeout=10)
+        assert response.status_code == 204, response.text
+
     def rotate_key(self) -> None:
         """Replace the provider's signing key (as an issuer rotates it): its JWKS then publishes only the new key,
         which signs every token from now on. The package names no ``kid``, as some issuers do not."""
@@ -64,16 +100,21 @@ def oidc_provider(
     with oidc_provider_mock.run_server_in_thread(
         user_claims=[person.user() for person in people], access_token_max_age=token_lifetime
     ) as server:
-        yield Provider(issuer=f"http://localhost:{server.server_port}", storage=_storage_of(server.app))
+        yield Provider(
+            issuer=f"http://localhost:{server.server_port}",
+            storage=_closure_of(server.app, "storage"),
+            server=_closure_of(server.app, "authorization"),
+        )
 
 
-def _storage_of(app: Any) -> Any:
-    """The ``Storage`` the package's ``before_request`` hook puts in ``flask.g`` (a closure variable)."""
+def _closure_of(app: Any, name: str) -> Any:
+    """A closure variable of the package's ``before_request`` hook (it puts its ``storage`` and its Authlib
+    ``authorization`` server in ``flask.g``)."""
     for hook in app.before_request_funcs.get(None, []):
         cells = dict(zip(hook.__code__.co_freevars, hook.__closure__ or (), strict=True))
-        if "storage" in cells:
-            return cells["storage"].cell_contents
-    raise AssertionError("oidc-provider-mock keeps its storage elsewhere now: update tests/helpers/oidc.py")
+        if name in cells:
+            return cells[name].cell_contents
+    raise AssertionError(f"oidc-provider-mock keeps its {name} elsewhere now: update tests/helpers/oidc.py")
 
 
 def id_token(provider: Provider, person: Person, client_id: str, *, scope: str = "openid email") -> str:

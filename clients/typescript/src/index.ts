@@ -1,6 +1,6 @@
 // Maka Runtime client for TypeScript / Node.js on @grpc/grpc-js (docs/clients.md).
 // Callers use BrokerClient (callTool with keepalive-aware automatic reattach, stop, listTools,
-// watchCall); surfaces use SurfaceClient (attach, pending, answer).
+// watchCall); surfaces use SurfaceClient (attach, pending, answer, listHistory).
 
 export { BrokerClient, DEFAULT_REATTACH, POOL_SERVICE_CONFIG, ToolCall, isPoolTarget } from "./broker.js";
 export type { BrokerClientOptions, CallOptions, ReattachPolicy, ToolInfo } from "./broker.js";
@@ -23,4 +23,13 @@ export type {
 export type { ClientOptions, TlsOptions } from "./grpc.js";
 export { tlsFromEnv } from "./grpc.js";
 export { SurfaceClient } from "./surface.js";
-export type { AnswerValue, Form, FormEvent, FormField, Requester } from "./surface.js";
+export type {
+  AnsweredBy,
+  AnswerValue,
+  Form,
+  FormEvent,
+  FormField,
+  HistoryEntry,
+  HistoryPage,
+  Requester,
+} from "./surface.js";

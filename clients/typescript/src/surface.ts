@@ -1,5 +1,6 @@
-// The surface's client of the Interaction service: pending(), answer() and attach() (the live
-// projection of pending forms, resumed with its token after a drop).
+// The surface's client of the Interaction service: pending(), answer(), attach() (the live
+// projection of pending forms, resumed with its token after a drop) and listHistory() (settled forms: who
+// answered, the outcome, never a value).
 
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -12,6 +13,8 @@ import { type Action, type Reattaching, time } from "./events.js";
 import type { Interaction__Output } from "./generated/maka/interaction/v1/Interaction.js";
 import type { InteractionServiceClient } from "./generated/maka/interaction/v1/InteractionService.js";
 import type { AttachResponse__Output } from "./generated/maka/interaction/v1/AttachResponse.js";
+import type { HistoryEntry__Output } from "./generated/maka/interaction/v1/HistoryEntry.js";
+import type { ListHistoryResponse__Output } from "./generated/maka/interaction/v1/ListHistoryResponse.js";
 import type { Value } from "./generated/maka/form/v1/Value.js";
 import {
   type ClientOptions,
@@ -64,6 +67,49 @@ export interface Form {
 
 export type AnswerValue = string | number | boolean | string[];
 
+/** Who committed an answer: the principal's name (a token's name, never the token; a person), its kind (token,
+ * anonymous, oidc), the surface kind it answered through, the issuer of a person's verified token, and `via`: the
+ * surface token that answered for a signed-in person ("" when none). */
+export interface AnsweredBy {
+  principal: string;
+  principalKind: string;
+  surfaceKind: string;
+  issuer: string;
+  via: string;
+}
+
+/** One settled form (`ListHistory`): ids, Tool, provenance, outcome, who answered and when, and whether the
+ * answer reached the Tool (`delivery`: pending, delivered, lost; "" when not answered). Never an answer value. */
+export interface HistoryEntry {
+  interactionId: string;
+  hostId: string;
+  sessionId: string;
+  turnId: string;
+  invocationId: string;
+  /** Qualified `SERVER:TOOL` as the model called it. */
+  toolName: string;
+  /** The provider as the broker registered it (trusted). */
+  provider: string;
+  /** The server the provider claims (display only, untrusted). */
+  claimedServer: string;
+  /** answered or closed. */
+  state: string;
+  action: Action | null;
+  closeReason: string;
+  answeredBy: AnsweredBy | null;
+  createdAt: Date | null;
+  settledAt: Date | null;
+  delivery: string;
+  deliveryLostReason: string;
+  deliveryRecordedAt: Date | null;
+}
+
+/** One `listHistory` page: newest first; `nextPageToken` ("" = no older entry) asks for the next. */
+export interface HistoryPage {
+  entries: HistoryEntry[];
+  nextPageToken: string;
+}
+
 export type FormEvent =
   | { kind: "snapshot"; pending: Form[]; resumeToken: string }
   | { kind: "opened" | "answered" | "closed"; form: Form; resumeToken: string }
@@ -106,6 +152,40 @@ export function formOf(message: Interaction__Output): Form {
     action: state === "answered" ? (lower(String(message.answer?.action), "ACTION_") as Action) : null,
     closeReason: lower(String(message.close_reason), "CLOSE_REASON_"),
     expiresAt: time(message.expires_at),
+  };
+}
+
+export function historyEntryOf(message: HistoryEntry__Output): HistoryEntry {
+  const state = lower(String(message.state), "INTERACTION_STATE_");
+  const answered = state === "answered";
+  const delivery = answered ? lower(String(message.delivery), "DELIVERY_STATE_") : "";
+  const who = message.answered_by;
+  return {
+    interactionId: message.interaction_id,
+    hostId: message.host_id,
+    sessionId: message.session_id,
+    turnId: message.turn_id,
+    invocationId: message.invocation_id,
+    toolName: message.tool_name,
+    provider: message.requester?.provider_display_name || message.requester?.provider_id || "",
+    claimedServer: message.requester?.claimed_server ?? "",
+    state,
+    action: answered ? (lower(String(message.action), "ACTION_") as Action) : null,
+    closeReason: lower(String(message.close_reason), "CLOSE_REASON_"),
+    answeredBy: who
+      ? {
+          principal: who.principal,
+          principalKind: lower(String(who.principal_kind), "PRINCIPAL_KIND_"),
+          surfaceKind: who.surface_kind,
+          issuer: who.issuer,
+          via: who.via,
+        }
+      : null,
+    createdAt: time(message.created_at),
+    settledAt: time(message.settled_at),
+    delivery,
+    deliveryLostReason: delivery === "lost" ? lower(String(message.delivery_lost_reason), "CLOSE_REASON_") : "",
+    deliveryRecordedAt: time(message.delivery_recorded_at),
   };
 }
 
@@ -214,6 +294,21 @@ export class SurfaceClient {
       timeoutMs,
     );
     return formOf(response.interaction);
+  }
+
+  /** Settled forms of `sessionIds` (empty = every session this surface may see), newest first: who answered, the
+   * action, the close reason and the delivery, never a value. `pageSize` 0 lets the service choose (50; at most
+   * 500); pass the page's `nextPageToken` as `pageToken` for older entries. */
+  async listHistory(
+    sessionIds: string[] = [],
+    options: { pageSize?: number; pageToken?: string; timeoutMs?: number } = {},
+  ): Promise<HistoryPage> {
+    const response = await this.unary<object, ListHistoryResponse__Output>(
+      "ListHistory",
+      { session_ids: sessionIds, host_id: this.hostId, page_size: options.pageSize ?? 0, page_token: options.pageToken ?? "" },
+      options.timeoutMs ?? 10_000,
+    );
+    return { entries: response.entries.map(historyEntryOf), nextPageToken: response.next_page_token };
   }
 
   /** The live projection of `sessionIds`; reconnects with the last resume token after a drop. */

@@ -18,6 +18,8 @@
   the sessions it watches (or all), when it attached and its replica;
 - form notifications when they are on (docs/operations.md#notifications): sent, failed and dropped counts, and
   each failing target (kind, scheme and host only, never the URL's secret path), since when and its last error.
+- who you are signed in as (``maka login``): the person at ``MAKA_OIDC_ISSUER`` whose token this and every
+  other command present, until when, and whether it renews (or the sign-ins stored for other issuers, unused).
 
 Exit codes: 0 every service serves, every enabled server is ready, the last reload (if any) was
 applied and no notification target is failing; 1 something is not (the output says what; a rejected reload
@@ -53,6 +55,7 @@ from stack.probes import http_ok
 from stack.state_dir import Endpoints, read_endpoints, read_notify_status
 from surfaces.common import target as cli_target
 from surfaces.common.interactions import Interactions, surface_json
+from surfaces.common.login import Credentials, LoginSettings
 from surfaces.common.server_status import fetch_status, server_lines, status_json
 from surfaces.common.target import add_state_dir_argument
 from surfaces.common.untrusted import display_text
@@ -165,6 +168,8 @@ def render(data: dict[str, Any], status: broker_pb2.GetStatusResponse, now: floa
     lines.append(f"calls in flight: {data['broker']['liveInvocations']}")
     lines.extend(surface_lines(data["surfaces"]))
     lines.extend(notification_lines(data.get("notifications"), now))
+    if "signedIn" in data:
+        lines.extend(sign_in_lines(data["signedIn"]))
     return "\n".join(lines)
 
 
@@ -310,6 +315,44 @@ def run_hosts(args: argparse.Namespace, target: str) -> int:
     return hosts_exit_code(data)
 
 
+def signed_in(now: float | None = None) -> dict[str, Any]:
+    """Who ``maka`` commands act as (``maka login``): ``{"issuer", "person"}`` (the person is None when nobody signed
+    in at ``MAKA_OIDC_ISSUER``, whose sign-in is used), plus ``"others"``: sign-ins stored for other issuers."""
+    try:
+        settings = LoginSettings()
+    except ValueError:
+        settings = LoginSettings.model_construct()
+    stored = Credentials.from_settings(settings).load()
+    issuer = settings.oidc_issuer
+    used = stored.pop(issuer, None) if issuer else None
+    return {
+        "issuer": issuer or None,
+        "person": used.describe(now) if used is not None else None,
+        "others": [entry.describe(now) for entry in stored.values()],
+    }
+
+
+def sign_in_lines(data: dict[str, Any]) -> list[str]:
+    """``signed in as NAME at ISSUER (until …)``, or who is not, without ever showing a token."""
+    lines = []
+    person = data["person"]
+    if person is not None:
+        until = "expired, renews on use" if person["expired"] and person["renewable"] else _until(person)
+        lines.append(f"signed in as {person['person']} at {person['issuer']} ({until})")
+    elif data["issuer"]:
+        lines.append(f"signed in: nobody at {data['issuer']} (`maka login` signs you in)")
+    for other in data["others"]:
+        hint = f"not used: MAKA_OIDC_ISSUER={other['issuer']} acts as them"
+        lines.append(f"signed in as {other['person']} at {other['issuer']} ({hint})")
+    return lines
+
+
+def _until(person: dict[str, Any]) -> str:
+    if person["expired"]:
+        return "expired: run `maka login`"
+    return f"until {_when(person['expiresAt'], None)}" + (", renews" if person["renewable"] else "")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the status; see the module docstring for output and exit codes."""
     if args.broker:
@@ -324,6 +367,7 @@ def run(args: argparse.Namespace) -> int:
     except MakaError as error:
         print(f"{error.code}: the broker at {endpoints.broker} did not answer GetStatus", file=sys.stderr)
         return EXIT_FAILED
+    data["signedIn"] = signed_in()
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:

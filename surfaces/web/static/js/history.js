@@ -24,14 +24,16 @@ export function outcomeText(entry) {
 }
 
 /**
- * Who answered: the principal (a token's name or a person), its kind when not a token, and the surface.
+ * Who answered: the principal (a token's name or a person), its kind when not a token, the acting service when
+ * one answered for a person (`via`: the web page's token name), and the surface (as `maka history` says it).
  * @param {HistoryEntry} entry
  * @returns {string}
  */
 export function whoText(entry) {
   const who = entry.answered_by;
   if (!who) return "nobody answered";
-  const kind = who.principal_kind === "token" ? "" : ` (${who.principal_kind})`;
+  let kind = who.principal_kind === "token" ? "" : ` (${who.principal_kind})`;
+  if (who.via) kind = ` (${who.principal_kind}, through ${who.via})`;
   return `by ${who.principal}${kind} via ${who.surface || "unknown"}`;
 }
 
