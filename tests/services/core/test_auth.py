@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -154,11 +155,13 @@ async def test_the_principal_is_bound_inside_a_streaming_handler(server: Running
         await call.done_writing()
 
 
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory (Textual uses it) is 3.12+")
 async def test_a_token_stream_works_under_an_eager_task_factory_as_textual_sets_it(server: RunningServer) -> None:
     # maka tui: Textual runs its loop with asyncio.eager_task_factory; grpc.aio's intercepted stream-stream
     # call cancelled itself there ("Locally cancelled by application"), so the token is not an interceptor
     loop = asyncio.get_running_loop()
-    loop.set_task_factory(asyncio.eager_task_factory)
+    if sys.version_info >= (3, 12):
+        loop.set_task_factory(asyncio.eager_task_factory)
     try:
         async with open_channel(
             f"127.0.0.1:{server.port}", token="surface-token-1", tls=ClientTlsSettings()
