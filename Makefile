@@ -54,12 +54,17 @@ lock: setup-dev
 	$(PY) -m scripts.lock --write
 
 # The whole suite, as CI runs it: lint, gen drift, then every test (unit, service, e2e, browser,
-# faults, conformance). Slow suites are marked, never skipped.
+# faults, conformance), each in exactly one bucket. Slow suites are marked, never skipped. Unit and
+# service tests on two workers; e2e and faults on two workers a file at a time (--dist loadfile: a
+# module's shared stack starts once, in one worker); then `serial` tests alone; browser and
+# conformance alone (docs/development.md#how-make-test-runs-the-suite).
+E2E := (e2e or faults) and not browser and not conformance
 test: setup-node lint check-gen
-	$(PYTEST) -m "not e2e and not browser and not faults and not conformance" -n 2
-	$(PYTEST) -m "e2e or faults"
+	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not serial" -n 2
+	$(PYTEST) -m "$(E2E) and not serial" -n 2 --dist loadfile
+	$(PYTEST) -m "serial and not browser and not conformance"
 	$(PYTEST) -m "browser"
-	$(PYTEST) -m "conformance"
+	$(PYTEST) -m "conformance and not browser"
 
 test-fast: setup-node
 	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not slow" -n 2

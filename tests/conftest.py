@@ -1,5 +1,5 @@
-"""Fixtures shared by every test: a real redis-server per test session (per xdist worker), and a guard that
-fails the test that leaves a connection to it open."""
+"""Fixtures shared by every test: a real redis-server per test session (per xdist worker), a guard that
+fails the test that leaves a connection to it open, and the machine's Chromium for pytest-playwright."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 import redis.asyncio
 
+from tests.helpers.chromium import launch_args
 from tests.helpers.redis_server import RedisServer
 
 
@@ -76,3 +78,9 @@ def _no_redis_connection_outlives_its_test(request: pytest.FixtureRequest) -> It
             gc.collect()
         shown = ", ".join(f"name={c['name'] or '-'} cmd={c['cmd']} age={c['age']}s" for c in left)
         pytest.fail(f"{len(left)} Redis connection(s) still open after the test: {shown}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright launches the machine's Chromium by path (never ``playwright install``)."""
+    return launch_args(browser_type_launch_args)

@@ -5,8 +5,6 @@ address ``endpoints.json`` names, never to a target given explicitly."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -16,21 +14,10 @@ import grpc
 import pytest
 
 from maka_client import MakaError, SurfaceClient
-from services.core.serving import RunningServer, start_server
-from services.interaction.main import build
 from services.interaction.settings import Settings as InteractionSettings
 from stack.access import make_private, write_owner_token
 from stack.state_dir import Endpoints, write_endpoints
-
-ROOT = Path(__file__).resolve().parents[2]
-NODE = ROOT / ".tools" / "bin" / "node22"
-TS_ENTRY = ROOT / "clients" / "typescript" / "dist" / "src" / "index.js"
-TS_PENDING = (
-    f"import {{ SurfaceClient }} from {json.dumps(str(TS_ENTRY))};"
-    "const client = SurfaceClient.fromEnv(process.argv[1] || undefined);"
-    "try { console.log(JSON.stringify(await client.pending())); }"
-    "catch (error) { console.log(JSON.stringify({ code: error.code })); } finally { client.close(); }"
-)
+from tests.helpers.clients import serving_interaction, ts_pending
 
 
 @dataclass
@@ -51,12 +38,9 @@ async def local_stack(tmp_path: Path, redis_url: str) -> AsyncIterator[LocalStac
     settings = InteractionSettings(
         redis_url=redis_url, host_id="local", listen=target, auth_tokens_file=tokens, grace_seconds=0.5
     )
-    running: RunningServer = await start_server(await build(settings), settings)
-    write_endpoints(state_dir, Endpoints(interaction=target, broker="", tokens=str(tokens)))
-    try:
+    async with serving_interaction(settings):
+        write_endpoints(state_dir, Endpoints(interaction=target, broker="", tokens=str(tokens)))
         yield LocalStack(state_dir, target)
-    finally:
-        await running.stop()
 
 
 async def test_the_python_client_from_env_reaches_the_unix_socket_with_the_owners_token(
@@ -77,20 +61,7 @@ async def test_the_python_client_from_env_reaches_the_unix_socket_with_the_owner
 
 async def _ts_pending(state_dir: Path, target: str = "") -> object:
     env = {k: v for k, v in os.environ.items() if k not in ("MAKA_INTERACTION_TARGET", "MAKA_SURFACE_TOKEN")}
-    process = await asyncio.create_subprocess_exec(
-        str(NODE),
-        "--input-type=module",
-        "-e",
-        TS_PENDING,
-        target,
-        env={**env, "MAKA_STATE_DIR": str(state_dir)},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    return await ts_pending(target, {**env, "MAKA_STATE_DIR": str(state_dir)})
 
 
 async def test_the_typescript_client_from_env_reaches_the_unix_socket_with_the_owners_token(

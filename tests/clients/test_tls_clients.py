@@ -23,17 +23,12 @@ from services.core.settings import ClientTlsSettings
 from services.interaction.main import build
 from services.interaction.settings import Settings as InteractionSettings
 from tests.helpers.certs import CertFiles, make_certs
+from tests.helpers.clients import serving_interaction, ts_pending
 from tests.services.interaction.harness import Link
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / ".tools" / "bin" / "node22"
 TS_ENTRY = ROOT / "clients" / "typescript" / "dist" / "src" / "index.js"
-TS_PENDING = (
-    f"import {{ SurfaceClient }} from {json.dumps(str(TS_ENTRY))};"
-    "const client = SurfaceClient.fromEnv(process.argv[1]);"
-    "try { console.log(JSON.stringify(await client.pending())); }"
-    "catch (error) { console.log(JSON.stringify({ code: error.code })); } finally { client.close(); }"
-)
 
 TS_RENEWED = (
     f"import {{ SurfaceClient }} from {json.dumps(str(TS_ENTRY))};"
@@ -80,11 +75,8 @@ async def tls_service(tmp_path: Path, redis_url: str) -> AsyncIterator[tuple[str
         tls_client_ca_file=certs.ca,
         grace_seconds=0.5,
     )
-    running: RunningServer = await start_server(await build(settings), settings)
-    try:
+    async with serving_interaction(settings) as running:
         yield f"localhost:{running.port}", certs
-    finally:
-        await running.stop()
 
 
 async def test_the_python_client_speaks_mutual_tls(tls_service: tuple[str, CertFiles]) -> None:
@@ -99,20 +91,7 @@ async def test_the_python_client_speaks_mutual_tls(tls_service: tuple[str, CertF
 
 
 async def _ts_pending(target: str, env: dict[str, str]) -> object:
-    process = await asyncio.create_subprocess_exec(
-        str(NODE),
-        "--input-type=module",
-        "-e",
-        TS_PENDING,
-        target,
-        env={**os.environ, **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    return await ts_pending(target, {**os.environ, **env})
 
 
 async def test_the_typescript_client_speaks_mutual_tls_from_the_environment(tls_service: tuple[str, CertFiles]) -> None:

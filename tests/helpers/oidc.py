@@ -39,6 +39,12 @@ class Person:
         return oidc_provider_mock.User(sub=self.sub, claims={"email": self.email, "groups": list(self.groups)})
 
 
+ALICE = Person("alice", "alice@example.com", ("approvers",))
+"""A person in the ``approvers`` group (which the tests' ``oidc_roles`` map to ``surface``)."""
+BOB = Person("bob", "bob@example.com", ("visitors",))
+"""A person in the ``visitors`` group only (which no role map grants anything)."""
+
+
 @dataclass(frozen=True)
 class Provider:
     """A running provider: ``issuer`` is its base URL (``http://localhost:PORT``), as its tokens' ``iss``."""

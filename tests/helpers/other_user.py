@@ -17,6 +17,9 @@ from pathlib import Path
 OTHER_USER = "maka-probe"
 """A system account with no home and no login shell, only ever used to probe a stack."""
 
+USERADD_NAME_IN_USE = 9
+"""``useradd``'s exit status when the user exists already (useradd(8), "EXIT VALUES")."""
+
 EMPTY_GRPC_MESSAGE = b"\x00\x00\x00\x00\x00"
 """One length-prefixed gRPC message of zero bytes: an empty ``HealthCheckRequest`` / ``ListToolsRequest``."""
 
@@ -34,11 +37,13 @@ def other_user() -> str:
                 f" `sudo useradd --system --no-create-home --shell /usr/sbin/nologin {OTHER_USER}`"
             ) from None
         useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-        subprocess.run(
+        made = subprocess.run(
             [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
-            check=True,
             capture_output=True,
+            check=False,
         )
+        if made.returncode != USERADD_NAME_IN_USE:  # in use: another test process made it meanwhile
+            made.check_returncode()
         entry = pwd.getpwnam(OTHER_USER)
     assert entry.pw_uid != os.geteuid(), "the probing user must not be the stack's owner"
     return OTHER_USER

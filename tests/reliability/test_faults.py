@@ -170,8 +170,13 @@ async def test_restarting_the_interaction_service_keeps_the_form_and_the_answer_
                 while not isinstance(await anext(feed), Reattaching):
                     pass
             await _next(events, "ready", "interaction")
-            # A surface attaching after the restart rehydrates the pending form from Redis.
-            late = await anext(late_surface.attach(["default"]))
+            # A surface attaching after the restart rehydrates the pending form from Redis, once its channel
+            # reaches the restarted service (on a loaded machine it may first report Reattaching).
+            late_feed = late_surface.attach(["default"])
+            async with asyncio.timeout(30):
+                late = await anext(late_feed)
+                while isinstance(late, Reattaching):
+                    late = await anext(late_feed)
             assert isinstance(late, FormSnapshot)
             assert _has(late, interaction_id)
             await eventually(

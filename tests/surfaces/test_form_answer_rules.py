@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,31 +26,10 @@ from textual.widgets import Button, Input
 from maka.broker.v1 import broker_pb2
 from surfaces.common.interactions import Interactions
 from surfaces.tui.app import MakaTui
-from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import call_tool
 from tests.helpers.tui import settle
 from tests.surfaces.acceptance_stack import TIMEOUT_MS, first_pending, run_maka
-from tests.surfaces.fixture_server_stack import (
-    FixtureServerStack,
-    running_fixture_server_stack,
-)
-
-
-@pytest.fixture(scope="module")
-def fx_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureServerStack]:
-    with running_fixture_server_stack(tmp_path_factory.mktemp("form-answer-rules")) as stack:
-        yield stack
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Launch the machine's Chromium by path (never ``playwright install``)."""
-    return {
-        **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": ["--disable-gpu", "--disable-dev-shm-usage"],
-    }
-
+from tests.surfaces.fixture_server_stack import FixtureServerStack
 
 # --- the CLI and the authority -------------------------------------------------------------------------
 

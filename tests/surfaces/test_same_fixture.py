@@ -23,7 +23,7 @@ import concurrent.futures
 import json
 import re
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -31,7 +31,6 @@ from textual.widgets import Select
 
 from surfaces.common.interactions import Interactions
 from surfaces.tui.app import MakaTui
-from tests.helpers.chromium import CHROMIUM
 from tests.helpers.tui import settle
 from tests.surfaces.acceptance_stack import (
     ACTIONS,
@@ -114,16 +113,6 @@ async def test_the_cli_answers_the_deploy_fixture_and_the_server_gets_that_actio
 
 
 # --- web (Chromium) ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Launch the machine's Chromium by path (never ``playwright install``)."""
-    return {
-        **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": ["--disable-gpu", "--disable-dev-shm-usage"],
-    }
 
 
 @pytest.mark.browser

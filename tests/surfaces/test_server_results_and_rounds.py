@@ -23,8 +23,6 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -35,7 +33,6 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from surfaces.common.interactions import Interactions
 from surfaces.tui.app import MakaTui
-from tests.helpers.chromium import CHROMIUM
 from tests.helpers.stack import answer
 from tests.helpers.tui import settle
 from tests.helpers.waiting import eventually
@@ -47,25 +44,7 @@ from tests.surfaces.fixture_server_stack import (
     FixtureServerStack,
     marker_call,
     nth_awaiting,
-    running_fixture_server_stack,
 )
-
-
-@pytest.fixture(scope="module")
-def fx_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureServerStack]:
-    with running_fixture_server_stack(tmp_path_factory.mktemp("server-results-and-rounds")) as stack:
-        yield stack
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Launch the machine's Chromium by path (never ``playwright install``)."""
-    return {
-        **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": ["--disable-gpu", "--disable-dev-shm-usage"],
-    }
-
 
 # --- server-defined error codes -----------------------------------------------------------------------
 

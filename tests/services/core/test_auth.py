@@ -32,6 +32,7 @@ from services.core.serving import RunningServer, start_server
 from services.core.settings import ClientTlsSettings, GrpcServerSettings
 from services.core.status import PermissionDenied, error_from_rpc
 from tests.helpers.certs import make_certs
+from tests.helpers.tokens import write_tokens_file
 
 LIST = "/maka.interaction.v1.InteractionService/ListPending"
 ATTACH = "/maka.interaction.v1.InteractionService/Attach"
@@ -88,18 +89,13 @@ class App:
 
 
 def _tokens(tmp_path: Path) -> Path:
-    path = tmp_path / "tokens.json"
-    path.write_text(
-        json.dumps(
-            {
-                "tokens": [
-                    {"name": "tui", "token": "surface-token-1", "roles": ["surface"], "sessions": ["s1"]},
-                    {"name": "prov", "token": "provider-token-1", "roles": ["provider"]},
-                ]
-            }
-        )
+    return write_tokens_file(
+        tmp_path / "tokens.json",
+        [
+            {"name": "tui", "token": "surface-token-1", "roles": ["surface"], "sessions": ["s1"]},
+            {"name": "prov", "token": "provider-token-1", "roles": ["provider"]},
+        ],
     )
-    return path
 
 
 @pytest.fixture
@@ -203,8 +199,7 @@ async def test_without_a_tokens_file_everyone_is_the_anonymous_admin() -> None:
 
 
 def test_a_malformed_tokens_file_names_the_entry_but_not_the_token(tmp_path: Path) -> None:
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"tokens": [{"token": "abcdefgh-secret", "roles": ["wizard"]}]}))
+    path = write_tokens_file(tmp_path / "t.json", [{"token": "abcdefgh-secret", "roles": ["wizard"]}])
     with pytest.raises(TokenFileError) as caught:
         TokenTable.from_file(path)
     assert "tokens[0]" in str(caught.value)

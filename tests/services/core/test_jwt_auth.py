@@ -4,7 +4,6 @@ provider (``oidc-provider-mock``): who a verified token is, and each refusal's s
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import timedelta
@@ -25,12 +24,11 @@ from services.core.reasons import AuthErrorReason
 from services.core.serving import RunningServer, start_server
 from services.core.settings import ClientTlsSettings, GrpcServerSettings
 from services.core.status import error_from_rpc
-from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
+from tests.helpers.oidc import ALICE, BOB, Person, Provider, id_token, oidc_provider
+from tests.helpers.tokens import write_tokens_file
 
 LIST = "/maka.interaction.v1.InteractionService/ListPending"
 AUDIENCE = "maka-web"
-ALICE = Person("alice", "alice@example.com", ("approvers",))
-BOB = Person("bob", "bob@example.com", ("visitors",))
 
 
 class EchoPrincipal(interaction_service_pb2_grpc.InteractionServiceServicer):
@@ -74,16 +72,12 @@ def provider() -> Iterator[Provider]:
 
 
 def _settings(tmp_path: Path, issuer: str) -> GrpcServerSettings:
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(
-        json.dumps(
-            {
-                "tokens": [
-                    {"name": "web", "token": "web-service-token", "roles": ["surface"], "acts_for": True},
-                    {"name": "tui", "token": "tui-surface-token", "roles": ["surface"]},
-                ]
-            }
-        )
+    tokens = write_tokens_file(
+        tmp_path / "tokens.json",
+        [
+            {"name": "web", "token": "web-service-token", "roles": ["surface"], "acts_for": True},
+            {"name": "tui", "token": "tui-surface-token", "roles": ["surface"]},
+        ],
     )
     return GrpcServerSettings(
         listen="127.0.0.1:0",

@@ -5,7 +5,6 @@ for only when the token that sends it may act for people."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,12 +16,12 @@ from maka_client import MakaError
 from services.core.form import Action, Answer
 from services.interaction.settings import Settings
 from surfaces.common.interactions import Interactions
-from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
+from tests.helpers.oidc import ALICE, Provider, id_token, oidc_provider
+from tests.helpers.tokens import write_tokens_file
 from tests.services.interaction.harness import BROKER_TOKEN, Link, Service, channel, start_service
 
 WEB_TOKEN = "web-acts-for-people"
 TUI_TOKEN = "tui-only-itself-1"
-ALICE = Person("alice", "alice@example.com", ("approvers",))
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +32,13 @@ def provider() -> Iterator[Provider]:
 
 @pytest.fixture
 async def service(redis_url: str, tmp_path: Path, provider: Provider) -> AsyncIterator[Service]:
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(
-        json.dumps(
-            {
-                "tokens": [
-                    {"token": BROKER_TOKEN, "name": "broker", "roles": ["broker"]},
-                    {"token": WEB_TOKEN, "name": "web", "roles": ["surface"], "acts_for": True},
-                    {"token": TUI_TOKEN, "name": "tui", "roles": ["surface"]},
-                ]
-            }
-        )
+    tokens = write_tokens_file(
+        tmp_path / "tokens.json",
+        [
+            {"token": BROKER_TOKEN, "name": "broker", "roles": ["broker"]},
+            {"token": WEB_TOKEN, "name": "web", "roles": ["surface"], "acts_for": True},
+            {"token": TUI_TOKEN, "name": "tui", "roles": ["surface"]},
+        ],
     )
     settings = Settings(
         redis_url=redis_url,

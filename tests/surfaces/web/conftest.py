@@ -1,29 +1,17 @@
-"""Fixtures of the web-surface tests: Debian Chromium for Playwright, and the stack in a thread."""
+"""Fixtures of the web-surface tests: the stack in a thread (Chromium is ``tests/conftest.py``'s)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.helpers.chromium import CHROMIUM
 from tests.helpers.redis_server import RedisServer
 from tests.surfaces.web.stack import WebStackThread
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Launch the machine's Chromium by path (never ``playwright install``)."""
-    return {
-        **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": ["--disable-gpu", "--disable-dev-shm-usage"],
-    }
 
 
 @pytest.fixture(scope="module")

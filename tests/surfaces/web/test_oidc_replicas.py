@@ -5,7 +5,6 @@ that shares ``MAKA_WEB_SECRET_FILE`` (and on none that does not), and the answer
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -20,11 +19,11 @@ from surfaces.web.main import build, start_web
 from surfaces.web.oidc import PENDING_COOKIE, SESSION_COOKIE
 from surfaces.web.security import CSRF_HEADER
 from surfaces.web.settings import WebSettings
-from tests.helpers.oidc import Person, Provider, oidc_provider
+from tests.helpers.oidc import ALICE, Provider, oidc_provider
+from tests.helpers.tokens import write_secret_file
 from tests.surfaces.web.stack import WebStack, running_stack, text_form
 
 ORIGIN = "http://maka.test"
-ALICE = Person("alice", "alice@example.com", ("approvers",))
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +36,6 @@ def provider() -> Iterator[Provider]:
 async def stack(redis_url: str) -> AsyncIterator[WebStack]:
     async with running_stack(redis_url) as running:
         yield running
-
-
-def _secret_file(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / name
-    path.write_text(secrets.token_hex(32) + "\n")
-    return path
 
 
 async def _replica(stack: WebStack, exits: AsyncExitStack, provider: Provider, secret: Path, client: Path) -> str:
@@ -69,9 +62,9 @@ async def test_a_sign_in_started_on_one_replica_finishes_on_another_and_its_sess
 ) -> None:
     caplog.set_level(logging.INFO)
     shared, other, client_secret = (
-        _secret_file(tmp_path, "web.secret"),
-        _secret_file(tmp_path, "other.secret"),
-        _secret_file(tmp_path, "client.secret"),
+        write_secret_file(tmp_path / "web.secret"),
+        write_secret_file(tmp_path / "other.secret"),
+        write_secret_file(tmp_path / "client.secret"),
     )
     ix = await stack.link.open(text_form("Ship it?"), session_id="s1", wait_seconds=300)
     async with AsyncExitStack() as exits, httpx.AsyncClient(timeout=10, headers={"Host": "maka.test"}) as web:
@@ -131,7 +124,7 @@ async def test_a_sign_in_started_on_one_replica_finishes_on_another_and_its_sess
 
 
 async def test_a_csrf_token_of_another_sign_in_is_refused(stack: WebStack, provider: Provider, tmp_path: Path) -> None:
-    shared, client_secret = _secret_file(tmp_path, "web.secret"), _secret_file(tmp_path, "client.secret")
+    shared, client_secret = write_secret_file(tmp_path / "web.secret"), write_secret_file(tmp_path / "client.secret")
     async with AsyncExitStack() as exits, httpx.AsyncClient(timeout=10, headers={"Host": "maka.test"}) as web:
         url = await _replica(stack, exits, provider, shared, client_secret)
         people = []

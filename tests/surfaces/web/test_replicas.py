@@ -8,7 +8,6 @@ browser's ``Origin: https://...`` matches and cookies get ``Secure``.
 
 from __future__ import annotations
 
-import secrets
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -25,6 +24,7 @@ from surfaces.web.security import COOKIE_NAME, CSRF_HEADER
 from surfaces.web.settings import WebSettings
 from tests.helpers.certs import CertFiles, make_certs
 from tests.helpers.nginx import Nginx, free_port
+from tests.helpers.tokens import write_secret_file
 from tests.surfaces.web.stack import WebStack, running_stack, text_form
 
 TOKEN = "surface-token-for-replicas"
@@ -62,12 +62,6 @@ async def start_replicas(
     return Replicas(urls=urls)
 
 
-def secret_file(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / name
-    path.write_text(secrets.token_hex(32) + "\n")
-    return path
-
-
 async def get_interaction(stack: WebStack, interaction_id: str) -> interaction_pb2.Interaction:
     stub = interaction_service_pb2_grpc.InteractionServiceStub(stack.channel)
     response = await stub.GetInteraction(interaction_service_pb2.GetInteractionRequest(interaction_id=interaction_id))
@@ -91,7 +85,7 @@ async def login(client: httpx.AsyncClient) -> str:
 async def test_a_csrf_token_from_one_replica_is_accepted_by_another_with_the_same_secret(
     stack: WebStack, tmp_path: Path
 ) -> None:
-    shared = secret_file(tmp_path, "web-secret")
+    shared = write_secret_file(tmp_path / "web-secret")
     async with AsyncExitStack() as exit_stack:
         replicas = await start_replicas(stack, exit_stack, [shared, shared])
         ix = await stack.link.open(text_form("which region?"), session_id="s1")
@@ -114,7 +108,9 @@ async def test_replicas_with_different_secrets_refuse_each_others_token_and_keep
     stack: WebStack, tmp_path: Path
 ) -> None:
     async with AsyncExitStack() as exit_stack:
-        replicas = await start_replicas(stack, exit_stack, [secret_file(tmp_path, "a"), secret_file(tmp_path, "b")])
+        replicas = await start_replicas(
+            stack, exit_stack, [write_secret_file(tmp_path / "a"), write_secret_file(tmp_path / "b")]
+        )
         ix = await stack.link.open(text_form("which region?"), session_id="s1")
         async with (
             httpx.AsyncClient(base_url=replicas.urls[0], timeout=10) as first,
@@ -167,7 +163,7 @@ async def test_an_answer_through_a_tls_terminating_proxy_to_two_replicas_is_acce
     stack: WebStack, tmp_path: Path, trust: dict[str, str]
 ) -> None:
     certs = make_certs(mkdir(tmp_path / "certs"))
-    shared = secret_file(tmp_path, "web-secret")
+    shared = write_secret_file(tmp_path / "web-secret")
     port = free_port()
     settings_extra = {key: value.format(port=port) for key, value in trust.items()}
     async with AsyncExitStack() as exit_stack:
@@ -195,7 +191,7 @@ async def test_an_answer_through_a_tls_terminating_proxy_to_two_replicas_is_acce
 
 async def test_without_proxy_trust_an_https_origin_is_refused_as_cross_origin(stack: WebStack, tmp_path: Path) -> None:
     certs = make_certs(mkdir(tmp_path / "certs"))
-    shared = secret_file(tmp_path, "web-secret")
+    shared = write_secret_file(tmp_path / "web-secret")
     async with AsyncExitStack() as exit_stack:
         replicas = await start_replicas(stack, exit_stack, [shared])
         nginx, public = await tls_proxy(tmp_path, certs, replicas.urls, free_port())
