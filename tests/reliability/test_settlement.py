@@ -157,6 +157,21 @@ async def _stop(broker: str, session: str) -> int:
     return int(response.stopped_invocations)
 
 
+async def _final_record(settling: Settling, interaction_id: str) -> interaction_pb2.Interaction:
+    """The record once its outcome is final: closed, or answered with its delivery recorded (the broker records
+    a lost delivery over HostLink once it has reconnected to the restarted service, after ``ready``)."""
+
+    async def final() -> interaction_pb2.Interaction | None:
+        record = await get_interaction(settling.interaction, interaction_id)
+        answered_pending = (
+            record.state == interaction_pb2.INTERACTION_STATE_ANSWERED
+            and record.delivery == interaction_pb2.DELIVERY_STATE_PENDING
+        )
+        return None if answered_pending else record
+
+    return await eventually(final, timeout=60, what="the record's final outcome")
+
+
 def _check_record(
     record: interaction_pb2.Interaction, race: Race, reason: interaction_pb2.CloseReason.ValueType
 ) -> str:
@@ -189,7 +204,7 @@ async def test_stop_right_after_the_interaction_service_is_killed_lets_no_answer
             assert end.WhichOneof("event") == "stopped", call.kinds()
             assert await stopping == 1
         await _next(events, "ready", "interaction")
-        record = await get_interaction(settling.interaction, interaction_id)
+        record = await _final_record(settling, interaction_id)
         outcomes[_check_record(record, race, interaction_pb2.CLOSE_REASON_STOPPED)] += 1
         assert settling.legs(tag) == ["first"]
     sys.stderr.write(f"stop-after-interaction-kill x{REPEATS}: {dict(outcomes)}\n")
@@ -211,7 +226,7 @@ async def test_provider_loss_right_after_the_interaction_service_is_killed_lets_
             end = await call.terminal()
             assert end.WhichOneof("event") == "lost", call.kinds()
         await _next(events, "ready", "interaction")
-        record = await get_interaction(settling.interaction, interaction_id)
+        record = await _final_record(settling, interaction_id)
         outcomes[_check_record(record, race, interaction_pb2.CLOSE_REASON_PROVIDER_LOST)] += 1
         assert settling.legs(tag) == ["first"]
         await tools_ready(settling.running)
