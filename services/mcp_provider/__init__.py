@@ -15,3 +15,11 @@ Capability broker as Client Capability providers (docs/design.md#mcp-provider).
 - :mod:`.main` — ``python -m services.mcp_provider.main``; ``build(settings)`` → ``ProviderApp``
   (``.manager``, ``.provider``).
 """
+
+import os
+
+# The provider starts stdio MCP servers by fork + exec while gRPC's threads run. gRPC's fork handlers are for
+# children that go on using gRPC; in a child that only execs they can abort it before the exec ("Check failed:
+# next_worker->state == KICKED", seen once under load: that server's connection failed and was retried). Off
+# unless the operator sets it (read when gRPC initialises, so before anything imports grpc).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
