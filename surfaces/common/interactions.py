@@ -511,12 +511,9 @@ class Interactions:
         :func:`surfaces.common.target.parse_pool`) follows several Hosts instead of ``host_id``
         (:class:`maka_client.SurfaceClient`).
         """
-        # The bearer token travels as call metadata (maka_client's own), not a channel interceptor: Textual runs the
-        # TUI's loop with eager tasks, under which grpc.aio's intercepted streams cancel themselves at once.
-        channel = open_channel(target)
+        channel = open_channel(target, token=token if token is not None else surface_token_from_env())
         client = SurfaceClient(
             target,
-            token=token if token is not None else surface_token_from_env(),
             channel=channel,
             reattach=reattach or SURFACE_REATTACH,
             host_id=host_id,
