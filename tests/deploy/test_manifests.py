@@ -200,11 +200,29 @@ def test_compose_describes_the_k8s_topology_hosts_share_a_namespace_tier_and_web
         assert provider["environment"]["MAKA_DRAIN_SECONDS"] == services[broker]["environment"]["MAKA_DRAIN_SECONDS"]
 
 
+def test_compose_runs_each_hosts_mcp_front_door_in_its_namespace_published_on_loopback() -> None:
+    services = _ours()
+    doors = {n: s for n, s in services.items() if _module(s) == "surfaces.mcp.main"}
+    brokers = {n for n, s in services.items() if _module(s) == "services.broker.main"}
+
+    assert {d["network_mode"] for d in doors.values()} == {f"service:{b}" for b in brokers}
+    for door in doors.values():
+        host = door["network_mode"].removeprefix("service:")
+        env = door["environment"]
+        assert env["MAKA_HOST_ID"] == services[host]["environment"]["MAKA_HOST_ID"]
+        assert env["MAKA_BROKER_TARGET"] == "127.0.0.1:50052", "its own Host's broker, as in a pod"
+        port = env["MAKA_MCP_LISTEN"].rpartition(":")[2]
+        published = [p for p in services[host]["ports"] if p.endswith(f":{port}")]
+        assert len(published) == 1, (host, published)
+        assert published[0].startswith("127.0.0.1:"), "published on loopback only"
+        assert env["MAKA_WEB_URL"] == services["web"]["environment"]["MAKA_WEB_PUBLIC_ORIGIN"]
+        assert f"127.0.0.1:{port}/healthz" in " ".join(door["healthcheck"]["test"])
+
+
 def test_compose_has_one_service_per_authority_built_from_the_one_dockerfile() -> None:
     built = _ours()
 
-    # The MCP front door runs in the Kubernetes Host pods (and under `maka up`), not in Compose.
-    assert {_module(s) for s in built.values()} == set(SETTINGS_BY_MODULE) - {"surfaces.mcp.main"}
+    assert {_module(s) for s in built.values()} == set(SETTINGS_BY_MODULE)
     for service in built.values():
         assert service["build"]["dockerfile"] == "Dockerfile"
         assert service["read_only"] is True
