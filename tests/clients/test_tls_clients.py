@@ -130,10 +130,7 @@ async def test_the_python_client_uses_a_renewed_ca_and_client_certificate_withou
     tmp_path: Path, redis_url: str
 ) -> None:
     old, new = make_certs(_made(tmp_path / "a")), make_certs(_made(tmp_path / "b"))
-    live = _made(tmp_path / "live")
-    files = {"ca": live / "ca.crt", "cert": live / "tls.crt", "key": live / "tls.key"}
-    for name, source in {"ca": old.ca, "cert": old.client_cert, "key": old.client_key}.items():
-        _install(source, files[name])
+    files = _client_files(_made(tmp_path / "live"), old)
     running = await _tier(redis_url, 0, old)
     port = running.port
     tls = TlsOptions(ca_file=files["ca"], client_cert_file=files["cert"], client_key_file=files["key"])
@@ -155,6 +152,14 @@ async def test_the_python_client_uses_a_renewed_ca_and_client_certificate_withou
         await running.stop()
 
 
+def _client_files(directory: Path, certs: CertFiles) -> dict[str, Path]:
+    """A client's live TLS files ``ca``/``cert``/``key`` in ``directory``, installed from ``certs``."""
+    files = {"ca": directory / "ca.crt", "cert": directory / "tls.crt", "key": directory / "tls.key"}
+    for name, source in {"ca": certs.ca, "cert": certs.client_cert, "key": certs.client_key}.items():
+        _install(source, files[name])
+    return files
+
+
 def _made(directory: Path) -> Path:
     directory.mkdir(parents=True)
     return directory
@@ -166,6 +171,33 @@ class _Node:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self.warnings: list[dict[str, object]] = []
+
+    @classmethod
+    async def start(cls, script: str, target: str, files: dict[str, Path]) -> _Node:
+        """Run ``script`` (an ES module) on ``target`` with the client's TLS files ``ca``/``cert``/``key``."""
+        env = {
+            "MAKA_TLS_CA_FILE": str(files["ca"]),
+            "MAKA_TLS_CLIENT_CERT_FILE": str(files["cert"]),
+            "MAKA_TLS_CLIENT_KEY_FILE": str(files["key"]),
+        }
+        process = await asyncio.create_subprocess_exec(
+            str(NODE),
+            "--input-type=module",
+            "-e",
+            script,
+            target,
+            env={**os.environ, **env},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        return cls(process)
+
+    async def kill(self) -> None:
+        """Kill the process if it still runs (a failed test's cleanup)."""
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
 
     async def line(self) -> dict[str, object]:
         assert self.process.stdout is not None
@@ -198,29 +230,10 @@ async def test_the_typescript_client_uses_a_renewed_ca_and_client_certificate_wi
     tmp_path: Path, redis_url: str
 ) -> None:
     old, new = make_certs(_made(tmp_path / "a")), make_certs(_made(tmp_path / "b"))
-    live = _made(tmp_path / "live")
-    files = {"ca": live / "ca.crt", "cert": live / "tls.crt", "key": live / "tls.key"}
-    for name, source in {"ca": old.ca, "cert": old.client_cert, "key": old.client_key}.items():
-        _install(source, files[name])
+    files = _client_files(_made(tmp_path / "live"), old)
     running = await _tier(redis_url, 0, old)
     port = running.port
-    env = {
-        "MAKA_TLS_CA_FILE": str(files["ca"]),
-        "MAKA_TLS_CLIENT_CERT_FILE": str(files["cert"]),
-        "MAKA_TLS_CLIENT_KEY_FILE": str(files["key"]),
-    }
-    process = await asyncio.create_subprocess_exec(
-        str(NODE),
-        "--input-type=module",
-        "-e",
-        TS_RENEWED,
-        f"localhost:{port}",
-        env={**os.environ, **env},
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    node = _Node(process)
+    node = await _Node.start(TS_RENEWED, f"localhost:{port}", files)
     try:
         assert await node.line() == {"first": []}
         # Half renewed: the new certificate beside the old key. The current channel goes on, reported once.
@@ -244,9 +257,7 @@ async def test_the_typescript_client_uses_a_renewed_ca_and_client_certificate_wi
             "the old CA is no longer trusted"
         )
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await node.kill()
         await running.stop()
 
 
@@ -259,9 +270,7 @@ async def test_a_typescript_stream_running_through_a_renewal_keeps_its_connectio
     _install(old.server_cert, server_cert)
     _install(old.server_key, server_key)
     client_ca.write_bytes(old.ca.read_bytes() + new.ca.read_bytes())  # the tier trusts both CAs' clients
-    files = {"ca": client / "ca.crt", "cert": client / "tls.crt", "key": client / "tls.key"}
-    for name, source in {"ca": old.ca, "cert": old.client_cert, "key": old.client_key}.items():
-        _install(source, files[name])
+    files = _client_files(client, old)
     settings = InteractionSettings(
         redis_url=redis_url,
         host_id="tls-clients",
@@ -271,23 +280,7 @@ async def test_a_typescript_stream_running_through_a_renewal_keeps_its_connectio
         grace_seconds=0.5,
     )
     running = await start_server(await build(settings), settings)
-    env = {
-        "MAKA_TLS_CA_FILE": str(files["ca"]),
-        "MAKA_TLS_CLIENT_CERT_FILE": str(files["cert"]),
-        "MAKA_TLS_CLIENT_KEY_FILE": str(files["key"]),
-    }
-    process = await asyncio.create_subprocess_exec(
-        str(NODE),
-        "--input-type=module",
-        "-e",
-        TS_ATTACHED,
-        f"localhost:{running.port}",
-        env={**os.environ, **env},
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    node = _Node(process)
+    node = await _Node.start(TS_ATTACHED, f"localhost:{running.port}", files)
     broker = open_channel(
         f"localhost:{running.port}",
         tls=ClientTlsSettings(
@@ -312,8 +305,6 @@ async def test_a_typescript_stream_running_through_a_renewal_keeps_its_connectio
         await node.end()
         assert node.warnings == []
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await node.kill()
         await broker.close()
         await running.stop()
