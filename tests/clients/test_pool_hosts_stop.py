@@ -105,6 +105,18 @@ async def test_the_typescript_client_shows_and_stops_calls_on_every_host_of_the_
             (pool.brokers[first], first, "serving")
         ]
 
+        # A dns: name is every address it resolves to now, each dialled with the name as its authority: the
+        # same Hosts as the Python client finds.
+        port = pool.brokers[first].rpartition(":")[2]
+        named = await _typescript("hosts", f"dns:///localhost:{port}")
+        by_address = {h["address"]: h for h in named["hosts"]}
+        assert (by_address[f"127.0.0.1:{port}"]["hostId"], by_address[f"127.0.0.1:{port}"]["state"]) == (
+            first,
+            "serving",
+        )
+        async with BrokerClient(f"dns:///localhost:{port}") as python_named:
+            assert by_address == {s.address: _as_typescript(s) for s in await python_named.hosts()}
+
         # A session with a call on each Host: stop() naming no Host stops it on both.
         async with BrokerClient(pool.proxied(first)) as on_first, BrokerClient(pool.proxied(second)) as on_second:
             both = [await _deploy(on_first, "ts-both", "use-first"), await _deploy(on_second, "ts-both", "use-second")]
