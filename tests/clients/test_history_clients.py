@@ -1,6 +1,7 @@
 """Both clients list the settled forms (``ListHistory``) the same way: the Python ``SurfaceClient.list_history`` and
 the TypeScript ``SurfaceClient.listHistory`` (run by Node 22 on the built client) read the same entries from the real
-Interaction service over real Redis: ids, Tool, outcome, who answered (``via`` included), paging, never a value."""
+Interaction service over real Redis: ids, Tool, outcome, who answered (``via`` included), paging, never a value; and
+the person a call was made for (``made_for``), in the TypeScript client's forms as in both clients' history."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from maka.interaction.v1 import interaction_pb2
 from maka_client import SurfaceClient
 from services.core.form import Action, Answer
 from surfaces.common.interactions import Interactions
+from tests.helpers.oidc import ALICE, id_token, oidc_provider
 from tests.surfaces.helpers import deploy_form, interaction_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,22 +29,32 @@ TS_HISTORY = (
     "try { console.log(JSON.stringify(await client.listHistory([], { pageSize: Number(pageSize), pageToken }))); }"
     "catch (error) { console.log(JSON.stringify({ code: error.code })); } finally { client.close(); }"
 )
+TS_FORMS = (
+    f"import {{ SurfaceClient }} from {json.dumps(str(TS_ENTRY))};"
+    "const [target, host, token, answer] = process.argv.slice(1);"
+    "const client = new SurfaceClient(target, { token, hostId: host });"
+    "try {"
+    " const pending = await client.pending();"
+    " const answered = await client.answer(answer, 'decline');"
+    " const history = await client.listHistory();"
+    " console.log(JSON.stringify({ pending, answered, history }));"
+    "} finally { client.close(); }"
+)
+"""Alice's view through the TypeScript client: her pending forms, her decline of one, then the history."""
+AUDIENCE = "maka-cli"
 BROKER_TOKEN = "history-clients-broker"
 SURFACE_TOKEN = "history-clients-surface"
 WEB_TOKEN = "history-clients-web"
 
 
-async def _ts_history(target: str, host: str, token: str, page_size: int, page_token: str = "") -> Any:
+async def _node(script: str, *args: str) -> Any:
+    """Run the ES module ``script`` with ``args`` on Node 22 (no ``MAKA_*`` variables); its last JSON line."""
     process = await asyncio.create_subprocess_exec(
         str(NODE),
         "--input-type=module",
         "-e",
-        TS_HISTORY,
-        target,
-        host,
-        token,
-        str(page_size),
-        page_token,
+        script,
+        *args,
         env={k: v for k, v in os.environ.items() if not k.startswith("MAKA_")},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -51,6 +63,10 @@ async def _ts_history(target: str, host: str, token: str, page_size: int, page_t
         out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
     return json.loads(out.decode().strip().splitlines()[-1])
+
+
+async def _ts_history(target: str, host: str, token: str, page_size: int, page_token: str = "") -> Any:
+    return await _node(TS_HISTORY, target, host, token, str(page_size), page_token)
 
 
 async def test_the_typescript_client_lists_the_history_as_the_python_client_does(
@@ -116,3 +132,36 @@ async def test_the_typescript_client_lists_the_history_as_the_python_client_does
         None,
     )
     assert newest["settledAt"].endswith("Z")
+
+
+async def test_the_typescript_client_names_the_person_a_call_was_made_for_in_forms_and_history(
+    redis_url: str, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"token": BROKER_TOKEN, "name": "broker", "roles": ["broker"]}]}))
+    host = f"made-for-{secrets.token_hex(4)}"
+    with oidc_provider([ALICE]) as provider:
+        alice_token = id_token(provider, ALICE, AUDIENCE)
+        async with interaction_service(
+            redis_url,
+            broker_token=BROKER_TOKEN,
+            host_id=host,
+            auth_tokens_file=tokens,
+            oidc_issuer=provider.issuer,
+            oidc_audiences=[AUDIENCE],
+            oidc_roles={"approvers": ["surface"]},
+        ) as live:
+            alice = interaction_pb2.Person(principal=ALICE.email, issuer=provider.issuer)
+            hers = await live.link.open(deploy_form("For alice?"), session_id="s-made", made_for=alice)
+            machine = await live.link.open(deploy_form("For nobody?"), session_id="s-made")
+            seen = await _node(TS_FORMS, live.address, host, alice_token, hers.interaction_id)
+            async with SurfaceClient(live.address, token=alice_token, host_id=host) as surface:
+                python = await surface.list_history()
+    pending = {form["interactionId"]: form["madeFor"] for form in seen["pending"]}
+    assert pending == {hers.interaction_id: ALICE.email, machine.interaction_id: ""}
+    assert (seen["answered"]["interactionId"], seen["answered"]["madeFor"]) == (hers.interaction_id, ALICE.email)
+    assert [(e["interactionId"], e["madeFor"]) for e in seen["history"]["entries"]] == [
+        (hers.interaction_id, ALICE.email)
+    ]
+    assert [(e.interaction_id, e.made_for) for e in python.entries] == [(hers.interaction_id, ALICE.email)]
+    assert seen["history"]["entries"][0]["answeredBy"]["principal"] == ALICE.email

@@ -8,9 +8,11 @@
 // health checking, so this retry is what keeps a draining Host's refusals from reaching the caller). A start
 // while no Host of the pool is up (every one restarting mid-rollout) waits for one, within the reattach
 // policy's giveUpAfterMs, instead of failing at once. Once `accepted` names the owning Host, every reattach
-// goes to that Host's `host_address`.
+// goes to that Host's `host_address`. hosts() and a stop() that names no Host ask every Host of the pool on its
+// own (the addresses of an `ipv4:` list, or what a `dns:` name resolves to now), draining ones included.
 
 import { randomUUID } from "node:crypto";
+import { lookup } from "node:dns/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import * as grpc from "@grpc/grpc-js";
@@ -20,6 +22,8 @@ import { type CallEvent, type Outcome, decode, isOutcome } from "./events.js";
 import type { CapabilityBrokerServiceClient } from "./generated/maka/broker/v1/CapabilityBrokerService.js";
 import type { CallToolRequest } from "./generated/maka/broker/v1/CallToolRequest.js";
 import type { CallToolResponse__Output } from "./generated/maka/broker/v1/CallToolResponse.js";
+import type { GetStatusResponse__Output } from "./generated/maka/broker/v1/GetStatusResponse.js";
+import type { StopRequest } from "./generated/maka/broker/v1/StopRequest.js";
 import {
   type ClientOptions,
   clientArgs,
@@ -55,6 +59,97 @@ export function isPoolTarget(target: string): boolean {
   const scheme = target.slice(0, colon);
   if (scheme === "dns") return true;
   return (scheme === "ipv4" || scheme === "ipv6") && target.slice(colon + 1).includes(",");
+}
+
+/** One Host of a pool target, dialled on its own: `address` (`host:port`) and the `authority` to send (the pool's
+ * DNS name for an address it resolved to, so TLS checks the name the target used; "": the address itself). */
+export interface PoolMember {
+  address: string;
+  authority: string;
+}
+
+/** gRPC's port for a `dns:` target that names none. */
+export const DNS_DEFAULT_PORT = 443;
+
+function splitHostPort(text: string, defaultPort: number): [string, number] {
+  if (text.startsWith("[")) {
+    // [v6]:port
+    const close = text.indexOf("]");
+    const rest = close < 0 ? "" : text.slice(close + 1);
+    return [text.slice(1, close < 0 ? undefined : close), rest.startsWith(":") ? Number(rest.slice(1)) : defaultPort];
+  }
+  const colon = text.lastIndexOf(":");
+  if (colon < 0 || text.slice(0, colon).includes(":")) return [text, defaultPort]; // no port, or a bare IPv6 address
+  return [text.slice(0, colon), Number(text.slice(colon + 1))];
+}
+
+function joinHostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Every Host a pool target names, now: the addresses of an `ipv4:`/`ipv6:` list, or what a `dns:` name resolves to
+ * (each address with the name as its authority). A name resolves to the Hosts its DNS lists: in Kubernetes the
+ * per-Host headless Service (`dns:///team-a-host:50052`, `publishNotReadyAddresses`) lists draining Hosts too, the
+ * pool Service for new calls (`team-a-hosts`) only ready ones. Rejects (the resolver's error) when the name does
+ * not resolve. A target that is not a pool is its own one member. */
+export async function poolMembers(target: string): Promise<PoolMember[]> {
+  if (!isPoolTarget(target)) return [{ address: target, authority: "" }];
+  const colon = target.indexOf(":");
+  const scheme = target.slice(0, colon);
+  const rest = target.slice(colon + 1);
+  if (scheme === "ipv4" || scheme === "ipv6") {
+    return rest
+      .split(",")
+      .map((address) => address.trim())
+      .filter(Boolean)
+      .map((address) => ({ address, authority: "" }));
+  }
+  let name = rest; // dns:[//authority/]host[:port]
+  if (rest.startsWith("//")) {
+    const slash = rest.indexOf("/", 2);
+    name = slash < 0 ? "" : rest.slice(slash + 1);
+  }
+  const [host, port] = splitHostPort(name, DNS_DEFAULT_PORT);
+  const found = await lookup(host, { all: true });
+  const addresses = [...new Set(found.map((entry) => joinHostPort(entry.address, port)))];
+  return addresses.map((address) => ({ address, authority: joinHostPort(host, port) }));
+}
+
+/** `serving` (takes new calls), `draining` (no new calls; its running calls and forms still served), `not ready`
+ * (no provider registered yet, or shutting down) or `unreachable` (`error` says why). */
+export type HostState = "serving" | "draining" | "not ready" | "unreachable";
+
+/** One Host of a pool as its broker's `GetStatus` describes it (BrokerClient.hosts()). */
+export interface HostStatus {
+  /** Where it was reached (an address of the pool target; the client's target for one Host). */
+  address: string;
+  /** Its `MAKA_HOST_ID` ("" when unreachable). */
+  hostId: string;
+  state: HostState;
+  /** Calls running on it. */
+  liveInvocations: number;
+  /** Forms its calls wait on. */
+  pendingForms: number;
+  /** The gRPC status name when it did not answer, else "". */
+  error: string;
+}
+
+function hostState(status: GetStatusResponse__Output): HostState {
+  if (status.draining) return "draining";
+  return status.takes_new_calls ? "serving" : "not ready";
+}
+
+/** What BrokerClient.stop() stops: one call (`invocationId`: only its owner has it), every call (`allSessions`), a
+ * turn (`sessionId` and `turnId`) or a session (`sessionId` alone, the default "default"); on the Host at
+ * `hostAddress` (a call's owner, ToolCall.hostAddress), else on every Host of a pool, else on this client's target. */
+export interface StopOptions {
+  sessionId?: string;
+  turnId?: string;
+  allSessions?: boolean;
+  invocationId?: string;
+  hostAddress?: string;
+  /** The deadline of each Host's Stop (default 10 s). */
+  timeoutMs?: number;
 }
 
 /** The service config of a pool channel: round_robin over every address. */
@@ -130,9 +225,9 @@ export class ToolCall implements AsyncIterable<CallEvent> {
     return this.outcome;
   }
 
-  /** Stop this call's turn (broker Stop): the form closes `stopped`, no retry is sent. */
+  /** Stop this call's turn (broker Stop) on the Host that owns it: the form closes `stopped`, no retry is sent. */
   async stop(): Promise<number> {
-    return this.client.stop(this.sessionId, this.turnId, false, 10_000, this.hostAddress);
+    return this.client.stop({ sessionId: this.sessionId, turnId: this.turnId, hostAddress: this.hostAddress });
   }
 
   /** Stop following (the broker keeps the call for its reattach grace; see stop()). */
@@ -270,17 +365,67 @@ export class BrokerClient {
     this.tls = options.tls;
   }
 
-  /** The stub of the Host at `hostAddress` (a call's owner; one channel per address, pick_first, so a
-   * draining Host still serves the calls it owns); this client's own for "". */
-  ownerStub(hostAddress: string): CapabilityBrokerServiceClient {
+  /** The stub of the Host at `hostAddress` (a call's owner, or one Host of the pool; one channel per address,
+   * pick_first, so a draining Host still serves the calls it owns); `authority` is sent as `:authority` (and checked
+   * as the TLS name unless the TLS options name one) for an address a `dns:` pool resolved to. This client's own
+   * for "". */
+  ownerStub(hostAddress: string, authority = ""): CapabilityBrokerServiceClient {
     if (!hostAddress) return this.stub;
     let stub = this.owners.get(hostAddress);
     if (!stub) {
       const proto = loadBroker();
-      stub = new proto.maka.broker.v1.CapabilityBrokerService(hostAddress, ...clientArgs(hostAddress, this.tls));
+      const extra: grpc.ChannelOptions = {};
+      if (authority) {
+        extra["grpc.default_authority"] = authority;
+        if (this.tls && !this.tls.serverName) extra["grpc.ssl_target_name_override"] = splitHostPort(authority, 0)[0];
+      }
+      stub = new proto.maka.broker.v1.CapabilityBrokerService(hostAddress, ...clientArgs(hostAddress, this.tls, extra));
       this.owners.set(hostAddress, stub);
     }
     return stub;
+  }
+
+  /** Every Host of the pool now (poolMembers), else this client's one target (address ""). Rejects with a
+   * MakaError UNAVAILABLE when a `dns:` name does not resolve. */
+  async members(): Promise<PoolMember[]> {
+    if (!this.pool) return [{ address: "", authority: "" }];
+    try {
+      return await poolMembers(this.target);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      throw new MakaError("UNAVAILABLE", `the pool ${this.target} did not resolve: ${typeof code === "string" ? code : String(error)}`);
+    }
+  }
+
+  /** Every Host of the pool (each asked on its own with `GetStatus`, draining ones included), or this client's one
+   * Host: its id, whether it takes new calls or drains, its calls running and the forms they wait on. A Host that
+   * did not answer within `timeoutMs` is `unreachable`, with the status name in `error`. */
+  async hosts(timeoutMs = 5_000): Promise<HostStatus[]> {
+    const one = (member: PoolMember): Promise<HostStatus> =>
+      new Promise((resolve) =>
+        this.ownerStub(member.address, member.authority).GetStatus(
+          {},
+          this.metadata(),
+          { deadline: Date.now() + timeoutMs },
+          (error, status) => {
+            const address = member.address || this.target;
+            if (error || !status) {
+              const name = error ? statusName(error.code) : "UNKNOWN";
+              resolve({ address, hostId: "", state: "unreachable", liveInvocations: 0, pendingForms: 0, error: name });
+              return;
+            }
+            resolve({
+              address,
+              hostId: status.host_id,
+              state: hostState(status),
+              liveInvocations: status.live_invocations,
+              pendingForms: status.pending_forms,
+              error: "",
+            });
+          },
+        ),
+      );
+    return Promise.all((await this.members()).map(one));
   }
 
   /** Until the pool's channel has a connected Host, at most `timeoutMs`; then a MakaError UNAVAILABLE ("no Host
@@ -335,15 +480,42 @@ export class BrokerClient {
     return new ToolCall(this, {}, invocationId, resumeToken, hostAddress);
   }
 
-  /** Stop a turn, a session or (allSessions) every live call of one Host (the one at `hostAddress`, else
-   * this client's target); how many stopped. */
-  stop(sessionId = "default", turnId = "", allSessions = false, timeoutMs = 10_000, hostAddress = ""): Promise<number> {
-    const request = allSessions ? { all: true } : { session_id: sessionId, turn_id: turnId };
-    return new Promise((resolve, reject) =>
-      this.ownerStub(hostAddress).Stop(request, this.metadata(), { deadline: Date.now() + timeoutMs }, (error, response) =>
-        error ? reject(MakaError.fromStatus(error)) : resolve(response!.stopped_invocations),
-      ),
-    );
+  /** Broker Stop: one call (`invocationId`), a turn, a session or (`allSessions`) every live call; how many stopped.
+   * On the Host at `hostAddress` (a call's owner, ToolCall.hostAddress); without it each Host of a pool is asked
+   * (members(), draining ones included: a draining Host still stops the calls it owns; only the owner of
+   * `invocationId` stops it), else this client's target. Rejects with a MakaError when a Host asked did not answer
+   * (the others' calls are stopped all the same). The positional form is `stop(sessionId, turnId, allSessions,
+   * timeoutMs, hostAddress)`. */
+  stop(options: StopOptions): Promise<number>;
+  stop(sessionId?: string, turnId?: string, allSessions?: boolean, timeoutMs?: number, hostAddress?: string): Promise<number>;
+  async stop(
+    first: StopOptions | string = "default",
+    turnId = "",
+    allSessions = false,
+    timeoutMs = 10_000,
+    hostAddress = "",
+  ): Promise<number> {
+    const options: StopOptions =
+      typeof first === "object" ? first : { sessionId: first, turnId, allSessions, timeoutMs, hostAddress };
+    const request: StopRequest = options.invocationId
+      ? { invocation_id: options.invocationId }
+      : options.allSessions
+        ? { all: true }
+        : { session_id: options.sessionId ?? "default", turn_id: options.turnId ?? "" };
+    const deadlineMs = options.timeoutMs ?? 10_000;
+    const members = options.hostAddress ? [{ address: options.hostAddress, authority: "" }] : await this.members();
+    const one = (member: PoolMember): Promise<number> =>
+      new Promise((resolve, reject) =>
+        this.ownerStub(member.address, member.authority).Stop(
+          request,
+          this.metadata(),
+          { deadline: Date.now() + deadlineMs },
+          (error, response) => (error ? reject(MakaError.fromStatus(error)) : resolve(response!.stopped_invocations)),
+        ),
+      );
+    const answers = await Promise.allSettled(members.map(one));
+    for (const answer of answers) if (answer.status === "rejected") throw answer.reason;
+    return answers.reduce((sum, answer) => sum + (answer.status === "fulfilled" ? answer.value : 0), 0);
   }
 
   /** Every Tool of every live provider registration, sorted by qualified name. */

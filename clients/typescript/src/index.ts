@@ -1,9 +1,18 @@
 // Maka Runtime client for TypeScript / Node.js on @grpc/grpc-js (docs/clients.md).
 // Callers use BrokerClient (callTool with keepalive-aware automatic reattach, stop, listTools,
-// watchCall); surfaces use SurfaceClient (attach, pending, answer, listHistory).
+// watchCall, hosts); surfaces use SurfaceClient (attach, pending, answer, listHistory).
 
-export { BrokerClient, DEFAULT_REATTACH, POOL_SERVICE_CONFIG, ToolCall, isPoolTarget } from "./broker.js";
-export type { BrokerClientOptions, CallOptions, ReattachPolicy, ToolInfo } from "./broker.js";
+export { BrokerClient, DEFAULT_REATTACH, POOL_SERVICE_CONFIG, ToolCall, isPoolTarget, poolMembers } from "./broker.js";
+export type {
+  BrokerClientOptions,
+  CallOptions,
+  HostState,
+  HostStatus,
+  PoolMember,
+  ReattachPolicy,
+  StopOptions,
+  ToolInfo,
+} from "./broker.js";
 export { MakaError } from "./errors.js";
 export type {
   Accepted,

@@ -63,6 +63,9 @@ export interface Form {
   action: Action | null;
   closeReason: string;
   expiresAt: Date | null;
+  /** The person the call was made for (the principal of the binding's `made_for`: a name, never a token); "" for a
+   * machine caller's call. Such a form is seen and answered only by that person and the approvers a policy names. */
+  madeFor: string;
 }
 
 export type AnswerValue = string | number | boolean | string[];
@@ -102,6 +105,8 @@ export interface HistoryEntry {
   delivery: string;
   deliveryLostReason: string;
   deliveryRecordedAt: Date | null;
+  /** The person the call was made for (the principal of `made_for`); "" for a machine caller's call. */
+  madeFor: string;
 }
 
 /** One `listHistory` page: newest first; `nextPageToken` ("" = no older entry) asks for the next. */
@@ -152,6 +157,7 @@ export function formOf(message: Interaction__Output): Form {
     action: state === "answered" ? (lower(String(message.answer?.action), "ACTION_") as Action) : null,
     closeReason: lower(String(message.close_reason), "CLOSE_REASON_"),
     expiresAt: time(message.expires_at),
+    madeFor: message.binding?.made_for?.principal ?? "",
   };
 }
 
@@ -186,6 +192,7 @@ export function historyEntryOf(message: HistoryEntry__Output): HistoryEntry {
     delivery,
     deliveryLostReason: delivery === "lost" ? lower(String(message.delivery_lost_reason), "CLOSE_REASON_") : "",
     deliveryRecordedAt: time(message.delivery_recorded_at),
+    madeFor: message.made_for?.principal ?? "",
   };
 }
 
