@@ -134,7 +134,7 @@ async def test_the_typescript_client_lists_the_history_as_the_python_client_does
     assert newest["settledAt"].endswith("Z")
 
 
-async def test_the_typescript_client_names_the_person_a_call_was_made_for_in_forms_and_history(
+async def test_both_clients_name_the_person_a_call_was_made_for_in_forms_and_history(
     redis_url: str, tmp_path: Path
 ) -> None:
     tokens = tmp_path / "tokens.json"
@@ -157,6 +157,8 @@ async def test_the_typescript_client_names_the_person_a_call_was_made_for_in_for
             seen = await _node(TS_FORMS, live.address, host, alice_token, hers.interaction_id)
             async with SurfaceClient(live.address, token=alice_token, host_id=host) as surface:
                 python = await surface.list_history()
+                python_forms = {f.interaction_id: f.made_for for f in await surface.pending()}
+                python_forms[hers.interaction_id] = (await surface.get(hers.interaction_id)).made_for
     pending = {form["interactionId"]: form["madeFor"] for form in seen["pending"]}
     assert pending == {hers.interaction_id: ALICE.email, machine.interaction_id: ""}
     assert (seen["answered"]["interactionId"], seen["answered"]["madeFor"]) == (hers.interaction_id, ALICE.email)
@@ -164,4 +166,5 @@ async def test_the_typescript_client_names_the_person_a_call_was_made_for_in_for
         (hers.interaction_id, ALICE.email)
     ]
     assert [(e.interaction_id, e.made_for) for e in python.entries] == [(hers.interaction_id, ALICE.email)]
+    assert python_forms == pending, "the Python client's forms name the same person"
     assert seen["history"]["entries"][0]["answeredBy"]["principal"] == ALICE.email

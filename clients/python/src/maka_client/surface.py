@@ -191,6 +191,8 @@ class Form:
     host_id: str = ""
     """The Runtime Host the form was read from (the client's ``host_id``; in a pool, the Host it came from):
     answers and reads of this form go there."""
+    made_for: str = ""
+    """The person the call was made for (the principal of ``binding.made_for``); "" for a machine caller's call."""
 
     @classmethod
     def from_proto(cls, message: interaction_pb2.Interaction, host_id: str = "") -> Form:
@@ -221,6 +223,7 @@ class Form:
             proto=message,
             answered_by=AnsweredBy.from_proto(message.answered_by) if message.HasField("answered_by") else None,
             host_id=host_id,
+            made_for=message.binding.made_for.principal,
         )
 
 
