@@ -349,9 +349,7 @@ class Broker:
             changed = self._registry.changed()
             if self._registry.revision != sent:
                 sent = self._registry.revision
-                yield broker_pb2.WatchToolsResponse(
-                    revision=sent, tools=self._registry.listing, host_id=self._host_id
-                )
+                yield broker_pb2.WatchToolsResponse(revision=sent, tools=self._registry.listing, host_id=self._host_id)
             if self._shutting_down or self._tool_watch_cut != cut:
                 return
             await changed.wait()
