@@ -344,15 +344,21 @@ class Broker:
         before the drain ends then (a pool's reader moves to a Host that takes new calls), one opened during
         it at shutdown."""
         cut = self._tool_watch_cut
+
+        def ended() -> bool:
+            return self._shutting_down or self._tool_watch_cut != cut
+
         sent = 0
         while True:
             changed = self._registry.changed()
             if self._registry.revision != sent:
                 sent = self._registry.revision
                 yield broker_pb2.WatchToolsResponse(revision=sent, tools=self._registry.listing, host_id=self._host_id)
-            if self._shutting_down or self._tool_watch_cut != cut:
+            if ended():
                 return
             await changed.wait()
+            if ended():  # not the providers leaving with a stopping broker: the reader reconnects for what follows
+                return
 
     def _end_tool_watches(self) -> None:
         self._tool_watch_cut += 1

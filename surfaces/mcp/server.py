@@ -138,6 +138,8 @@ class ToolWatch:
         self.bus = InMemorySubscriptionBus()
         self._sessions: dict[int, Connection] = {}
         self._last: Listing | None = None
+        self.listings = 0
+        """How many listings the feed delivered (each stream's first one included)."""
 
     def follow(self, connection: Connection) -> None:
         """Remember a handshake-era session (until it closes) to tell it about listing changes."""
@@ -151,6 +153,7 @@ class ToolWatch:
         """Take one listing of the broker; when it differs from the last one, tell every followed session.
         True when it changed (the first listing changes nothing)."""
         listing = _listing(infos)
+        self.listings += 1
         changed = self._last is not None and listing != self._last
         self._last = listing
         if changed:
