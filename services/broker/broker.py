@@ -206,6 +206,8 @@ class Broker:
         self._idle = asyncio.Event()
         """Set whenever no invocation is live (what :meth:`drain` waits for)."""
         self._idle.set()
+        self._tool_watch_cut = 0
+        """Bumped when the listing streams open now must end (drain, shutdown)."""
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -242,6 +244,7 @@ class Broker:
         """
         self._draining = True
         self._readiness_changed()
+        self._end_tool_watches()
         live = len(self._invocations)
         if timeout > 0 and (live or self._callers.undelivered_deadline() is not None):
             log.info("broker_draining", extra={"live_invocations": live, "drain_seconds": timeout})
@@ -267,6 +270,7 @@ class Broker:
         providers get ``cancel`` and their streams end; waits up to ``timeout`` s for the closes."""
         self._shutting_down = True
         self._readiness_changed()
+        self._end_tool_watches()
         if self._liveness is not None:
             self._liveness.cancel()
         for invocation in list(self._invocations.values()):
@@ -333,6 +337,32 @@ class Broker:
     def list_tools(self) -> list[broker_pb2.Tool]:
         """Every Tool of every live registration (the routed one per qualified name)."""
         return self._registry.list_tools()
+
+    async def watch_tools(self) -> AsyncGenerator[broker_pb2.WatchToolsResponse, None]:
+        """The Tool listing now, then once per published change (``WatchTools``; coalesced: a reader that falls
+        behind gets the latest revision). Ends when the broker starts to drain or shuts down: a stream opened
+        before the drain ends then (a pool's reader moves to a Host that takes new calls), one opened during
+        it at shutdown."""
+        cut = self._tool_watch_cut
+
+        def ended() -> bool:
+            return self._shutting_down or self._tool_watch_cut != cut
+
+        sent = 0
+        while True:
+            changed = self._registry.changed()
+            if self._registry.revision != sent:
+                sent = self._registry.revision
+                yield broker_pb2.WatchToolsResponse(revision=sent, tools=self._registry.listing, host_id=self._host_id)
+            if ended():
+                return
+            await changed.wait()
+            if ended():  # not the providers leaving with a stopping broker: the reader reconnects for what follows
+                return
+
+    def _end_tool_watches(self) -> None:
+        self._tool_watch_cut += 1
+        self._registry.wake()
 
     def list_sign_ins(self) -> list[broker_pb2.SignInStatus]:
         """The sign-in status every live registration published, sorted by server (never a token)."""

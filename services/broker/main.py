@@ -48,6 +48,7 @@ class BrokerApp:
         _METHOD + "WatchCall": frozenset({Role.CALLER}),
         _METHOD + "Stop": frozenset({Role.CALLER}),
         _METHOD + "ListTools": frozenset({Role.CALLER}),
+        _METHOD + "WatchTools": frozenset({Role.CALLER}),
         _METHOD + "ListSignIns": frozenset({Role.CALLER, Role.SURFACE}),
         _METHOD + "CompleteSignIn": frozenset({Role.CALLER, Role.SURFACE}),
         _METHOD + "SignOut": frozenset({Role.CALLER, Role.SURFACE}),

@@ -8,10 +8,16 @@ retires, the name is free again. Providers publish the OAuth
 sign-in status of their servers (``sign_in_status``); the registry forwards a browser's redirect to the provider
 whose pending sign-in minted its ``state``, and tells callers to sign in before a call would reach a server that
 needs it (docs/design.md#capability-broker).
+
+The Tool listing is published with a revision (:attr:`ProviderRegistry.revision`, ``WatchTools``): every change of
+the routing table marks it stale, and the registry publishes once per burst of changes (the next turn of the event
+loop, so a re-registration's retire and add are one change), bumping the revision only when the listing differs
+from the last one published, and sets :meth:`ProviderRegistry.changed`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Callable, Mapping
@@ -59,6 +65,12 @@ class ProviderRegistry:
         """provider id → live registration."""
         self._tools: dict[str, Registration] = {}
         """qualified Tool name → live registration serving it (the latest to claim it)."""
+        self.revision = 1
+        """The published listing's revision: 1 for the first (empty) one, one more for each change."""
+        self.listing: list[broker_pb2.Tool] = []
+        """The published listing (:meth:`list_tools` as of :attr:`revision`)."""
+        self._changed = asyncio.Event()
+        self._publishing = False
 
     def __len__(self) -> int:
         return len(self._registrations)
@@ -108,6 +120,7 @@ class ProviderRegistry:
         self._registrations[provider_id] = registration
         for name in tools:
             self._tools[name] = registration
+        self._touched()
         return registration
 
     def replace_tools(self, registration: Registration, tools: dict[str, broker_pb2.ToolDescriptor]) -> set[str]:
@@ -120,6 +133,7 @@ class ProviderRegistry:
         registration.tools = tools
         for name in tools:
             self._tools[name] = registration
+        self._touched()
         return changed
 
     def remove(self, registration: Registration) -> None:
@@ -134,6 +148,41 @@ class ProviderRegistry:
         for other in self._registrations.values():
             for name in other.tools:
                 self._tools.setdefault(name, other)
+        self._touched()
+
+    # --- the published listing (WatchTools) -------------------------------------------------------
+
+    def changed(self) -> asyncio.Event:
+        """The event set at the next published change (or :meth:`wake`); read it before checking
+        :attr:`revision`, then wait on it, and no change is missed."""
+        return self._changed
+
+    def wake(self) -> None:
+        """Set :meth:`changed` without a change (the broker ends its listing streams: drain, shutdown)."""
+        event, self._changed = self._changed, asyncio.Event()
+        event.set()
+
+    def _touched(self) -> None:
+        """The routing table changed: publish at the next turn of the event loop (at once without one)."""
+        if self._publishing:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._publish()
+            return
+        self._publishing = True
+        loop.call_soon(self._publish)
+
+    def _publish(self) -> None:
+        self._publishing = False
+        listing = self.list_tools()
+        if listing == self.listing:
+            return
+        self.revision += 1
+        self.listing = listing
+        log.info("tools_listing_changed", extra={"revision": self.revision, "tools": len(listing)})
+        self.wake()
 
     def silent_since(self, deadline: float) -> list[Registration]:
         """The live registrations whose stream sent nothing since monotonic ``deadline``."""

@@ -2,7 +2,7 @@
 
 Roles (``services.core.auth``): ``Connect`` and ``ReportServers`` admit ``provider``; ``GetStatus``
 and the OAuth sign-in RPCs (``ListSignIns``, ``CompleteSignIn``, ``SignOut``) admit ``caller`` and
-``surface``; ``CallTool``, ``Stop`` and ``ListTools`` admit ``caller``, and a
+``surface``; ``CallTool``, ``Stop``, ``ListTools`` and ``WatchTools`` admit ``caller``, and a
 caller scoped to sessions may only call and stop in its own
 sessions (a global Stop needs every session). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
 """
@@ -196,6 +196,22 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         except ServiceError as error:
             await abort(context, error)
         return broker_pb2.ListToolsResponse(tools=self._broker.list_tools())
+
+    async def WatchTools(
+        self, request: broker_pb2.WatchToolsRequest, context: Context
+    ) -> AsyncIterator[broker_pb2.WatchToolsResponse]:
+        """The listing of ListTools with its revision, then the listing again each time it changes; ends (OK) when
+        the broker starts to drain or shuts down (docs/clients.md).
+
+        PERMISSION_DENIED without the ``caller`` role.
+        """
+        try:
+            _require(Role.CALLER)
+        except ServiceError as error:
+            await abort(context, error)
+        async with contextlib.aclosing(self._broker.watch_tools()) as listings:
+            async for listing in listings:
+                yield listing
 
     async def ListSignIns(
         self, request: broker_pb2.ListSignInsRequest, context: Context

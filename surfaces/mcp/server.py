@@ -3,12 +3,12 @@
 One server object answers both eras: 2026-07-28 requests (``server/discover``, per-request ``_meta``) and
 2025-11-25 sessions (``initialize``), through the SDK's ``StreamableHTTPSessionManager``. ``tools/list`` is the
 broker's ``ListTools`` under MCP names (:mod:`surfaces.mcp.tools`); ``tools/call`` runs one broker call
-(:mod:`surfaces.mcp.calls`). :class:`ToolWatch` follows the broker's listing (config reloads, servers coming
-and going) and sends ``notifications/tools/list_changed`` to every 2025-11-25 session that listed or called Tools
-and on every 2026-07-28 ``subscriptions/listen`` stream (the SDK's ``ListenHandler``). Tools keep the upstream
-server's ``title`` and ``annotations`` (hints). The endpoint checks
-``Host`` and ``Origin`` against loopback plus the configured extras (DNS rebinding protection, MCP
-specification basic/transports "Security Warning").
+(:mod:`surfaces.mcp.calls`). :class:`ToolWatch` follows the broker's listing feed (``WatchTools``: config reloads,
+servers coming and going) and sends ``notifications/tools/list_changed`` to every 2025-11-25 session that listed or
+called Tools and on every 2026-07-28 ``subscriptions/listen`` stream (the SDK's ``ListenHandler``). Tools keep the
+upstream server's ``title`` and ``annotations`` (hints). The endpoint checks ``Host`` and ``Origin`` against
+loopback plus the configured extras (DNS rebinding protection, MCP specification basic/transports "Security
+Warning").
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError
+from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
+from services.core.backoff import Backoff
 from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
@@ -63,6 +64,8 @@ DISCONNECT_POLL_SECONDS = 0.5
 """How often a 2025-11-25 call checks whether its HTTP response stream is still open."""
 RETRY_INTERVAL_MS = 500
 """The SSE ``retry`` a 2025-11-25 client waits before it resumes a closed stream."""
+FEED_BACKOFF = Backoff(initial=1.0, maximum=30.0)
+"""How long :class:`ToolWatch` waits before it opens the broker's listing feed again after a refusal."""
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -124,15 +127,19 @@ class ToolWatch:
     2025-11-25 session that listed or called Tools, and every 2026-07-28 ``subscriptions/listen`` stream that asked
     for ``toolsListChanged`` (through :attr:`bus`, served by the SDK's ``ListenHandler``).
 
-    The broker pushes no listing changes to callers, so :meth:`run` reads ``ListTools`` every ``interval`` s.
+    :meth:`run` follows the broker's ``WatchTools`` feed (:meth:`maka_client.BrokerClient.watch_tools`): each
+    listing it sends is compared with the last one seen, as a client sees it (:func:`_listing`), so a reconnect's
+    whole listing tells clients only when something changed meanwhile (and always then).
     """
 
-    def __init__(self, broker: BrokerClient, interval: float) -> None:
+    def __init__(self, broker: BrokerClient, backoff: Backoff = FEED_BACKOFF) -> None:
         self.broker = broker
-        self.interval = interval
+        self.backoff = backoff
         self.bus = InMemorySubscriptionBus()
         self._sessions: dict[int, Connection] = {}
         self._last: Listing | None = None
+        self.listings = 0
+        """How many listings the feed delivered (each stream's first one included)."""
 
     def follow(self, connection: Connection) -> None:
         """Remember a handshake-era session (until it closes) to tell it about listing changes."""
@@ -142,12 +149,11 @@ class ToolWatch:
         self._sessions[key] = connection
         connection.exit_stack.callback(self._sessions.pop, key, None)
 
-    async def check(self) -> bool:
-        """Read the listing once; on a change tell every followed session. True when it changed."""
-        try:
-            listing = _listing(await self.broker.list_tools(timeout=self.interval + 5.0))
-        except MakaError:
-            return False
+    async def seen(self, infos: Sequence[Any]) -> bool:
+        """Take one listing of the broker; when it differs from the last one, tell every followed session.
+        True when it changed (the first listing changes nothing)."""
+        listing = _listing(infos)
+        self.listings += 1
         changed = self._last is not None and listing != self._last
         self._last = listing
         if changed:
@@ -161,10 +167,21 @@ class ToolWatch:
         return changed
 
     async def run(self) -> None:
-        """Check the listing every ``interval`` s until cancelled."""
+        """Follow the broker's listing feed until cancelled. The feed reconnects on its own; a refusal it cannot
+        fix (e.g. a token without the ``caller`` role) is logged and the feed opened again after a backoff."""
+        attempts = self.backoff.attempts()
         while True:
-            await self.check()
-            await asyncio.sleep(self.interval)  # the broker has no change feed for callers
+            try:
+                async with contextlib.aclosing(self.broker.watch_tools()) as feed:
+                    async for item in feed:
+                        if isinstance(item, Reattaching):
+                            log.info("mcp.tools_feed_reconnecting", extra={"code": item.code, "attempt": item.attempt})
+                            continue
+                        attempts.reset()
+                        await self.seen(item.tools)
+            except MakaError as error:
+                log.warning("mcp.tools_feed_refused", extra={"code": error.code, "reason": str(error.reason)})
+            await attempts.sleep()
 
 
 class FrontDoorServer(Server[dict[str, Any]]):
@@ -270,7 +287,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
     With ``interactions``, a client that declares form elicitation is asked the call's forms itself
     (:mod:`surfaces.mcp.elicit`)."""
-    watch = ToolWatch(broker, settings.mcp_tools_poll_seconds)
+    watch = ToolWatch(broker)
     listen = ListenHandler(watch.bus)
     events = SessionEventStore()
     grace = settings.mcp_reattach_grace_seconds

@@ -43,9 +43,6 @@ class McpSettings(OidcSettings):
     allowed, every other origin is refused (DNS rebinding protection)."""
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
     """Extra ``Host`` header values the endpoint answers (comma-separated or a JSON list) besides loopback."""
-    mcp_tools_poll_seconds: float = Field(default=2.0, gt=0)
-    """How often the endpoint reads the broker's Tool listing to tell 2025-11-25 sessions it changed
-    (``notifications/tools/list_changed``)."""
     mcp_state_key: SecretStr = SecretStr("")
     """Key of the HMAC-SHA256 that protects the ``requestState`` the endpoint gives 2026-07-28 clients (any
     string; replicas behind one URL must share it). Empty: a random key per process, so a retry that reaches

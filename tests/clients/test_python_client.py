@@ -25,6 +25,8 @@ from maka_client import (
     Result,
     Status,
     SurfaceClient,
+    ToolInfo,
+    ToolListing,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,12 +54,14 @@ def test_the_client_imports_without_the_services_or_the_repository_gen_package()
 
 
 class Scripted(broker_pb2_grpc.CapabilityBrokerServiceServicer):
-    """CallTool sends ``accepted`` then fails with ``drop_code``; WatchCall replays from the token."""
+    """CallTool sends ``accepted`` then fails with ``drop_code``; WatchCall replays from the token; WatchTools sends
+    a listing then fails with ``drop_code``."""
 
     def __init__(self, drop_code: grpc.StatusCode, watch_works: bool = True) -> None:
         self.drop_code = drop_code
         self.watch_works = watch_works
         self.watches: list[broker_pb2.WatchCallRequest] = []
+        self.tool_watches = 0
         self.log = [
             broker_pb2.CallToolResponse(
                 accepted=broker_pb2.CallAccepted(invocation_id="inv-1", provider_id="p"), sequence=1, resume_token="1"
@@ -99,6 +103,16 @@ class Scripted(broker_pb2_grpc.CapabilityBrokerServiceServicer):
 
     async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
         return broker_pb2.ListToolsResponse()
+
+    async def WatchTools(
+        self, request: broker_pb2.WatchToolsRequest, context: Context
+    ) -> AsyncIterator[broker_pb2.WatchToolsResponse]:
+        """Each stream: one listing (its revision counts the streams), then the drop code (a refusal: at once)."""
+        self.tool_watches += 1
+        if self.drop_code is not grpc.StatusCode.PERMISSION_DENIED:
+            tool = broker_pb2.Tool(qualified_name=f"x:y{self.tool_watches}", input_schema_json='{"type":"object"}')
+            yield broker_pb2.WatchToolsResponse(revision=self.tool_watches, tools=[tool], host_id="h")
+        await context.abort(self.drop_code, "scripted drop")
 
     async def ListSignIns(
         self, request: broker_pb2.ListSignInsRequest, context: Context
@@ -158,6 +172,40 @@ async def test_a_refusal_is_raised_at_once_and_never_reattached() -> None:
         await server.stop(None)
     assert raised.value.grpc_status_code is grpc.StatusCode.PERMISSION_DENIED
     assert servicer.watches == []
+
+
+async def test_watch_tools_reconnects_after_a_drop_and_yields_the_whole_listing_again() -> None:
+    servicer = Scripted(grpc.StatusCode.UNAVAILABLE)
+    server, target = await _serve(servicer)
+    try:
+        async with BrokerClient(target, reattach=ReattachPolicy(initial_delay=0.01)) as broker:
+            feed = broker.watch_tools()
+            async with asyncio.timeout(10):
+                items = [await anext(feed) for _ in range(3)]
+            await feed.aclose()
+    finally:
+        await server.stop(None)
+    first, dropped, again = items
+    assert first == ToolListing(1, "h", (ToolInfo("x:y1", "", {"type": "object"}, "", ""),))
+    assert isinstance(dropped, Reattaching)
+    assert dropped.code == "UNAVAILABLE"
+    assert isinstance(again, ToolListing)
+    assert (again.revision, [tool.name for tool in again.tools]) == (2, ["x:y2"])
+
+
+async def test_watch_tools_raises_a_refusal_and_never_reconnects() -> None:
+    servicer = Scripted(grpc.StatusCode.PERMISSION_DENIED)
+    server, target = await _serve(servicer)
+    try:
+        async with BrokerClient(target, reattach=ReattachPolicy(initial_delay=0.01)) as broker:
+            feed = broker.watch_tools()
+            with pytest.raises(MakaError) as raised:
+                await asyncio.wait_for(anext(feed), 10)
+            await feed.aclose()
+    finally:
+        await server.stop(None)
+    assert raised.value.grpc_status_code is grpc.StatusCode.PERMISSION_DENIED
+    assert servicer.tool_watches == 1
 
 
 async def test_reattaching_gives_up_after_the_policy_bound() -> None:

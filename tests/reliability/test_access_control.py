@@ -130,6 +130,9 @@ BROKER_PROBES: dict[str, Probe] = {
     "ListTools": lambda ch: broker_pb2_grpc.CapabilityBrokerServiceStub(ch).ListTools(
         broker_pb2.ListToolsRequest(), timeout=10
     ),
+    "WatchTools": lambda ch: _first_reply_unary_stream(
+        broker_pb2_grpc.CapabilityBrokerServiceStub(ch).WatchTools(broker_pb2.WatchToolsRequest(), timeout=10)
+    ),
 }
 
 
@@ -177,7 +180,13 @@ async def test_every_rpc_refuses_a_token_of_the_wrong_role(secured: RunningStack
         "GetInteraction": BROKER,
     }
     refusals = {name: await _refusal(interaction, wrong[name], probe) for name, probe in INTERACTION_PROBES.items()}
-    wrong_broker = {"Connect": CALLER, "CallTool": SURFACE_A, "Stop": PROVIDER, "ListTools": BROKER}
+    wrong_broker = {
+        "Connect": CALLER,
+        "CallTool": SURFACE_A,
+        "Stop": PROVIDER,
+        "ListTools": BROKER,
+        "WatchTools": SURFACE_A,
+    }
     refusals |= {name: await _refusal(broker, wrong_broker[name], probe) for name, probe in BROKER_PROBES.items()}
     assert refusals == dict.fromkeys(refusals, (grpc.StatusCode.PERMISSION_DENIED, AuthErrorReason.PERMISSION_DENIED))
 

@@ -77,6 +77,11 @@ class ScriptedBroker(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     ) -> broker_pb2.ListToolsResponse:
         return broker_pb2.ListToolsResponse()
 
+    async def WatchTools(
+        self, request: broker_pb2.WatchToolsRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> AsyncIterator[broker_pb2.WatchToolsResponse]:
+        yield broker_pb2.WatchToolsResponse(revision=1)
+
     async def Stop(
         self, request: broker_pb2.StopRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> broker_pb2.StopResponse:

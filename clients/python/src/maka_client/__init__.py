@@ -1,7 +1,7 @@
 """Maka Runtime client for Python (asyncio, typed).
 
 Callers (agent runtimes) use :class:`BrokerClient`: ``call_tool()`` yields typed events and a final
-outcome and survives L7 proxies and reconnects; ``stop()``, ``list_tools()``, ``watch_call()``.
+outcome and survives L7 proxies and reconnects; ``stop()``, ``list_tools()``, ``watch_tools()``, ``watch_call()``.
 Surfaces use :class:`SurfaceClient`: ``attach()``, ``pending()``, ``get()``, ``answer()``,
 ``list_surfaces()``. Every reconnecting stream resumes after its last token with one jittered backoff. Wire rules:
 docs/clients.md.
@@ -11,7 +11,7 @@ from maka_client._channel import TlsOptions
 from maka_client._codes import BrokerErrorReason, ClientErrorReason, ErrorReason, FailureCode, InteractionErrorReason
 from maka_client._errors import MakaError
 from maka_client._resume import resumable
-from maka_client.broker import BrokerClient, HostStatus, ReattachPolicy, ToolCall, ToolInfo
+from maka_client.broker import BrokerClient, HostStatus, ReattachPolicy, ToolCall, ToolInfo, ToolListing
 from maka_client.events import (
     Accepted,
     Action,
@@ -86,5 +86,6 @@ __all__ = [
     "TlsOptions",
     "ToolCall",
     "ToolInfo",
+    "ToolListing",
     "resumable",
 ]

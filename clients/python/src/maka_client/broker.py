@@ -1,5 +1,5 @@
 """The caller's client of the Capability broker: ``CallTool`` with automatic reattach, ``WatchCall``,
-``Stop`` and ``ListTools`` (docs/clients.md).
+``Stop``, ``ListTools`` and ``WatchTools`` (docs/clients.md).
 
 Every call gets a caller-chosen call id (a fresh UUID unless given), so a start that failed before
 ``accepted`` is retried safely: the broker attaches the retry to the invocation it already started.
@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -44,7 +44,7 @@ from maka_client._channel import (
     state_dir_token,
 )
 from maka_client._codes import ClientErrorReason, FailureCode
-from maka_client._errors import RETRYABLE, MakaError
+from maka_client._errors import ATTACH_FATAL, RETRYABLE, MakaError
 from maka_client._gen.maka.broker.v1 import broker_pb2, broker_pb2_grpc
 from maka_client._resume import resumable
 from maka_client._retry import Backoff
@@ -53,6 +53,9 @@ from maka_client.events import OUTCOMES, Accepted, CallEvent, Failure, Outcome, 
 DEFAULT_TARGET = "127.0.0.1:50052"
 TARGET_ENV = "MAKA_BROKER_TARGET"
 TOKEN_ENV = "MAKA_CALLER_TOKEN"
+Response = TypeVar("Response")
+WATCH_READY_TIMEOUT = 2.0
+"""Seconds a :meth:`BrokerClient.watch_tools` (re)connect waits for a ready Host before it tries again later."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,36 @@ class ToolInfo:
     annotations: dict[str, Any] | None = None
     """The Tool's ``annotations`` (``readOnlyHint``, ``destructiveHint``, ...) as the server listed them: hints
     from an untrusted server (``None`` when none)."""
+
+
+@dataclass(frozen=True)
+class ToolListing:
+    """The broker's whole Tool listing at one revision (:meth:`BrokerClient.watch_tools`)."""
+
+    revision: int
+    """The listing's revision on the broker that sent it (1 for its first; comparable only with the same
+    ``host_id`` and broker process: a reconnect may reach another)."""
+    host_id: str
+    """The Host whose broker sent it."""
+    tools: tuple[ToolInfo, ...]
+    """Every Tool, sorted by qualified name (what :meth:`BrokerClient.list_tools` returns)."""
+
+
+def _tool_info(tool: broker_pb2.Tool) -> ToolInfo:
+    try:
+        schema = json.loads(tool.input_schema_json or "{}")
+    except ValueError:
+        schema = {}
+    return ToolInfo(
+        name=tool.qualified_name,
+        description=tool.description,
+        input_schema=schema if isinstance(schema, dict) else {},
+        provider_id=tool.provider_id,
+        provider_display_name=tool.provider_display_name,
+        output_schema=_schema_or_none(tool.output_schema_json),
+        title=tool.title,
+        annotations=_schema_or_none(tool.annotations_json),
+    )
 
 
 def _schema_or_none(text: str) -> dict[str, Any] | None:
@@ -301,9 +334,7 @@ def _token_of(event: broker_pb2.CallToolResponse) -> str:
     return "" if event.WhichOneof("event") == "status" else event.resume_token
 
 
-async def _cancelling(
-    call: grpc.aio.UnaryStreamCall[broker_pb2.CallToolRequest, broker_pb2.CallToolResponse],
-) -> AsyncGenerator[broker_pb2.CallToolResponse, None]:
+async def _cancelling(call: grpc.aio.UnaryStreamCall[Any, Response]) -> AsyncGenerator[Response, None]:
     try:
         async for event in call:
             yield event
@@ -525,25 +556,45 @@ class BrokerClient:
             response = await self.stub.ListTools(broker_pb2.ListToolsRequest(), metadata=self.metadata, timeout=timeout)
         except grpc.aio.AioRpcError as error:
             raise MakaError.from_rpc(error) from None
-        tools = []
-        for tool in response.tools:
-            try:
-                schema = json.loads(tool.input_schema_json or "{}")
-            except ValueError:
-                schema = {}
-            tools.append(
-                ToolInfo(
-                    name=tool.qualified_name,
-                    description=tool.description,
-                    input_schema=schema if isinstance(schema, dict) else {},
-                    provider_id=tool.provider_id,
-                    provider_display_name=tool.provider_display_name,
-                    output_schema=_schema_or_none(tool.output_schema_json),
-                    title=tool.title,
-                    annotations=_schema_or_none(tool.annotations_json),
-                )
-            )
-        return sorted(tools, key=lambda t: t.name)
+        return sorted((_tool_info(tool) for tool in response.tools), key=lambda t: t.name)
+
+    async def watch_tools(self) -> AsyncGenerator[ToolListing | Reattaching, None]:
+        """``WatchTools``: the whole listing, then the whole listing again each time it changes (a provider
+        registers or leaves, a server's Tools change, a config reload), as :class:`ToolListing`.
+
+        The stream ends when its broker drains or shuts down, or drops: the client yields :class:`Reattaching`,
+        waits the reattach backoff (:attr:`ReattachPolicy.backoff`; up to :data:`WATCH_READY_TIMEOUT` s for a
+        ready Host first: on a pool, any Host that takes new calls) and opens it again, whose first listing is
+        the whole listing once more, so a consumer that compares listings misses no change. Never gives up;
+        ``UNAUTHENTICATED``, ``PERMISSION_DENIED``, ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``FAILED_PRECONDITION``
+        and ``UNIMPLEMENTED`` (an older broker) raise :class:`MakaError`. Runs until the consumer stops."""
+
+        def open_stream(_token: str) -> AsyncIterator[broker_pb2.WatchToolsResponse]:
+            return _cancelling(self.stub.WatchTools(broker_pb2.WatchToolsRequest(), metadata=self.metadata))
+
+        stream = resumable(
+            open_stream,
+            token_of=lambda _listing: "",
+            backoff=self.reattach.backoff,
+            retryable=lambda failure: failure is None or failure.code() not in ATTACH_FATAL,
+            ready=self._ready,
+        )
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                if isinstance(item, Reattaching):
+                    yield item
+                    continue
+                tools = tuple(sorted((_tool_info(tool) for tool in item.tools), key=lambda t: t.name))
+                yield ToolListing(revision=item.revision, host_id=item.host_id, tools=tools)
+
+    async def _ready(self) -> bool:
+        """Whether the channel has a ready Host within :data:`WATCH_READY_TIMEOUT` s (a pool's: one whose new-calls
+        health is SERVING)."""
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), WATCH_READY_TIMEOUT)
+        except TimeoutError:
+            return False
+        return True
 
     async def get_status(self, *, timeout: float = 5.0) -> broker_pb2.GetStatusResponse:
         """``GetStatus``: the MCP servers the providers report, their config reloads, the broker's gauges."""

@@ -54,6 +54,8 @@ import type { ToolDescriptor as _maka_broker_v1_ToolDescriptor, ToolDescriptor__
 import type { ToolsChanged as _maka_broker_v1_ToolsChanged, ToolsChanged__Output as _maka_broker_v1_ToolsChanged__Output } from './maka/broker/v1/ToolsChanged';
 import type { WatchCallRequest as _maka_broker_v1_WatchCallRequest, WatchCallRequest__Output as _maka_broker_v1_WatchCallRequest__Output } from './maka/broker/v1/WatchCallRequest';
 import type { WatchCallResponse as _maka_broker_v1_WatchCallResponse, WatchCallResponse__Output as _maka_broker_v1_WatchCallResponse__Output } from './maka/broker/v1/WatchCallResponse';
+import type { WatchToolsRequest as _maka_broker_v1_WatchToolsRequest, WatchToolsRequest__Output as _maka_broker_v1_WatchToolsRequest__Output } from './maka/broker/v1/WatchToolsRequest';
+import type { WatchToolsResponse as _maka_broker_v1_WatchToolsResponse, WatchToolsResponse__Output as _maka_broker_v1_WatchToolsResponse__Output } from './maka/broker/v1/WatchToolsResponse';
 import type { Answer as _maka_form_v1_Answer, Answer__Output as _maka_form_v1_Answer__Output } from './maka/form/v1/Answer';
 import type { BooleanField as _maka_form_v1_BooleanField, BooleanField__Output as _maka_form_v1_BooleanField__Output } from './maka/form/v1/BooleanField';
 import type { Field as _maka_form_v1_Field, Field__Output as _maka_form_v1_Field__Output } from './maka/form/v1/Field';
@@ -145,6 +147,8 @@ export interface ProtoGrpcType {
         ToolsChanged: MessageTypeDefinition<_maka_broker_v1_ToolsChanged, _maka_broker_v1_ToolsChanged__Output>
         WatchCallRequest: MessageTypeDefinition<_maka_broker_v1_WatchCallRequest, _maka_broker_v1_WatchCallRequest__Output>
         WatchCallResponse: MessageTypeDefinition<_maka_broker_v1_WatchCallResponse, _maka_broker_v1_WatchCallResponse__Output>
+        WatchToolsRequest: MessageTypeDefinition<_maka_broker_v1_WatchToolsRequest, _maka_broker_v1_WatchToolsRequest__Output>
+        WatchToolsResponse: MessageTypeDefinition<_maka_broker_v1_WatchToolsResponse, _maka_broker_v1_WatchToolsResponse__Output>
       }
     }
     form: {

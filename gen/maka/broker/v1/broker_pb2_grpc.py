@@ -60,6 +60,11 @@ class CapabilityBrokerServiceStub:
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsRequest.SerializeToString,
                 response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsResponse.FromString,
                 _registered_method=True)
+        self.WatchTools = channel.unary_stream(
+                '/maka.broker.v1.CapabilityBrokerService/WatchTools',
+                request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchToolsRequest.SerializeToString,
+                response_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchToolsResponse.FromString,
+                _registered_method=True)
         self.ListSignIns = channel.unary_unary(
                 '/maka.broker.v1.CapabilityBrokerService/ListSignIns',
                 request_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListSignInsRequest.SerializeToString,
@@ -139,6 +144,18 @@ class CapabilityBrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchTools(self, request, context):
+        """WatchTools follows the same listing: the first response is the current listing, then one response
+        each time it changes (a provider registers, leaves or replaces its Tools, e.g. on a config reload),
+        never one when nothing changed. Changes are coalesced: a reader that falls behind gets the latest
+        listing, whose `revision` skips the ones it missed. The stream ends (OK) when the broker starts to
+        drain or shuts down; a reader then opens it again (on a pool: on a Host that takes new calls) and
+        gets the whole listing first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListSignIns(self, request, context):
         """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
         (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
@@ -207,6 +224,11 @@ def add_CapabilityBrokerServiceServicer_to_server(servicer, server):
                     servicer.ListTools,
                     request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsRequest.FromString,
                     response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsResponse.SerializeToString,
+            ),
+            'WatchTools': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTools,
+                    request_deserializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchToolsRequest.FromString,
+                    response_serializer=maka_dot_broker_dot_v1_dot_broker__pb2.WatchToolsResponse.SerializeToString,
             ),
             'ListSignIns': grpc.unary_unary_rpc_method_handler(
                     servicer.ListSignIns,
@@ -370,6 +392,33 @@ class CapabilityBrokerService:
             '/maka.broker.v1.CapabilityBrokerService/ListTools',
             maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsRequest.SerializeToString,
             maka_dot_broker_dot_v1_dot_broker__pb2.ListToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/maka.broker.v1.CapabilityBrokerService/WatchTools',
+            maka_dot_broker_dot_v1_dot_broker__pb2.WatchToolsRequest.SerializeToString,
+            maka_dot_broker_dot_v1_dot_broker__pb2.WatchToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -22,6 +22,8 @@ import type { StopRequest as _maka_broker_v1_StopRequest, StopRequest__Output as
 import type { StopResponse as _maka_broker_v1_StopResponse, StopResponse__Output as _maka_broker_v1_StopResponse__Output } from '../../../maka/broker/v1/StopResponse';
 import type { WatchCallRequest as _maka_broker_v1_WatchCallRequest, WatchCallRequest__Output as _maka_broker_v1_WatchCallRequest__Output } from '../../../maka/broker/v1/WatchCallRequest';
 import type { WatchCallResponse as _maka_broker_v1_WatchCallResponse, WatchCallResponse__Output as _maka_broker_v1_WatchCallResponse__Output } from '../../../maka/broker/v1/WatchCallResponse';
+import type { WatchToolsRequest as _maka_broker_v1_WatchToolsRequest, WatchToolsRequest__Output as _maka_broker_v1_WatchToolsRequest__Output } from '../../../maka/broker/v1/WatchToolsRequest';
+import type { WatchToolsResponse as _maka_broker_v1_WatchToolsResponse, WatchToolsResponse__Output as _maka_broker_v1_WatchToolsResponse__Output } from '../../../maka/broker/v1/WatchToolsResponse';
 
 export interface CapabilityBrokerServiceClient extends grpc.Client {
   CallTool(argument: _maka_broker_v1_CallToolRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_CallToolResponse__Output>;
@@ -102,6 +104,11 @@ export interface CapabilityBrokerServiceClient extends grpc.Client {
   watchCall(argument: _maka_broker_v1_WatchCallRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchCallResponse__Output>;
   watchCall(argument: _maka_broker_v1_WatchCallRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchCallResponse__Output>;
   
+  WatchTools(argument: _maka_broker_v1_WatchToolsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchToolsResponse__Output>;
+  WatchTools(argument: _maka_broker_v1_WatchToolsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchToolsResponse__Output>;
+  watchTools(argument: _maka_broker_v1_WatchToolsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchToolsResponse__Output>;
+  watchTools(argument: _maka_broker_v1_WatchToolsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_maka_broker_v1_WatchToolsResponse__Output>;
+  
 }
 
 export interface CapabilityBrokerServiceHandlers extends grpc.UntypedServiceImplementation {
@@ -125,6 +132,8 @@ export interface CapabilityBrokerServiceHandlers extends grpc.UntypedServiceImpl
   
   WatchCall: grpc.handleServerStreamingCall<_maka_broker_v1_WatchCallRequest__Output, _maka_broker_v1_WatchCallResponse>;
   
+  WatchTools: grpc.handleServerStreamingCall<_maka_broker_v1_WatchToolsRequest__Output, _maka_broker_v1_WatchToolsResponse>;
+  
 }
 
 export interface CapabilityBrokerServiceDefinition extends grpc.ServiceDefinition {
@@ -138,4 +147,5 @@ export interface CapabilityBrokerServiceDefinition extends grpc.ServiceDefinitio
   SignOut: MethodDefinition<_maka_broker_v1_SignOutRequest, _maka_broker_v1_SignOutResponse, _maka_broker_v1_SignOutRequest__Output, _maka_broker_v1_SignOutResponse__Output>
   Stop: MethodDefinition<_maka_broker_v1_StopRequest, _maka_broker_v1_StopResponse, _maka_broker_v1_StopRequest__Output, _maka_broker_v1_StopResponse__Output>
   WatchCall: MethodDefinition<_maka_broker_v1_WatchCallRequest, _maka_broker_v1_WatchCallResponse, _maka_broker_v1_WatchCallRequest__Output, _maka_broker_v1_WatchCallResponse__Output>
+  WatchTools: MethodDefinition<_maka_broker_v1_WatchToolsRequest, _maka_broker_v1_WatchToolsResponse, _maka_broker_v1_WatchToolsRequest__Output, _maka_broker_v1_WatchToolsResponse__Output>
 }

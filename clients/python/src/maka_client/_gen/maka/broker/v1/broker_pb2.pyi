@@ -1395,6 +1395,54 @@ class ListToolsResponse(_message.Message):
 Global___ListToolsResponse: _TypeAlias = ListToolsResponse  # noqa: Y015
 
 @_typing.final
+class WatchToolsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchToolsRequest: _TypeAlias = WatchToolsRequest  # noqa: Y015
+
+@_typing.final
+class WatchToolsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVISION_FIELD_NUMBER: _builtins.int
+    TOOLS_FIELD_NUMBER: _builtins.int
+    HOST_ID_FIELD_NUMBER: _builtins.int
+    revision: _builtins.int
+    """The listing's revision on this broker: 1 for its first listing, one more for each change since it
+    started. Revisions of different brokers (a restart, another Host of a pool) are not comparable:
+    compare `host_id` too.
+    """
+    host_id: _builtins.str
+    """The Host this broker serves (its MAKA_HOST_ID)."""
+    @_builtins.property
+    def tools(self) -> _containers.RepeatedCompositeFieldContainer[Global___Tool]:
+        """Every Tool of every live registration, as ListTools lists them (sorted by qualified name)."""
+
+    def __init__(
+        self,
+        *,
+        revision: _builtins.int = ...,
+        tools: _abc.Iterable[Global___Tool] | None = ...,
+        host_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host_id", b"host_id", "revision", b"revision", "tools", b"tools"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchToolsResponse: _TypeAlias = WatchToolsResponse  # noqa: Y015
+
+@_typing.final
 class ListSignInsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -60,6 +60,14 @@ class CapabilityBrokerServiceStub:
     """
     ListTools: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListToolsRequest, _broker_pb2.ListToolsResponse]
     """ListTools lists the Tools of every live registration."""
+    WatchTools: _grpc.UnaryStreamMultiCallable[_broker_pb2.WatchToolsRequest, _broker_pb2.WatchToolsResponse]
+    """WatchTools follows the same listing: the first response is the current listing, then one response
+    each time it changes (a provider registers, leaves or replaces its Tools, e.g. on a config reload),
+    never one when nothing changed. Changes are coalesced: a reader that falls behind gets the latest
+    listing, whose `revision` skips the ones it missed. The stream ends (OK) when the broker starts to
+    drain or shuts down; a reader then opens it again (on a pool: on a Host that takes new calls) and
+    gets the whole listing first.
+    """
     ListSignIns: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListSignInsRequest, _broker_pb2.ListSignInsResponse]
     """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
     (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
@@ -113,6 +121,14 @@ class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
     """
     ListTools: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListToolsRequest, _broker_pb2.ListToolsResponse]  # type: ignore[assignment]
     """ListTools lists the Tools of every live registration."""
+    WatchTools: _aio.UnaryStreamMultiCallable[_broker_pb2.WatchToolsRequest, _broker_pb2.WatchToolsResponse]  # type: ignore[assignment]
+    """WatchTools follows the same listing: the first response is the current listing, then one response
+    each time it changes (a provider registers, leaves or replaces its Tools, e.g. on a config reload),
+    never one when nothing changed. Changes are coalesced: a reader that falls behind gets the latest
+    listing, whose `revision` skips the ones it missed. The stream ends (OK) when the broker starts to
+    drain or shuts down; a reader then opens it again (on a pool: on a Host that takes new calls) and
+    gets the whole listing first.
+    """
     ListSignIns: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListSignInsRequest, _broker_pb2.ListSignInsResponse]  # type: ignore[assignment]
     """ListSignIns lists the OAuth sign-in status of every MCP server a live provider reported one for
     (providers publish it with `sign_in_status`); a surface shows each `SIGN_IN_STATE_REQUIRED` one as
@@ -193,6 +209,20 @@ class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_broker_pb2.ListToolsResponse, _abc.Awaitable[_broker_pb2.ListToolsResponse]]:
         """ListTools lists the Tools of every live registration."""
+
+    @_abc_1.abstractmethod
+    def WatchTools(
+        self,
+        request: _broker_pb2.WatchToolsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_broker_pb2.WatchToolsResponse], _abc.AsyncIterator[_broker_pb2.WatchToolsResponse]]:
+        """WatchTools follows the same listing: the first response is the current listing, then one response
+        each time it changes (a provider registers, leaves or replaces its Tools, e.g. on a config reload),
+        never one when nothing changed. Changes are coalesced: a reader that falls behind gets the latest
+        listing, whose `revision` skips the ones it missed. The stream ends (OK) when the broker starts to
+        drain or shuts down; a reader then opens it again (on a pool: on a Host that takes new calls) and
+        gets the whole listing first.
+        """
 
     @_abc_1.abstractmethod
     def ListSignIns(
