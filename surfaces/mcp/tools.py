@@ -159,16 +159,17 @@ class InputSchemas:
             self.refresh()
         return self._schemas.get(name)
 
-    def refresh(self) -> None:
-        """Start one background re-read unless one runs (no-op outside a running event loop)."""
+    def refresh(self) -> asyncio.Task[None] | None:
+        """Start one background re-read unless one runs; returns the running one (None outside an event loop)."""
         if self._task is not None and not self._task.done():
-            return
+            return self._task
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return
+            return None
         # an empty context: not the bearer token of the request whose lookup started it (surfaces.mcp.auth)
         self._task = loop.create_task(self._reread(), name="maka-mcp-input-schemas", context=contextvars.Context())
+        return self._task
 
     async def _reread(self) -> None:
         try:
