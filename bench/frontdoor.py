@@ -1,10 +1,11 @@
 """``python -m bench.frontdoor``: only the MCP front door's added latency of a no-form call, in about a minute.
 
-A quick A/B loop for a change to ``surfaces.mcp`` (not part of ``make bench``; the full figures are ``make bench``'s
-"MCP front door" section). One example server, one ``maka up`` stack with the front door (``Stack(mcp=True)``), and
-with ``--baseline DIR`` (the code before: ``git archive <commit> | tar -x -C DIR``) a second stack running DIR's
-services on the same example server. Each of ``--rounds`` rounds makes ``--calls`` sequential ``ping`` calls (one
-in flight, as the target's row), interleaved call by call over every caller, so all sample the same machine load:
+A quick A/B loop for a change to ``surfaces.mcp`` (not part of ``make bench``, which has no front-door-only mode;
+the full figures are its "MCP front door" section). One example server, one ``maka up`` stack with the front door
+(``Stack(mcp=True)``), and with ``--baseline DIR`` (the code before: ``git archive <commit> | tar -x -C DIR``) a
+second stack running DIR's services on the same example server. Each of ``--rounds`` rounds makes ``--calls``
+sequential ``ping`` calls (one in flight, as the target's row), interleaved call by call over every caller, so all
+sample the same machine load (round 0, ``--warmup`` calls, is not counted):
 
 - ``direct``: the SDK ``Client`` calling the example server (the anchor);
 - ``stack``: the broker's ``CallTool`` of this checkout's stack (what the front door calls);
@@ -12,10 +13,12 @@ in flight, as the target's row), interleaved call by call over every caller, so 
 - ``base_front_door`` (with ``--baseline``): the same on DIR's front door.
 
 Each round prints the p50 of every caller, the added p50 (front door - direct), the front door's own share
-(front door - stack) and the CPU milliseconds per call of each front door process (``/proc/<pid>/stat``: only its
-own calls reach it, so interleaving does not mix them). The last lines are the medians over the rounds and their
-spread (min-max). ``--profile cprofile|pyinstrument`` then profiles this checkout's front door over one more
-round of front door calls (:mod:`bench.profiling`, ``<out>/mcp.pstats`` or ``mcp.txt``).
+(front door - stack), the CPU milliseconds per call of each front door process (``/proc/<pid>/stat``: only its
+own calls reach it, so interleaving does not mix them) and of the example server per call (every caller's call
+reaches it once: what the official SDK's own server spends on one call). The last lines
+are the medians over the rounds and their spread (min-max). ``--tool deploy`` makes the calls one-form calls
+(arguments, a form answered at once). ``--profile cprofile|pyinstrument`` then profiles this checkout's front door
+over one more round of front door calls (:mod:`bench.profiling`, ``<out>/mcp.pstats`` or ``mcp.txt``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from bench.run import FRONT_DOOR_SESSION_ENV, TOOLS, running_stack
 from bench.servers import example_server
 
 REPORT_TIMEOUT = 120.0
+EXAMPLE_SERVER = "example_server"
+"""The example server's name in a round's CPU figures (``cpu_example_server``: the official SDK's own server,
+over the same Streamable HTTP stack as the front door, per request)."""
 FRONT_DOOR_SERVICE = "mcp"
 """The front door's name among a stack's children and in the profiling hook."""
 
@@ -116,9 +122,12 @@ async def _round(
     results = await sequential(callers, tool, TOOLS[tool], calls=calls, warmup=0)
     errors = {caller.name: result.errors for caller, result in zip(callers, results, strict=True)}
     use = cpu.stop(calls)
+    per_call = use.ms_per_call()
+    if EXAMPLE_SERVER in per_call:  # every caller's call reaches it once: an SDK server's CPU per request
+        per_call[EXAMPLE_SERVER] /= len(callers)
     row = round_row(
         {caller.name: result.latency.p50 for caller, result in zip(callers, results, strict=True)},
-        use.ms_per_call(),
+        per_call,
     )
     row["errors"] = sum(errors.values())
     print(label, json.dumps(row), flush=True)
@@ -145,7 +154,7 @@ async def probe(args: argparse.Namespace) -> int:
                     _stack_at(args.baseline.resolve(), config, base_work, args.log_level, {})
                 )
             this = await sides.enter_async_context(_stack_at(None, config, work, args.log_level, env))
-            meters = {"front_door": this.front_door_pid}
+            meters = {"front_door": this.front_door_pid, EXAMPLE_SERVER: server.pid}
             if base is not None:
                 meters["base_front_door"] = base.front_door_pid
             rows: list[dict[str, float]] = []
