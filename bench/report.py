@@ -12,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # the Agg backend is chosen first
 
+from bench.cpu import BENCH_PROCESS
+
 TARGETS: tuple[tuple[str, str], ...] = (
     ("one_form_p50_ratio", "one-form call p50, stack / anchor <= 1.5"),
     ("ping_p50_ratio", "no-form call (`ping`) p50, stack / anchor <= 1.3"),
@@ -197,13 +199,39 @@ def _front_door_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             + ", ".join(f"{name} {ms:.2f} ms" for name, ms in top)
             + ".",
         ]
-        own = per.get(FRONT_DOOR_PROCESS)
-        if own is not None and split["front_door"] > own:
+        share = front_door_share(judged)
+        if share is not None:
             lines[-1] += (
-                f" The front door's share is {split['front_door']:.2f} ms of wall time against {own:.2f} ms of CPU "
-                f"in its process per call: {split['front_door'] - own:.2f} ms of it is waiting, not computing."
+                f" The front door's share ({split['front_door']:.2f} ms) is not all its own process: its process "
+                f"spends {share['door_cpu']:.2f} ms of CPU per call; the calling process {share['caller_cpu']:+.2f} "
+                "ms against the stack row (the SDK `Client` over HTTP instead of the `CallTool` caller); the "
+                f"other processes {share['others_cpu']:+.2f} ms; {share['rest']:+.2f} ms of wall time is left "
+                "(waiting and scheduling when positive; CPU off the call's path or overlapping when negative)."
             )
     return lines
+
+
+def front_door_share(row: Mapping[str, Any]) -> dict[str, float] | None:
+    """Where a front door row's own share of the added p50 (front door - stack) goes, in ms per call: the CPU of
+    the front door's process (``door_cpu``), the calling process's CPU beyond the stack row's (``caller_cpu``: the
+    front door row's caller is the SDK ``Client`` over HTTP, the stack row's the broker's ``CallTool`` client), the
+    other processes' CPU beyond the stack row's (``others_cpu``) and the wall time none of that covers (``rest``).
+    None when a CPU figure is missing."""
+    door = row["front_door"].get("cpu", {}).get("ms_per_call", {})
+    stack = row["stack"].get("cpu", {}).get("ms_per_call", {})
+    if FRONT_DOOR_PROCESS not in door or BENCH_PROCESS not in door or BENCH_PROCESS not in stack:
+        return None
+    door_cpu = float(door[FRONT_DOOR_PROCESS])
+    caller_cpu = float(door[BENCH_PROCESS]) - float(stack[BENCH_PROCESS])
+    others = [name for name in door if name not in (FRONT_DOOR_PROCESS, BENCH_PROCESS)]
+    others_cpu = sum(float(door[name]) - float(stack.get(name, 0.0)) for name in others)
+    rest = float(row["added_p50_split_ms"]["front_door"]) - door_cpu - caller_cpu - others_cpu
+    return {
+        "door_cpu": round(door_cpu, 3),
+        "caller_cpu": round(caller_cpu, 3),
+        "others_cpu": round(others_cpu, 3),
+        "rest": round(rest, 3),
+    }
 
 
 def _cpu_lines(sweep: Sequence[Mapping[str, Any]], tool: str = "deploy") -> list[str]:

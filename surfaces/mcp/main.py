@@ -20,6 +20,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from maka_client import BrokerClient
+from services.core import runner
 from services.core.logs import configure
 from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
 from surfaces.common.interactions import Interactions
@@ -107,4 +108,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    runner.run(main())

@@ -85,15 +85,25 @@ def mcp_tool(info: Any) -> Tool | None:
     if name is None:
         log.warning("mcp.tool_unlisted", extra={"chars": len(info.name)})
         return None
-    schema = info.input_schema if info.input_schema.get("type") == "object" else {"type": "object"}
     return Tool(
         name=name,
         title=info.title or None,
         description=info.description or None,
-        input_schema=schema,
+        input_schema=input_schema(info),
         output_schema=info.output_schema,
         annotations=tool_annotations(info.annotations),
     )
+
+
+def input_schema(info: Any) -> dict[str, Any]:
+    """The MCP ``inputSchema`` of one broker :class:`maka_client.ToolInfo` (an object schema, as MCP requires)."""
+    schema: dict[str, Any] = info.input_schema if info.input_schema.get("type") == "object" else {"type": "object"}
+    return schema
+
+
+def input_schemas(infos: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Every listed Tool's ``inputSchema`` by MCP name (:class:`surfaces.mcp.tools.InputSchemas`)."""
+    return {name: input_schema(info) for info in infos if (name := tools.encode(info.name)) is not None}
 
 
 def tool_annotations(listed: dict[str, Any] | None) -> ToolAnnotations | None:
@@ -291,6 +301,11 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     listen = ListenHandler(watch.bus)
     events = SessionEventStore()
     grace = settings.mcp_reattach_grace_seconds
+
+    async def read_schemas() -> tools.Schemas:
+        return input_schemas(await broker.list_tools())
+
+    schemas = tools.InputSchemas(read_schemas, settings.mcp_tools_poll_seconds)
     key = settings.mcp_state_key.get_secret_value().encode() or None
     calls = (
         Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
@@ -301,6 +316,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
         task = asyncio.create_task(watch.run(), name="maka-mcp-tool-watch")
+        schemas.refresh()
         try:
             yield {}
         finally:
@@ -308,6 +324,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await schemas.close()
             if calls is not None:
                 await calls.close()
 
@@ -319,6 +336,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         except MakaError as error:
             raise MCPError(INTERNAL_ERROR, f"the broker is unavailable: {error.code}") from None
         listed = [tool for tool in (mcp_tool(info) for info in infos) if tool is not None]
+        schemas.update({tool.name: tool.input_schema for tool in listed})
         return ListToolsResult(tools=listed)
 
     async def call_tool(
@@ -379,6 +397,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     server = FrontDoorServer(
         SERVER_NAME,
         lifespan=lifespan,
+        get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_subscriptions_listen=listen,

@@ -15,8 +15,20 @@ A name longer than 128 characters has no MCP name (:func:`encode` returns None; 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import functools
+import logging
 import re
 import string
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from maka_client import MakaError
+
+log = logging.getLogger("maka.mcp.tools")
 
 MAX_NAME_CHARS = 128
 """The longest MCP Tool name (MCP specification, server/tools "Tool names")."""
@@ -40,6 +52,7 @@ def _escape(text: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def encode(qualified: str) -> str | None:
     """The MCP Tool name of broker Tool ``SERVER:TOOL``; None when it would exceed 128 characters or the
     name has no ``:``."""
@@ -79,6 +92,7 @@ def _unescape(text: str) -> str | None:
     return decoded if _escape(decoded) == text else None
 
 
+@functools.lru_cache(maxsize=4096)
 def decode(name: str) -> str | None:
     """The broker name ``SERVER:TOOL`` of MCP Tool name ``name``; None when ``name`` is no encoded name."""
     if not name or len(name) > MAX_NAME_CHARS or not set(name) <= _ALLOWED:
@@ -102,3 +116,73 @@ def decode(name: str) -> str | None:
             continue
         i += 1
     return None
+
+
+Schemas = Mapping[str, Mapping[str, Any]]
+"""Each listed Tool's ``inputSchema`` by MCP name."""
+
+
+class InputSchemas:
+    """The ``inputSchema`` of every listed Tool by MCP name, for the SDK's 2026-07-28 ``Mcp-Param-*`` header check
+    (``Server.get_tool_input_schema``, called before each ``tools/call`` with arguments or ``Mcp-Param-*``
+    headers). Without it the SDK runs the ``tools/list`` handler, a broker ``ListTools`` round trip, for every
+    such call.
+
+    :meth:`update` keeps every listing the endpoint serves; :meth:`get` answers from the last one and, once it is
+    older than ``max_age`` s (or none was read yet), starts one background re-read (``read``, outside any
+    request's context, so under the endpoint's own token) without waiting for it. A Tool that appeared since the
+    last read is not found until the re-read lands (None: the SDK serves the call unchecked, as it does when a
+    listing fails); the broker still checks every call's arguments against the Tool's current schema.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], Awaitable[Schemas]],
+        max_age: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self.max_age = max_age
+        self._clock = clock
+        self._schemas: Schemas = {}
+        self._read_at: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def update(self, schemas: Schemas) -> None:
+        """Keep ``schemas`` (a complete listing) as of now."""
+        self._schemas = dict(schemas)
+        self._read_at = self._clock()
+
+    def get(self, name: str) -> Mapping[str, Any] | None:
+        """The ``inputSchema`` of MCP Tool ``name`` in the last listing (None when it was not listed)."""
+        if self._read_at is None or self._clock() - self._read_at > self.max_age:
+            self.refresh()
+        return self._schemas.get(name)
+
+    def refresh(self) -> asyncio.Task[None] | None:
+        """Start one background re-read unless one runs; returns the running one (None outside an event loop)."""
+        if self._task is not None and not self._task.done():
+            return self._task
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        # an empty context: not the bearer token of the request whose lookup started it (surfaces.mcp.auth)
+        self._task = loop.create_task(self._reread(), name="maka-mcp-input-schemas", context=contextvars.Context())
+        return self._task
+
+    async def _reread(self) -> None:
+        try:
+            schemas = await self._read()
+        except MakaError as error:
+            log.info("mcp.input_schemas_unread", extra={"code": error.code})
+            self._read_at = self._clock()  # tried: the next attempt waits max_age, not the next call
+            return
+        self.update(schemas)
+
+    async def close(self) -> None:
+        """Stop a running re-read."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

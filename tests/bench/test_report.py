@@ -211,11 +211,23 @@ def test_the_report_has_the_no_form_sweep_and_the_front_door_tables_and_says_whe
     assert "| front door added p50, no-form <= 2 ms | 3.000 | **no** |" in page
     assert "Where the excess goes (no-form, 1 in flight): added p50 3.00 ms = broker path 1.50 ms" in page
     assert "most CPU per call: mcp 2.50 ms, broker 1.50 ms" in page
-    assert "The front door's share is 1.50 ms of wall time against 2.50 ms" not in page  # it computed all along
-    report.write(_results(1.0, 1.0, 1.0, 1.0, front_door_added_p50=9.0), {"a": [1.0]}, [], tmp_path, "waits")
     assert (
-        "The front door's share is 4.50 ms of wall time against 2.50 ms of CPU in its process per call: "
-        "2.00 ms of it is waiting, not computing." in (tmp_path / "waits.md").read_text()
+        "The front door's share (1.50 ms) is not all its own process: its process spends 2.50 ms of CPU per call; "
+        "the calling process +0.00 ms against the stack row" in page
     )
+    assert "the other processes +0.00 ms; -1.00 ms of wall time is left" in page
     report.write(_results(1.0, 1.0, 1.0, 1.0, front_door_added_p50=1.0), {"a": [1.0]}, [], tmp_path, "fast")
     assert "Where the excess goes" not in (tmp_path / "fast.md").read_text()
+
+
+def test_the_front_door_share_counts_the_calling_process_and_the_others_before_any_wait() -> None:
+    row = _front_door_row("ping", 1, 9.0)
+    row["front_door"]["cpu"]["ms_per_call"].update({"bench": 2.8, "provider": 0.5})
+    row["stack"]["cpu"]["ms_per_call"]["bench"] = 1.0
+
+    share = report.front_door_share(row)
+
+    # front door - stack = 4.50 ms: mcp 2.50 + the SDK Client's 1.80 more than the gRPC caller + provider 0.50
+    assert share == {"door_cpu": 2.5, "caller_cpu": 1.8, "others_cpu": 0.5, "rest": -0.3}
+    del row["front_door"]["cpu"]["ms_per_call"]["mcp"]
+    assert report.front_door_share(row) is None

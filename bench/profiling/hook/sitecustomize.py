@@ -1,9 +1,10 @@
 """Benchmark-only profiling hook, loaded by Python at start-up when ``bench/profiling/hook`` is on ``PYTHONPATH``.
 
 Active only when ``BENCH_PROFILE_DIR`` is set and the process runs one of the Maka services
-(``python -m services.<interaction|broker|mcp_provider>.main``). ``SIGUSR1`` starts a pyinstrument
-profiler on the main thread (the asyncio loop; ``async_mode="disabled"`` samples the real stack, idle
-``select`` included); ``SIGUSR2`` stops it and writes ``$BENCH_PROFILE_DIR/<service>.txt``.
+(``python -m services.<interaction|broker|mcp_provider>.main``) or the MCP front door (``surfaces.mcp.main``,
+``mcp``). ``SIGUSR1`` starts a pyinstrument profiler on the main thread (the asyncio loop;
+``async_mode="disabled"`` samples the real stack, idle ``select`` included); ``SIGUSR2`` stops it and writes
+``$BENCH_PROFILE_DIR/<service>.txt`` (and the session, ``<service>.pyisession``: ``pyinstrument --load``).
 
 With ``BENCH_PROFILER=cprofile`` the signals drive :mod:`cProfile` instead (deterministic: exact call counts per
 function, CPU time of the main thread, inflated by its per-call overhead) and ``SIGUSR2`` writes ``<service>.pstats``.
@@ -26,6 +27,7 @@ _MODULES = {
     "services.interaction.main": "interaction",
     "services.broker.main": "broker",
     "services.mcp_provider.main": "provider",
+    "surfaces.mcp.main": "mcp",
 }
 
 
@@ -59,6 +61,9 @@ def _install() -> None:
         text = profiler.output_text(unicode=False, color=False, show_all=False)
         target = Path(directory) / f"{service}.txt"
         partial = target.with_suffix(".tmp")
+        session = profiler.last_session
+        if session is not None:  # re-render it: ``pyinstrument --load <file> --show-all``
+            session.save(str(target.with_suffix(".pyisession")))
         partial.write_text(text)
         partial.replace(target)
 

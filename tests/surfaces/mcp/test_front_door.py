@@ -25,6 +25,7 @@ import pytest_asyncio
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    HEADER_MISMATCH,
     INVALID_PARAMS,
     CallToolResult,
     ElicitRequest,
@@ -43,16 +44,19 @@ DEPLOY = "examples.deploy"
 GRACE_SECONDS = 10
 """The stack's reattach grace: a client that does not come back is stopped past it."""
 GATED = "gated.gated"
+ROUTE = "routed.route"
 FORM_ID = re.compile(r"\(([^()\s]+)\): answer it")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
-    """The example server, ``broken`` (one that exits at once) and ``gated`` (a form, then a wait at a gate the
-    test opens: tests/fixtures/mcp_servers/gated_server.py); web on."""
+    """The example server, ``broken`` (one that exits at once), ``gated`` (a form, then a wait at a gate the
+    test opens: tests/fixtures/mcp_servers/gated_server.py) and ``routed`` (an argument mirrored into an
+    ``Mcp-Param-*`` header: tests/fixtures/mcp_servers/routed_server.py); web on."""
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
     gated = {"command": sys.executable, "args": ["-m", "tests.fixtures.mcp_servers.gated_server"]}
-    servers = {"broken": broken, "gated": gated}
+    routed = {"command": sys.executable, "args": ["-m", "tests.fixtures.mcp_servers.routed_server"]}
+    servers = {"broken": broken, "gated": gated, "routed": routed}
     env = {"MAKA_MCP_REATTACH_GRACE_SECONDS": str(GRACE_SECONDS)}
     async with maka_up(tmp_path_factory.mktemp("front-door"), env=env, extra_servers=servers) as running:
         yield running
@@ -247,6 +251,42 @@ async def test_two_concurrent_clients_each_get_their_own_result(up: Up) -> None:
 
     assert deployed.content[0].text == "Deployed one to staging."  # type: ignore[union-attr]
     assert declined.content[0].text == "Deployment of two was declined by the user; nothing was deployed."  # type: ignore[union-attr]
+
+
+async def test_a_modern_call_whose_mcp_param_header_contradicts_its_argument_is_refused(up: Up) -> None:
+    async with owner_client(up) as client:
+        assert ROUTE in {tool.name for tool in (await client.list_tools()).tools}
+        routed = await client.call_tool(ROUTE, {"region": "eu"})  # the SDK mirrors it: Mcp-Param-Region: eu
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": ROUTE,
+            "arguments": {"region": "eu"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        **up.auth,
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": ROUTE,
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        refused = await http.post(up.endpoints.mcp, json=request, headers={**headers, "mcp-param-region": "us"})
+        missing = await http.post(up.endpoints.mcp, json=request, headers=headers)
+
+    assert routed.content[0].text == "routed to eu"  # type: ignore[union-attr]
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == HEADER_MISMATCH
+    assert "Mcp-Param-Region" in refused.json()["error"]["message"]
+    assert missing.status_code == 400
+    assert missing.json()["error"]["code"] == HEADER_MISMATCH
 
 
 async def test_a_foreign_origin_is_refused(up: Up) -> None:
