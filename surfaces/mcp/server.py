@@ -142,8 +142,12 @@ class ToolWatch:
     whole listing tells clients only when something changed meanwhile (and always then).
     """
 
-    def __init__(self, broker: BrokerClient, backoff: Backoff = FEED_BACKOFF) -> None:
+    def __init__(
+        self, broker: BrokerClient, schemas: tools.InputSchemas | None = None, backoff: Backoff = FEED_BACKOFF
+    ) -> None:
         self.broker = broker
+        self.schemas = schemas if schemas is not None else tools.InputSchemas()
+        """The input schemas each listing of the feed refreshes (the SDK's ``Mcp-Param-*`` header check)."""
         self.backoff = backoff
         self.bus = InMemorySubscriptionBus()
         self._sessions: dict[int, Connection] = {}
@@ -164,6 +168,7 @@ class ToolWatch:
         True when it changed (the first listing changes nothing)."""
         listing = _listing(infos)
         self.listings += 1
+        self.schemas.update(input_schemas(infos))
         changed = self._last is not None and listing != self._last
         self._last = listing
         if changed:
@@ -297,15 +302,12 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
     With ``interactions``, a client that declares form elicitation is asked the call's forms itself
     (:mod:`surfaces.mcp.elicit`)."""
-    watch = ToolWatch(broker)
+    schemas = tools.InputSchemas()
+    watch = ToolWatch(broker, schemas)
     listen = ListenHandler(watch.bus)
     events = SessionEventStore()
     grace = settings.mcp_reattach_grace_seconds
 
-    async def read_schemas() -> tools.Schemas:
-        return input_schemas(await broker.list_tools())
-
-    schemas = tools.InputSchemas(read_schemas, settings.mcp_tools_poll_seconds)
     key = settings.mcp_state_key.get_secret_value().encode() or None
     calls = (
         Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
@@ -316,7 +318,6 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
         task = asyncio.create_task(watch.run(), name="maka-mcp-tool-watch")
-        schemas.refresh()
         try:
             yield {}
         finally:
@@ -324,7 +325,6 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            await schemas.close()
             if calls is not None:
                 await calls.close()
 

@@ -15,20 +15,11 @@ A name longer than 128 characters has no MCP name (:func:`encode` returns None; 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 import functools
-import logging
 import re
 import string
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-from maka_client import MakaError
-
-log = logging.getLogger("maka.mcp.tools")
 
 MAX_NAME_CHARS = 128
 """The longest MCP Tool name (MCP specification, server/tools "Tool names")."""
@@ -128,61 +119,20 @@ class InputSchemas:
     headers). Without it the SDK runs the ``tools/list`` handler, a broker ``ListTools`` round trip, for every
     such call.
 
-    :meth:`update` keeps every listing the endpoint serves; :meth:`get` answers from the last one and, once it is
-    older than ``max_age`` s (or none was read yet), starts one background re-read (``read``, outside any
-    request's context, so under the endpoint's own token) without waiting for it. A Tool that appeared since the
-    last read is not found until the re-read lands (None: the SDK serves the call unchecked, as it does when a
-    listing fails); the broker still checks every call's arguments against the Tool's current schema.
+    :meth:`update` keeps each listing the endpoint sees: every one of the broker's ``WatchTools`` feed
+    (:class:`surfaces.mcp.server.ToolWatch`) and every ``tools/list`` it serves; :meth:`get` answers from the last
+    one, with no broker call. Before the feed's first listing a Tool is not found (None: the SDK serves the call
+    unchecked, as it does when a listing fails); the broker still checks every call's arguments against the
+    Tool's current schema.
     """
 
-    def __init__(
-        self,
-        read: Callable[[], Awaitable[Schemas]],
-        max_age: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._read = read
-        self.max_age = max_age
-        self._clock = clock
+    def __init__(self) -> None:
         self._schemas: Schemas = {}
-        self._read_at: float | None = None
-        self._task: asyncio.Task[None] | None = None
 
     def update(self, schemas: Schemas) -> None:
-        """Keep ``schemas`` (a complete listing) as of now."""
+        """Keep ``schemas`` (a complete listing)."""
         self._schemas = dict(schemas)
-        self._read_at = self._clock()
 
     def get(self, name: str) -> Mapping[str, Any] | None:
         """The ``inputSchema`` of MCP Tool ``name`` in the last listing (None when it was not listed)."""
-        if self._read_at is None or self._clock() - self._read_at > self.max_age:
-            self.refresh()
         return self._schemas.get(name)
-
-    def refresh(self) -> asyncio.Task[None] | None:
-        """Start one background re-read unless one runs; returns the running one (None outside an event loop)."""
-        if self._task is not None and not self._task.done():
-            return self._task
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return None
-        # an empty context: not the bearer token of the request whose lookup started it (surfaces.mcp.auth)
-        self._task = loop.create_task(self._reread(), name="maka-mcp-input-schemas", context=contextvars.Context())
-        return self._task
-
-    async def _reread(self) -> None:
-        try:
-            schemas = await self._read()
-        except MakaError as error:
-            log.info("mcp.input_schemas_unread", extra={"code": error.code})
-            self._read_at = self._clock()  # tried: the next attempt waits max_age, not the next call
-            return
-        self.update(schemas)
-
-    async def close(self) -> None:
-        """Stop a running re-read."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task

@@ -76,10 +76,13 @@ async def test_a_change_is_announced_once_and_a_reconnect_announces_only_what_ch
         try:
             await eventually(lambda: watch.listings >= 1, what="the first listing")
             assert announced.empty(), "the first listing announces nothing"
+            assert watch.schemas.get("examples.ping") is not None, "the feed's listing feeds the header check"
+            assert watch.schemas.get("more.ping") is None
 
             await brokers.add("more")
             async with asyncio.timeout(FRAME_TIMEOUT):
                 assert isinstance(await announced.get(), ToolsListChanged)
+            assert watch.schemas.get("more.ping") == watch.schemas.get("examples.ping"), "the new Tool's schema too"
 
             # The same Tools on a new broker: the reconnect's listing changes nothing a client sees.
             taken = watch.listings
