@@ -65,6 +65,18 @@ def _stamp(paths: Sequence[Path]) -> Stamp:
     return tuple(stamps)
 
 
+_MISSING: Stamp = ()
+"""The stamp of files not all there (a ``stat`` failed): logged once until they are back, not on every call."""
+
+
+def _log_reloaded(paths: Sequence[Path]) -> None:
+    log.info("tls_client_reloaded", extra={"ca_file": str(paths[0])})
+
+
+def _log_reload_failed(paths: Sequence[Path], error: Exception) -> None:
+    log.warning("tls_client_reload_failed", extra={"ca_file": str(paths[0]), "error": type(error).__name__})
+
+
 def check_client_tls_files(ca: Path | None, cert: Path | None, key: Path | None) -> None:
     """Raise ``OSError`` (``ssl.SSLError``) unless the CA bundle loads and the client key is the client
     certificate's (stdlib ``ssl``: gRPC itself would only fail the next handshake on a half-written pair)."""
@@ -97,9 +109,11 @@ class ReloadingChannel(grpc.aio.Channel):
     ``dial`` opens from the files as they are now (``tls_client_reloaded``); calls already running keep theirs
     (a stream ends and resumes on the new one, e.g. at the server's connection age). Files that do not load
     (half written, key and certificate not matching yet) are logged once as ``tls_client_reload_failed`` and
-    the current channel goes on until they change again. Stubs made once keep working: each of their calls
-    asks for the current channel. Replaced channels are closed with this one (an idle one holds no
-    connection after gRPC's client idle timeout).
+    the current channel goes on until they change again; files not there (a ``stat`` fails) are logged once
+    until they are back (missing, present, missing again: two lines). Stubs made once keep working: each of
+    their calls asks for the current channel. Replaced channels are closed with this one (an idle one holds no
+    connection after gRPC's client idle timeout). ``maka_client._channel`` carries the same code
+    (``tests/clients/test_reloading_channel.py`` holds the two equal).
     """
 
     def __init__(self, dial: Callable[[], grpc.aio.Channel], paths: Sequence[Path], check: Callable[[], None]):
@@ -116,9 +130,12 @@ class ReloadingChannel(grpc.aio.Channel):
         try:
             stamp = _stamp(self._paths)
         except OSError as error:
-            self._failure(None, error)
+            self._failure(_MISSING, error)
             return self._channel
-        if stamp == self._loaded or stamp == self._failed:
+        if stamp == self._loaded:
+            self._failed = None
+            return self._channel
+        if stamp == self._failed:
             return self._channel
         try:
             self._check()
@@ -129,14 +146,12 @@ class ReloadingChannel(grpc.aio.Channel):
         self._replaced.append(self._channel)
         self._channel, self._loaded, self._failed = channel, stamp, None
         self.reloads += 1
-        log.info("tls_client_reloaded", extra={"ca_file": str(self._paths[0])})
+        _log_reloaded(self._paths)
         return channel
 
-    def _failure(self, stamp: Stamp | None, error: Exception) -> None:
-        if stamp is None or stamp != self._failed:
-            log.warning(
-                "tls_client_reload_failed", extra={"ca_file": str(self._paths[0]), "error": type(error).__name__}
-            )
+    def _failure(self, stamp: Stamp, error: Exception) -> None:
+        if stamp != self._failed:
+            _log_reload_failed(self._paths, error)
         self._failed = stamp
 
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
