@@ -16,8 +16,9 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   values), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
 - ``GET /api/history?limit=N&page_token=T`` → ``{"history": [entry], "next_page_token": str, "server_time": ISO}``:
   settled forms of the visible sessions, newest first (``ListHistory``; entries as
-  :func:`surfaces.common.interactions.history_json`: Tool, provenance, outcome, who answered, when, delivery;
-  never a value). ``limit`` 1..200, default 20.
+  :func:`surfaces.common.interactions.history_json`: Tool, provenance, outcome, who answered, when, delivery,
+  ``made_for``, the person the call was made for (the page shows it as the cards do); never a value).
+  ``limit`` 1..200, default 20.
 - ``GET /api/interactions/{id}?session_id=S`` → ``{"interaction": view}`` (``GetInteraction``).
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",

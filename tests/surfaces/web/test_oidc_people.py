@@ -120,3 +120,32 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
     finally:
         for page in pages.values():
             page.context.close()
+
+
+def test_a_history_row_names_the_person_its_call_was_made_for_as_the_card_did(
+    browser: Browser, stack_thread: WebStackThread, provider: Provider, session_id: str, tmp_path: Path
+) -> None:
+    hers = stack_thread.open(
+        text_form("Deploy for alice, then closed?"), session_id, wait_seconds=300, made_for=FOR_ALICE
+    )
+    machine = stack_thread.open(text_form("A machine's question, then closed"), session_id, wait_seconds=300)
+    for settled in (hers, machine):
+        stack_thread.close(settled.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+    secret_file = tmp_path / "oidc-client-secret"
+    secret_file.write_text("maka-web-client-secret\n")
+    url = stack_thread.web(
+        [session_id],
+        oidc_issuer=provider.issuer,
+        oidc_client_id="maka-web",
+        oidc_client_secret_file=secret_file,
+        oidc_roles={"staff": ["surface"]},
+    )
+    page = _signed_in(browser, url, ALICE)
+    try:
+        her_row = page.locator(f'#history-list li[data-interaction="{hers.interaction_id}"]')
+        machine_row = page.locator(f'#history-list li[data-interaction="{machine.interaction_id}"]')
+        expect(her_row.locator(".history-for")).to_have_text(f"for {ALICE.email}", timeout=TIMEOUT_MS)
+        expect(machine_row).to_be_visible()
+        expect(machine_row.locator(".history-for")).to_have_count(0)  # a machine caller's call names nobody
+    finally:
+        page.context.close()
