@@ -3,7 +3,9 @@
 Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces.web.security`):
 
 - ``GET /`` — the page (``static/index.html`` + the ES modules ``static/js/*.js``, from ``main.js``);
-  ``GET /login``, ``POST /login`` (form field ``token``), ``POST /logout`` when a surface token is configured;
+  ``GET /login``, ``POST /login`` (form fields ``token`` and ``next``, the same-origin path to return to),
+  ``POST /logout`` when a surface token is configured; the sign-in page (``static/js/login.js``) hands on the
+  link target it was opened on (``#/interaction/<id>``) as ``next``, to the token form and to ``/oidc/login``;
   with OpenID Connect, ``GET /oidc/login``, ``/oidc/callback``, ``/oidc/signed-out`` (:mod:`surfaces.web.oidc`),
   and an answer names the signed-in person to the Interaction service (``x-maka-acts-for``).
 - ``GET /api/session`` → ``{"csrf": str, "person": str | null, "sessions": [str], "auth_required": bool,
@@ -85,7 +87,15 @@ from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
 from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
-from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
+from surfaces.web.security import (
+    COOKIE_NAME,
+    Guard,
+    GuardMiddleware,
+    LoginLimiter,
+    allowed_hosts,
+    error_json,
+    return_to,
+)
 from surfaces.web.settings import WebSettings, is_loopback
 from surfaces.web.views import AnswerShapeError, answer_from_json, host_text, interaction_view, now_iso
 
@@ -169,10 +179,11 @@ class WebSurface:
         if not self.guard.enabled:
             return RedirectResponse("/", status_code=303)
         if self.people is not None:
-            if not self.guard.token:
-                return RedirectResponse("/oidc/login", status_code=303)
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-oidc" hidden>', '<p class="login-oidc">')
+            if not self.guard.token:  # OpenID Connect only: login.js goes on to the issuer by itself
+                page = page.replace('<body class="login-page">', '<body class="login-page" data-oidc-only>')
+                page = page.replace('class="login-token"', 'class="login-token" hidden')
             return HTMLResponse(page, headers={"Cache-Control": "no-store"})
         return FileResponse(STATIC_DIR / "login.html", headers={"Cache-Control": "no-store"})
 
@@ -189,14 +200,15 @@ class WebSurface:
             limited.headers["Retry-After"] = str(wait)
             return limited
         async with request.form(max_files=0, max_fields=4) as form:
-            token = form.get("token")
+            token, target = form.get("token"), form.get("next")
         if not isinstance(token, str) or not self.guard.check_token(token):
             self.login_limiter.failed(client)
             log.info("web.login_failed")
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')
             return HTMLResponse(page, status_code=401, headers={"Cache-Control": "no-store"})
-        return self.guard.signed_in(RedirectResponse("/", status_code=303), request)
+        back = return_to(target if isinstance(target, str) else None)
+        return self.guard.signed_in(RedirectResponse(back, status_code=303), request)
 
     async def logout(self, request: Request) -> Response:
         response: Response = RedirectResponse("/login" if self.guard.enabled else "/", status_code=303)

@@ -373,6 +373,35 @@ async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(
         await app.close()
 
 
+@pytest.mark.parametrize(
+    ("next_", "location"),
+    [
+        ("/#/interaction/ix-1", "/#/interaction/ix-1"),
+        ("", "/"),
+        ("//evil.example/", "/"),
+        ("/\\evil.example/", "/"),
+        ("/\t/evil.example/", "/"),
+        ("https://evil.example/", "/"),
+        ("evil.example", "/"),
+    ],
+    ids=["form-link", "none", "scheme-relative", "backslash", "tab", "absolute", "relative"],
+)
+async def test_a_token_login_returns_to_the_same_origin_path_it_was_given_and_nowhere_else(
+    stack: WebStack, next_: str, location: str
+) -> None:
+    app, running = await stack.web(sessions=["s1"], token="t0ken-secret")
+    try:
+        async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
+            login = await client.post(
+                "/login", data={"token": "t0ken-secret", "next": next_}, headers={"Origin": running.url}
+            )
+            assert (login.status_code, login.headers["location"]) == (303, location)
+            assert COOKIE_NAME in login.cookies
+    finally:
+        await running.stop()
+        await app.close()
+
+
 async def test_the_token_in_a_page_url_signs_the_browser_in_and_leaves_the_address_bar(stack: WebStack) -> None:
     app, running = await stack.web(sessions=["s1"], token="t0ken-secret")
     try:
