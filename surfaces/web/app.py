@@ -85,7 +85,7 @@ from surfaces.common.interactions import (
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
-from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn
+from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn, return_to
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
 from surfaces.web.security import (
     COOKIE_NAME,
@@ -94,7 +94,6 @@ from surfaces.web.security import (
     LoginLimiter,
     allowed_hosts,
     error_json,
-    return_to,
 )
 from surfaces.web.settings import WebSettings, is_loopback
 from surfaces.web.views import AnswerShapeError, answer_from_json, host_text, interaction_view, now_iso

@@ -6,7 +6,7 @@ refetch on an unknown ``kid``, ``iss``, ``aud`` = the client id, ``exp`` with cl
 this sign-in). Routes (public: the person is not signed in yet):
 
 - ``GET /oidc/login?next=/`` → 303 to the issuer's authorization endpoint. ``next`` (a path of this origin,
-  :func:`surfaces.web.security.return_to`; the sign-in page hands on the link target it was opened on,
+  :func:`return_to`; the sign-in page hands on the link target it was opened on,
   ``/#/interaction/<id>``, which the browser never sends) is where the callback returns. The sign-in's
   ``state``, ``nonce``, PKCE verifier and ``next`` travel in a short-lived encrypted cookie
   (``maka_oidc_pending``, SameSite=Lax, path ``/oidc/callback``), so any replica can finish the sign-in another
@@ -37,7 +37,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import AsyncOAuth2Client
@@ -49,7 +49,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from services.core.auth import MAX_GROUPS, Role
 from services.core.jwt_auth import JwtRefused, JwtVerifier, OidcConfig, Refusal
-from surfaces.web.security import return_to
 from surfaces.web.settings import WebSettings
 
 log = logging.getLogger("maka.web.oidc")
@@ -60,6 +59,20 @@ CALLBACK_PATH = "/oidc/callback"
 PENDING_SECONDS = 600
 """How long a started sign-in may take at the issuer."""
 _JWE_HEADER = {"alg": "dir", "enc": "A256GCM"}
+
+MAX_RETURN_TO_CHARS = 2048
+
+
+def return_to(target: str | None) -> str:
+    """``target`` when it is a path of this origin to return to after sign-in (``/``, ``/#/interaction/ID``, the
+    link a notification carries), else ``/``: never another origin (``//host``, a backslash, a scheme), nor a
+    control character a browser would drop (a tab between two slashes would make ``//host``)."""
+    if not target or len(target) > MAX_RETURN_TO_CHARS or not target.isprintable() or "\\" in target:
+        return "/"
+    if not target.startswith("/") or target.startswith("//"):
+        return "/"
+    parts = urlsplit(target)
+    return "/" if parts.scheme or parts.netloc else target
 
 
 @dataclass(frozen=True)

@@ -58,21 +58,6 @@ SECURITY_HEADERS: dict[str, str] = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 
-MAX_RETURN_TO_CHARS = 2048
-
-
-def return_to(target: str | None) -> str:
-    """``target`` when it is a path of this origin to return to after sign-in (``/``, ``/#/interaction/ID``, the
-    link a notification carries), else ``/``: never another origin (``//host``, a backslash, a scheme), nor a
-    control character a browser would drop (a tab between two slashes would make ``//host``)."""
-    if not target or len(target) > MAX_RETURN_TO_CHARS or not target.isprintable() or "\\" in target:
-        return "/"
-    if not target.startswith("/") or target.startswith("//"):
-        return "/"
-    parts = urlsplit(target)
-    return "/" if parts.scheme or parts.netloc else target
-
-
 COOKIE_NAME = "maka_surface"
 CSRF_HEADER = "X-Maka-CSRF"
 _PUBLIC_PATHS = ("/login", "/static/", "/oauth/callback", "/oidc/")

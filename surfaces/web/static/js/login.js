@@ -2,7 +2,7 @@
 // The sign-in page (login.html) keeps the link target the page was opened on through sign-in. A notification's
 // link (`/#/interaction/<id>`) reaches this page through redirects that keep its fragment, but a browser never
 // sends a fragment to a server: this page hands it on as `next`, a path of this origin the server checks
-// (surfaces/web/security.py return_to), to /oidc/login, whose callback returns there, and to the token form.
+// (surfaces/web/oidc.py return_to), to /oidc/login, whose callback returns there, and to the token form.
 // With OpenID Connect only (`data-oidc-only`) the page goes on to the identity provider by itself.
 
 /**
