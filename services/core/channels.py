@@ -187,14 +187,18 @@ class ReloadingChannel(grpc.aio.Channel):
         await self.close()
 
 
+Token = str | Callable[[], str | None]
+"""A bearer token, or what gives the token of each new call (None or empty: the call carries none)."""
+
+
 class _BearerCall:
     """A multi-callable that adds ``authorization: Bearer`` to the metadata of each call it makes."""
 
-    def __init__(self, callable_: Any, header: tuple[str, str]) -> None:
-        self._callable, self._header = callable_, header
+    def __init__(self, callable_: Any, owner: BearerChannel) -> None:
+        self._callable, self._owner = callable_, owner
 
     def __call__(self, *args: Any, metadata: Any = None, **kwargs: Any) -> Any:
-        return self._callable(*args, metadata=(*(metadata or ()), self._header), **kwargs)
+        return self._callable(*args, metadata=(*(metadata or ()), *self._owner.header()), **kwargs)
 
 
 class BearerChannel(grpc.aio.Channel):
@@ -204,23 +208,32 @@ class BearerChannel(grpc.aio.Channel):
     task factory, which Textual sets on its loop (``maka tui``). The interceptor's task runs inside
     ``create_task``, before the call has stored it, so the request iterator raises ``AttributeError`` and
     gRPC cancels the call ("Locally cancelled by application"): the TUI never attached with a token on.
+
+    ``token`` may be a callable, asked at each new call: a token that changes while the channel lives (``maka
+    tui`` after ``maka login`` or a renewal of the person's ID token) is sent from the next call on, on the same
+    connection; calls already running keep the one they started with.
     """
 
-    def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
+    def __init__(self, channel: grpc.aio.Channel, token: Token) -> None:
         self._channel = channel
-        self._header = ("authorization", f"Bearer {token}")
+        self._token = token
+
+    def header(self) -> tuple[tuple[str, str], ...]:
+        """The ``authorization`` metadata of a new call (none when the token source gives none)."""
+        token = self._token() if callable(self._token) else self._token
+        return (("authorization", f"Bearer {token}"),) if token else ()
 
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.unary_unary(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.unary_unary(method, *args, **kwargs), self)
 
     def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.unary_stream(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.unary_stream(method, *args, **kwargs), self)
 
     def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.stream_unary(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.stream_unary(method, *args, **kwargs), self)
 
     def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.stream_stream(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.stream_stream(method, *args, **kwargs), self)
 
     def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
         return self._channel.get_state(try_to_connect)
@@ -252,14 +265,15 @@ def dial_target(target: str) -> str:
 def open_channel(
     target: str,
     *,
-    token: str | None = None,
+    token: Token | None = None,
     tls: ClientTlsSettings | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> grpc.aio.Channel:
     """A grpc.aio channel to ``target`` (``host:port`` or a gRPC target, see the module docstring) with
     round_robin, retries of idempotent unaries, keepalive, message caps, optional TLS/mTLS
     (from ``tls``, default read from ``MAKA_TLS_*``; a :class:`ReloadingChannel` that re-reads renewed files)
-    and ``authorization: Bearer token`` on every call (:class:`BearerChannel`).
+    and ``authorization: Bearer token`` on every call (:class:`BearerChannel`; ``token`` may be a callable asked
+    at each new call).
 
     Create it inside the event loop that will use it.
     """
