@@ -15,7 +15,8 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
 - ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
   ``GetStatus``; :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or
-  values), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
+  values; asked as the signed-in person, whom the broker shows only calls made for them or for no person, never
+  another person's), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
 - ``GET /api/history?limit=N&page_token=T`` → ``{"history": [entry], "next_page_token": str, "server_time": ISO}``:
   settled forms of the visible sessions, newest first (``ListHistory``; entries as
   :func:`surfaces.common.interactions.history_json`: Tool, provenance, outcome, who answered, when, delivery,
@@ -71,6 +72,7 @@ from starlette.staticfiles import StaticFiles
 
 from maka_client import MakaError, Reattaching
 from services.core import json_text
+from services.core.auth import acts_for_metadata
 from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interactions import (
     AttachEvent,
@@ -267,12 +269,16 @@ class WebSurface:
         return JSONResponse({"pending": views, "server_time": now_iso()})
 
     async def status(self, request: Request) -> Response:
-        """Server status and the recent calls of the visible sessions (status only, never values)."""
+        """Server status and the recent calls of the visible sessions (status only, never values): for a signed-in
+        person only the calls made for them or for no person (the broker decides, as the person)."""
         if not self.settings.broker_target:
             return JSONResponse({"servers": [], "calls": [], "available": False, "server_time": now_iso()})
+        person = self.guard.person(request)
         try:
             status = await fetch_status(
-                self.settings.broker_target, token=self.settings.surface_token.get_secret_value() or None
+                self.settings.broker_target,
+                token=self.settings.surface_token.get_secret_value() or None,
+                metadata=acts_for_metadata(person.name, person.groups) if person is not None else (),
             )
         except MakaError as error:
             return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code})")
