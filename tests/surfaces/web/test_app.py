@@ -70,8 +70,13 @@ async def test_page_is_served_with_a_strict_csp_and_no_inline_script(web: Web) -
     # JavaScript with the same CSP, and none of them parses HTML.
     entry = re.search(r'<script type="module" src="(/static/[^"]+\.js)"></script>', response.text)
     assert entry, "the page loads its script as an ES module"
+    # login.html (served only with sign-in on) loads its own entry, login.js, under the same rules.
+    sign_in_entries = re.findall(
+        r'<script type="module" src="(/static/[^"]+\.js)"></script>', (STATIC_DIR / "login.html").read_text()
+    )
+    assert sign_in_entries == ["/static/js/login.js"]
     seen: set[str] = set()
-    queue = [entry.group(1)]
+    queue = [entry.group(1), *sign_in_entries]
     while queue:
         path = queue.pop()
         if path in seen:
