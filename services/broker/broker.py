@@ -298,20 +298,20 @@ class Broker:
         out["pending_forms"] = len(self._by_interaction)
         return out
 
-    def recent_calls(self, visible: Callable[[str], bool], limit: int = 50) -> list[broker_pb2.CallSummary]:
-        """Live then recently settled invocations of sessions ``visible`` accepts, newest first."""
+    def recent_calls(self, visible: Callable[[Invocation], bool], limit: int = 50) -> list[broker_pb2.CallSummary]:
+        """Live then recently settled invocations ``visible`` accepts, newest first."""
         live = sorted(self._invocations.values(), key=lambda i: i.started_at, reverse=True)
         out: list[broker_pb2.CallSummary] = []
         for invocation in [*live, *self._recent]:
             if len(out) >= limit:
                 break
-            if visible(invocation.session_id):
+            if visible(invocation):
                 out.append(call_summary(invocation))
         return out
 
-    def status(self, visible: Callable[[str], bool] = lambda _session: True) -> broker_pb2.GetStatusResponse:
-        """Every reported MCP server, the reporters, the broker's own gauges and the recent calls of the
-        sessions ``visible`` accepts (``GetStatus``)."""
+    def status(self, visible: Callable[[Invocation], bool] = lambda _invocation: True) -> broker_pb2.GetStatusResponse:
+        """Every reported MCP server, the reporters, the broker's own gauges and the recent calls ``visible``
+        accepts (``GetStatus``: :func:`sees_call` of the caller)."""
         return broker_pb2.GetStatusResponse(
             recent_calls=self.recent_calls(visible),
             servers=self.servers.servers(),
@@ -1275,6 +1275,21 @@ def made_for(principal: Principal) -> interaction_pb2.Person | None:
     if not principal.person:
         return None
     return interaction_pb2.Person(principal=principal.name, issuer=principal.issuer, via=principal.via)
+
+
+def sees_call(principal: Principal, invocation: Invocation) -> bool:
+    """Whether ``principal`` sees ``invocation`` in an activity list (``GetStatus``): a session it may see and, for
+    a person (their own token, or named by a service acting for them, as the web page does), the rule that decides
+    who sees a call's forms (docs/security.md "Who sees a form"): a call made for no person, or for them (the same
+    name; the same issuer when both name one), never another person's."""
+    if not principal.may_see(invocation.session_id):
+        return False
+    made = invocation.made_for
+    if not principal.person or made is None or not made.principal:
+        return True
+    if principal.name != made.principal:
+        return False
+    return not (principal.issuer and made.issuer and principal.issuer != made.issuer)
 
 
 def _with_trusted_requester(

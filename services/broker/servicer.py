@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.broker.broker import Broker, made_for
+from services.broker.broker import Broker, made_for, sees_call
 from services.broker.errors import NotPermitted
 from services.broker.model import ProviderStream
 from services.core.auth import Role, current_principal
@@ -179,12 +179,14 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
     async def GetStatus(self, request: broker_pb2.GetStatusRequest, context: Context) -> broker_pb2.GetStatusResponse:
         """Every reported MCP server (state, cause, next retry), the reporters and the broker's gauges.
 
-        PERMISSION_DENIED without the ``caller`` or ``surface`` role (status carries no session data).
+        PERMISSION_DENIED without the ``caller`` or ``surface`` role (status carries no session data). The recent
+        calls are those of the sessions the caller sees; a person (``x-maka-acts-for``, or their own token) sees
+        only calls made for them or for no person (:func:`~services.broker.broker.sees_call`).
         """
         principal = current_principal()
         if not (principal.has_role(Role.CALLER) or principal.has_role(Role.SURFACE)):
             await abort(context, NotPermitted("the caller lacks the caller or surface role"))
-        return self._broker.status(principal.may_see)
+        return self._broker.status(lambda invocation: sees_call(principal, invocation))
 
     async def ListTools(self, request: broker_pb2.ListToolsRequest, context: Context) -> broker_pb2.ListToolsResponse:
         """Every Tool of every live registration, qualified ``SERVER:TOOL``, sorted by name.

@@ -65,6 +65,18 @@ def _stamp(paths: Sequence[Path]) -> Stamp:
     return tuple(stamps)
 
 
+_MISSING: Stamp = ()
+"""The stamp of files not all there (a ``stat`` failed): logged once until they are back, not on every call."""
+
+
+def _log_reloaded(paths: Sequence[Path]) -> None:
+    log.info("tls_client_reloaded", extra={"ca_file": str(paths[0])})
+
+
+def _log_reload_failed(paths: Sequence[Path], error: Exception) -> None:
+    log.warning("tls_client_reload_failed", extra={"ca_file": str(paths[0]), "error": type(error).__name__})
+
+
 def check_client_tls_files(ca: Path | None, cert: Path | None, key: Path | None) -> None:
     """Raise ``OSError`` (``ssl.SSLError``) unless the CA bundle loads and the client key is the client
     certificate's (stdlib ``ssl``: gRPC itself would only fail the next handshake on a half-written pair)."""
@@ -97,9 +109,11 @@ class ReloadingChannel(grpc.aio.Channel):
     ``dial`` opens from the files as they are now (``tls_client_reloaded``); calls already running keep theirs
     (a stream ends and resumes on the new one, e.g. at the server's connection age). Files that do not load
     (half written, key and certificate not matching yet) are logged once as ``tls_client_reload_failed`` and
-    the current channel goes on until they change again. Stubs made once keep working: each of their calls
-    asks for the current channel. Replaced channels are closed with this one (an idle one holds no
-    connection after gRPC's client idle timeout).
+    the current channel goes on until they change again; files not there (a ``stat`` fails) are logged once
+    until they are back (missing, present, missing again: two lines). Stubs made once keep working: each of
+    their calls asks for the current channel. Replaced channels are closed with this one (an idle one holds no
+    connection after gRPC's client idle timeout). ``maka_client._channel`` carries the same code
+    (``tests/clients/test_reloading_channel.py`` holds the two equal).
     """
 
     def __init__(self, dial: Callable[[], grpc.aio.Channel], paths: Sequence[Path], check: Callable[[], None]):
@@ -116,9 +130,12 @@ class ReloadingChannel(grpc.aio.Channel):
         try:
             stamp = _stamp(self._paths)
         except OSError as error:
-            self._failure(None, error)
+            self._failure(_MISSING, error)
             return self._channel
-        if stamp == self._loaded or stamp == self._failed:
+        if stamp == self._loaded:
+            self._failed = None
+            return self._channel
+        if stamp == self._failed:
             return self._channel
         try:
             self._check()
@@ -129,14 +146,12 @@ class ReloadingChannel(grpc.aio.Channel):
         self._replaced.append(self._channel)
         self._channel, self._loaded, self._failed = channel, stamp, None
         self.reloads += 1
-        log.info("tls_client_reloaded", extra={"ca_file": str(self._paths[0])})
+        _log_reloaded(self._paths)
         return channel
 
-    def _failure(self, stamp: Stamp | None, error: Exception) -> None:
-        if stamp is None or stamp != self._failed:
-            log.warning(
-                "tls_client_reload_failed", extra={"ca_file": str(self._paths[0]), "error": type(error).__name__}
-            )
+    def _failure(self, stamp: Stamp, error: Exception) -> None:
+        if stamp != self._failed:
+            _log_reload_failed(self._paths, error)
         self._failed = stamp
 
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -172,14 +187,18 @@ class ReloadingChannel(grpc.aio.Channel):
         await self.close()
 
 
+Token = str | Callable[[], str | None]
+"""A bearer token, or what gives the token of each new call (None or empty: the call carries none)."""
+
+
 class _BearerCall:
     """A multi-callable that adds ``authorization: Bearer`` to the metadata of each call it makes."""
 
-    def __init__(self, callable_: Any, header: tuple[str, str]) -> None:
-        self._callable, self._header = callable_, header
+    def __init__(self, callable_: Any, owner: BearerChannel) -> None:
+        self._callable, self._owner = callable_, owner
 
     def __call__(self, *args: Any, metadata: Any = None, **kwargs: Any) -> Any:
-        return self._callable(*args, metadata=(*(metadata or ()), self._header), **kwargs)
+        return self._callable(*args, metadata=(*(metadata or ()), *self._owner.header()), **kwargs)
 
 
 class BearerChannel(grpc.aio.Channel):
@@ -189,23 +208,32 @@ class BearerChannel(grpc.aio.Channel):
     task factory, which Textual sets on its loop (``maka tui``). The interceptor's task runs inside
     ``create_task``, before the call has stored it, so the request iterator raises ``AttributeError`` and
     gRPC cancels the call ("Locally cancelled by application"): the TUI never attached with a token on.
+
+    ``token`` may be a callable, asked at each new call: a token that changes while the channel lives (``maka
+    tui`` after ``maka login`` or a renewal of the person's ID token) is sent from the next call on, on the same
+    connection; calls already running keep the one they started with.
     """
 
-    def __init__(self, channel: grpc.aio.Channel, token: str) -> None:
+    def __init__(self, channel: grpc.aio.Channel, token: Token) -> None:
         self._channel = channel
-        self._header = ("authorization", f"Bearer {token}")
+        self._token = token
+
+    def header(self) -> tuple[tuple[str, str], ...]:
+        """The ``authorization`` metadata of a new call (none when the token source gives none)."""
+        token = self._token() if callable(self._token) else self._token
+        return (("authorization", f"Bearer {token}"),) if token else ()
 
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.unary_unary(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.unary_unary(method, *args, **kwargs), self)
 
     def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.unary_stream(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.unary_stream(method, *args, **kwargs), self)
 
     def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.stream_unary(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.stream_unary(method, *args, **kwargs), self)
 
     def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return _BearerCall(self._channel.stream_stream(method, *args, **kwargs), self._header)
+        return _BearerCall(self._channel.stream_stream(method, *args, **kwargs), self)
 
     def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
         return self._channel.get_state(try_to_connect)
@@ -237,14 +265,15 @@ def dial_target(target: str) -> str:
 def open_channel(
     target: str,
     *,
-    token: str | None = None,
+    token: Token | None = None,
     tls: ClientTlsSettings | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> grpc.aio.Channel:
     """A grpc.aio channel to ``target`` (``host:port`` or a gRPC target, see the module docstring) with
     round_robin, retries of idempotent unaries, keepalive, message caps, optional TLS/mTLS
     (from ``tls``, default read from ``MAKA_TLS_*``; a :class:`ReloadingChannel` that re-reads renewed files)
-    and ``authorization: Bearer token`` on every call (:class:`BearerChannel`).
+    and ``authorization: Bearer token`` on every call (:class:`BearerChannel`; ``token`` may be a callable asked
+    at each new call).
 
     Create it inside the event loop that will use it.
     """

@@ -51,7 +51,7 @@ from maka_client import (
 from maka_client._gen.maka.form.v1 import form_pb2 as wire_form_pb2
 from maka_client.surface import TOKEN_ENV as TOKEN_ENV  # re-exported: the variable surfaces read
 from services.core.auth import acts_for_metadata
-from services.core.channels import open_channel
+from services.core.channels import Token, open_channel
 from services.core.form import Answer, Form, FormError, Requester, answer_from_proto, answer_to_proto, form_from_proto
 from surfaces.common.form_input import field_to_json, format_time_left
 from surfaces.common.wire import same
@@ -499,7 +499,7 @@ class Interactions:
         cls,
         target: str,
         *,
-        token: str | None = None,
+        token: Token | None = None,
         reattach: ReattachPolicy | None = None,
         host_id: str = "",
         pool: Sequence[str] | None = None,
@@ -507,7 +507,8 @@ class Interactions:
     ) -> Interactions:
         """Open a channel to ``target`` (``host:port``) with :func:`services.core.channels.open_channel`
         (keepalive, round_robin, TLS from ``MAKA_TLS_*`` when configured, bearer token on every call); call
-        inside the running loop. ``token`` defaults to :func:`surface_token_from_env`. ``pool`` (see
+        inside the running loop. ``token`` defaults to :func:`surface_token_from_env` (a callable: asked at each
+        new call, :class:`services.core.channels.BearerChannel`). ``pool`` (see
         :func:`surfaces.common.target.parse_pool`) follows several Hosts instead of ``host_id``
         (:class:`maka_client.SurfaceClient`).
         """

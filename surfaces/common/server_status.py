@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from maka.broker.v1 import broker_pb2
@@ -28,13 +29,19 @@ STATE_NAMES: dict[int, str] = {
 }
 
 
-async def fetch_status(broker: str, *, token: str | None = None) -> broker_pb2.GetStatusResponse:
-    """The broker's ``GetStatus``. ``token`` defaults to ``MAKA_CALLER_TOKEN`` or ``MAKA_SURFACE_TOKEN``.
+async def fetch_status(
+    broker: str, *, token: str | None = None, metadata: Sequence[tuple[str, str]] = ()
+) -> broker_pb2.GetStatusResponse:
+    """The broker's ``GetStatus``. ``token`` defaults to ``MAKA_CALLER_TOKEN`` or ``MAKA_SURFACE_TOKEN``;
+    ``metadata`` is added to the call (the web page's ``x-maka-acts-for``: the broker then lists only the calls
+    that person may see).
 
     Raises :class:`maka_client.MakaError`."""
     token = token or os.environ.get("MAKA_CALLER_TOKEN") or os.environ.get("MAKA_SURFACE_TOKEN") or None
     async with open_channel(broker, token=token) as channel:
-        status = await BrokerClient(broker, channel=channel).get_status(timeout=STATUS_TIMEOUT_SECONDS)
+        client = BrokerClient(broker, channel=channel)
+        client.metadata = (*client.metadata, *metadata)
+        status = await client.get_status(timeout=STATUS_TIMEOUT_SECONDS)
     return same(broker_pb2.GetStatusResponse, status)
 
 

@@ -3,7 +3,9 @@
 Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces.web.security`):
 
 - ``GET /`` — the page (``static/index.html`` + the ES modules ``static/js/*.js``, from ``main.js``);
-  ``GET /login``, ``POST /login`` (form field ``token``), ``POST /logout`` when a surface token is configured;
+  ``GET /login``, ``POST /login`` (form fields ``token`` and ``next``, the same-origin path to return to),
+  ``POST /logout`` when a surface token is configured; the sign-in page (``static/js/login.js``) hands on the
+  link target it was opened on (``#/interaction/<id>``) as ``next``, to the token form and to ``/oidc/login``;
   with OpenID Connect, ``GET /oidc/login``, ``/oidc/callback``, ``/oidc/signed-out`` (:mod:`surfaces.web.oidc`),
   and an answer names the signed-in person to the Interaction service (``x-maka-acts-for``).
 - ``GET /api/session`` → ``{"csrf": str, "person": str | null, "sessions": [str], "auth_required": bool,
@@ -13,11 +15,13 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
 - ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
   ``GetStatus``; :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or
-  values), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
+  values; asked as the signed-in person, whom the broker shows only calls made for them or for no person, never
+  another person's), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
 - ``GET /api/history?limit=N&page_token=T`` → ``{"history": [entry], "next_page_token": str, "server_time": ISO}``:
   settled forms of the visible sessions, newest first (``ListHistory``; entries as
-  :func:`surfaces.common.interactions.history_json`: Tool, provenance, outcome, who answered, when, delivery;
-  never a value). ``limit`` 1..200, default 20.
+  :func:`surfaces.common.interactions.history_json`: Tool, provenance, outcome, who answered, when, delivery,
+  ``made_for``, the person the call was made for (the page shows it as the cards do); never a value).
+  ``limit`` 1..200, default 20.
 - ``GET /api/interactions/{id}?session_id=S`` → ``{"interaction": view}`` (``GetInteraction``).
 - ``POST /api/interactions/{id}/answer`` with ``{"session_id", "submission_id", "action", "values"}`` →
   200 ``{"interaction": view}`` (``Answer``), or an error body ``{"error": {"reason", "message",
@@ -68,6 +72,7 @@ from starlette.staticfiles import StaticFiles
 
 from maka_client import MakaError, Reattaching
 from services.core import json_text
+from services.core.auth import acts_for_metadata
 from services.core.limits import DEFAULT_LIMITS
 from surfaces.common.interactions import (
     AttachEvent,
@@ -82,9 +87,16 @@ from surfaces.common.interactions import (
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
-from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn
+from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn, return_to
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
-from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
+from surfaces.web.security import (
+    COOKIE_NAME,
+    Guard,
+    GuardMiddleware,
+    LoginLimiter,
+    allowed_hosts,
+    error_json,
+)
 from surfaces.web.settings import WebSettings, is_loopback
 from surfaces.web.views import AnswerShapeError, answer_from_json, host_text, interaction_view, now_iso
 
@@ -168,10 +180,11 @@ class WebSurface:
         if not self.guard.enabled:
             return RedirectResponse("/", status_code=303)
         if self.people is not None:
-            if not self.guard.token:
-                return RedirectResponse("/oidc/login", status_code=303)
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-oidc" hidden>', '<p class="login-oidc">')
+            if not self.guard.token:  # OpenID Connect only: login.js goes on to the issuer by itself
+                page = page.replace('<body class="login-page">', '<body class="login-page" data-oidc-only>')
+                page = page.replace('class="login-token"', 'class="login-token" hidden')
             return HTMLResponse(page, headers={"Cache-Control": "no-store"})
         return FileResponse(STATIC_DIR / "login.html", headers={"Cache-Control": "no-store"})
 
@@ -188,14 +201,15 @@ class WebSurface:
             limited.headers["Retry-After"] = str(wait)
             return limited
         async with request.form(max_files=0, max_fields=4) as form:
-            token = form.get("token")
+            token, target = form.get("token"), form.get("next")
         if not isinstance(token, str) or not self.guard.check_token(token):
             self.login_limiter.failed(client)
             log.info("web.login_failed")
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')
             return HTMLResponse(page, status_code=401, headers={"Cache-Control": "no-store"})
-        return self.guard.signed_in(RedirectResponse("/", status_code=303), request)
+        back = return_to(target if isinstance(target, str) else None)
+        return self.guard.signed_in(RedirectResponse(back, status_code=303), request)
 
     async def logout(self, request: Request) -> Response:
         response: Response = RedirectResponse("/login" if self.guard.enabled else "/", status_code=303)
@@ -255,12 +269,16 @@ class WebSurface:
         return JSONResponse({"pending": views, "server_time": now_iso()})
 
     async def status(self, request: Request) -> Response:
-        """Server status and the recent calls of the visible sessions (status only, never values)."""
+        """Server status and the recent calls of the visible sessions (status only, never values): for a signed-in
+        person only the calls made for them or for no person (the broker decides, as the person)."""
         if not self.settings.broker_target:
             return JSONResponse({"servers": [], "calls": [], "available": False, "server_time": now_iso()})
+        person = self.guard.person(request)
         try:
             status = await fetch_status(
-                self.settings.broker_target, token=self.settings.surface_token.get_secret_value() or None
+                self.settings.broker_target,
+                token=self.settings.surface_token.get_secret_value() or None,
+                metadata=acts_for_metadata(person.name, person.groups) if person is not None else (),
             )
         except MakaError as error:
             return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code})")

@@ -5,9 +5,12 @@ from discovery and its ID tokens are verified by :class:`services.core.jwt_auth.
 refetch on an unknown ``kid``, ``iss``, ``aud`` = the client id, ``exp`` with clock skew, the ``nonce`` of
 this sign-in). Routes (public: the person is not signed in yet):
 
-- ``GET /oidc/login?next=/`` → 303 to the issuer's authorization endpoint. The sign-in's ``state``, ``nonce``
-  and PKCE verifier travel in a short-lived encrypted cookie (``maka_oidc_pending``, SameSite=Lax, path
-  ``/oidc/callback``), so any replica can finish the sign-in another started.
+- ``GET /oidc/login?next=/`` → 303 to the issuer's authorization endpoint. ``next`` (a path of this origin,
+  :func:`return_to`; the sign-in page hands on the link target it was opened on,
+  ``/#/interaction/<id>``, which the browser never sends) is where the callback returns. The sign-in's
+  ``state``, ``nonce``, PKCE verifier and ``next`` travel in a short-lived encrypted cookie
+  (``maka_oidc_pending``, SameSite=Lax, path ``/oidc/callback``), so any replica can finish the sign-in another
+  started.
 - ``GET /oidc/callback?code&state[&iss]`` → checks the state (constant time) and ``iss`` (RFC 9207), exchanges
   the code with the verifier, verifies the ID token, and requires the ``surface`` role
   (``MAKA_OIDC_ROLES`` of the person's groups); then sets the session cookie and sends the browser to the
@@ -34,7 +37,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import AsyncOAuth2Client
@@ -56,6 +59,20 @@ CALLBACK_PATH = "/oidc/callback"
 PENDING_SECONDS = 600
 """How long a started sign-in may take at the issuer."""
 _JWE_HEADER = {"alg": "dir", "enc": "A256GCM"}
+
+MAX_RETURN_TO_CHARS = 2048
+
+
+def return_to(target: str | None) -> str:
+    """``target`` when it is a path of this origin to return to after sign-in (``/``, ``/#/interaction/ID``, the
+    link a notification carries), else ``/``: never another origin (``//host``, a backslash, a scheme), nor a
+    control character a browser would drop (a tab between two slashes would make ``//host``)."""
+    if not target or len(target) > MAX_RETURN_TO_CHARS or not target.isprintable() or "\\" in target:
+        return "/"
+    if not target.startswith("/") or target.startswith("//"):
+        return "/"
+    parts = urlsplit(target)
+    return "/" if parts.scheme or parts.netloc else target
 
 
 @dataclass(frozen=True)
@@ -140,9 +157,7 @@ class OidcSignIn:
         except JwtRefused:
             return _page(503, "Sign-in is not available", "The identity provider did not answer; try again.")
         state, nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(32), generate_token(64)
-        target = request.query_params.get("next", "/")
-        if not target.startswith("/") or target.startswith(("//", "/\\")):
-            target = "/"
+        target = return_to(request.query_params.get("next"))
         async with self._client(request) as client:
             url, _ = client.create_authorization_url(
                 metadata["authorization_endpoint"], state=state, nonce=nonce, code_verifier=verifier
@@ -199,7 +214,7 @@ class OidcSignIn:
         if not principal.has_role(Role.SURFACE):
             log.info("web.oidc_sign_in_refused", extra={"why": "no_surface_role"})
             return self._refused(403, "Not allowed", f"{principal.name} may not use this page (no surface role).")
-        target = str(pending.get("next") or "/")
+        target = return_to(str(pending.get("next") or "/"))
         page = _page(200, "Signed in", f"Signed in as {principal.name}.", refresh_to=target)
         session = {
             "name": principal.name,

@@ -5,13 +5,20 @@
 On every reconnect the address is looked up again (``endpoints.json`` is re-read unless ``--interaction``
 was given), so the TUI follows a stack restarted on other ports (see :mod:`surfaces.tui.backend`). Pending
 OAuth sign-ins (broker ``ListSignIns``) are shown above the forms with their full authorization URL.
+
+A person signed in with ``maka login`` (``MAKA_OIDC_ISSUER``) is followed: the TUI reads their stored sign-in
+again before every call and reconnect (renewed when its ID token expired), so a new ``maka login`` or a renewal
+takes effect without restarting the TUI. A token given in ``MAKA_SURFACE_TOKEN`` is used as given.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import functools
 import os
+from collections.abc import Awaitable, Callable
 
 from surfaces.cli.commands.pending import fail
 from surfaces.common.interactions import Interactions
@@ -32,6 +39,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
 
 
+def person_token() -> Callable[[], Awaitable[str | None]] | None:
+    """What gives the ID token of the person signed in at ``MAKA_OIDC_ISSUER`` now (renewed when it expired;
+    :func:`surfaces.common.login.current`), when the TUI's token is theirs (the ``maka`` entry point gave it from
+    their sign-in); None when there is no issuer, nobody signed in, or ``MAKA_SURFACE_TOKEN`` was set otherwise."""
+    issuer = os.environ.get("MAKA_OIDC_ISSUER", "").strip()
+    started_with = os.environ.get(TOKEN_ENV)
+    if not issuer or not started_with:
+        return None
+    # Imported only with an issuer set, as the entry point does: Authlib and the JOSE stack are slow to load.
+    from surfaces.common import login
+
+    settings = login.LoginSettings()
+
+    async def token() -> str | None:
+        sign_in = await login.current(settings, issuer)
+        return sign_in.id_token if sign_in is not None else None
+
+    try:
+        theirs = asyncio.run(token())
+    except (login.SignInExpired, ValueError):
+        return None
+    return token if theirs == started_with else None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the TUI until the user quits (Ctrl+Q)."""
     # Imported when the command runs: Textual and the app would slow every `maka` start (`--help` loads all commands).
@@ -46,16 +77,24 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as error:
         return fail("NO_STACK", str(error))
 
+    followed = person_token()
+
+    async def current_token() -> str | None:
+        if followed is not None:
+            with contextlib.suppress(Exception):  # an expired sign-in: the broker's refusal says so
+                return await followed()
+        return os.environ.get(TOKEN_ENV) or None
+
     async def sign_ins() -> list[SignInView]:
         """The broker's sign-in prompts (read from ``endpoints.json`` each time: the stack may restart)."""
-        client = SignIns.connect(read_endpoints(args.state_dir).broker, token=os.environ.get(TOKEN_ENV) or None)
+        client = SignIns.connect(read_endpoints(args.state_dir).broker, token=await current_token())
         try:
             return await client.list()
         finally:
             await client.close()
 
     async def server_status() -> list[dict[str, object]]:
-        status = await fetch_status(read_endpoints(args.state_dir).broker)
+        status = await fetch_status(read_endpoints(args.state_dir).broker, token=await current_token())
         return [server_json(server) for server in status.servers]
 
     hosts = pool(args)
@@ -63,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         lambda: FollowingBackend(
             lambda: interaction_target(args),
             connect=functools.partial(Interactions.connect, host_id=host_id(args), pool=hosts, surface_kind="tui"),
+            token=followed,
         ),
         session_ids=list(args.session),
         sign_ins=sign_ins,

@@ -27,8 +27,9 @@ import pytest
 from maka.form.v1 import form_pb2
 from services.core.form import Action, Answer
 from surfaces.cli.commands.status import sign_in_lines, signed_in
+from surfaces.cli.commands.tui import person_token
 from surfaces.cli.main import _token_env, build_parser
-from surfaces.common.interactions import FormSnapshot, Interactions
+from surfaces.common.interactions import FormOpened, FormSnapshot, Interactions
 from surfaces.tui.backend import FollowingBackend
 from tests.helpers.cli import MAKA, ROOT, Ran, maka
 from tests.helpers.oidc import Person, Provider, oidc_provider
@@ -39,12 +40,13 @@ CLIENT_ID = "maka-cli"
 BROKER_TOKEN = "login-broker-token"
 ALICE = Person("alice", "alice@example.com", ("approvers",))
 BOB = Person("bob", "bob@example.com", ("visitors",))
+CAROL = Person("carol", "carol@example.com", ("approvers",))
 TIMEOUT = 60.0
 
 
 @pytest.fixture
 def provider() -> Iterator[Provider]:
-    with oidc_provider([ALICE, BOB]) as running:
+    with oidc_provider([ALICE, BOB, CAROL]) as running:
         running.renew_with_id_tokens()
         running.accept_public_clients()
         yield running
@@ -352,6 +354,59 @@ async def test_the_tui_connects_with_the_signed_in_persons_token_and_answers_as_
         "tui",
         provider.issuer,
     )
+
+
+async def test_the_tui_reads_the_stored_sign_in_per_call_so_a_new_maka_login_applies_without_a_restart(
+    redis_url: str, tmp_path: Path, provider: Provider, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``tui`` command's backend (``FollowingBackend`` with :func:`person_token`) answers as alice, then, after a
+    real ``maka login`` as carol rewrote the credentials file, as carol: on the same attached stream, which never
+    reconnected (its live events keep coming)."""
+    host = f"login-{secrets.token_hex(4)}"
+    async with tier(redis_url, tmp_path, provider, host) as live:
+        assert (await sign_in(provider, ALICE, config_home)).code == 0
+        first = await live.link.open(deploy_form("Deploy build-21?"), session_id="s1", wait_seconds=300)
+        for name in ("MAKA_SURFACE_TOKEN", "MAKA_CALLER_TOKEN", "MAKA_HOST_ID", "MAKA_HOST_IDS"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+        monkeypatch.setenv("MAKA_OIDC_ISSUER", provider.issuer)
+        parser, _ = build_parser(["tui"])
+        args = parser.parse_args(["tui", "--session", "s1", "--interaction", live.address, "--host-id", host])
+        found = await asyncio.to_thread(_token_env, args)  # what the entry point gives the command
+        assert found is not None
+        for name, value in found.items():
+            monkeypatch.setenv(name, value)
+        followed = await asyncio.to_thread(person_token)
+        assert followed is not None, "the TUI's token is the signed-in person's: it follows their sign-in"
+        backend = FollowingBackend(
+            lambda: live.address,
+            connect=functools.partial(Interactions.connect, host_id=host, pool=None, surface_kind="tui"),
+            token=followed,
+        )
+        events = aiter(backend.attach(["s1"]))
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                snapshot = await anext(events)
+                assert isinstance(snapshot, FormSnapshot)
+                assert [form.interaction_id for form in snapshot.pending] == [first.interaction_id]
+                await backend.answer(first.interaction_id, Answer(Action.CANCEL))
+                answered_first = await live.link.next_settled()
+
+                assert (await sign_in(provider, CAROL, config_home)).code == 0  # the token file changes under it
+                second = await live.link.open(deploy_form("Deploy build-22?"), session_id="s1", wait_seconds=300)
+                while True:  # the live event of the second form, on the stream alice's token opened
+                    event = await anext(events)
+                    assert not isinstance(event, FormSnapshot), "the attached stream never reconnected"
+                    if isinstance(event, FormOpened) and event.interaction.interaction_id == second.interaction_id:
+                        break
+                await backend.answer(second.interaction_id, Answer(Action.CANCEL))
+                answered_second = await live.link.next_settled()
+        finally:
+            await backend.close()
+    assert answered_first.interaction_id == first.interaction_id
+    assert answered_first.answered_by.principal == ALICE.email
+    assert answered_second.interaction_id == second.interaction_id
+    assert (answered_second.answered_by.principal, answered_second.answered_by.surface_kind) == (CAROL.email, "tui")
 
 
 @pytest.mark.slow

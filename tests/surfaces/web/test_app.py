@@ -70,8 +70,13 @@ async def test_page_is_served_with_a_strict_csp_and_no_inline_script(web: Web) -
     # JavaScript with the same CSP, and none of them parses HTML.
     entry = re.search(r'<script type="module" src="(/static/[^"]+\.js)"></script>', response.text)
     assert entry, "the page loads its script as an ES module"
+    # login.html (served only with sign-in on) loads its own entry, login.js, under the same rules.
+    sign_in_entries = re.findall(
+        r'<script type="module" src="(/static/[^"]+\.js)"></script>', (STATIC_DIR / "login.html").read_text()
+    )
+    assert sign_in_entries == ["/static/js/login.js"]
     seen: set[str] = set()
-    queue = [entry.group(1)]
+    queue = [entry.group(1), *sign_in_entries]
     while queue:
         path = queue.pop()
         if path in seen:
@@ -368,6 +373,35 @@ async def test_surface_token_gates_the_page_and_api_with_login_cookie_or_bearer(
             assert ok.status_code == 200
             bad = await bearer.get("/api/pending", headers={"Authorization": "Bearer wrong"})
             assert bad.status_code == 401
+    finally:
+        await running.stop()
+        await app.close()
+
+
+@pytest.mark.parametrize(
+    ("next_", "location"),
+    [
+        ("/#/interaction/ix-1", "/#/interaction/ix-1"),
+        ("", "/"),
+        ("//evil.example/", "/"),
+        ("/\\evil.example/", "/"),
+        ("/\t/evil.example/", "/"),
+        ("https://evil.example/", "/"),
+        ("evil.example", "/"),
+    ],
+    ids=["form-link", "none", "scheme-relative", "backslash", "tab", "absolute", "relative"],
+)
+async def test_a_token_login_returns_to_the_same_origin_path_it_was_given_and_nowhere_else(
+    stack: WebStack, next_: str, location: str
+) -> None:
+    app, running = await stack.web(sessions=["s1"], token="t0ken-secret")
+    try:
+        async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
+            login = await client.post(
+                "/login", data={"token": "t0ken-secret", "next": next_}, headers={"Origin": running.url}
+            )
+            assert (login.status_code, login.headers["location"]) == (303, location)
+            assert COOKIE_NAME in login.cookies
     finally:
         await running.stop()
         await app.close()

@@ -46,8 +46,11 @@ async def test_with_only_oidc_the_login_page_sends_people_to_the_issuer_and_an_e
     async with AsyncExitStack() as exits, httpx.AsyncClient(timeout=10) as web:
         url = await _web(stack, exits, oidc_issuer=provider.issuer, oidc_client_id="maka-web")
         assert (await web.get(f"{url}/api/pending")).status_code == 401
-        login = await web.get(f"{url}/login")
-        assert (login.status_code, login.headers["location"]) == (303, "/oidc/login")
+        login = await web.get(f"{url}/login")  # a page that goes on to /oidc/login with its fragment (login.js)
+        assert login.status_code == 200
+        assert '<body class="login-page" data-oidc-only>' in login.text
+        assert '<script type="module" src="/static/js/login.js"></script>' in login.text
+        assert 'class="login-token" hidden' in login.text
         started = await web.get(f"{url}/oidc/login")
         assert started.headers["location"].startswith(f"{provider.issuer}/oauth2/authorize?")
         empty = await web.post(f"{url}/login", data={"token": ""}, headers={"Origin": url})

@@ -6,6 +6,7 @@ machine caller's form shows to everyone."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import acts_for_metadata
+from services.interaction.notify import form_link
 from tests.helpers.oidc import Person, Provider, oidc_provider
 from tests.helpers.redis_server import RedisServer
 from tests.surfaces.web.stack import WebStackThread, text_form
@@ -22,6 +24,7 @@ from tests.surfaces.web.stack import WebStackThread, text_form
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 10_000
+LINKED = re.compile(r"\blinked\b")
 ALICE = Person("alice", "alice@example.com", ("staff",))
 BOB = Person("bob", "bob@example.com", ("staff", "release-managers"))
 CAROL = Person("carol", "carol@example.com", ("staff",))
@@ -120,3 +123,63 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
     finally:
         for page in pages.values():
             page.context.close()
+
+
+def test_a_history_row_names_the_person_its_call_was_made_for_as_the_card_did(
+    browser: Browser, stack_thread: WebStackThread, provider: Provider, session_id: str, tmp_path: Path
+) -> None:
+    hers = stack_thread.open(
+        text_form("Deploy for alice, then closed?"), session_id, wait_seconds=300, made_for=FOR_ALICE
+    )
+    machine = stack_thread.open(text_form("A machine's question, then closed"), session_id, wait_seconds=300)
+    for settled in (hers, machine):
+        stack_thread.close(settled.interaction_id, interaction_pb2.CLOSE_REASON_STOPPED)
+    secret_file = tmp_path / "oidc-client-secret"
+    secret_file.write_text("maka-web-client-secret\n")
+    url = stack_thread.web(
+        [session_id],
+        oidc_issuer=provider.issuer,
+        oidc_client_id="maka-web",
+        oidc_client_secret_file=secret_file,
+        oidc_roles={"staff": ["surface"]},
+    )
+    page = _signed_in(browser, url, ALICE)
+    try:
+        her_row = page.locator(f'#history-list li[data-interaction="{hers.interaction_id}"]')
+        machine_row = page.locator(f'#history-list li[data-interaction="{machine.interaction_id}"]')
+        expect(her_row.locator(".history-for")).to_have_text(f"for {ALICE.email}", timeout=TIMEOUT_MS)
+        expect(machine_row).to_be_visible()
+        expect(machine_row.locator(".history-for")).to_have_count(0)  # a machine caller's call names nobody
+    finally:
+        page.context.close()
+
+
+def test_a_form_link_opened_signed_out_lands_on_its_form_after_signing_in_at_the_issuer(
+    browser: Browser, stack_thread: WebStackThread, provider: Provider, session_id: str, tmp_path: Path
+) -> None:
+    others = [stack_thread.open(text_form(f"Earlier question {n}"), session_id, wait_seconds=300) for n in range(4)]
+    linked = stack_thread.open(text_form("Deploy for alice, linked?"), session_id, wait_seconds=300, made_for=FOR_ALICE)
+    secret_file = tmp_path / "oidc-client-secret"
+    secret_file.write_text("maka-web-client-secret\n")
+    url = stack_thread.web(
+        [session_id],
+        oidc_issuer=provider.issuer,
+        oidc_client_id="maka-web",
+        oidc_client_secret_file=secret_file,
+        oidc_roles={"staff": ["surface"]},
+    )
+    link = form_link(url, linked.interaction_id)
+    page = browser.new_context().new_page()
+    try:
+        page.goto(link)  # signed out: the page, the sign-in page, the issuer
+        expect(page.get_by_role("heading", name="Authorize Client")).to_be_visible(timeout=TIMEOUT_MS)
+        page.get_by_role("button", name=ALICE.sub, exact=True).click()
+        expect(page.locator("#person")).to_have_text(ALICE.email, timeout=TIMEOUT_MS)
+        assert page.url == link, "back on the link's target, not the bare list"
+        card = page.locator(f'article.card[data-id="{linked.interaction_id}"]')
+        expect(card).to_have_class(LINKED, timeout=TIMEOUT_MS)
+        expect(page.locator("article.card.linked")).to_have_count(1)
+        for other in others:
+            expect(page.locator(f'article.card[data-id="{other.interaction_id}"]')).to_be_visible()
+    finally:
+        page.context.close()

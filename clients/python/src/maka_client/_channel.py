@@ -184,6 +184,18 @@ def _stamp(paths: Sequence[Path]) -> Stamp:
     return tuple(stamps)
 
 
+_MISSING: Stamp = ()
+"""The stamp of files not all there (a ``stat`` failed): logged once until they are back, not on every call."""
+
+
+def _log_reloaded(paths: Sequence[Path]) -> None:
+    log.info("tls_reloaded")
+
+
+def _log_reload_failed(paths: Sequence[Path], error: Exception) -> None:
+    log.warning("tls_reload_failed: %s", type(error).__name__)
+
+
 def check_tls_files(tls: TlsOptions) -> None:
     """Raise ``OSError`` (``ssl.SSLError``) unless the CA bundle loads and the client key is the client
     certificate's (stdlib ``ssl``; gRPC would only fail the next handshake on a half-written pair)."""
@@ -216,7 +228,9 @@ class ReloadingChannel(grpc.aio.Channel):
     load (:func:`check_tls_files`), that call and the next go through a new channel opened from the files as
     they are now; calls already running (an attached stream, a waiting call) keep theirs until they end and
     resume. Files that do not load yet (half written) are logged once (``tls_reload_failed``) and the current
-    channel goes on. Replaced channels are closed with this one.
+    channel goes on; files not there are logged once until they are back. Replaced channels are closed with
+    this one. The runtime's ``services.core.channels`` carries the same code (the library may not import it;
+    ``tests/clients/test_reloading_channel.py`` holds the two equal).
     """
 
     def __init__(self, dial: Callable[[], grpc.aio.Channel], paths: Sequence[Path], check: Callable[[], None]):
@@ -233,9 +247,12 @@ class ReloadingChannel(grpc.aio.Channel):
         try:
             stamp = _stamp(self._paths)
         except OSError as error:
-            self._failure(None, error)
+            self._failure(_MISSING, error)
             return self._channel
-        if stamp == self._loaded or stamp == self._failed:
+        if stamp == self._loaded:
+            self._failed = None
+            return self._channel
+        if stamp == self._failed:
             return self._channel
         try:
             self._check()
@@ -246,12 +263,12 @@ class ReloadingChannel(grpc.aio.Channel):
         self._replaced.append(self._channel)
         self._channel, self._loaded, self._failed = channel, stamp, None
         self.reloads += 1
-        log.info("tls_reloaded")
+        _log_reloaded(self._paths)
         return channel
 
-    def _failure(self, stamp: Stamp | None, error: Exception) -> None:
-        if stamp is None or stamp != self._failed:
-            log.warning("tls_reload_failed: %s", type(error).__name__)
+    def _failure(self, stamp: Stamp, error: Exception) -> None:
+        if stamp != self._failed:
+            _log_reload_failed(self._paths, error)
         self._failed = stamp
 
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -50,6 +50,7 @@
  * @property {string | null} settled_at
  * @property {string | null} delivery
  * @property {string | null} delivery_lost_reason
+ * @property {string | null} [made_for] the person the call was made for; null for a machine caller's call
  */
 
 /** @type {RequestInit} */

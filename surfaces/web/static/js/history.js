@@ -1,7 +1,7 @@
 // @ts-check
 // The history view: the Host's settled forms of the visible sessions, newest first (GET /api/history, the
-// Interaction service's ListHistory): when, Tool, outcome, who answered and through which surface, and whether
-// the answer reached the Tool. Never a value: the service keeps none in history. Every string is DOM text that
+// Interaction service's ListHistory): when, Tool, outcome, who answered and through which surface, whether the
+// answer reached the Tool, and the person the call was made for (as the cards say it: "for PERSON"). Never a value: the service keeps none in history. Every string is DOM text that
 // passes untrusted.js's displayText (dom.js's el).
 
 import { getHistory } from "./api.js";
@@ -49,6 +49,7 @@ function render(entries) {
         el("strong", { className: "history-tool", text: entry.tool }),
         el("span", { className: "history-outcome", text: outcomeText(entry) }),
         el("span", { className: "history-who", text: whoText(entry) }),
+        ...(entry.made_for ? [el("span", { className: "history-for", text: `for ${entry.made_for}` })] : []),
         el("span", { className: "history-session", text: `session ${entry.session}` }),
       ]);
       item.dataset.interaction = entry.id;
