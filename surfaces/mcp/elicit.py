@@ -9,7 +9,11 @@ When the client declares form elicitation, the Host-owned form (the broker's Int
   Interaction ids, a digest of the Tool name and arguments, and an expiry). The retry's ``inputResponses`` answer
   the Interactions like any surface's answer; the retry then waits for the next round or the result.
 - **2025-11-25**: :func:`ask_legacy` sends ``elicitation/create`` on the request's session while the form waits
-  on the other surfaces; whichever answers first wins, the other is cancelled or its late answer ignored.
+  on the other surfaces; whichever answers first wins, the other is cancelled or its late answer ignored. A reply
+  that does not fit the form is asked again (:data:`LEGACY_ASKS` in all), as a 2026-07-28 client is.
+
+The door reads and answers the forms acting for the request's principal (:func:`acting_view`: its name, and a
+verified person's groups), so history names the person (or machine caller) ``via`` the door's surface token.
 
 An answer that arrives after the form settled (another surface was first) changes nothing: the Interaction
 service refuses it (``ALREADY_SETTLED``/``CLOSED``) and the client gets the settled outcome. The upstream server's
@@ -43,6 +47,7 @@ from mcp_types import (
 )
 
 from maka_client import AwaitingInteraction, InteractionSettled, MakaError
+from services.core.auth import Principal
 from services.core.form import FormError
 from services.core.form.mcp_json import answer_from_elicit_result, form_to_requested_schema
 from surfaces.common.interactions import Interactions
@@ -54,6 +59,20 @@ INVALID_REQUEST_STATE = "invalid_request_state"
 """``data.reason`` of the ``-32602`` error for a ``requestState`` this endpoint cannot use (the field's term)."""
 SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
 """Interaction errors that mean "another surface (or the call's end) settled the form first"."""
+LEGACY_ASKS = 3
+"""How many times a 2025-11-25 client is asked one form (``elicitation/create``) while its replies do not fit the
+form; after that the form stays for the other surfaces."""
+ASK_AGAIN = "Your answer did not fit the form; please answer again."
+"""What the message of a form asked again begins with (never the values that did not fit)."""
+
+
+def acting_view(interactions: Interactions, principal: Principal | None) -> Interactions:
+    """``interactions`` acting for ``principal`` (the request's, :func:`surfaces.mcp.auth.request_principal`): its
+    name and, for a verified person, its groups (``x-maka-acts-for``), so the forms of a call made for that person
+    are visible and its answers name it; ``interactions`` itself on an open endpoint (no principal)."""
+    if principal is None:
+        return interactions
+    return interactions.for_person(principal.name, sorted(principal.groups))
 
 
 def invalid_state(why: str) -> MCPError:
@@ -152,6 +171,8 @@ class DetachedCall:
     expiry: asyncio.TimerHandle | None = None
     issued: bool = False
     """Whether the client holds a ``requestState`` of this call (so it can come back to it)."""
+    interactions: Interactions | None = None
+    """The Interaction service as the client's principal (:func:`acting_view`); None: the endpoint's own."""
 
     def observe(self, event: object) -> None:
         """Track the broker's form events (run_call's observer)."""
@@ -187,9 +208,15 @@ class Calls:
         return sum(1 for call in self._calls.values() if call.task is not None and not call.task.done())
 
     def start(
-        self, digest: str, session_id: str, run: Callable[[DetachedCall], Awaitable[CallToolResult]]
+        self,
+        digest: str,
+        session_id: str,
+        run: Callable[[DetachedCall], Awaitable[CallToolResult]],
+        interactions: Interactions | None = None,
     ) -> DetachedCall:
-        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest, session_id=session_id)
+        """Run ``run`` detached; its forms are read (and answered) through ``interactions`` (the client's
+        principal's view, :func:`acting_view`), else the endpoint's own."""
+        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest, session_id=session_id, interactions=interactions)
         self._calls[call.call_id] = call
 
         async def body() -> CallToolResult:
@@ -222,9 +249,20 @@ class Calls:
             raise invalid_state("the call it continues is no longer running on this endpoint")
         return call, state
 
-    async def answer(self, call: DetachedCall, state: State, responses: Mapping[str, Any]) -> None:
-        """Answer each named Interaction with the client's ``ElicitResult``; a form another surface settled
-        first is left as it is. An invalid answer leaves the form pending (asked again)."""
+    def _of(self, call: DetachedCall) -> Interactions:
+        return call.interactions or self.interactions
+
+    async def answer(
+        self,
+        call: DetachedCall,
+        state: State,
+        responses: Mapping[str, Any],
+        interactions: Interactions | None = None,
+    ) -> None:
+        """Answer each named Interaction with the client's ``ElicitResult`` through ``interactions`` (the retry's
+        principal's view, else the call's); a form another surface settled first is left as it is. An invalid
+        answer leaves the form pending (asked again)."""
+        answering = interactions or self._of(call)
         for interaction_id in state.interaction_ids:
             response = responses.get(interaction_id)
             if response is None:
@@ -236,7 +274,7 @@ class Calls:
             raw.pop("resultType", None)
             try:
                 answer = answer_from_elicit_result(raw)
-                await self.interactions.answer(interaction_id, answer, session_id=call.session_id)
+                await answering.answer(interaction_id, answer, session_id=call.session_id)
             except FormError:
                 log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
                 continue
@@ -292,7 +330,7 @@ class Calls:
         requests: dict[str, Any] = {}
         for event in asking:
             try:
-                view = await self.interactions.get(event.interaction_id, session_id=call.session_id)
+                view = await self._of(call).get(event.interaction_id, session_id=call.session_id)
             except MakaError:
                 continue
             if not view.pending:
@@ -357,24 +395,37 @@ async def ask_legacy(
     elicit: Callable[[str, dict[str, Any]], Awaitable[ElicitResult]],
 ) -> None:
     """Ask a 2025-11-25 client form ``event`` with ``elicitation/create`` and answer it with the reply; a form
-    settled elsewhere first keeps that answer (the late reply is refused by the Interaction service)."""
+    settled elsewhere first keeps that answer (the late reply is refused by the Interaction service). A reply that
+    does not fit the form (``FormError``, ``INVALID_ANSWER``) is asked again, its message prefixed with
+    :data:`ASK_AGAIN`, up to :data:`LEGACY_ASKS` asks in all; then the form stays for the other surfaces."""
     try:
         view = await interactions.get(event.interaction_id, session_id=session_id)
     except MakaError:
         return
     if not view.pending:
         return
-    try:
-        reply = await elicit(view.form.message, form_to_requested_schema(view.form))
-    except Exception as error:  # the client refused or failed the request: the other surfaces still can answer
-        log.info("mcp.elicit_failed", extra={"interaction": event.interaction_id, "error": type(error).__name__})
-        return
-    raw = reply.model_dump(by_alias=True, exclude_none=True)
-    raw.pop("_meta", None)
-    raw.pop("resultType", None)
-    try:
-        await interactions.answer(event.interaction_id, answer_from_elicit_result(raw), session_id=session_id)
-    except FormError:
-        log.info("mcp.elicit_answer_invalid", extra={"interaction": event.interaction_id})
-    except MakaError as error:
-        log.info("mcp.elicit_answer_not_taken", extra={"interaction": event.interaction_id, "reason": error.reason})
+    schema = form_to_requested_schema(view.form)
+    message = view.form.message
+    for attempt in range(1, LEGACY_ASKS + 1):
+        try:
+            reply = await elicit(message, schema)
+        except Exception as error:  # the client refused or failed the request: the other surfaces still can answer
+            log.info("mcp.elicit_failed", extra={"interaction": event.interaction_id, "error": type(error).__name__})
+            return
+        raw = reply.model_dump(by_alias=True, exclude_none=True)
+        raw.pop("_meta", None)
+        raw.pop("resultType", None)
+        try:
+            await interactions.answer(event.interaction_id, answer_from_elicit_result(raw), session_id=session_id)
+            return
+        except FormError:
+            pass
+        except MakaError as error:
+            if str(error.reason) != "INVALID_ANSWER":
+                log.info(
+                    "mcp.elicit_answer_not_taken", extra={"interaction": event.interaction_id, "reason": error.reason}
+                )
+                return
+        log.info("mcp.elicit_answer_invalid", extra={"interaction": event.interaction_id, "attempt": attempt})
+        message = f"{ASK_AGAIN}\n\n{view.form.message}"
+    log.info("mcp.elicit_gave_up", extra={"interaction": event.interaction_id, "attempts": LEGACY_ASKS})

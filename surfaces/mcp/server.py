@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import importlib.metadata
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -43,7 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
@@ -51,13 +52,23 @@ from services.core.backoff import Backoff
 from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
-from surfaces.mcp.elicit import Calls, DetachedCall, StateSeal, ask_legacy, call_digest, declares_form_elicitation
+from surfaces.mcp.elicit import (
+    Calls,
+    DetachedCall,
+    StateSeal,
+    acting_view,
+    ask_legacy,
+    call_digest,
+    declares_form_elicitation,
+)
 from surfaces.mcp.resume import SessionEventStore, TagRequests, request_tag
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.server")
 
 SERVER_NAME = "maka"
+DISTRIBUTION = "maka-runtime"
+"""The installed project whose version ``serverInfo`` reports (as ``maka --version``)."""
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 DISCONNECT_POLL_SECONDS = 0.5
@@ -68,6 +79,14 @@ FEED_BACKOFF = Backoff(initial=1.0, maximum=30.0)
 """How long :class:`ToolWatch` waits before it opens the broker's listing feed again after a refusal."""
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def server_version() -> str:
+    """The installed project's version (``serverInfo.version``), or ``unknown`` when it is not installed."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def security_settings(settings: McpSettings) -> TransportSecuritySettings:
@@ -371,10 +390,11 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if calls is None:
             return await stop_on_disconnect(ctx, call(notify, None), events, grace)
+        acting = acting_view(calls.interactions, auth.request_principal(ctx.request))
         if modern and params.request_state is not None:
             detached, state = calls.resume(params.request_state, call_digest(params.name, arguments), session_id)
             detached.notify = notify
-            await calls.answer(detached, state, params.input_responses or {})
+            await calls.answer(detached, state, params.input_responses or {}, acting)
             return await calls.wait(detached)
         if not declares_form_elicitation(ctx.session.client_capabilities):
             return await stop_on_disconnect(ctx, call(notify, None), events, grace)
@@ -388,14 +408,15 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
                 return call(forward, detached.observe)  # type: ignore[no-any-return]
 
-            detached = calls.start(call_digest(params.name, arguments), session_id, run)
+            detached = calls.start(call_digest(params.name, arguments), session_id, run, acting)
             detached.notify = notify
             return await calls.wait(detached)
-        legacy = _with_legacy_elicitation(ctx, calls, session_id, call, notify)
+        legacy = _with_legacy_elicitation(ctx, acting, session_id, call, notify)
         return await stop_on_disconnect(ctx, legacy, events, grace)
 
     server = FrontDoorServer(
         SERVER_NAME,
+        version=server_version(),
         lifespan=lifespan,
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
@@ -408,13 +429,14 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
 async def _with_legacy_elicitation(
     ctx: ServerRequestContext[Any],
-    calls: Calls,
+    interactions: Interactions,
     session_id: str,
     call: Callable[[Callable[[str], Awaitable[None]], Callable[[object], None] | None], Any],
     notify: Callable[[str], Awaitable[None]],
 ) -> CallToolResult:
     """Run a 2025-11-25 call whose client declared form elicitation: each form is also sent to the client as
-    ``elicitation/create``; a form settled on another surface first has its request cancelled."""
+    ``elicitation/create`` (answered through ``interactions``, the client's principal's view); a form settled on
+    another surface first has its request cancelled."""
     asking: dict[str, asyncio.Task[None]] = {}
 
     async def elicit(message: str, schema: dict[str, Any]) -> Any:
@@ -422,7 +444,7 @@ async def _with_legacy_elicitation(
 
     def observe(event: object) -> None:
         if isinstance(event, AwaitingInteraction) and event.interaction_id not in asking:
-            ask = ask_legacy(calls.interactions, session_id, event, elicit)
+            ask = ask_legacy(interactions, session_id, event, elicit)
             asking[event.interaction_id] = asyncio.create_task(ask, name="maka-mcp-elicit")
         elif isinstance(event, InteractionSettled) and event.interaction_id in asking:
             asking[event.interaction_id].cancel()
@@ -442,6 +464,12 @@ async def _health(request: Request) -> PlainTextResponse:
     return PlainTextResponse("ok")
 
 
+async def _not_found(request: Request, exc: Exception) -> JSONResponse:
+    """An unknown path (``/``, ``/sse``): ``404`` naming the MCP endpoint, so an SDK's error says where to go."""
+    body = {"error": "not_found", "error_description": f"the MCP endpoint is {MCP_PATH} (Streamable HTTP)"}
+    return JSONResponse(body, status_code=404)
+
+
 def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager) and ``/healthz``."""
     host, _port = settings.listen_host_port()
@@ -454,6 +482,7 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
         event_store=events,
         retry_interval=RETRY_INTERVAL_MS if events is not None else None,
     )
+    app.add_exception_handler(404, _not_found)
     auth.protect(app, settings, MCP_PATH)
     app.add_middleware(TagRequests)
     return app

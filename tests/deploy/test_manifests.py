@@ -1412,6 +1412,19 @@ def readme_tier_tokens(readme_tier_settings: InteractionSettings) -> TokenTable:
     return TokenTable.from_files(readme_tier_settings.auth_tokens_file, readme_tier_settings.auth_tokens_dir)
 
 
+def test_the_front_doors_surface_token_may_act_for_people_at_the_tier(
+    readme_secrets: dict[str, dict[str, str]], readme_tier_tokens: TokenTable
+) -> None:
+    # the MCP front door answers its clients' forms naming their principal (x-maka-acts-for)
+    doors = [c for _w, _p, c in _containers(EXAMPLE) if _module(c) == "surfaces.mcp.main"]
+    assert doors
+    for door in doors:
+        ref = _env(door)["MAKA_SURFACE_TOKEN"]["valueFrom"]["secretKeyRef"]
+        principal = readme_tier_tokens.lookup(readme_secrets[ref["name"]][ref["key"]])
+        assert principal is not None, ref
+        assert principal.acts_for, ref
+
+
 def test_the_tier_serves_exactly_every_teams_hosts_from_the_readmes_tokens(
     readme_tier_settings: InteractionSettings,
 ) -> None:

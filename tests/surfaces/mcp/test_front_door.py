@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import importlib.metadata
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from mcp_types import (
     InputRequiredResult,
 )
 
+from surfaces.mcp.elicit import ASK_AGAIN, LEGACY_ASKS
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
 from tests.surfaces.mcp.stack import Up, maka_up, owner_client
@@ -713,3 +715,67 @@ async def test_another_session_cannot_resume_a_legacy_clients_stream(up: Up) -> 
         assert b"not-yours" not in body
         # nobody resumed the first session's stream: its call is stopped past the grace
         await eventually(lambda: _nothing_pending(up), timeout=30 + GRACE_SECONDS, interval=0.2, what="no pending form")
+
+
+MISFIT = {"environment": "moon", "confirm": True}
+"""An answer the example's deploy form refuses (``moon`` is not one of its environments)."""
+
+
+async def test_a_legacy_client_answer_that_does_not_fit_the_form_is_asked_again_and_the_second_deploys(
+    up: Up,
+) -> None:
+    messages: list[str] = []
+
+    async def misfit_then_staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+        messages.append(params.message)
+        return ElicitResult(action="accept", content=MISFIT if len(messages) == 1 else STAGING)
+
+    async with owner_client(up, mode="legacy", elicitation_callback=misfit_then_staging) as client:
+        async with asyncio.timeout(60):
+            result = await client.call_tool(DEPLOY, {"artifact": "legacy-refit"})
+    assert _text(result) == "Deployed legacy-refit to staging."
+    assert len(messages) == 2
+    assert messages[0].startswith("Choose the deployment target")
+    assert messages[1] == f"{ASK_AGAIN}\n\n{messages[0]}"
+    assert "moon" not in messages[1]  # the values that did not fit are never echoed
+    assert not await _pending(up)
+
+
+async def test_a_legacy_client_whose_answers_never_fit_is_asked_a_bounded_number_of_times_and_the_form_stays(
+    up: Up,
+) -> None:
+    asks = 0
+    log = up.state_dir.parent / "up.log"
+
+    async def always_misfit(context: object, params: ElicitRequestParams) -> ElicitResult:
+        nonlocal asks
+        asks += 1
+        return ElicitResult(action="accept", content=MISFIT)
+
+    async with owner_client(up, mode="legacy", elicitation_callback=always_misfit) as client:
+        call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "legacy-misfit"}))
+        await eventually(lambda: "mcp.elicit_gave_up" in log.read_text(), timeout=60, what="the door stops asking")
+        (form,) = await _pending(up)  # the form stays for the other surfaces
+        await _answer_staging(up, str(form["id"]))
+        async with asyncio.timeout(60):
+            result = await call
+    assert _text(result) == "Deployed legacy-misfit to staging."
+    assert asks == LEGACY_ASKS
+    assert "moon" not in log.read_text()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_server_info_reports_the_installed_package_version_at_both_eras(up: Up, mode: str) -> None:
+    async with owner_client(up, mode=mode) as client:
+        info = client.server_info
+    assert info is not None
+    assert (info.name, info.version) == ("maka", importlib.metadata.version("maka-runtime"))
+
+
+@pytest.mark.parametrize("path", ["/", "/sse"])
+async def test_an_unknown_path_is_404_naming_the_mcp_endpoint(up: Up, path: str) -> None:
+    base = up.endpoints.mcp.removesuffix("/mcp")
+    async with httpx.AsyncClient(timeout=30) as http:
+        response = await http.get(base + path, headers=up.auth)
+    assert response.status_code == 404
+    assert response.json() == {"error": "not_found", "error_description": "the MCP endpoint is /mcp (Streamable HTTP)"}

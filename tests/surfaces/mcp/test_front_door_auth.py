@@ -2,12 +2,16 @@
 the ``caller`` role (401 with the RFC 9728 metadata URL in ``WWW-Authenticate`` otherwise, 403 without the role),
 the protected-resource metadata names the resource, and a call made with a caller's token runs through the
 broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI); a
-``requestState`` issued to one principal answers nothing for another."""
+``requestState`` issued to one principal answers nothing for another. An answer given in the client names the
+client's principal (a machine caller's token name, or a person whose OpenID Connect token the client presented)
+``via`` the door's surface token in history; a person's call (made for them at the broker) is answered in their
+client."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -19,6 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
+from tests.helpers.cli import maka_on_tier
+from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
+from tests.helpers.waiting import eventually
 from tests.surfaces.mcp.stack import TS_CLIENT, Up, inspector, maka_up, node_env, run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
@@ -29,6 +36,9 @@ SURFACE = "surface-secret-1"
 ELSEWHERE = "caller-elsewhere-secret-1"  # a caller of another session than the door's ("default")
 UNKNOWN = "not-a-configured-token"
 PUBLIC_HOST = "team-a-host-0.mcp.maka.example.com"
+AUDIENCE = "maka-mcp"
+DANA = Person("dana", "dana@example.com", ("staff",))
+"""A person who signs in to the MCP client at the OpenID provider (``staff``: the caller and surface roles)."""
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -38,8 +48,14 @@ INIT = {
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
+@pytest.fixture(scope="module")
+def provider() -> Iterator[Provider]:
+    with oidc_provider([DANA]) as running:
+        yield running
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
+async def up(tmp_path_factory: pytest.TempPathFactory, provider: Provider) -> AsyncIterator[Up]:
     tmp = tmp_path_factory.mktemp("front-door-auth")
     tokens = tmp / "tokens.json"
     entries = [
@@ -53,6 +69,10 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
     env["MAKA_BROKER_TOKEN"] = STACK
     env["MAKA_MCP_ALLOWED_HOSTS"] = PUBLIC_HOST  # as deploy/k8s sets the Host's public name
+    # the door and the broker admit the issuer's JWTs (the broker then makes a JWT person's calls for them)
+    env["MAKA_OIDC_ISSUER"] = provider.issuer
+    env["MAKA_OIDC_AUDIENCES"] = json.dumps([AUDIENCE])
+    env["MAKA_OIDC_ROLES"] = json.dumps({"staff": ["caller", "surface"]})
     async with maka_up(tmp, env=env) as running:
         yield running
 
@@ -199,3 +219,53 @@ async def test_the_public_host_name_the_setting_allows_is_served_and_another_nam
     assert public.status_code == 200, public.text
     assert "maka" in public.text  # the server's discover result
     assert other.status_code == 421
+
+
+async def _history(up: Up, reader: str) -> dict[str, dict[str, object]]:
+    code, out, err = await maka_on_tier(up.endpoints.interaction, reader, "history", "--json")
+    assert code == 0, err
+    return {str(entry["id"]): entry for entry in json.loads(out)}
+
+
+async def _deploy_answered_in_the_client(
+    up: Up, token: str, mode: str, artifact: str, reader: str = STACK
+) -> list[tuple[object, ...]]:
+    """Call deploy as ``token``'s principal, answer its form in the client (staging); the history entries the call
+    added as ``reader`` sees them, as (answered_by principal, via, surface, made_for)."""
+    before = await _history(up, reader)
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    transport = streamable_http_client(up.endpoints.mcp, http_client=http)
+    async with http, Client(transport, mode=mode, elicitation_callback=_accept_staging) as client:
+        async with asyncio.timeout(60):
+            result = await client.call_tool("examples.deploy", {"artifact": artifact})
+    assert [block.text for block in result.content if block.type == "text"] == [f"Deployed {artifact} to staging."]
+
+    async def added() -> list[dict[str, object]] | None:
+        entries = [entry for key, entry in (await _history(up, reader)).items() if key not in before]
+        return entries or None
+
+    entries = await eventually(added, timeout=30, what="the answered form in history")
+    rows: list[tuple[object, ...]] = []
+    for entry in entries:
+        who = entry["answered_by"]
+        assert isinstance(who, dict)
+        rows.append((who["principal"], who["via"], who["surface"], entry["made_for"]))
+    return rows
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_answer_given_in_the_client_names_the_callers_token_via_the_door_in_history(up: Up, mode: str) -> None:
+    rows = await _deploy_answered_in_the_client(up, CALLER, mode, f"named-{mode}")
+    assert rows == [("alice", "stack", "mcp", None)]  # a machine caller's call is made for nobody
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_oidc_persons_call_answered_in_their_client_deploys_and_history_names_them(
+    up: Up, provider: Provider, mode: str
+) -> None:
+    token = await asyncio.to_thread(id_token, provider, DANA, AUDIENCE)
+    rows = await _deploy_answered_in_the_client(up, token, mode, f"dana-{mode}", reader=token)
+    assert rows == [(DANA.email, "stack", "mcp", DANA.email)]
+    # her form is hers: the door's own (admin) token does not see it, in history either
+    assert not [entry for entry in (await _history(up, STACK)).values() if entry["made_for"] == DANA.email]
+    assert token not in (up.state_dir.parent / "up.log").read_text()
