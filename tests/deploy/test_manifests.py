@@ -1425,6 +1425,21 @@ def test_the_front_doors_surface_token_may_act_for_people_at_the_tier(
         assert principal.acts_for, ref
 
 
+def test_the_webs_surface_token_may_act_for_people_at_its_brokers(
+    readme_secrets: dict[str, dict[str, str]], tmp_path: Path
+) -> None:
+    # the web asks the broker's status as the signed-in person (x-maka-acts-for): the team's tokens.json allows it
+    webs = [c for _w, _p, c in _containers(EXAMPLE) if _module(c) == "surfaces.web.main"]
+    assert webs
+    for web in webs:
+        ref = _env(web)["MAKA_SURFACE_TOKEN"]["valueFrom"]["secretKeyRef"]
+        brokers_file = tmp_path / f"{ref['name']}.json"
+        brokers_file.write_text(readme_secrets[ref["name"]]["tokens.json"])
+        principal = TokenTable.from_files(brokers_file, None).lookup(readme_secrets[ref["name"]][ref["key"]])
+        assert principal is not None, ref
+        assert principal.acts_for, ref
+
+
 def test_the_tier_serves_exactly_every_teams_hosts_from_the_readmes_tokens(
     readme_tier_settings: InteractionSettings,
 ) -> None:
