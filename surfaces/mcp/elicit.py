@@ -42,7 +42,7 @@ from mcp_types import (
     InputRequiredResult,
 )
 
-from maka_client import AwaitingInteraction, InteractionSettled, MakaError
+from maka_client import Accepted, AwaitingInteraction, InteractionSettled, MakaError
 from services.core.form import FormError
 from services.core.form.mcp_json import answer_from_elicit_result, form_to_requested_schema
 from surfaces.common.interactions import Interactions
@@ -65,6 +65,13 @@ def call_digest(name: str, arguments: Mapping[str, Any]) -> str:
     """A digest of the Tool name and arguments a ``requestState`` is bound to (the retry must repeat them)."""
     canonical = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def form_host(interactions: Interactions, owner: str) -> str | None:
+    """The Host to read and answer a call's forms on: ``owner``, the Host that accepted the call (through a pool
+    of Hosts it may be another than this endpoint's own, e.g. while that one drains), when this endpoint names
+    its Host on a tier serving several (``MAKA_HOST_ID``); None (the tier's only Host) otherwise."""
+    return owner if owner and interactions.client.host_id else None
 
 
 def _b64(data: bytes) -> str:
@@ -152,9 +159,14 @@ class DetachedCall:
     expiry: asyncio.TimerHandle | None = None
     issued: bool = False
     """Whether the client holds a ``requestState`` of this call (so it can come back to it)."""
+    owner: str = ""
+    """The Host that accepted the call (its forms are that Host's)."""
 
     def observe(self, event: object) -> None:
         """Track the broker's form events (run_call's observer)."""
+        if isinstance(event, Accepted):
+            self.owner = event.host_id
+            return
         if isinstance(event, AwaitingInteraction):
             self.pending[event.interaction_id] = event
         elif isinstance(event, InteractionSettled):
@@ -236,7 +248,8 @@ class Calls:
             raw.pop("resultType", None)
             try:
                 answer = answer_from_elicit_result(raw)
-                await self.interactions.answer(interaction_id, answer, session_id=call.session_id)
+                host = form_host(self.interactions, call.owner)
+                await self.interactions.answer(interaction_id, answer, session_id=call.session_id, host_id=host)
             except FormError:
                 log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
                 continue
@@ -292,7 +305,8 @@ class Calls:
         requests: dict[str, Any] = {}
         for event in asking:
             try:
-                view = await self.interactions.get(event.interaction_id, session_id=call.session_id)
+                host = form_host(self.interactions, call.owner)
+                view = await self.interactions.get(event.interaction_id, session_id=call.session_id, host_id=host)
             except MakaError:
                 continue
             if not view.pending:
@@ -355,11 +369,14 @@ async def ask_legacy(
     session_id: str,
     event: AwaitingInteraction,
     elicit: Callable[[str, dict[str, Any]], Awaitable[ElicitResult]],
+    owner: str = "",
 ) -> None:
     """Ask a 2025-11-25 client form ``event`` with ``elicitation/create`` and answer it with the reply; a form
-    settled elsewhere first keeps that answer (the late reply is refused by the Interaction service)."""
+    settled elsewhere first keeps that answer (the late reply is refused by the Interaction service). ``owner``:
+    the Host that accepted the call (:func:`form_host`)."""
+    host = form_host(interactions, owner)
     try:
-        view = await interactions.get(event.interaction_id, session_id=session_id)
+        view = await interactions.get(event.interaction_id, session_id=session_id, host_id=host)
     except MakaError:
         return
     if not view.pending:
@@ -373,7 +390,8 @@ async def ask_legacy(
     raw.pop("_meta", None)
     raw.pop("resultType", None)
     try:
-        await interactions.answer(event.interaction_id, answer_from_elicit_result(raw), session_id=session_id)
+        answer = answer_from_elicit_result(raw)
+        await interactions.answer(event.interaction_id, answer, session_id=session_id, host_id=host)
     except FormError:
         log.info("mcp.elicit_answer_invalid", extra={"interaction": event.interaction_id})
     except MakaError as error:

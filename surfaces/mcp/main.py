@@ -4,9 +4,12 @@ Same shape as every service ``main``::
 
     settings = McpSettings()          # MAKA_BROKER_TARGET, MAKA_MCP_LISTEN, MAKA_WEB_URL, ...
     app = await build(settings)       # broker client + SDK server + Starlette app
-    await serve(app, settings)        # uvicorn until SIGINT/SIGTERM
+    await serve(app, settings)        # uvicorn until SIGINT/SIGTERM (and the drain, when it has a budget)
 
-Port 0 picks a free port, written to ``MAKA_MCP_PORT_FILE`` once serving.
+Port 0 picks a free port, written to ``MAKA_MCP_PORT_FILE`` once serving. With ``MAKA_DRAIN_SECONDS`` (a number, or
+``auto``: the broker's derived budget, :meth:`~services.core.settings.DrainBudgetSettings.drain_budget_seconds`)
+the first SIGTERM/SIGINT starts a drain (:mod:`surfaces.mcp.drain`): the endpoint keeps serving until no call is
+in flight or the budget ran out, then stops as without one. A second signal stops it at once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from services.core.logs import configure
 from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
 from surfaces.common.interactions import Interactions
 from surfaces.mcp.auth import ForwardingBrokerClient
-from surfaces.mcp.server import MCP_PATH, build_asgi, build_server
+from surfaces.mcp.drain import Flights
+from surfaces.mcp.server import MCP_PATH, FrontDoorServer, build_asgi, build_server
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.main")
@@ -41,6 +45,8 @@ class McpApp:
     broker: BrokerClient
     asgi: Starlette
     interactions: Interactions
+    flights: Flights
+    """The calls in flight, what a drain waits for."""
 
     async def close(self) -> None:
         """Close the broker and Interaction channels."""
@@ -59,11 +65,20 @@ async def build(settings: McpSettings) -> McpApp:
         surface_kind="mcp",
     )
     server = build_server(settings, broker, interactions)
-    return McpApp(settings=settings, broker=broker, asgi=build_asgi(settings, server), interactions=interactions)
+    flights = server.flights if isinstance(server, FrontDoorServer) and server.flights else Flights()
+    return McpApp(
+        settings=settings,
+        broker=broker,
+        asgi=build_asgi(settings, server),
+        interactions=interactions,
+        flights=flights,
+    )
 
 
 async def serve(app: McpApp, settings: McpSettings) -> None:
-    """Serve until SIGINT/SIGTERM, then stop (open streams get a short grace) and close the broker client."""
+    """Serve until SIGINT/SIGTERM (with a drain budget: until the drain it starts is over, see the module
+    docstring), then stop (open streams get a short grace: calls still running are stopped) and close the broker
+    client."""
     host, port = settings.listen_host_port()
     sock = bind_socket(host, port)
     bound: int = sock.getsockname()[1]
@@ -77,9 +92,24 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
     )
     server = QuietSignalsServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-mcp")
+    budget = settings.drain_budget_seconds()
+    draining: list[asyncio.Task[None]] = []
+
+    async def drain_then_exit() -> None:
+        try:
+            await app.flights.drain(budget)
+        finally:
+            server.should_exit = True
+
+    def stop() -> None:
+        if budget <= 0 or draining:  # no drain, or a second signal: stop now
+            server.should_exit = True
+            return
+        draining.append(asyncio.create_task(drain_then_exit(), name="maka-mcp-drain"))
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+        loop.add_signal_handler(sig, stop)
     try:
         async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
             while not server.started:
@@ -94,6 +124,8 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
         log.info("mcp.serving", extra={"port": bound, "url": url, "host_id": settings.host_id})
         await task
     finally:
+        for pending in draining:
+            pending.cancel()
         sock.close()
         await app.close()
 
