@@ -5,7 +5,8 @@ the calls whose forms people are answering. With a drain budget (``MAKA_DRAIN_SE
 HTTP on SIGTERM: every call in flight keeps running, its 2026-07-28 retries and 2025-11-25 resumptions still
 work, and a new call still runs (through a pool of Hosts, on a ready one); only ``/readyz`` changes, to 503
 ``draining`` (``/healthz``, liveness, stays 200). The process exits as soon as no call is in flight, or when the
-budget runs out (then its calls are stopped as on any stop: nothing stays pending).
+budget runs out. Then, as on any stop, :meth:`Flights.stop_calls` stops the calls still in flight (each turn's
+broker ``Stop``, on the Host that owns it: nothing stays pending) before the HTTP server stops.
 
 :class:`Flights` counts what "in flight" means: every ``tools/call`` request being handled (a 2025-11-25 call runs
 in its handler, also while its stream waits for the client's ``GET`` with ``Last-Event-ID``) and every 2026-07-28
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -37,6 +39,8 @@ class Flights:
         self.detached = 0
         """2026-07-28 detached calls running."""
         self.draining = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        """The tasks that run the calls in flight (what :meth:`stop_calls` cancels)."""
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -49,23 +53,35 @@ class Flights:
     def request(self) -> Iterator[None]:
         """Count one ``tools/call`` request while the block runs."""
         self.requests += 1
-        self._changed()
+        task = self._track()
         try:
             yield
         finally:
             self.requests -= 1
-            self._changed()
+            self._untrack(task)
 
     @contextlib.contextmanager
     def detached_call(self) -> Iterator[None]:
         """Count one detached call while the block runs."""
         self.detached += 1
-        self._changed()
+        task = self._track()
         try:
             yield
         finally:
             self.detached -= 1
-            self._changed()
+            self._untrack(task)
+
+    def _track(self) -> asyncio.Task[Any] | None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        self._changed()
+        return task
+
+    def _untrack(self, task: asyncio.Task[Any] | None) -> None:
+        if task is not None:
+            self._tasks.discard(task)
+        self._changed()
 
     def _changed(self) -> None:
         if self.count:
@@ -90,6 +106,17 @@ class Flights:
                 await self.until_idle()
         log.info("mcp.drained", extra={"calls_left": self.requests, "detached_calls_left": self.detached})
         return self.count == 0
+
+    async def stop_calls(self, timeout: float) -> int:
+        """Cancel every call still in flight (each stops its turn on its Host, :func:`surfaces.mcp.calls.run_call`)
+        and wait, at most ``timeout`` s, until they ended; returns how many there were."""
+        tasks = [task for task in self._tasks if not task.done() and task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+            log.info("mcp.calls_stopped", extra={"calls": len(tasks), "unfinished": sum(not t.done() for t in tasks)})
+        return len(tasks)
 
     async def readyz(self, _request: Request) -> PlainTextResponse:
         """``/readyz``: 503 ``draining`` once the drain started, else 200 ``ok``."""

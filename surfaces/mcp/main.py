@@ -27,6 +27,7 @@ from services.core.logs import configure
 from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
 from surfaces.common.interactions import Interactions
 from surfaces.mcp.auth import ForwardingBrokerClient
+from surfaces.mcp.calls import STOP_TIMEOUT_SECONDS
 from surfaces.mcp.drain import Flights
 from surfaces.mcp.server import MCP_PATH, FrontDoorServer, build_asgi, build_server
 from surfaces.mcp.settings import McpSettings
@@ -35,6 +36,8 @@ log = logging.getLogger("maka.mcp.main")
 
 STARTUP_TIMEOUT_SECONDS = 10.0
 SHUTDOWN_GRACE_SECONDS = 2
+STOP_CALLS_SECONDS = STOP_TIMEOUT_SECONDS + 1.0
+"""How long the calls still running at the stop get to stop their turns (each broker ``Stop`` is bounded)."""
 
 
 @dataclass
@@ -93,19 +96,21 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
     server = QuietSignalsServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-mcp")
     budget = settings.drain_budget_seconds()
-    draining: list[asyncio.Task[None]] = []
+    stopping: list[asyncio.Task[None]] = []
 
-    async def drain_then_exit() -> None:
+    async def drain_then_exit(budget: float) -> None:
         try:
-            await app.flights.drain(budget)
+            if budget > 0:
+                await app.flights.drain(budget)
+            await app.flights.stop_calls(STOP_CALLS_SECONDS)
         finally:
             server.should_exit = True
 
     def stop() -> None:
-        if budget <= 0 or draining:  # no drain, or a second signal: stop now
+        if stopping:  # a second signal: stop now
             server.should_exit = True
             return
-        draining.append(asyncio.create_task(drain_then_exit(), name="maka-mcp-drain"))
+        stopping.append(asyncio.create_task(drain_then_exit(budget), name="maka-mcp-drain"))
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -124,7 +129,7 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
         log.info("mcp.serving", extra={"port": bound, "url": url, "host_id": settings.host_id})
         await task
     finally:
-        for pending in draining:
+        for pending in stopping:
             pending.cancel()
         sock.close()
         await app.close()
