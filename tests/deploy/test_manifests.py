@@ -1660,8 +1660,8 @@ def test_each_hosts_mcp_front_door_drains_with_the_brokers_budget_ready_only_whi
         for container in pod["containers"]:
             env = _literal_env(container)
             pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
-            settings = SETTINGS_CLASS[_module(container)]
-            grace = float(_settings(settings, env).grace_seconds) if "grace_seconds" in settings.model_fields else 0
+            settings = _settings(SETTINGS_CLASS[_module(container)], env)
+            grace = float(getattr(settings, "grace_seconds", 0))
             drain = float(_settings(McpSettings, env).drain_budget_seconds()) if "MAKA_DRAIN_SECONDS" in env else 0
             assert pre_stop + drain + 2 * grace <= pod["terminationGracePeriodSeconds"], container["name"]
 
