@@ -29,7 +29,7 @@ import httpx2
 import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
@@ -113,13 +113,15 @@ async def front_door(pool: HostPool, drain_seconds: str, **env: str) -> AsyncIte
 
 
 @contextlib.asynccontextmanager
-async def sdk_client(door: Door, mode: str) -> AsyncIterator[Client]:
-    """The official Python SDK client of ``door`` (``auto``: 2026-07-28; ``legacy``: 2025-11-25), no elicitation.
+async def sdk_client(door: Door, mode: str, **options: Any) -> AsyncIterator[Client]:
+    """The official Python SDK client of ``door`` (``auto``: 2026-07-28; ``legacy``: 2025-11-25), without
+    elicitation unless ``options`` give it a callback.
     A 2025-11-25 session outlives its calls: once the drained door exited, closing it (its ``GET`` stream, its
     ``DELETE``) cannot connect, which is the door having gone, not a failure."""
     http = httpx2.AsyncClient(timeout=120)
     try:
-        async with http, Client(streamable_http_client(door.url, http_client=http), mode=mode) as client:
+        transport = streamable_http_client(door.url, http_client=http)
+        async with http, Client(transport, mode=mode, **options) as client:
             yield client
     except* httpx2.ConnectError:
         await exited(door, within=WAIT)  # the door went away (its exit code is the test's to check)
@@ -275,3 +277,30 @@ def _nothing_pending(pool: HostPool) -> Any:
         return await pending_anywhere(pool) == []
 
     return check
+
+
+async def _staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content={"environment": "staging", "confirm": True})
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_eliciting_clients_answer_reaches_the_form_on_the_pools_host_that_runs_its_call(
+    tmp_path: Path, mode: str
+) -> None:
+    async with host_pool(tmp_path, hosts=2) as pool, front_door(pool, "0") as door:
+        # The door's own Host (MAKA_HOST_ID host-0) is gone: its calls run on host-1, and so do their forms.
+        await pool.supervisor.stop_together(["host-0-broker", "host-0-provider"])
+        async with sdk_client(door, mode, elicitation_callback=_staging) as client:
+            async with asyncio.timeout(WAIT):
+                result = await client.call_tool(DEPLOY, {"artifact": f"elsewhere-{mode}"})
+
+        assert text(result) == f"Deployed elsewhere-{mode} to staging."
+
+        async def answered_on_host_1() -> list[Any] | None:
+            async with interaction_service(pool) as stub:
+                request = interaction_service_pb2.ListHistoryRequest(host_id="host-1")
+                states = [entry.state for entry in (await stub.ListHistory(request, timeout=10)).entries]
+            return states or None
+
+        answered = await eventually(answered_on_host_1, timeout=WAIT, what="the form in host-1's history")
+        assert answered == [interaction_pb2.INTERACTION_STATE_ANSWERED]
