@@ -10,7 +10,9 @@ broker ``Stop``, on the Host that owns it: nothing stays pending) before the HTT
 
 :class:`Flights` counts what "in flight" means: every ``tools/call`` request being handled (a 2025-11-25 call runs
 in its handler, also while its stream waits for the client's ``GET`` with ``Last-Event-ID``) and every 2026-07-28
-detached call (:class:`surfaces.mcp.elicit.Calls`, also while it waits for its client's retry).
+detached call (:class:`surfaces.mcp.elicit.Calls`, also while it waits for its client's retry), and one that
+ended while its client was between rounds, until the client's retry fetched the outcome or the reattach grace ran
+out (:meth:`Flights.hold`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Flights:
         self.draining = False
         self._tasks: set[asyncio.Task[Any]] = set()
         """The tasks that run the calls in flight (what :meth:`stop_calls` cancels)."""
+        self._holding: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -70,6 +73,22 @@ class Flights:
         finally:
             self.detached -= 1
             self._untrack(task)
+
+    def hold(self, delivered: asyncio.Event, seconds: float) -> None:
+        """Count a detached call whose outcome waits for its client as in flight until ``delivered`` is set, at
+        most ``seconds`` (its reattach grace)."""
+        if seconds <= 0 or delivered.is_set():
+            return
+
+        async def holding() -> None:
+            with self.detached_call(), contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await delivered.wait()
+
+        log.info("mcp.outcome_held", extra={"grace_seconds": seconds})
+        task = asyncio.create_task(holding(), name="maka-mcp-outcome-held")
+        self._holding.add(task)
+        task.add_done_callback(self._holding.discard)
 
     def _track(self) -> asyncio.Task[Any] | None:
         task = asyncio.current_task()

@@ -161,6 +161,8 @@ class DetachedCall:
     """Whether the client holds a ``requestState`` of this call (so it can come back to it)."""
     owner: str = ""
     """The Host that accepted the call (its forms are that Host's)."""
+    delivered: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once a request returned the call's outcome to its client (what a draining endpoint waits for)."""
 
     def observe(self, event: object) -> None:
         """Track the broker's form events (run_call's observer)."""
@@ -277,6 +279,7 @@ class Calls:
         try:
             while True:
                 if call.task.done():
+                    call.delivered.set()
                     if call.task.cancelled():
                         return error_result("STOPPED: no retry came in time; the call was stopped")
                     return call.task.result()

@@ -363,6 +363,8 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
                 with flights.detached_call():  # also between its rounds: a drain waits for it
                     result: CallToolResult = await call(forward, detached.observe)
+                if detached.issued and not detached.attached:  # its client comes back for the outcome
+                    flights.hold(detached.delivered, grace)
                 return result
 
             detached = calls.start(call_digest(params.name, arguments), session_id, run)

@@ -29,7 +29,7 @@ import httpx2
 import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
@@ -304,3 +304,33 @@ async def test_an_eliciting_clients_answer_reaches_the_form_on_the_pools_host_th
 
         answered = await eventually(answered_on_host_1, timeout=WAIT, what="the form in host-1's history")
         assert answered == [interaction_pb2.INTERACTION_STATE_ANSWERED]
+
+
+async def test_a_draining_door_waits_for_a_client_between_rounds_to_fetch_the_outcome_of_its_ended_call(
+    tmp_path: Path,
+) -> None:
+    async with host_pool(tmp_path, hosts=1) as pool, front_door(pool, str(BUDGET_SECONDS)) as door:
+        async with sdk_client(door, "auto", elicitation_callback=_staging) as client:
+            arguments = {"artifact": "between-rounds"}
+            first = await client.session.call_tool(DEPLOY, arguments, allow_input_required=True)
+            assert isinstance(first, InputRequiredResult), first
+            assert first.input_requests is not None
+            (key,) = first.input_requests
+            await answer_staging(pool, key)  # another surface answers while the client is between rounds
+            await door.until_logged("mcp.outcome_held")  # the call ended; its outcome waits for the client
+
+            door.process.send_signal(signal.SIGTERM)
+            draining = await door.until_logged("mcp.draining")
+            assert (draining["calls"], draining["detached_calls"]) == (0, 1), "the call, or its outcome, waits"
+            assert await status(door.base + "/readyz") == (503, "draining")
+            late = ElicitResult(action="accept", content={"environment": "production", "confirm": True})
+            done = await client.session.call_tool(
+                DEPLOY, arguments, input_responses={key: late}, request_state=first.request_state
+            )
+            assert isinstance(done, CallToolResult)
+            assert text(done) == "Deployed between-rounds to staging.", "the settled outcome, not a second answer"
+
+        assert await exited(door, within=WAIT) == 0
+        drained = await door.until_logged("mcp.drained")
+        assert (drained["calls_left"], drained["detached_calls_left"]) == (0, 0)
+        assert await pending_anywhere(pool) == []
