@@ -43,7 +43,6 @@ class Flights:
         self.draining = False
         self._tasks: set[asyncio.Task[Any]] = set()
         """The tasks that run the calls in flight (what :meth:`stop_calls` cancels)."""
-        self._holding: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -75,20 +74,26 @@ class Flights:
             self._untrack(task)
 
     def hold(self, delivered: asyncio.Event, seconds: float) -> None:
-        """Count a detached call whose outcome waits for its client as in flight until ``delivered`` is set, at
-        most ``seconds`` (its reattach grace)."""
+        """Count a detached call whose outcome waits for its client as in flight (from now) until ``delivered`` is
+        set, at most ``seconds`` (its reattach grace)."""
         if seconds <= 0 or delivered.is_set():
             return
 
         async def holding() -> None:
-            with self.detached_call(), contextlib.suppress(TimeoutError):
+            with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(seconds):
                     await delivered.wait()
 
+        def released(task: asyncio.Task[None]) -> None:
+            self.detached -= 1
+            self._untrack(task)
+
         log.info("mcp.outcome_held", extra={"grace_seconds": seconds})
+        self.detached += 1
         task = asyncio.create_task(holding(), name="maka-mcp-outcome-held")
-        self._holding.add(task)
-        task.add_done_callback(self._holding.discard)
+        self._tasks.add(task)
+        self._changed()
+        task.add_done_callback(released)
 
     def _track(self) -> asyncio.Task[Any] | None:
         task = asyncio.current_task()
