@@ -6,7 +6,9 @@ target is the pool, as in deploy/k8s; the official SDK ``Client`` at both protoc
 While the door and its Host's broker drain (SIGTERM to both, as a pod's stop sends), ``/readyz`` is 503 and
 ``/healthz`` 200, the calls in flight finish once their forms are answered, a new call through the same door runs
 on the other Host, and the door exits by itself (0) once no call is left, nothing pending. A budget that runs out,
-or none (``maka up``'s default), stops the calls: nothing stays pending.
+or none (``maka up``'s default), stops the calls: nothing stays pending. A draining door also waits for a
+2026-07-28 client between rounds to fetch the outcome of its call that ended meanwhile. Through the pool, a client
+that declares elicitation answers the form on the Host that runs its call (not necessarily the door's own).
 """
 
 from __future__ import annotations
