@@ -42,6 +42,7 @@ FRAMEWORK: dict[tuple[str, str], str] = {
     ("surfaces/common/asgi_server.py", "capture_signals"): "uvicorn.Server override",
     ("surfaces/mcp/settings.py", "_split_list"): "pydantic validator",
     ("surfaces/web/main.py", "should_exit"): "uvicorn.Server attribute",
+    ("surfaces/mcp/main.py", "should_exit"): "uvicorn.Server attribute",
     ("surfaces/tui/app.py", "TITLE"): "Textual App class variable",
     ("surfaces/tui/app.py", "CSS_PATH"): "Textual App class variable",
     ("surfaces/tui/app.py", "BINDINGS"): "Textual key bindings",

@@ -123,6 +123,43 @@ class GrpcServerSettings(LoopSettings, OidcSettings):
     """How long streams of a connection past its age may still run before they are cancelled."""
 
 
+class DrainBudgetSettings(BaseSettings):
+    """The drain budget of a Host's processes on SIGTERM (docs/design.md#drain-vs-crash): the broker and the MCP
+    front door read the same variables, so ``MAKA_DRAIN_SECONDS=auto`` derives the same budget in both."""
+
+    model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
+
+    execution_timeout_seconds: float = 120.0
+    """Provider execution budget of one leg; suspended while a nested form is pending (RFC criterion 10);
+    each progress notification re-arms it."""
+    form_wait_seconds: float = 0.0
+    """Bounded wait of one pending form; 0 uses the Interaction service default."""
+    form_wait_max_seconds: float = Field(default=590.0, gt=0)
+    """The longest a form of this Host can wait: the Interaction tier's ``MAKA_FORM_WAIT_MAX_SECONDS`` (keep
+    the two equal); the ``auto`` drain budget derives from it."""
+    grace_seconds: float = 5.0
+    """The time the ``auto`` drain budget leaves the last result to reach its caller: a gRPC service's
+    graceful-shutdown grace (give a Host's processes the broker's value)."""
+    drain_seconds: Annotated[float, Field(ge=0)] | Literal["auto"] = 0.0
+    """On SIGTERM: how long calls in flight may go on finishing; ``auto`` = until every call is done, bounded by
+    :meth:`drain_budget_seconds`. 0 = no drain."""
+
+    def longest_form_wait_seconds(self) -> float:
+        """The longest a pending form of this Host can wait: its own ``form_wait_seconds`` when set
+        (the tier caps it at its maximum), else the tier's maximum."""
+        if self.form_wait_seconds > 0:
+            return min(self.form_wait_seconds, self.form_wait_max_seconds)
+        return self.form_wait_max_seconds
+
+    def drain_budget_seconds(self) -> float:
+        """How long a drain may wait for the calls in flight: ``drain_seconds`` when a number; for ``auto``
+        the longest form wait (a form opened just before SIGTERM) + one provider leg after its answer
+        (``execution_timeout_seconds``) + ``grace_seconds`` for the last result to reach its caller."""
+        if self.drain_seconds == "auto":
+            return self.longest_form_wait_seconds() + self.execution_timeout_seconds + self.grace_seconds
+        return self.drain_seconds
+
+
 class ClientTlsSettings(BaseSettings):
     """How this process dials other services: TLS roots and an optional client certificate (mTLS)."""
 

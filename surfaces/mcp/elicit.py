@@ -46,7 +46,7 @@ from mcp_types import (
     InputRequiredResult,
 )
 
-from maka_client import AwaitingInteraction, InteractionSettled, MakaError
+from maka_client import Accepted, AwaitingInteraction, InteractionSettled, MakaError
 from services.core.auth import Principal
 from services.core.form import FormError
 from services.core.form.mcp_json import answer_from_elicit_result, form_to_requested_schema
@@ -84,6 +84,13 @@ def call_digest(name: str, arguments: Mapping[str, Any]) -> str:
     """A digest of the Tool name and arguments a ``requestState`` is bound to (the retry must repeat them)."""
     canonical = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def form_host(interactions: Interactions, owner: str) -> str | None:
+    """The Host to read and answer a call's forms on: ``owner``, the Host that accepted the call (through a pool
+    of Hosts it may be another than this endpoint's own, e.g. while that one drains), when this endpoint names
+    its Host on a tier serving several (``MAKA_HOST_ID``); None (the tier's only Host) otherwise."""
+    return owner if owner and interactions.client.host_id else None
 
 
 def _b64(data: bytes) -> str:
@@ -173,9 +180,16 @@ class DetachedCall:
     """Whether the client holds a ``requestState`` of this call (so it can come back to it)."""
     interactions: Interactions | None = None
     """The Interaction service as the client's principal (:func:`acting_view`); None: the endpoint's own."""
+    owner: str = ""
+    """The Host that accepted the call (its forms are that Host's)."""
+    delivered: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once a request returned the call's outcome to its client (what a draining endpoint waits for)."""
 
     def observe(self, event: object) -> None:
         """Track the broker's form events (run_call's observer)."""
+        if isinstance(event, Accepted):
+            self.owner = event.host_id
+            return
         if isinstance(event, AwaitingInteraction):
             self.pending[event.interaction_id] = event
         elif isinstance(event, InteractionSettled):
@@ -274,7 +288,8 @@ class Calls:
             raw.pop("resultType", None)
             try:
                 answer = answer_from_elicit_result(raw)
-                await answering.answer(interaction_id, answer, session_id=call.session_id)
+                host = form_host(answering, call.owner)
+                await answering.answer(interaction_id, answer, session_id=call.session_id, host_id=host)
             except FormError:
                 log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
                 continue
@@ -302,6 +317,7 @@ class Calls:
         try:
             while True:
                 if call.task.done():
+                    call.delivered.set()
                     if call.task.cancelled():
                         return error_result("STOPPED: no retry came in time; the call was stopped")
                     return call.task.result()
@@ -330,7 +346,8 @@ class Calls:
         requests: dict[str, Any] = {}
         for event in asking:
             try:
-                view = await self._of(call).get(event.interaction_id, session_id=call.session_id)
+                host = form_host(self._of(call), call.owner)
+                view = await self._of(call).get(event.interaction_id, session_id=call.session_id, host_id=host)
             except MakaError:
                 continue
             if not view.pending:
@@ -393,13 +410,16 @@ async def ask_legacy(
     session_id: str,
     event: AwaitingInteraction,
     elicit: Callable[[str, dict[str, Any]], Awaitable[ElicitResult]],
+    owner: str = "",
 ) -> None:
     """Ask a 2025-11-25 client form ``event`` with ``elicitation/create`` and answer it with the reply; a form
     settled elsewhere first keeps that answer (the late reply is refused by the Interaction service). A reply that
     does not fit the form (``FormError``, ``INVALID_ANSWER``) is asked again, its message prefixed with
-    :data:`ASK_AGAIN`, up to :data:`LEGACY_ASKS` asks in all; then the form stays for the other surfaces."""
+    :data:`ASK_AGAIN`, up to :data:`LEGACY_ASKS` asks in all; then the form stays for the other surfaces.
+    ``owner``: the Host that accepted the call (:func:`form_host`)."""
+    host = form_host(interactions, owner)
     try:
-        view = await interactions.get(event.interaction_id, session_id=session_id)
+        view = await interactions.get(event.interaction_id, session_id=session_id, host_id=host)
     except MakaError:
         return
     if not view.pending:
@@ -416,7 +436,9 @@ async def ask_legacy(
         raw.pop("_meta", None)
         raw.pop("resultType", None)
         try:
-            await interactions.answer(event.interaction_id, answer_from_elicit_result(raw), session_id=session_id)
+            await interactions.answer(
+                event.interaction_id, answer_from_elicit_result(raw), session_id=session_id, host_id=host
+            )
             return
         except FormError:
             pass

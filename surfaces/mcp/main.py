@@ -4,9 +4,12 @@ Same shape as every service ``main``::
 
     settings = McpSettings()          # MAKA_BROKER_TARGET, MAKA_MCP_LISTEN, MAKA_WEB_URL, ...
     app = await build(settings)       # broker client + SDK server + Starlette app
-    await serve(app, settings)        # uvicorn until SIGINT/SIGTERM
+    await serve(app, settings)        # uvicorn until SIGINT/SIGTERM (and the drain, when it has a budget)
 
-Port 0 picks a free port, written to ``MAKA_MCP_PORT_FILE`` once serving.
+Port 0 picks a free port, written to ``MAKA_MCP_PORT_FILE`` once serving. With ``MAKA_DRAIN_SECONDS`` (a number, or
+``auto``: the broker's derived budget, :meth:`~services.core.settings.DrainBudgetSettings.drain_budget_seconds`)
+the first SIGTERM/SIGINT starts a drain (:mod:`surfaces.mcp.drain`): the endpoint keeps serving until no call is
+in flight or the budget ran out, then stops as without one. A second signal stops it at once.
 """
 
 from __future__ import annotations
@@ -25,13 +28,17 @@ from services.core.logs import configure
 from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
 from surfaces.common.interactions import Interactions
 from surfaces.mcp.auth import ForwardingBrokerClient
-from surfaces.mcp.server import MCP_PATH, build_asgi, build_server
+from surfaces.mcp.calls import STOP_TIMEOUT_SECONDS
+from surfaces.mcp.drain import Flights
+from surfaces.mcp.server import MCP_PATH, FrontDoorServer, build_asgi, build_server
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.main")
 
 STARTUP_TIMEOUT_SECONDS = 10.0
 SHUTDOWN_GRACE_SECONDS = 2
+STOP_CALLS_SECONDS = STOP_TIMEOUT_SECONDS + 1.0
+"""How long the calls still running at the stop get to stop their turns (each broker ``Stop`` is bounded)."""
 
 
 @dataclass
@@ -42,6 +49,8 @@ class McpApp:
     broker: BrokerClient
     asgi: Starlette
     interactions: Interactions
+    flights: Flights
+    """The calls in flight, what a drain waits for."""
 
     async def close(self) -> None:
         """Close the broker and Interaction channels."""
@@ -60,11 +69,20 @@ async def build(settings: McpSettings) -> McpApp:
         surface_kind="mcp",
     )
     server = build_server(settings, broker, interactions)
-    return McpApp(settings=settings, broker=broker, asgi=build_asgi(settings, server), interactions=interactions)
+    flights = server.flights if isinstance(server, FrontDoorServer) and server.flights else Flights()
+    return McpApp(
+        settings=settings,
+        broker=broker,
+        asgi=build_asgi(settings, server),
+        interactions=interactions,
+        flights=flights,
+    )
 
 
 async def serve(app: McpApp, settings: McpSettings) -> None:
-    """Serve until SIGINT/SIGTERM, then stop (open streams get a short grace) and close the broker client."""
+    """Serve until SIGINT/SIGTERM (with a drain budget: until the drain it starts is over, see the module
+    docstring), then stop (open streams get a short grace: calls still running are stopped) and close the broker
+    client."""
     host, port = settings.listen_host_port()
     sock = bind_socket(host, port)
     bound: int = sock.getsockname()[1]
@@ -78,9 +96,26 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
     )
     server = QuietSignalsServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-mcp")
+    budget = settings.drain_budget_seconds()
+    stopping: list[asyncio.Task[None]] = []
+
+    async def drain_then_exit(budget: float) -> None:
+        try:
+            if budget > 0:
+                await app.flights.drain(budget)
+            await app.flights.stop_calls(STOP_CALLS_SECONDS)
+        finally:
+            server.should_exit = True
+
+    def stop() -> None:
+        if stopping:  # a second signal: stop now
+            server.should_exit = True
+            return
+        stopping.append(asyncio.create_task(drain_then_exit(budget), name="maka-mcp-drain"))
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+        loop.add_signal_handler(sig, stop)
     try:
         async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
             while not server.started:
@@ -95,6 +130,8 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
         log.info("mcp.serving", extra={"port": bound, "url": url, "host_id": settings.host_id})
         await task
     finally:
+        for pending in stopping:
+            pending.cancel()
         sock.close()
         await app.close()
 

@@ -47,11 +47,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
+from maka_client import Accepted, AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
 from services.core.backoff import Backoff
 from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
+from surfaces.mcp.drain import READY_PATH, Flights
 from surfaces.mcp.elicit import (
     Calls,
     DetachedCall,
@@ -223,6 +224,8 @@ class FrontDoorServer(Server[dict[str, Any]]):
     the event store its 2025-11-25 streams resume from (:mod:`surfaces.mcp.resume`)."""
 
     events: SessionEventStore | None = None
+    flights: Flights | None = None
+    """The calls in flight, what a drain waits for (:mod:`surfaces.mcp.drain`)."""
 
     def create_initialization_options(
         self,
@@ -325,6 +328,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     watch = ToolWatch(broker, schemas)
     listen = ListenHandler(watch.bus)
     events = SessionEventStore()
+    flights = Flights()
     grace = settings.mcp_reattach_grace_seconds
 
     key = settings.mcp_state_key.get_secret_value().encode() or None
@@ -359,6 +363,12 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         return ListToolsResult(tools=listed)
 
     async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        with flights.request():  # a drain waits for it (surfaces.mcp.drain)
+            return await handle_call(ctx, params)
+
+    async def handle_call(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         auth.forward_caller(ctx.request)
@@ -400,13 +410,17 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern:
 
-            def run(detached: DetachedCall) -> Awaitable[CallToolResult]:
+            async def run(detached: DetachedCall) -> CallToolResult:
                 async def forward(message: str) -> None:
                     if detached.notify is not None and detached.attached:
                         with contextlib.suppress(Exception):  # the request that would carry it has ended
                             await detached.notify(message)
 
-                return call(forward, detached.observe)  # type: ignore[no-any-return]
+                with flights.detached_call():  # also between its rounds: a drain waits for it
+                    result: CallToolResult = await call(forward, detached.observe)
+                if detached.issued and not detached.attached:  # its client comes back for the outcome
+                    flights.hold(detached.delivered, grace)
+                return result
 
             detached = calls.start(call_digest(params.name, arguments), session_id, run, acting)
             detached.notify = notify
@@ -424,6 +438,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         on_subscriptions_listen=listen,
     )
     server.events = events
+    server.flights = flights
     return server
 
 
@@ -438,13 +453,17 @@ async def _with_legacy_elicitation(
     ``elicitation/create`` (answered through ``interactions``, the client's principal's view); a form settled on
     another surface first has its request cancelled."""
     asking: dict[str, asyncio.Task[None]] = {}
+    owner = ""
 
     async def elicit(message: str, schema: dict[str, Any]) -> Any:
         return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
 
     def observe(event: object) -> None:
-        if isinstance(event, AwaitingInteraction) and event.interaction_id not in asking:
-            ask = ask_legacy(interactions, session_id, event, elicit)
+        nonlocal owner
+        if isinstance(event, Accepted):
+            owner = event.host_id  # the Host whose forms these are (through a pool, maybe not this door's)
+        elif isinstance(event, AwaitingInteraction) and event.interaction_id not in asking:
+            ask = ask_legacy(interactions, session_id, event, elicit, owner)
             asking[event.interaction_id] = asyncio.create_task(ask, name="maka-mcp-elicit")
         elif isinstance(event, InteractionSettled) and event.interaction_id in asking:
             asking[event.interaction_id].cancel()
@@ -471,14 +490,19 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
 
 
 def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
-    """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager) and ``/healthz``."""
+    """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager), ``/healthz``
+    (liveness) and ``/readyz`` (503 ``draining`` while the process drains, :mod:`surfaces.mcp.drain`)."""
     host, _port = settings.listen_host_port()
     events = server.events if isinstance(server, FrontDoorServer) else None
+    flights = server.flights if isinstance(server, FrontDoorServer) else None
+    routes = [Route(HEALTH_PATH, _health)]
+    if flights is not None:
+        routes.append(Route(READY_PATH, flights.readyz))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=security_settings(settings),
         host=host,
-        custom_starlette_routes=[Route(HEALTH_PATH, _health)],
+        custom_starlette_routes=routes,
         event_store=events,
         retry_interval=RETRY_INTERVAL_MS if events is not None else None,
     )

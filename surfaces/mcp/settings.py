@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from services.core.settings import OidcSettings, comma_or_json_list
+from services.core.settings import DrainBudgetSettings, OidcSettings, comma_or_json_list
 
 
-class McpSettings(OidcSettings):
-    """Where the MCP endpoint listens, which broker it calls, and which browsers may reach it."""
+class McpSettings(OidcSettings, DrainBudgetSettings):
+    """Where the MCP endpoint listens, which broker it calls, which browsers may reach it, and how it drains
+    (the broker's budget variables, :class:`~services.core.settings.DrainBudgetSettings`)."""
 
     model_config = SettingsConfigDict(env_prefix="MAKA_", use_attribute_docstrings=True, extra="ignore")
 
@@ -63,6 +64,13 @@ class McpSettings(OidcSettings):
     """Base URL of the web surface, named in progress notifications as where to answer a form (empty: the CLI)."""
     log_level: str = "INFO"
     """Log level of the process."""
+    drain_seconds: Annotated[float, Field(ge=0)] | Literal["auto"] = 0.0
+    """On SIGTERM: how long the endpoint keeps serving while its calls in flight (attached or waiting for their
+    client's reattach) finish; ``/readyz`` answers 503 ``draining`` at once, ``/healthz`` stays 200, new calls
+    still run (through a pool of Hosts, on a ready one). The process exits as soon as no call is in flight; past
+    the budget its calls are stopped (nothing stays pending). ``auto`` = the broker's budget derived from the
+    same variables (``MAKA_FORM_WAIT_MAX_SECONDS``, ``MAKA_FORM_WAIT_SECONDS``, ``MAKA_EXECUTION_TIMEOUT_SECONDS``,
+    ``MAKA_GRACE_SECONDS``: give it the broker's). 0 = no drain: calls stopped at once (``maka up``)."""
 
     @field_validator("mcp_allowed_origins", "mcp_allowed_hosts", mode="before")
     @classmethod

@@ -39,14 +39,17 @@ from services.broker.main import SERVICE_NAME as BROKER_SERVICE_NAME
 from services.broker.settings import Settings as BrokerSettings
 from services.core import metrics
 from services.core.auth import Role, TokenTable
-from services.core.settings import ClientTlsSettings
+from services.core.settings import ClientTlsSettings, DrainBudgetSettings
 from services.interaction.main import served_hosts
 from services.interaction.settings import Settings as InteractionSettings
 from services.mcp_provider.config import check_config
 from services.mcp_provider.oauth import read_key_file
 from services.mcp_provider.settings import Settings as ProviderSettings
 from surfaces.mcp.calls import STOP_TIMEOUT_SECONDS as MCP_STOP_TIMEOUT_SECONDS
+from surfaces.mcp.drain import READY_PATH as MCP_READY_PATH
 from surfaces.mcp.main import SHUTDOWN_GRACE_SECONDS as MCP_SHUTDOWN_GRACE_SECONDS
+from surfaces.mcp.main import STOP_CALLS_SECONDS as MCP_STOP_CALLS_SECONDS
+from surfaces.mcp.server import HEALTH_PATH as MCP_HEALTH_PATH
 from surfaces.mcp.settings import McpSettings
 from surfaces.web.main import SHUTDOWN_GRACE_SECONDS as WEB_SHUTDOWN_GRACE_SECONDS
 from surfaces.web.settings import WebSettings
@@ -84,6 +87,7 @@ SETTINGS_BY_MODULE: dict[str, set[str]] = {
 """The environment names each entry point's Settings classes read (env prefix ``MAKA_``)."""
 
 S = TypeVar("S", bound=BaseSettings)
+DRAIN_BUDGET_FIELDS = set(DrainBudgetSettings.model_fields)
 
 GRPC_MODULES = {"services.interaction.main", "services.broker.main", "services.mcp_provider.main"}
 WORKLOADS = ("Deployment", "StatefulSet")
@@ -592,8 +596,10 @@ SHUTDOWN_PHASES: dict[str, tuple[str, ...]] = {
     # The Interaction app's stop: servicer.drain(grace_seconds) ends every stream, then server.stop(grace_seconds).
     "services.interaction.main": ("grace_seconds", "grace_seconds"),
     "surfaces.web.main": (),  # uvicorn's graceful shutdown: WEB_SHUTDOWN_GRACE_SECONDS
-    # uvicorn's graceful shutdown (MCP_SHUTDOWN_GRACE_SECONDS), then every detached call's bounded Stop.
-    "surfaces.mcp.main": (),
+    # serve: the drain (drain_seconds, ``auto`` derived as the broker's), the bounded Stop of the calls left
+    # (MCP_STOP_CALLS_SECONDS), uvicorn's graceful shutdown (MCP_SHUTDOWN_GRACE_SECONDS), then every detached
+    # call's bounded Stop.
+    "surfaces.mcp.main": ("drain_seconds",),
 }
 """What each entry point may spend after SIGTERM, phase by phase, by the setting that bounds the phase."""
 
@@ -603,7 +609,8 @@ def _shutdown_seconds(module: str, env: dict[str, str]) -> float:
     if module == "surfaces.web.main":
         return WEB_SHUTDOWN_GRACE_SECONDS
     if module == "surfaces.mcp.main":
-        return MCP_SHUTDOWN_GRACE_SECONDS + MCP_STOP_TIMEOUT_SECONDS
+        drain = _settings(McpSettings, env).drain_budget_seconds()
+        return drain + MCP_STOP_CALLS_SECONDS + MCP_SHUTDOWN_GRACE_SECONDS + MCP_STOP_TIMEOUT_SECONDS
     settings = SETTINGS_CLASS[module]
     values = {
         name: env.get(f"MAKA_{name.upper()}", settings.model_fields[name].default)
@@ -757,7 +764,8 @@ def test_a_host_is_one_statefulset_pod_with_its_broker_and_provider_on_localhost
     broker_env, provider_env = _env(containers["broker"]), _env(containers["provider"])
     assert broker_env["MAKA_HOST_ID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert provider_env["MAKA_BROKER_TARGET"]["value"] == "127.0.0.1:50052"
-    assert _env(containers["mcp"])["MAKA_BROKER_TARGET"]["value"] == "127.0.0.1:50052", "its own Host's broker"
+    # The MCP front door calls the team's pool of ready Hosts (new calls while its own Host drains run elsewhere).
+    assert _env(containers["mcp"])["MAKA_BROKER_TARGET"]["value"] == f"dns:///{name}s:50052"
     # The provider's port serves only its health (the kubelet probes the pod IP, so it cannot be loopback);
     # neither the Service nor the NetworkPolicy exposes it.
     provider_port = int(provider_env["MAKA_LISTEN"]["value"].rsplit(":", 1)[1])
@@ -1643,6 +1651,8 @@ def test_each_hosts_mcp_front_door_has_its_own_route_whose_name_its_host_check_a
         assert "timeouts" not in rule, "a call's stream stays open while a person answers"
         (hostname,) = route["spec"]["hostnames"]
         routed[service["spec"]["selector"]["statefulset.kubernetes.io/pod-name"]] = hostname
+        # A draining Host is not ready, yet its calls' retries and resumptions must still reach it.
+        assert service["spec"]["publishNotReadyAddresses"] is True, service["metadata"]["name"]
     assert set(routed) == set(_host_ids(directory)), "every Host's front door, each on its own name"
     for host in _hosts(directory):
         pod = host["spec"]["template"]["spec"]
@@ -1654,7 +1664,7 @@ def test_each_hosts_mcp_front_door_has_its_own_route_whose_name_its_host_check_a
         assert env["MAKA_AUTH_TOKENS_FILE"]["value"] == "/etc/maka/tokens/tokens.json", "bearer tokens required"
         (mcp_port,) = [p["containerPort"] for p in door["ports"] if p["name"] == "mcp"]
         assert env["MAKA_MCP_LISTEN"]["value"] == f"0.0.0.0:{mcp_port}"
-        assert door["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "mcp"}
+        assert door["readinessProbe"]["httpGet"] == {"path": MCP_READY_PATH, "port": "mcp"}, "503 while it drains"
         for index in range(host["spec"].get("replicas", 1)):
             pod_name = f"{host['metadata']['name']}-{index}"
             literal = {k: _expand(v, pod_name) for k, v in _literal_env(door).items()}
@@ -1666,6 +1676,65 @@ def test_each_hosts_mcp_front_door_has_its_own_route_whose_name_its_host_check_a
         admitting = [rule for rule in policy["spec"]["ingress"] if mcp_port in {p["port"] for p in rule["ports"]}]
         edge = {"namespaceSelector": {"matchLabels": {"maka.dev/edge": "true"}}}
         assert [rule["from"] for rule in admitting] == [[edge]]
+
+
+DRAIN_INPUTS = sorted(f"MAKA_{name.upper()}" for name in DRAIN_BUDGET_FIELDS)
+"""The variables the ``auto`` drain budget derives from (:class:`DrainBudgetSettings`), ``MAKA_DRAIN_SECONDS``
+included."""
+
+
+@pytest.mark.parametrize("directory", [TEAM, *TEAMS, *INSTALLATIONS], ids=lambda p: p.name)
+def test_each_hosts_mcp_front_door_drains_with_the_brokers_budget_ready_only_while_it_does_not(
+    directory: Path,
+) -> None:
+    for host in _hosts(directory):
+        pod = host["spec"]["template"]["spec"]
+        containers = {c["name"]: c for c in pod["containers"]}
+        door, broker = containers["mcp"], containers["broker"]
+        door_env, broker_env = _literal_env(door), _literal_env(broker)
+
+        assert door_env["MAKA_DRAIN_SECONDS"] == "auto", "a planned stop drains until its calls are done"
+        for name in DRAIN_INPUTS:
+            assert door_env.get(name) == broker_env.get(name), (name, "the same budget from the same variables")
+        budget = _settings(McpSettings, door_env).drain_budget_seconds()
+        assert budget == _settings(BrokerSettings, broker_env).drain_budget_seconds() > 0
+        # Readiness turns 503 at once when it drains; liveness is never the readiness path.
+        assert door["readinessProbe"]["httpGet"] == {"path": MCP_READY_PATH, "port": "mcp"}
+        assert door["startupProbe"]["httpGet"]["path"] == MCP_HEALTH_PATH
+        assert MCP_READY_PATH not in json.dumps(door["livenessProbe"])
+        # Every container's preStop + budget + 2 x its grace fits the pod's termination grace.
+        for container in pod["containers"]:
+            env = _literal_env(container)
+            pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+            settings = _settings(SETTINGS_CLASS[_module(container)], env)
+            grace = float(getattr(settings, "grace_seconds", 0))
+            drain = float(_settings(McpSettings, env).drain_budget_seconds()) if "MAKA_DRAIN_SECONDS" in env else 0
+            assert pre_stop + drain + 2 * grace <= pod["terminationGracePeriodSeconds"], container["name"]
+
+
+@pytest.mark.parametrize("directory", [TEAM, *TEAMS, *INSTALLATIONS], ids=lambda p: p.name)
+def test_each_hosts_mcp_front_door_calls_its_teams_pool_of_ready_hosts_which_its_pods_may_reach(
+    directory: Path,
+) -> None:
+    services = {d["metadata"]["name"]: d for d in _k8s_documents(directory) if d["kind"] == "Service"}
+    policies = {d["metadata"]["name"]: d for d in _k8s_documents(directory) if d["kind"] == "NetworkPolicy"}
+    for host in _hosts(directory):
+        name = host["metadata"]["name"]
+        door = next(c for c in host["spec"]["template"]["spec"]["containers"] if c["name"] == "mcp")
+        target = _env(door)["MAKA_BROKER_TARGET"]["value"]
+        match = re.fullmatch(r"dns:///([a-z0-9-]+):50052", target)
+        assert match, target
+        pool = services[match.group(1)]
+        assert pool["spec"]["selector"] == host["spec"]["selector"]["matchLabels"], "this team's Hosts"
+        assert pool["spec"]["publishNotReadyAddresses"] is False, "only Hosts that take new calls"
+        # Host pods reach each other's brokers (new calls, Stops, reattaches), within the team only.
+        policy = policies[name]
+        selector = policy["spec"]["podSelector"]
+        assert selector == {"matchLabels": host["spec"]["selector"]["matchLabels"]}
+        peers = [{"podSelector": selector}]
+        grpc_port = [{"port": 50052, "protocol": "TCP"}]
+        assert {"from": peers, "ports": grpc_port} in policy["spec"]["ingress"]
+        assert {"to": peers, "ports": grpc_port} in policy["spec"]["egress"]
 
 
 @pytest.mark.parametrize("directory", TEAMS, ids=lambda p: p.name)
