@@ -220,6 +220,7 @@ def test_compose_runs_each_hosts_mcp_front_door_in_its_namespace_published_on_lo
         assert len(published) == 1, (host, published)
         assert published[0].startswith("127.0.0.1:"), "published on loopback only"
         assert env["MAKA_WEB_URL"] == services["web"]["environment"]["MAKA_WEB_PUBLIC_ORIGIN"]
+        assert env["MAKA_DRAIN_SECONDS"] == services[host]["environment"]["MAKA_DRAIN_SECONDS"], "drains as its broker"
         assert f"127.0.0.1:{port}/healthz" in " ".join(door["healthcheck"]["test"])
 
 
