@@ -346,6 +346,8 @@ class Calls:
         state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id))
         call.issued = True
         loop = asyncio.get_running_loop()
+        if call.expiry is not None:  # a concurrent retry's round: only the newest state's lifetime counts
+            call.expiry.cancel()
         call.expiry = loop.call_later(self.seal.ttl_seconds, self._expire, call)
         log.info("mcp.input_required", extra={"forms": len(requests)})
         return InputRequiredResult(input_requests=requests, request_state=state)

@@ -1,0 +1,92 @@
+"""Edges of the MCP front door found by review, through real processes (``maka up`` with the example server, the
+official SDK ``Client``): a ``requestState``'s lifetime under overlapping retries, an answer over the tier's cap,
+unknown Tool names, a 2025-11-25 client cancelling while its ``elicitation/create`` is outstanding, and a broker
+killed while an attached call's form waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
+
+from tests.helpers.cli import maka
+from tests.surfaces.mcp.stack import Up, maka_up, owner_client
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
+
+DEPLOY = "examples.deploy"
+TTL_SECONDS = 6
+"""The stack's ``requestState`` lifetime (``MAKA_MCP_STATE_TTL_SECONDS``): short, so a test can outlive one."""
+STAGING = {"environment": "staging", "confirm": True}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
+    env = {"MAKA_MCP_STATE_TTL_SECONDS": str(TTL_SECONDS)}
+    async with maka_up(tmp_path_factory.mktemp("front-door-edges"), env=env) as running:
+        yield running
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def _form_key(result: object) -> str:
+    assert isinstance(result, InputRequiredResult), result
+    assert result.input_requests is not None
+    ((key, _request),) = result.input_requests.items()
+    return key
+
+
+async def _pending(up: Up) -> list[dict[str, object]]:
+    ran = await maka("pending", "--json", state_dir=up.state_dir)
+    assert ran.code == 0, ran.err
+    forms: list[dict[str, object]] = json.loads(ran.out)
+    return forms
+
+
+async def _nothing_pending(up: Up) -> bool:
+    return not await _pending(up)
+
+
+async def _staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content=STAGING)
+
+
+async def test_overlapping_retries_do_not_stop_the_call_before_the_newest_request_state_expires(up: Up) -> None:
+    async with owner_client(up, elicitation_callback=_staging) as client:
+        first = await client.session.call_tool(DEPLOY, {"artifact": "overlap"}, allow_input_required=True)
+        key = _form_key(first)
+        assert isinstance(first, InputRequiredResult)
+
+        async def retry(state: str | None) -> InputRequiredResult:
+            again = await client.session.call_tool(
+                DEPLOY, {"artifact": "overlap"}, request_state=state, allow_input_required=True
+            )
+            assert isinstance(again, InputRequiredResult), again
+            return again
+
+        # two retries of round 1 at once (no answers): each is asked the form again
+        overlapping = await asyncio.gather(retry(first.request_state), retry(first.request_state))
+        asked_at = time.monotonic()
+        assert [_form_key(r) for r in overlapping] == [key, key]
+        # a later round, well inside the lifetime; its state outlives the overlapping rounds' by TTL / 2
+        await asyncio.sleep(TTL_SECONDS / 2)  # deliberate time passage (not synchronisation)
+        later = await retry(overlapping[0].request_state)
+        # past the overlapping rounds' lifetime, inside the later round's
+        await asyncio.sleep(max(0.0, asked_at + TTL_SECONDS + 0.5 - time.monotonic()))  # deliberate time passage
+        done = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "overlap"},
+            input_responses={key: ElicitResult(action="accept", content=STAGING)},
+            request_state=later.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "Deployed overlap to staging."
