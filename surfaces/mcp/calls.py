@@ -28,14 +28,17 @@ from pydantic import ValidationError
 from maka_client import (
     AwaitingInteraction,
     BrokerClient,
+    BrokerErrorReason,
     Failure,
     FailureCode,
     Lost,
     MakaError,
     Progress,
+    Reattaching,
     Result,
     Stopped,
 )
+from services.core.messages import BROKER_FORGOT_CALL, lost_call
 
 log = logging.getLogger("maka.mcp.calls")
 
@@ -95,9 +98,12 @@ async def run_call(
     turn = f"mcp-{uuid.uuid4().hex[:16]}"
     call = broker.call_tool(qualified, arguments, session_id=session_id, turn_id=turn, tool_use_id=turn)
     ended = False
+    stream_broke = False
     try:
         async for event in call:
             ended = isinstance(event, (Result, Failure, Lost, Stopped))
+            if isinstance(event, Reattaching):
+                stream_broke = stream_broke or event.code != "EOF"
             if observe is not None:
                 observe(event)
             if isinstance(event, AwaitingInteraction):
@@ -114,11 +120,15 @@ async def run_call(
                     raise UnknownTool(mcp_name)
                 return error_result(f"{event.code}: {event.message or 'the call failed'}")
             elif isinstance(event, Lost):
-                reason = event.reason or "the provider went away"
-                return error_result(f"LOST: {reason}; the outcome is unknown and nothing was replayed")
+                return error_result(f"LOST: {lost_call(event.reason or 'the provider went away')}")
             elif isinstance(event, Stopped):
                 return error_result("STOPPED: the call was stopped")
     except MakaError as error:
+        if error.reason in (BrokerErrorReason.CALL_NOT_FOUND, BrokerErrorReason.NOT_FOUND):
+            # as `maka call`: a broker that restarted knows none of its previous Host epoch's calls
+            if stream_broke:
+                return error_result(f"LOST: {lost_call(BROKER_FORGOT_CALL)}")
+            return error_result("NO_RESULT: the broker ended the call without a result")
         return error_result(f"{error.code}: {error.message or 'the broker refused the call'}")
     except BaseException:
         if not ended:

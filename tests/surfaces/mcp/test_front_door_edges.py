@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
+from stack.state_dir import read_endpoints
 from tests.helpers.cli import maka
+from tests.helpers.waiting import eventually
 from tests.surfaces.mcp.stack import Up, maka_up, owner_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
@@ -90,3 +95,15 @@ async def test_overlapping_retries_do_not_stop_the_call_before_the_newest_reques
         )
     assert isinstance(done, CallToolResult)
     assert _text(done) == "Deployed overlap to staging."
+
+
+async def test_an_attached_call_whose_broker_is_killed_mid_form_is_lost(tmp_path: Path) -> None:
+    async with maka_up(tmp_path) as fresh, owner_client(fresh) as client:  # no elicitation: the call stays attached
+        call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": "killed"}))
+        await eventually(lambda: _pending(fresh), timeout=60, interval=0.2, what="the form waits")
+        os.kill(read_endpoints(fresh.state_dir).pids["broker"], signal.SIGKILL)
+        async with asyncio.timeout(120):
+            result = await call
+    assert result.is_error
+    assert _text(result).startswith("LOST: the broker no longer knows the call")
+    assert _text(result).endswith("the outcome is unknown and nothing was replayed")
