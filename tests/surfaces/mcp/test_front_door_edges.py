@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
+from services.core.limits import DEFAULT_LIMITS
 from stack.state_dir import read_endpoints
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
@@ -95,6 +96,49 @@ async def test_overlapping_retries_do_not_stop_the_call_before_the_newest_reques
         )
     assert isinstance(done, CallToolResult)
     assert _text(done) == "Deployed overlap to staging."
+
+
+async def test_a_modern_answer_larger_than_the_tiers_cap_is_asked_again(up: Up) -> None:
+    big = {**STAGING, "note": "n" * (DEFAULT_LIMITS.max_answer_bytes + 1)}
+    async with owner_client(up, elicitation_callback=_staging) as client:
+        first = await client.session.call_tool(DEPLOY, {"artifact": "big"}, allow_input_required=True)
+        key = _form_key(first)
+        assert isinstance(first, InputRequiredResult)
+        again = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "big"},
+            input_responses={key: ElicitResult(action="accept", content=big)},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert _form_key(again) == key
+        assert any(form["id"] == key for form in await _pending(up))  # the oversized answer answered nothing
+        assert isinstance(again, InputRequiredResult)
+        done = await client.session.call_tool(
+            DEPLOY,
+            {"artifact": "big"},
+            input_responses={key: ElicitResult(action="accept", content=STAGING)},
+            request_state=again.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "Deployed big to staging."
+
+
+async def test_a_legacy_answer_larger_than_the_tiers_cap_is_asked_again_and_the_second_deploys(up: Up) -> None:
+    messages: list[str] = []
+    big = {**STAGING, "note": "n" * (DEFAULT_LIMITS.max_answer_bytes + 1)}
+
+    async def big_then_staging(context: object, params: ElicitRequestParams) -> ElicitResult:
+        messages.append(params.message)
+        return ElicitResult(action="accept", content=big if len(messages) == 1 else STAGING)
+
+    async with owner_client(up, mode="legacy", elicitation_callback=big_then_staging) as client:
+        async with asyncio.timeout(60):
+            result = await client.call_tool(DEPLOY, {"artifact": "legacy-big"})
+    assert _text(result) == "Deployed legacy-big to staging."
+    assert len(messages) == 2
+    assert messages[1].startswith("Your answer did not fit the form")
 
 
 async def test_an_attached_call_whose_broker_is_killed_mid_form_is_lost(tmp_path: Path) -> None:
