@@ -71,11 +71,23 @@ def where_to_answer(web_url: str, interaction_id: str) -> str:
     return f"{web_url} (or {cli})" if web_url else f"{cli} (or `maka tui`)"
 
 
+UNKNOWN_TOOL_REASON = "unknown_tool"
+"""``data.reason`` of the ``-32602`` error for a Tool this endpoint does not list."""
+NAME_HINT = "front-door Tool names are SERVER.TOOL, e.g. examples.deploy (tools/list lists them)"
+"""What the unknown-Tool error adds: how the endpoint names Tools (:mod:`surfaces.mcp.tools`)."""
+
+
 class UnknownTool(MCPError):
-    """``tools/call`` named a Tool this endpoint does not list: JSON-RPC ``-32602``."""
+    """``tools/call`` named a Tool this endpoint does not list: JSON-RPC ``-32602`` with ``data.reason``
+    ``unknown_tool`` and a hint at the naming."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(INVALID_PARAMS, f"Unknown tool: {name}")
+        super().__init__(INVALID_PARAMS, f"Unknown tool: {name} ({NAME_HINT})", {"reason": UNKNOWN_TOOL_REASON})
+
+
+def in_mcp_terms(text: str, qualified: str, mcp_name: str) -> str:
+    """``text`` (a broker message) naming the Tool by its MCP name: the broker's ``SERVER:TOOL`` replaced."""
+    return text.replace(qualified, mcp_name) if qualified != mcp_name else text
 
 
 async def run_call(
@@ -118,7 +130,8 @@ async def run_call(
             elif isinstance(event, Failure):
                 if event.code == FailureCode.UNKNOWN_TOOL:
                     raise UnknownTool(mcp_name)
-                return error_result(f"{event.code}: {event.message or 'the call failed'}")
+                message = in_mcp_terms(event.message or "the call failed", qualified, mcp_name)
+                return error_result(f"{event.code}: {message}")
             elif isinstance(event, Lost):
                 return error_result(f"LOST: {lost_call(event.reason or 'the provider went away')}")
             elif isinstance(event, Stopped):
@@ -129,7 +142,8 @@ async def run_call(
             if stream_broke:
                 return error_result(f"LOST: {lost_call(BROKER_FORGOT_CALL)}")
             return error_result("NO_RESULT: the broker ended the call without a result")
-        return error_result(f"{error.code}: {error.message or 'the broker refused the call'}")
+        message = in_mcp_terms(error.message or "the broker refused the call", qualified, mcp_name)
+        return error_result(f"{error.code}: {message}")
     except BaseException:
         if not ended:
             await _stop(broker, session_id, turn, call.host_address)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
 from services.core.limits import DEFAULT_LIMITS
 from stack.state_dir import read_endpoints
@@ -139,6 +140,28 @@ async def test_a_legacy_answer_larger_than_the_tiers_cap_is_asked_again_and_the_
     assert _text(result) == "Deployed legacy-big to staging."
     assert len(messages) == 2
     assert messages[1].startswith("Your answer did not fit the form")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_unknown_tool_error_says_how_front_door_tools_are_named_with_a_stable_reason(
+    up: Up, mode: str
+) -> None:
+    async with owner_client(up, mode=mode) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("examples:deploy", {})
+    assert raised.value.code == INVALID_PARAMS
+    assert raised.value.error.data == {"reason": "unknown_tool"}
+    assert "Unknown tool: examples:deploy" in raised.value.error.message
+    assert "SERVER.TOOL, e.g. examples.deploy" in raised.value.error.message
+
+
+async def test_invalid_arguments_name_the_tool_by_its_mcp_name(up: Up) -> None:
+    async with owner_client(up) as client:
+        result = await client.call_tool(DEPLOY, {"artifact": 7})
+    assert result.is_error
+    assert _text(result).startswith("INVALID_ARGUMENTS: ")
+    assert "examples.deploy" in _text(result)
+    assert "examples:deploy" not in _text(result)
 
 
 async def test_an_attached_call_whose_broker_is_killed_mid_form_is_lost(tmp_path: Path) -> None:
