@@ -49,6 +49,7 @@ from starlette.routing import Route
 
 from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
 from services.core.backoff import Backoff
+from services.core.limits import MAX_MCP_REQUEST_BODY_BYTES
 from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
@@ -481,6 +482,7 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
         custom_starlette_routes=[Route(HEALTH_PATH, _health)],
         event_store=events,
         retry_interval=RETRY_INTERVAL_MS if events is not None else None,
+        max_request_body_size=MAX_MCP_REQUEST_BODY_BYTES,
     )
     app.add_exception_handler(404, _not_found)
     auth.protect(app, settings, MCP_PATH)

@@ -14,12 +14,13 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
-from services.core.limits import DEFAULT_LIMITS
+from services.core.limits import DEFAULT_LIMITS, MAX_MCP_REQUEST_BODY_BYTES
 from stack.state_dir import read_endpoints
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
@@ -174,3 +175,14 @@ async def test_an_attached_call_whose_broker_is_killed_mid_form_is_lost(tmp_path
     assert result.is_error
     assert _text(result).startswith("LOST: the broker no longer knows the call")
     assert _text(result).endswith("the outcome is unknown and nothing was replayed")
+
+
+async def test_a_request_body_over_the_front_doors_cap_is_413_and_one_at_the_cap_is_read(up: Up) -> None:
+    headers = {**up.auth, "content-type": "application/json", "accept": "application/json, text/event-stream"}
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    at_cap = ping + b" " * (MAX_MCP_REQUEST_BODY_BYTES - len(ping))
+    async with httpx.AsyncClient(timeout=60) as http:
+        over = await http.post(up.endpoints.mcp, content=at_cap + b" ", headers=headers)
+        read = await http.post(up.endpoints.mcp, content=at_cap, headers=headers)
+    assert over.status_code == 413
+    assert read.status_code != 413
