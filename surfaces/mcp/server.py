@@ -51,7 +51,7 @@ from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, M
 from services.core.backoff import Backoff
 from services.core.limits import MAX_MCP_REQUEST_BODY_BYTES
 from surfaces.common.interactions import Interactions
-from surfaces.mcp import auth, tools
+from surfaces.mcp import auth, guards, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.elicit import (
     Calls,
@@ -487,4 +487,6 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     app.add_exception_handler(404, _not_found)
     auth.protect(app, settings, MCP_PATH)
     app.add_middleware(TagRequests)
+    app.add_middleware(guards.LateFailures)  # the SDK's closed-session race (surfaces/mcp/guards.py)
+    guards.install()
     return app

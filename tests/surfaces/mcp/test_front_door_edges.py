@@ -1,12 +1,13 @@
 """Edges of the MCP front door found by review, through real processes (``maka up`` with the example server, the
 official SDK ``Client``): a ``requestState``'s lifetime under overlapping retries, an answer over the tier's cap,
-unknown Tool names, a 2025-11-25 client cancelling while its ``elicitation/create`` is outstanding, and a broker
-killed while an attached call's form waits.
+unknown Tool names, a 2025-11-25 client leaving while its ``elicitation/create`` is outstanding (nothing logged at
+ERROR: surfaces/mcp/guards.py), a broker killed while an attached call's form waits, the request body cap.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -163,6 +164,43 @@ async def test_invalid_arguments_name_the_tool_by_its_mcp_name(up: Up) -> None:
     assert _text(result).startswith("INVALID_ARGUMENTS: ")
     assert "examples.deploy" in _text(result)
     assert "examples:deploy" not in _text(result)
+
+
+@pytest.mark.parametrize("how", ["cancel", "close"])
+async def test_a_legacy_client_leaving_while_its_elicitation_is_outstanding_logs_no_error(up: Up, how: str) -> None:
+    """``cancel``: the request is cancelled (``notifications/cancelled``), then the session closes; ``close``: the
+    session closes (HTTP ``DELETE``) with the request still running."""
+    log = up.state_dir.parent / "up.log"
+    start = len(log.read_bytes())
+    asked = asyncio.Event()
+
+    async def never(context: object, params: ElicitRequestParams) -> ElicitResult:
+        asked.set()
+        await asyncio.Event().wait()  # the person never answers: the client leaves instead
+        raise AssertionError("unreachable")
+
+    async with owner_client(up, mode="legacy", elicitation_callback=never) as client:
+        call = asyncio.ensure_future(client.call_tool(DEPLOY, {"artifact": f"legacy-{how}"}))
+        async with asyncio.timeout(60):
+            await asyncio.shield(asked.wait())
+        if how == "cancel":
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await call
+    await eventually(lambda: _nothing_pending(up), timeout=30, interval=0.2, what="no pending form")
+
+    def records() -> list[dict[str, object]]:
+        lines = log.read_bytes()[start:].decode(errors="replace").splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    await eventually(
+        lambda: any(r.get("event") == "mcp.call_stopped" for r in records()), timeout=30, what="the turn stopped"
+    )
+    errors = [r for r in records() if r.get("child") == "mcp" and r.get("level") in ("error", "critical")]
+    assert errors == []
 
 
 async def test_an_attached_call_whose_broker_is_killed_mid_form_is_lost(tmp_path: Path) -> None:
