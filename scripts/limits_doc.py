@@ -183,6 +183,9 @@ def caps() -> list[Cap]:
         _constant(
             "Session / turn / tool-use / provider id, Tool name", core_limits, "MAX_ID_CHARS", chars, "all services"
         ),
+        _constant(
+            "MCP front door: HTTP request body", core_limits, "MAX_MCP_REQUEST_BODY_BYTES", size, "MCP front door"
+        ),
         _constant("Provider failure / progress message", validation, "MAX_MESSAGE_CHARS", chars, "broker"),
         _constant("Provider display name", validation, "MAX_DISPLAY_NAME_CHARS", chars, "broker"),
         _constant(

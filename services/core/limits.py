@@ -54,3 +54,7 @@ DEFAULT_LIMITS = Limits()
 MAX_ID_CHARS = 256
 """Code points of one id (session, turn, invocation, provider, registration, Tool name, ...) any service
 accepts in a binding, frame or request."""
+
+MAX_MCP_REQUEST_BODY_BYTES = 4 * 1024 * 1024
+"""Bytes of one HTTP request body the MCP front door reads (``/mcp``); a larger one is HTTP ``413`` before it is
+parsed (the SDK's ``max_request_body_size``)."""

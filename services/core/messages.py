@@ -8,6 +8,8 @@ serves no calls (its state, the last failure's cause, the next retry). States ar
 (``connecting``, ``ready``, ``failed``, ``waiting_for_sign_in``, ``disabled``, ``draining``).
 :func:`claim_refused` is the cause a provider reports for a server whose registration the broker refused
 (another provider holds the name); :func:`is_claim_refused` recognises it by its stable prefix.
+:func:`lost_call` is the ``LOST`` text of a call whose outcome is unknown (``maka call`` and the MCP front door);
+:data:`BROKER_FORGOT_CALL` its reason when a reattaching call's broker no longer knows it.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = [
+    "BROKER_FORGOT_CALL",
     "CLAIM_REFUSED_PREFIX",
     "SERVER_STATE_TEXT",
     "UNKNOWN_STATE_TEXT",
     "claim_refused",
     "is_claim_refused",
+    "lost_call",
     "person_sign_in_expired",
     "server_unavailable",
     "sign_in_hint",
@@ -78,3 +82,13 @@ def claim_refused(reason: str) -> str:
 def is_claim_refused(summary: str) -> bool:
     """True when ``summary`` is a :func:`claim_refused` cause."""
     return summary.startswith(CLAIM_REFUSED_PREFIX)
+
+
+BROKER_FORGOT_CALL = "the broker no longer knows the call (it restarted, or the call ended before the reattach grace)"
+"""Why a call is ``LOST`` when its stream broke and the broker it reattached to knows no such call (a restarted
+broker knows none of its previous Host epoch's calls, docs/design.md#restart-and-reconnect)."""
+
+
+def lost_call(reason: str) -> str:
+    """``<reason>; the outcome is unknown and nothing was replayed`` (the ``LOST`` text)."""
+    return f"{reason}; the outcome is unknown and nothing was replayed"

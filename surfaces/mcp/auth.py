@@ -122,7 +122,7 @@ class BearerGate:
         request = Request(scope)
         token = bearer_token(request.headers)
         principal = self.table.lookup(token) if token is not None else None
-        description = "needs a bearer token"
+        description = "needs a bearer token" if token is None else "unknown bearer token"
         if principal is None and token is not None and self.verifier is not None and self.verifier.accepts(token):
             try:
                 principal = await self.verifier.verify(token)

@@ -28,14 +28,17 @@ from pydantic import ValidationError
 from maka_client import (
     AwaitingInteraction,
     BrokerClient,
+    BrokerErrorReason,
     Failure,
     FailureCode,
     Lost,
     MakaError,
     Progress,
+    Reattaching,
     Result,
     Stopped,
 )
+from services.core.messages import BROKER_FORGOT_CALL, lost_call
 
 log = logging.getLogger("maka.mcp.calls")
 
@@ -68,11 +71,23 @@ def where_to_answer(web_url: str, interaction_id: str) -> str:
     return f"{web_url} (or {cli})" if web_url else f"{cli} (or `maka tui`)"
 
 
+UNKNOWN_TOOL_REASON = "unknown_tool"
+"""``data.reason`` of the ``-32602`` error for a Tool this endpoint does not list."""
+NAME_HINT = "front-door Tool names are SERVER.TOOL, e.g. examples.deploy (tools/list lists them)"
+"""What the unknown-Tool error adds: how the endpoint names Tools (:mod:`surfaces.mcp.tools`)."""
+
+
 class UnknownTool(MCPError):
-    """``tools/call`` named a Tool this endpoint does not list: JSON-RPC ``-32602``."""
+    """``tools/call`` named a Tool this endpoint does not list: JSON-RPC ``-32602`` with ``data.reason``
+    ``unknown_tool`` and a hint at the naming."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(INVALID_PARAMS, f"Unknown tool: {name}")
+        super().__init__(INVALID_PARAMS, f"Unknown tool: {name} ({NAME_HINT})", {"reason": UNKNOWN_TOOL_REASON})
+
+
+def in_mcp_terms(text: str, qualified: str, mcp_name: str) -> str:
+    """``text`` (a broker message) naming the Tool by its MCP name: the broker's ``SERVER:TOOL`` replaced."""
+    return text.replace(qualified, mcp_name) if qualified != mcp_name else text
 
 
 async def run_call(
@@ -95,9 +110,12 @@ async def run_call(
     turn = f"mcp-{uuid.uuid4().hex[:16]}"
     call = broker.call_tool(qualified, arguments, session_id=session_id, turn_id=turn, tool_use_id=turn)
     ended = False
+    stream_broke = False
     try:
         async for event in call:
             ended = isinstance(event, (Result, Failure, Lost, Stopped))
+            if isinstance(event, Reattaching):
+                stream_broke = stream_broke or event.code != "EOF"
             if observe is not None:
                 observe(event)
             if isinstance(event, AwaitingInteraction):
@@ -112,14 +130,20 @@ async def run_call(
             elif isinstance(event, Failure):
                 if event.code == FailureCode.UNKNOWN_TOOL:
                     raise UnknownTool(mcp_name)
-                return error_result(f"{event.code}: {event.message or 'the call failed'}")
+                message = in_mcp_terms(event.message or "the call failed", qualified, mcp_name)
+                return error_result(f"{event.code}: {message}")
             elif isinstance(event, Lost):
-                reason = event.reason or "the provider went away"
-                return error_result(f"LOST: {reason}; the outcome is unknown and nothing was replayed")
+                return error_result(f"LOST: {lost_call(event.reason or 'the provider went away')}")
             elif isinstance(event, Stopped):
                 return error_result("STOPPED: the call was stopped")
     except MakaError as error:
-        return error_result(f"{error.code}: {error.message or 'the broker refused the call'}")
+        if error.reason in (BrokerErrorReason.CALL_NOT_FOUND, BrokerErrorReason.NOT_FOUND):
+            # as `maka call`: a broker that restarted knows none of its previous Host epoch's calls
+            if stream_broke:
+                return error_result(f"LOST: {lost_call(BROKER_FORGOT_CALL)}")
+            return error_result("NO_RESULT: the broker ended the call without a result")
+        message = in_mcp_terms(error.message or "the broker refused the call", qualified, mcp_name)
+        return error_result(f"{error.code}: {message}")
     except BaseException:
         if not ended:
             await _stop(broker, session_id, turn, call.host_address)

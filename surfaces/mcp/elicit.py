@@ -62,6 +62,9 @@ SETTLED_REASONS = frozenset({"ALREADY_SETTLED", "CLOSED", "NOT_FOUND"})
 LEGACY_ASKS = 3
 """How many times a 2025-11-25 client is asked one form (``elicitation/create``) while its replies do not fit the
 form; after that the form stays for the other surfaces."""
+DID_NOT_FIT = frozenset({"INVALID_ANSWER", "LIMIT_EXCEEDED", "RESOURCE_EXHAUSTED"})
+"""Interaction refusals that mean "the answer does not fit the form" (invalid, or larger than the tier's cap):
+the form stays pending and is asked again."""
 ASK_AGAIN = "Your answer did not fit the form; please answer again."
 """What the message of a form asked again begins with (never the values that did not fit)."""
 
@@ -73,6 +76,11 @@ def acting_view(interactions: Interactions, principal: Principal | None) -> Inte
     if principal is None:
         return interactions
     return interactions.for_person(principal.name, sorted(principal.groups))
+
+
+def did_not_fit(error: MakaError) -> bool:
+    """Whether the Interaction service refused an answer because it does not fit the form (:data:`DID_NOT_FIT`)."""
+    return str(error.reason) in DID_NOT_FIT or error.code == "RESOURCE_EXHAUSTED"
 
 
 def invalid_state(why: str) -> MCPError:
@@ -275,7 +283,7 @@ class Calls:
     ) -> None:
         """Answer each named Interaction with the client's ``ElicitResult`` through ``interactions`` (the retry's
         principal's view, else the call's); a form another surface settled first is left as it is. An invalid
-        answer leaves the form pending (asked again)."""
+        answer, or one larger than the tier's cap, leaves the form pending (asked again)."""
         answering = interactions or self._of(call)
         for interaction_id in state.interaction_ids:
             response = responses.get(interaction_id)
@@ -297,8 +305,8 @@ class Calls:
                 if str(error.reason) in SETTLED_REASONS:
                     call.answered_here.add(interaction_id)
                     continue
-                if str(error.reason) == "INVALID_ANSWER":
-                    log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
+                if did_not_fit(error):
+                    log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id, "code": error.code})
                     continue
                 raise MCPError(INVALID_PARAMS, f"the answer was not taken: {error.code}") from None
             call.answered_here.add(interaction_id)
@@ -363,6 +371,8 @@ class Calls:
         state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id))
         call.issued = True
         loop = asyncio.get_running_loop()
+        if call.expiry is not None:  # a concurrent retry's round: only the newest state's lifetime counts
+            call.expiry.cancel()
         call.expiry = loop.call_later(self.seal.ttl_seconds, self._expire, call)
         log.info("mcp.input_required", extra={"forms": len(requests)})
         return InputRequiredResult(input_requests=requests, request_state=state)
@@ -414,8 +424,9 @@ async def ask_legacy(
 ) -> None:
     """Ask a 2025-11-25 client form ``event`` with ``elicitation/create`` and answer it with the reply; a form
     settled elsewhere first keeps that answer (the late reply is refused by the Interaction service). A reply that
-    does not fit the form (``FormError``, ``INVALID_ANSWER``) is asked again, its message prefixed with
-    :data:`ASK_AGAIN`, up to :data:`LEGACY_ASKS` asks in all; then the form stays for the other surfaces.
+    does not fit the form (``FormError``, :func:`did_not_fit`: invalid or over the tier's cap) is asked again, its
+    message prefixed with :data:`ASK_AGAIN`, up to :data:`LEGACY_ASKS` asks in all; then the form stays for the
+    other surfaces.
     ``owner``: the Host that accepted the call (:func:`form_host`)."""
     host = form_host(interactions, owner)
     try:
@@ -443,7 +454,7 @@ async def ask_legacy(
         except FormError:
             pass
         except MakaError as error:
-            if str(error.reason) != "INVALID_ANSWER":
+            if not did_not_fit(error):
                 log.info(
                     "mcp.elicit_answer_not_taken", extra={"interaction": event.interaction_id, "reason": error.reason}
                 )

@@ -49,8 +49,9 @@ from starlette.routing import Route
 
 from maka_client import Accepted, AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
 from services.core.backoff import Backoff
+from services.core.limits import MAX_MCP_REQUEST_BODY_BYTES
 from surfaces.common.interactions import Interactions
-from surfaces.mcp import auth, tools
+from surfaces.mcp import auth, guards, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.drain import READY_PATH, Flights
 from surfaces.mcp.elicit import (
@@ -505,8 +506,11 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
         custom_starlette_routes=routes,
         event_store=events,
         retry_interval=RETRY_INTERVAL_MS if events is not None else None,
+        max_request_body_size=MAX_MCP_REQUEST_BODY_BYTES,
     )
     app.add_exception_handler(404, _not_found)
     auth.protect(app, settings, MCP_PATH)
     app.add_middleware(TagRequests)
+    app.add_middleware(guards.LateFailures)  # the SDK's closed-session race (surfaces/mcp/guards.py)
+    guards.install()
     return app

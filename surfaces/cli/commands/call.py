@@ -59,6 +59,7 @@ from maka_client import (
     Stopped,
 )
 from services.core import json_text
+from services.core.messages import BROKER_FORGOT_CALL, lost_call
 from stack.state_dir import Endpoints
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
 from surfaces.common.untrusted import display_text
@@ -193,7 +194,7 @@ class _Reporter:
             return self.fail(event.code, event.message or "the call failed")
         elif isinstance(event, Lost):
             reason = event.reason or "the provider went away"
-            return self.fail("LOST", f"{reason}; the outcome is unknown and nothing was replayed")
+            return self.fail("LOST", lost_call(reason))
         elif isinstance(event, Stopped):
             return self.fail("STOPPED", "the call was stopped")
         return None
@@ -263,11 +264,7 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
                 # A broker that restarted knows none of the calls of its previous Host epoch: their forms closed
                 # host_restarted and nothing is replayed (docs/design.md#restart-and-reconnect; docs/clients.md
                 # reattach rules).
-                return reporter.fail(
-                    "LOST",
-                    "the broker no longer knows the call (it restarted, or the call ended before the reattach"
-                    " grace); the outcome is unknown and nothing was replayed",
-                )
+                return reporter.fail("LOST", lost_call(BROKER_FORGOT_CALL))
             if error.reason in (BrokerErrorReason.CALL_NOT_FOUND, BrokerErrorReason.NOT_FOUND):
                 return reporter.fail("NO_RESULT", "the broker ended the call without a result")
             return reporter.fail(error.code, error.message or "the broker refused the call")

@@ -87,9 +87,10 @@ async def test_a_request_without_a_token_is_401_naming_the_protected_resource_me
         response = await http.post(up.endpoints.mcp, json=INIT, headers=ACCEPT)
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == f'Bearer resource_metadata="{_metadata_url(up)}"'
+    assert response.json() == {"error": "unauthorized", "error_description": "needs a bearer token"}
 
 
-async def test_an_unknown_token_is_401_invalid_token(up: Up) -> None:
+async def test_an_unknown_token_is_401_invalid_token_saying_it_is_unknown(up: Up) -> None:
     async with httpx.AsyncClient() as http:
         response = await http.post(
             up.endpoints.mcp, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {UNKNOWN}"}
@@ -97,6 +98,7 @@ async def test_an_unknown_token_is_401_invalid_token(up: Up) -> None:
     assert response.status_code == 401
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
     assert UNKNOWN not in response.text
+    assert response.json() == {"error": "invalid_token", "error_description": "unknown bearer token"}
 
 
 async def test_a_token_without_the_caller_role_is_403_insufficient_scope(up: Up) -> None:
