@@ -1,0 +1,111 @@
+"""The MCP front door keeps its clients apart (a stack with a tokens file, real ``maka up``, raw HTTP and the
+official Python SDK client): a 2025-11-25 ``Mcp-Session-Id`` is its opener's (anyone else's request with it is
+answered as for an unknown session, and the id never reaches the log in full), a ``requestState`` answers
+nothing for another principal even in the same Maka session, and one principal can neither fill the endpoint's
+calls in flight nor its sessions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from mcp_types import CallToolResult
+
+from tests.surfaces.mcp.stack import Up, maka_up
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
+
+STACK = "iso-stack-secret"
+NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivy")
+TOKENS = {name: f"iso-{name}-secret" for name in NAMES}
+SCOPED = ("carol", "dave")
+"""Two callers scoped to the door's own session (``default``): their calls share the Maka session."""
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+LEGACY = "2025-11-25"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
+    tmp = tmp_path_factory.mktemp("front-door-isolation")
+    tokens = tmp / "tokens.json"
+    entries: list[dict[str, Any]] = [{"name": "stack", "token": STACK, "roles": ["admin"]}]
+    for name, token in TOKENS.items():
+        entry: dict[str, Any] = {"name": name, "token": token, "roles": ["caller"]}
+        if name in SCOPED:
+            entry["sessions"] = ["default"]
+        entries.append(entry)
+    tokens.write_text(json.dumps({"tokens": entries}))
+    env = {"MAKA_AUTH_TOKENS_FILE": str(tokens)}
+    env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
+    env["MAKA_BROKER_TOKEN"] = STACK
+    async with maka_up(tmp, env=env) as running:
+        yield running
+
+
+def _headers(name: str, session: str | None = None, **extra: str) -> dict[str, str]:
+    headers = {**ACCEPT, "Authorization": f"Bearer {TOKENS[name]}", **extra}
+    if session is not None:
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": LEGACY}
+    return headers
+
+
+def _rpc(method: str, params: Mapping[str, Any] | None = None, id: int | None = 1) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = dict(params)
+    if id is not None:
+        message["id"] = id
+    return message
+
+
+async def _open_session(http: httpx.AsyncClient, up: Up, name: str) -> str:
+    """A 2025-11-25 session of ``name`` (initialize, then initialized): its ``Mcp-Session-Id``."""
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}
+    opened = await http.post(up.endpoints.mcp, json=_rpc("initialize", params), headers=_headers(name))
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    ready = await http.post(
+        up.endpoints.mcp, json=_rpc("notifications/initialized", id=None), headers=_headers(name, session)
+    )
+    assert ready.status_code == 202, ready.text
+    return session
+
+
+async def _list(http: httpx.AsyncClient, up: Up, name: str, session: str) -> httpx.Response:
+    return await http.post(up.endpoints.mcp, json=_rpc("tools/list", {}), headers=_headers(name, session))
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def test_another_principal_with_a_session_id_is_answered_as_for_an_unknown_session(up: Up) -> None:
+    async with httpx.AsyncClient(timeout=60) as http:
+        session = await _open_session(http, up, "alice")
+        unknown = await _list(http, up, "bob", "0" * 32)
+        assert (unknown.status_code, unknown.json()["error"]["message"]) == (404, "Session not found")
+
+        ping = _rpc("tools/call", {"name": "examples.ping", "arguments": {}}, id=2)
+        cancel = _rpc("notifications/cancelled", {"requestId": 2, "reason": "bob"}, id=None)
+        refused = [
+            await _list(http, up, "bob", session),
+            await http.post(up.endpoints.mcp, json=ping, headers=_headers("bob", session)),
+            await http.post(up.endpoints.mcp, json=cancel, headers=_headers("bob", session)),
+            await http.get(up.endpoints.mcp, headers=_headers("bob", session, **{"last-event-id": "0" * 32})),
+            await http.delete(up.endpoints.mcp, headers=_headers("bob", session)),
+        ]
+        assert [(r.status_code, r.content) for r in refused] == [(404, unknown.content)] * len(refused)
+
+        still = await _list(http, up, "alice", session)  # bob's DELETE ended nothing
+        assert still.status_code == 200
+        assert "examples.deploy" in still.text
+        ended = await http.delete(up.endpoints.mcp, headers=_headers("alice", session))
+        assert ended.status_code == 200
+        assert (await _list(http, up, "alice", session)).status_code == 404
+    log = (up.state_dir.parent / "up.log").read_text()
+    assert f"Rejecting request for session {session[:8]}…" in log  # the SDK's warning, the id cut short
+    assert session not in log
