@@ -104,6 +104,9 @@ class State:
     session_id: str = ""
     """The Maka session of the client it was issued to (:func:`surfaces.mcp.server.client_session`): another
     client's retry with it is refused."""
+    principal: str = ""
+    """The identity of the principal it was issued to (:func:`surfaces.mcp.auth.principal_identity`): another
+    principal's retry with it is refused, even in the same Maka session (two tokens scoped to one session)."""
 
 
 class StateSeal:
@@ -127,6 +130,7 @@ class StateSeal:
             "i": list(state.interaction_ids),
             "d": state.digest,
             "s": state.session_id,
+            "p": state.principal,
             "e": int(self._clock() + self.ttl_seconds),
         }
         payload = json.dumps(body, separators=(",", ":")).encode()
@@ -145,11 +149,12 @@ class StateSeal:
             body = json.loads(payload)
             expiry, state = body["e"], State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]))
             session_id = str(body.get("s", ""))  # a state of an older endpoint names none: no client takes it
+            principal = str(body.get("p", ""))  # likewise: no principal takes one naming none
         except (ValueError, KeyError, TypeError):
             raise invalid_state("it is not one this endpoint issued") from None
         if expiry < self._clock():
             raise invalid_state("it expired")
-        return State(state.call_id, state.interaction_ids, state.digest, session_id)
+        return State(state.call_id, state.interaction_ids, state.digest, session_id, principal)
 
 
 @dataclass
@@ -160,6 +165,8 @@ class DetachedCall:
     digest: str
     session_id: str
     """The Maka session the call runs in (its client's)."""
+    principal: str = ""
+    """The identity of the principal that started it (:func:`surfaces.mcp.auth.principal_identity`)."""
     task: asyncio.Task[CallToolResult] | None = None
     pending: dict[str, AwaitingInteraction] = field(default_factory=dict)
     """The call's forms that wait for an answer, by Interaction id."""
@@ -213,10 +220,17 @@ class Calls:
         session_id: str,
         run: Callable[[DetachedCall], Awaitable[CallToolResult]],
         interactions: Interactions | None = None,
+        principal: str = "",
     ) -> DetachedCall:
-        """Run ``run`` detached; its forms are read (and answered) through ``interactions`` (the client's
-        principal's view, :func:`acting_view`), else the endpoint's own."""
-        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest, session_id=session_id, interactions=interactions)
+        """Run ``run`` detached for ``principal`` (its identity); its forms are read (and answered) through
+        ``interactions`` (the client's principal's view, :func:`acting_view`), else the endpoint's own."""
+        call = DetachedCall(
+            call_id=uuid.uuid4().hex,
+            digest=digest,
+            session_id=session_id,
+            principal=principal,
+            interactions=interactions,
+        )
         self._calls[call.call_id] = call
 
         async def body() -> CallToolResult:
@@ -236,11 +250,14 @@ class Calls:
         call.expiry = asyncio.get_running_loop().call_later(self.seal.ttl_seconds, self._calls.pop, call.call_id, None)
         call.changed.set()
 
-    def resume(self, request_state: str, digest: str, session_id: str) -> tuple[DetachedCall, State]:
+    def resume(
+        self, request_state: str, digest: str, session_id: str, principal: str = ""
+    ) -> tuple[DetachedCall, State]:
         """The call a retry's ``requestState`` names; raises :func:`invalid_state` when there is none, or when
-        the retry comes from another client (Maka session) than the one the state was issued to."""
+        the retry comes from another client (Maka session, or principal: its identity) than the one the state
+        was issued to."""
         state = self.seal.open(request_state)
-        if state.session_id != session_id:
+        if (state.session_id, state.principal) != (session_id, principal):
             raise invalid_state("it was issued to another client")
         if state.digest != digest:
             raise invalid_state("the retry names another Tool or other arguments than the call it continues")
@@ -343,7 +360,7 @@ class Calls:
             for event in asking:
                 call.pending.pop(event.interaction_id, None)
             return await self.wait(call)
-        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id))
+        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id, call.principal))
         call.issued = True
         loop = asyncio.get_running_loop()
         call.expiry = loop.call_later(self.seal.ttl_seconds, self._expire, call)

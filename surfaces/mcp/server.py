@@ -388,11 +388,13 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             )
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        identity = auth.request_identity(ctx.request)
         if calls is None:
             return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         acting = acting_view(calls.interactions, auth.request_principal(ctx.request))
         if modern and params.request_state is not None:
-            detached, state = calls.resume(params.request_state, call_digest(params.name, arguments), session_id)
+            digest = call_digest(params.name, arguments)
+            detached, state = calls.resume(params.request_state, digest, session_id, identity)
             detached.notify = notify
             await calls.answer(detached, state, params.input_responses or {}, acting)
             return await calls.wait(detached)
@@ -408,7 +410,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
                 return call(forward, detached.observe)  # type: ignore[no-any-return]
 
-            detached = calls.start(call_digest(params.name, arguments), session_id, run, acting)
+            detached = calls.start(call_digest(params.name, arguments), session_id, run, acting, identity)
             detached.notify = notify
             return await calls.wait(detached)
         legacy = _with_legacy_elicitation(ctx, acting, session_id, call, notify)

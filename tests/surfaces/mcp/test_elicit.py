@@ -167,3 +167,15 @@ async def test_a_state_issued_to_one_client_is_refused_to_another() -> None:
     assert "another client" in raised.value.error.message
     assert calls.resume(token, STATE.digest, "default.alice")[0] is call
     await calls.close()
+
+
+async def test_a_state_issued_to_one_principal_is_refused_to_another_in_the_same_session() -> None:
+    calls, gate = _calls(grace=600), _Gate()
+    call = calls.start(STATE.digest, "default", gate, principal="carol")
+    token = calls.seal.seal(State(call.call_id, ("int-1",), STATE.digest, "default", "carol"))
+    assert calls.seal.open(token).principal == "carol"
+    with pytest.raises(MCPError) as raised:
+        calls.resume(token, STATE.digest, "default", "dave")
+    assert raised.value.error.data == {"reason": "invalid_request_state"}
+    assert calls.resume(token, STATE.digest, "default", "carol")[0] is call
+    await calls.close()

@@ -11,9 +11,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 import pytest_asyncio
-from mcp_types import CallToolResult
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, ElicitResult, InputRequiredResult
 
 from tests.surfaces.mcp.stack import Up, maka_up
 
@@ -109,3 +113,50 @@ async def test_another_principal_with_a_session_id_is_answered_as_for_an_unknown
     log = (up.state_dir.parent / "up.log").read_text()
     assert f"Rejecting request for session {session[:8]}…" in log  # the SDK's warning, the id cut short
     assert session not in log
+
+
+async def _accept(context: object, params: object) -> ElicitResult:
+    return ElicitResult(action="accept", content={"environment": "staging", "confirm": True})
+
+
+def _client(up: Up, name: str, http: httpx2.AsyncClient, mode: str = "auto") -> Client:
+    return Client(streamable_http_client(up.endpoints.mcp, http_client=http), mode=mode, elicitation_callback=_accept)
+
+
+def _http(name: str) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[name]}"}, timeout=60)
+
+
+async def _deploy_waiting(client: Client, artifact: str) -> InputRequiredResult:
+    first = await client.session.call_tool("examples.deploy", {"artifact": artifact}, allow_input_required=True)
+    assert isinstance(first, InputRequiredResult)
+    return first
+
+
+async def _answer(client: Client, artifact: str, first: InputRequiredResult, environment: str) -> Any:
+    assert first.input_requests is not None
+    (key,) = first.input_requests
+    answer = ElicitResult(action="accept", content={"environment": environment, "confirm": True})
+    return await client.session.call_tool(
+        "examples.deploy",
+        {"artifact": artifact},
+        input_responses={key: answer},
+        request_state=first.request_state,
+        allow_input_required=True,
+    )
+
+
+async def test_a_request_state_answers_nothing_for_another_principal_scoped_to_the_same_session(up: Up) -> None:
+    async with (
+        _http("carol") as carol_http,
+        _http("dave") as dave_http,
+        _client(up, "carol", carol_http) as carol,
+        _client(up, "dave", dave_http) as dave,
+    ):
+        first = await _deploy_waiting(carol, "carols")
+        with pytest.raises(MCPError) as raised:
+            await _answer(dave, "carols", first, "production")
+        assert raised.value.error.data == {"reason": "invalid_request_state"}
+        done = await _answer(carol, "carols", first, "staging")
+    assert isinstance(done, CallToolResult)
+    assert _text(done) == "Deployed carols to staging."  # dave's production answer was not taken
