@@ -32,7 +32,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -395,6 +395,58 @@ class Calls:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+class CallCap:
+    """How many calls each principal (its identity, :func:`surfaces.mcp.auth.principal_identity`) has running on
+    this endpoint, attached or detached, of both protocol eras; a call past ``limit`` starts nothing (so one
+    client cannot fill the provider's live-invocation slots that every caller shares)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._running: dict[str, int] = {}
+
+    def running(self, identity: str) -> int:
+        """How many calls of ``identity`` are running."""
+        return self._running.get(identity, 0)
+
+    def refused(self, identity: str) -> CallToolResult | None:
+        """The Tool error for a call of ``identity`` past the cap, or None when it may start."""
+        running = self.running(identity)
+        if running < self.limit:
+            return None
+        log.info("mcp.calls_per_client_exhausted", extra={"running": running, "limit": self.limit})
+        return error_result(
+            f"RESOURCE_EXHAUSTED: {running} calls of this client are running (at most {self.limit}); "
+            "wait for one to end, or cancel one, and call again"
+        )
+
+    def take(self, identity: str) -> Callable[[], None]:
+        """Count one call of ``identity``; the returned function (idempotent) counts it out."""
+        self._running[identity] = self.running(identity) + 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            left = self.running(identity) - 1
+            if left > 0:
+                self._running[identity] = left
+            else:
+                self._running.pop(identity, None)
+
+        return release
+
+    @contextlib.contextmanager
+    def held(self, identity: str) -> Iterator[None]:
+        """Count one call of ``identity`` while the block runs."""
+        release = self.take(identity)
+        try:
+            yield
+        finally:
+            release()
 
 
 def declares_form_elicitation(capabilities: Any) -> bool:

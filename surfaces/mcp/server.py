@@ -53,6 +53,7 @@ from surfaces.common.interactions import Interactions
 from surfaces.mcp import auth, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.elicit import (
+    CallCap,
     Calls,
     DetachedCall,
     StateSeal,
@@ -328,6 +329,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     grace = settings.mcp_reattach_grace_seconds
 
     key = settings.mcp_state_key.get_secret_value().encode() or None
+    cap = CallCap(settings.mcp_max_calls_per_client)
     calls = (
         Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
         if interactions
@@ -389,8 +391,13 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         identity = auth.request_identity(ctx.request)
+        if not (modern and calls is not None and params.request_state is not None):  # a retry starts nothing
+            refused = cap.refused(identity)
+            if refused is not None:
+                return refused
         if calls is None:
-            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
+            with cap.held(identity):
+                return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         acting = acting_view(calls.interactions, auth.request_principal(ctx.request))
         if modern and params.request_state is not None:
             digest = call_digest(params.name, arguments)
@@ -399,7 +406,8 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             await calls.answer(detached, state, params.input_responses or {}, acting)
             return await calls.wait(detached)
         if not declares_form_elicitation(ctx.session.client_capabilities):
-            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
+            with cap.held(identity):
+                return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern:
 
             def run(detached: DetachedCall) -> Awaitable[CallToolResult]:
@@ -411,10 +419,14 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
                 return call(forward, detached.observe)  # type: ignore[no-any-return]
 
             detached = calls.start(call_digest(params.name, arguments), session_id, run, acting, identity)
+            release = cap.take(identity)  # counted until the detached call ends, however many rounds it takes
+            assert detached.task is not None
+            detached.task.add_done_callback(lambda _task: release())
             detached.notify = notify
             return await calls.wait(detached)
-        legacy = _with_legacy_elicitation(ctx, acting, session_id, call, notify)
-        return await stop_on_disconnect(ctx, legacy, events, grace)
+        with cap.held(identity):
+            legacy = _with_legacy_elicitation(ctx, acting, session_id, call, notify)
+            return await stop_on_disconnect(ctx, legacy, events, grace)
 
     server = FrontDoorServer(
         SERVER_NAME,

@@ -64,6 +64,13 @@ class McpSettings(OidcSettings):
     log_level: str = "INFO"
     """Log level of the process."""
 
+    # Isolation of the endpoint's clients from each other (one principal cannot starve the others).
+    mcp_max_calls_per_client: int = Field(default=16, ge=1)
+    """How many ``tools/call`` one principal (bearer token; ``local`` on an open endpoint) may have running at
+    once, of both protocol eras, waiting on a form or detached included: a further call is a Tool error
+    (``isError``, ``RESOURCE_EXHAUSTED: ...``) and starts nothing. An agent rarely runs more than a few at once;
+    the provider's live invocations (256 per server) are shared by every caller."""
+
     @field_validator("mcp_allowed_origins", "mcp_allowed_hosts", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:

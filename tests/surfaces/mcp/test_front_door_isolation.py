@@ -28,6 +28,7 @@ NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivy"
 TOKENS = {name: f"iso-{name}-secret" for name in NAMES}
 SCOPED = ("carol", "dave")
 """Two callers scoped to the door's own session (``default``): their calls share the Maka session."""
+CALLS_CAP = 2
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = "2025-11-25"
 
@@ -46,6 +47,7 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     env = {"MAKA_AUTH_TOKENS_FILE": str(tokens)}
     env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
     env["MAKA_BROKER_TOKEN"] = STACK
+    env["MAKA_MCP_MAX_CALLS_PER_CLIENT"] = str(CALLS_CAP)
     async with maka_up(tmp, env=env) as running:
         yield running
 
@@ -160,3 +162,29 @@ async def test_a_request_state_answers_nothing_for_another_principal_scoped_to_t
         done = await _answer(carol, "carols", first, "staging")
     assert isinstance(done, CallToolResult)
     assert _text(done) == "Deployed carols to staging."  # dave's production answer was not taken
+
+
+async def test_a_call_past_its_principals_cap_is_a_resource_exhausted_tool_error_and_others_still_call(
+    up: Up,
+) -> None:
+    async with (
+        _http("erin") as erin_http,
+        _http("frank") as frank_http,
+        _client(up, "erin", erin_http) as erin,
+        _client(up, "frank", frank_http) as frank,
+    ):
+        waiting = [await _deploy_waiting(erin, f"erin-{n}") for n in range(CALLS_CAP)]  # detached, counted
+        refused = await erin.call_tool("examples.ping", {})
+        assert refused.is_error
+        assert _text(refused).startswith("RESOURCE_EXHAUSTED:")
+        assert f"{CALLS_CAP} calls" in _text(refused)
+        async with _http("erin") as legacy_http, _client(up, "erin", legacy_http, mode="legacy") as legacy:
+            old = await legacy.call_tool("examples.ping", {})  # the cap counts both eras
+        assert _text(old).startswith("RESOURCE_EXHAUSTED:")
+        assert _text(await frank.call_tool("examples.ping", {})) == "pong"
+
+        done = await _answer(erin, "erin-0", waiting[0], "staging")
+        assert isinstance(done, CallToolResult)
+        assert _text(done) == "Deployed erin-0 to staging."
+        assert _text(await erin.call_tool("examples.ping", {})) == "pong"  # room again
+        await _answer(erin, "erin-1", waiting[1], "staging")
