@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -40,12 +41,13 @@ from mcp_types import (
     Tool,
     ToolAnnotations,
 )
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
 from services.core.backoff import Backoff
@@ -484,6 +486,61 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=404)
 
 
+class SessionCap:
+    """ASGI middleware (inside :class:`surfaces.mcp.auth.BearerGate`): at most ``limit`` 2025-11-25 sessions per
+    principal. Every session is bound to its principal (the ASGI ``user``, :func:`surfaces.mcp.auth.session_owner`:
+    the SDK's session manager refuses its id to anyone else, ``local`` on an open endpoint). A request that would
+    open one more closes the principal's oldest idle session (no request in flight: nothing is lost, and a
+    client that leaks sessions keeps working) or, when every one is busy, is refused with ``429`` and a JSON-RPC
+    error body saying so (a client that holds that many busy sessions is told, not silently cut off)."""
+
+    def __init__(self, app: ASGIApp, server: Server[Any], limit: int) -> None:
+        self.app = app
+        self.server = server
+        self.limit = limit
+        self._closing: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != MCP_PATH:
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            user = scope["user"] = auth.session_owner(auth.LOCAL)
+        headers = Request(scope).headers
+        version = headers.get("mcp-protocol-version")
+        opening = scope["method"] == "POST" and "mcp-session-id" not in headers
+        if opening and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS) and not self._room(user):
+            log.info("mcp.sessions_per_client_exhausted", extra={"limit": self.limit})
+            message = f"Too many open sessions for this client ({self.limit}, all busy); close one (DELETE) first"
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": message}}
+            await JSONResponse(body, status_code=429)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _room(self, user: AuthenticatedUser) -> bool:
+        """Whether ``user`` may open one more session, after closing its oldest idle one if need be."""
+        manager = getattr(self.server, "_session_manager", None)
+        if manager is None:
+            return True
+        owner = authorization_context(user)
+        owned = [sid for sid, other in manager._session_owners.items() if other == owner]
+        if len(owned) < self.limit:
+            return True
+        for sid in owned:  # oldest first (the manager's dicts keep the order sessions were opened in)
+            transport = manager._server_instances.get(sid)
+            if transport is not None and transport._requests_in_flight == 0:
+                log.info("mcp.idle_session_closed", extra={"limit": self.limit})
+                # forgotten at once (its id answers 404); the transport ends in the background
+                manager._server_instances.pop(sid, None)
+                manager._session_owners.pop(sid, None)
+                closing = asyncio.create_task(transport.terminate(), name="maka-mcp-session-close")
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+                return True
+        return False
+
+
 def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager) and ``/healthz``."""
     host, _port = settings.listen_host_port()
@@ -495,8 +552,10 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
         custom_starlette_routes=[Route(HEALTH_PATH, _health)],
         event_store=events,
         retry_interval=RETRY_INTERVAL_MS if events is not None else None,
+        session_idle_timeout=settings.mcp_session_idle_seconds,
     )
     app.add_exception_handler(404, _not_found)
+    app.add_middleware(SessionCap, server=server, limit=settings.mcp_max_sessions_per_client)
     auth.protect(app, settings, MCP_PATH)
     app.add_middleware(TagRequests)
     return app

@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ElicitResult, InputRequiredResult
 
+from tests.helpers.waiting import eventually
 from tests.surfaces.mcp.stack import Up, maka_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
@@ -29,6 +30,7 @@ TOKENS = {name: f"iso-{name}-secret" for name in NAMES}
 SCOPED = ("carol", "dave")
 """Two callers scoped to the door's own session (``default``): their calls share the Maka session."""
 CALLS_CAP = 2
+SESSIONS_CAP = 2
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = "2025-11-25"
 
@@ -48,6 +50,7 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     env |= {name: STACK for name in ("MAKA_CALLER_TOKEN", "MAKA_SURFACE_TOKEN", "MAKA_INTERACTION_TOKEN")}
     env["MAKA_BROKER_TOKEN"] = STACK
     env["MAKA_MCP_MAX_CALLS_PER_CLIENT"] = str(CALLS_CAP)
+    env["MAKA_MCP_MAX_SESSIONS_PER_CLIENT"] = str(SESSIONS_CAP)
     async with maka_up(tmp, env=env) as running:
         yield running
 
@@ -188,3 +191,39 @@ async def test_a_call_past_its_principals_cap_is_a_resource_exhausted_tool_error
         assert _text(done) == "Deployed erin-0 to staging."
         assert _text(await erin.call_tool("examples.ping", {})) == "pong"  # room again
         await _answer(erin, "erin-1", waiting[1], "staging")
+
+
+async def test_an_initialize_past_the_principals_session_cap_closes_its_oldest_idle_session(up: Up) -> None:
+    async with httpx.AsyncClient(timeout=60) as http:
+        sessions = [await _open_session(http, up, "gina") for _ in range(SESSIONS_CAP + 1)]
+        statuses = [(await _list(http, up, "gina", session)).status_code for session in sessions]
+        assert statuses == [404] + [200] * SESSIONS_CAP
+        other = await _open_session(http, up, "hank")  # another principal's sessions are its own
+        assert (await _list(http, up, "hank", other)).status_code == 200
+        assert (await _list(http, up, "gina", sessions[-1])).status_code == 200
+
+
+async def test_an_initialize_past_the_session_cap_is_429_while_every_session_of_the_principal_is_busy(
+    up: Up,
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as http:
+        sessions = [await _open_session(http, up, "ivy") for _ in range(SESSIONS_CAP)]
+        params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "ivy", "version": "1"}}
+        initialize = _rpc("initialize", params)
+        async with (
+            http.stream("GET", up.endpoints.mcp, headers=_headers("ivy", sessions[0])) as first,
+            http.stream("GET", up.endpoints.mcp, headers=_headers("ivy", sessions[1])) as second,
+        ):
+            assert (first.status_code, second.status_code) == (200, 200)  # both sessions have a request in flight
+            refused = await http.post(up.endpoints.mcp, json=initialize, headers=_headers("ivy"))
+            assert refused.status_code == 429
+            assert refused.json()["error"]["message"].startswith("Too many open sessions for this client")
+            assert "mcp-session-id" not in refused.headers
+        for session in sessions:  # nothing was closed for the refused one
+            assert (await _list(http, up, "ivy", session)).status_code == 200
+
+        async def opened() -> str | None:
+            response = await http.post(up.endpoints.mcp, json=initialize, headers=_headers("ivy"))
+            return response.headers.get("mcp-session-id") if response.status_code == 200 else None
+
+        assert await eventually(opened, timeout=30, what="a session once the streams closed")
