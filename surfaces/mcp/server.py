@@ -47,7 +47,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from maka_client import AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
 from services.core.backoff import Backoff
@@ -499,6 +499,8 @@ class SessionCap:
         self.server = server
         self.limit = limit
         self._closing: set[asyncio.Task[None]] = set()
+        self._opening: dict[str, asyncio.Lock] = {}
+        """One principal's opening requests go one at a time, so parallel ones cannot all fit under the cap."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].rstrip("/") != MCP_PATH:
@@ -510,13 +512,31 @@ class SessionCap:
         headers = Request(scope).headers
         version = headers.get("mcp-protocol-version")
         opening = scope["method"] == "POST" and "mcp-session-id" not in headers
-        if opening and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS) and not self._room(user):
-            log.info("mcp.sessions_per_client_exhausted", extra={"limit": self.limit})
-            message = f"Too many open sessions for this client ({self.limit}, all busy); close one (DELETE) first"
-            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": message}}
-            await JSONResponse(body, status_code=429)(scope, receive, send)
+        if not opening or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        lock = self._opening.setdefault(authorization_context(user)["client_id"], asyncio.Lock())
+        await lock.acquire()
+
+        def release() -> None:
+            if lock.locked():
+                lock.release()
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                release()  # the session it opens (if any) is registered by now
+            await send(message)
+
+        try:
+            if not self._room(user):
+                log.info("mcp.sessions_per_client_exhausted", extra={"limit": self.limit})
+                message = f"Too many open sessions for this client ({self.limit}, all busy); close one (DELETE) first"
+                body = {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": message}}
+                await JSONResponse(body, status_code=429)(scope, receive, send)
+                return
+            await self.app(scope, receive, sending)
+        finally:
+            release()
 
     def _room(self, user: AuthenticatedUser) -> bool:
         """Whether ``user`` may open one more session, after closing its oldest idle one if need be."""

@@ -6,6 +6,7 @@ calls in flight nor its sessions."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -25,7 +26,7 @@ from tests.surfaces.mcp.stack import Up, maka_up
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
 STACK = "iso-stack-secret"
-NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivy")
+NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivy", "jack")
 TOKENS = {name: f"iso-{name}-secret" for name in NAMES}
 SCOPED = ("carol", "dave")
 """Two callers scoped to the door's own session (``default``): their calls share the Maka session."""
@@ -227,3 +228,19 @@ async def test_an_initialize_past_the_session_cap_is_429_while_every_session_of_
             return response.headers.get("mcp-session-id") if response.status_code == 200 else None
 
         assert await eventually(opened, timeout=30, what="a session once the streams closed")
+
+
+async def test_parallel_initializes_of_one_principal_leave_at_most_its_cap_of_sessions_open(up: Up) -> None:
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "jack", "version": "1"}}
+
+    async def initialize() -> httpx.Response:
+        return await http.post(up.endpoints.mcp, json=_rpc("initialize", params), headers=_headers("jack"))
+
+    async with httpx.AsyncClient(timeout=60) as http:
+        answers = await asyncio.gather(*(initialize() for _ in range(4 * SESSIONS_CAP)))
+        assert {answer.status_code for answer in answers} <= {200, 429}  # 429: every session busy at that moment
+        opened = [answer.headers["mcp-session-id"] for answer in answers if answer.status_code == 200]
+        assert opened
+        ended = [(await http.delete(up.endpoints.mcp, headers=_headers("jack", sid))).status_code for sid in opened]
+    assert 0 < ended.count(200) <= SESSIONS_CAP  # any others were closed as newer ones opened
+    assert ended.count(404) == len(opened) - ended.count(200)
