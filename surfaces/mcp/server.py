@@ -517,9 +517,12 @@ class SessionCap:
             return
         lock = self._opening.setdefault(authorization_context(user)["client_id"], asyncio.Lock())
         await lock.acquire()
+        held = True
 
-        def release() -> None:
-            if lock.locked():
+        def release() -> None:  # once: by then another request may hold the lock
+            nonlocal held
+            if held:
+                held = False
                 lock.release()
 
         async def sending(message: Message) -> None:
