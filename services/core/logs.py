@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -15,6 +16,24 @@ from typing import Any
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 _DROPPED = {"color_message"}
 """Extras other libraries add for their own console formatters (uvicorn's ANSI-coloured copy of the message)."""
+
+
+QUIET_LOGGERS = ("mcp.server.streamable_http", "mcp.server.streamable_http_manager")
+"""The MCP SDK's Streamable HTTP loggers: at INFO they name every session id in full ("Created new transport with
+session ID ..."), and an ``Mcp-Session-Id`` is all a client needs besides its token. Kept at WARNING, with any
+session id that still reaches a record cut to its first 8 digits (:class:`RedactSessionIds`)."""
+_SESSION_ID = re.compile(r"\b([0-9a-f]{8})[0-9a-f]{24}\b")
+
+
+class RedactSessionIds(logging.Filter):
+    """Cut every 32-hex-digit id (the SDK's session ids) in a record's message to its first 8 digits."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _SESSION_ID.sub(r"\1…", message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -42,4 +61,9 @@ def configure(service: str, level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    for name in QUIET_LOGGERS:
+        quiet = logging.getLogger(name)
+        quiet.setLevel(max(logging.WARNING, root.level))
+        if not any(isinstance(f, RedactSessionIds) for f in quiet.filters):
+            quiet.addFilter(RedactSessionIds())
     logging.getLogger("maka").info("starting", extra={"service": service})

@@ -24,9 +24,12 @@ Tokens are compared in constant time and never logged.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -44,6 +47,8 @@ log = logging.getLogger("maka.mcp.auth")
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 PRINCIPAL_STATE = "maka_principal"
 """Where :class:`BearerGate` leaves the admitted principal in the request scope's ``state``."""
+LOCAL = "local"
+"""The identity of every client of an open endpoint (no tokens file: loopback only)."""
 _forwarded: contextvars.ContextVar[str | None] = contextvars.ContextVar("maka_mcp_caller_token", default=None)
 
 
@@ -68,6 +73,26 @@ def request_principal(request: object) -> Principal | None:
         return None
     principal = request.scope.get("state", {}).get(PRINCIPAL_STATE)
     return principal if isinstance(principal, Principal) else None
+
+
+def principal_identity(principal: Principal | None) -> str:
+    """What tells ``principal`` apart from every other one the door admits: its name with the issuer of a
+    verified person's token (a tokens-file name and a person's email never collide) and the service a person is
+    named by; :data:`LOCAL` on an open endpoint. Sessions, ``requestState`` and caps are bound to it."""
+    if principal is None:
+        return LOCAL
+    return json.dumps([principal.name, principal.issuer, principal.via], separators=(",", ":"))
+
+
+def request_identity(request: object) -> str:
+    """:func:`principal_identity` of ``request``'s principal."""
+    return principal_identity(request_principal(request))
+
+
+def session_owner(identity: str) -> AuthenticatedUser:
+    """The ASGI ``user`` the SDK's session manager binds a 2025-11-25 ``Mcp-Session-Id`` to: the session it
+    creates is refused (``404 Session not found``, as an unknown one) to any other ``user``. Holds no token."""
+    return AuthenticatedUser(AccessToken(token="", client_id=identity, scopes=[]))
 
 
 class ForwardingBrokerClient(BrokerClient):
@@ -143,6 +168,7 @@ class BearerGate:
             response = JSONResponse(body, status_code=403, headers={"WWW-Authenticate": challenge})
         else:
             scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+            scope["user"] = session_owner(principal_identity(principal))
             await self.app(scope, receive, send)
             return
         await response(scope, receive, send)

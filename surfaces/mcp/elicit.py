@@ -32,7 +32,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +119,9 @@ class State:
     session_id: str = ""
     """The Maka session of the client it was issued to (:func:`surfaces.mcp.server.client_session`): another
     client's retry with it is refused."""
+    principal: str = ""
+    """The identity of the principal it was issued to (:func:`surfaces.mcp.auth.principal_identity`): another
+    principal's retry with it is refused, even in the same Maka session (two tokens scoped to one session)."""
 
 
 class StateSeal:
@@ -142,6 +145,7 @@ class StateSeal:
             "i": list(state.interaction_ids),
             "d": state.digest,
             "s": state.session_id,
+            "p": state.principal,
             "e": int(self._clock() + self.ttl_seconds),
         }
         payload = json.dumps(body, separators=(",", ":")).encode()
@@ -160,11 +164,12 @@ class StateSeal:
             body = json.loads(payload)
             expiry, state = body["e"], State(str(body["c"]), tuple(str(i) for i in body["i"]), str(body["d"]))
             session_id = str(body.get("s", ""))  # a state of an older endpoint names none: no client takes it
+            principal = str(body.get("p", ""))  # likewise: no principal takes one naming none
         except (ValueError, KeyError, TypeError):
             raise invalid_state("it is not one this endpoint issued") from None
         if expiry < self._clock():
             raise invalid_state("it expired")
-        return State(state.call_id, state.interaction_ids, state.digest, session_id)
+        return State(state.call_id, state.interaction_ids, state.digest, session_id, principal)
 
 
 @dataclass
@@ -175,6 +180,8 @@ class DetachedCall:
     digest: str
     session_id: str
     """The Maka session the call runs in (its client's)."""
+    principal: str = ""
+    """The identity of the principal that started it (:func:`surfaces.mcp.auth.principal_identity`)."""
     task: asyncio.Task[CallToolResult] | None = None
     pending: dict[str, AwaitingInteraction] = field(default_factory=dict)
     """The call's forms that wait for an answer, by Interaction id."""
@@ -235,10 +242,17 @@ class Calls:
         session_id: str,
         run: Callable[[DetachedCall], Awaitable[CallToolResult]],
         interactions: Interactions | None = None,
+        principal: str = "",
     ) -> DetachedCall:
-        """Run ``run`` detached; its forms are read (and answered) through ``interactions`` (the client's
-        principal's view, :func:`acting_view`), else the endpoint's own."""
-        call = DetachedCall(call_id=uuid.uuid4().hex, digest=digest, session_id=session_id, interactions=interactions)
+        """Run ``run`` detached for ``principal`` (its identity); its forms are read (and answered) through
+        ``interactions`` (the client's principal's view, :func:`acting_view`), else the endpoint's own."""
+        call = DetachedCall(
+            call_id=uuid.uuid4().hex,
+            digest=digest,
+            session_id=session_id,
+            principal=principal,
+            interactions=interactions,
+        )
         self._calls[call.call_id] = call
 
         async def body() -> CallToolResult:
@@ -258,11 +272,14 @@ class Calls:
         call.expiry = asyncio.get_running_loop().call_later(self.seal.ttl_seconds, self._calls.pop, call.call_id, None)
         call.changed.set()
 
-    def resume(self, request_state: str, digest: str, session_id: str) -> tuple[DetachedCall, State]:
+    def resume(
+        self, request_state: str, digest: str, session_id: str, principal: str = ""
+    ) -> tuple[DetachedCall, State]:
         """The call a retry's ``requestState`` names; raises :func:`invalid_state` when there is none, or when
-        the retry comes from another client (Maka session) than the one the state was issued to."""
+        the retry comes from another client (Maka session, or principal: its identity) than the one the state
+        was issued to."""
         state = self.seal.open(request_state)
-        if state.session_id != session_id:
+        if (state.session_id, state.principal) != (session_id, principal):
             raise invalid_state("it was issued to another client")
         if state.digest != digest:
             raise invalid_state("the retry names another Tool or other arguments than the call it continues")
@@ -368,7 +385,7 @@ class Calls:
             for event in asking:
                 call.pending.pop(event.interaction_id, None)
             return await self.wait(call)
-        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id))
+        state = self.seal.seal(State(call.call_id, tuple(requests), call.digest, call.session_id, call.principal))
         call.issued = True
         loop = asyncio.get_running_loop()
         if call.expiry is not None:  # a concurrent retry's round: only the newest state's lifetime counts
@@ -405,6 +422,58 @@ class Calls:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+class CallCap:
+    """How many calls each principal (its identity, :func:`surfaces.mcp.auth.principal_identity`) has running on
+    this endpoint, attached or detached, of both protocol eras; a call past ``limit`` starts nothing (so one
+    client cannot fill the provider's live-invocation slots that every caller shares)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._running: dict[str, int] = {}
+
+    def running(self, identity: str) -> int:
+        """How many calls of ``identity`` are running."""
+        return self._running.get(identity, 0)
+
+    def refused(self, identity: str) -> CallToolResult | None:
+        """The Tool error for a call of ``identity`` past the cap, or None when it may start."""
+        running = self.running(identity)
+        if running < self.limit:
+            return None
+        log.info("mcp.calls_per_client_exhausted", extra={"running": running, "limit": self.limit})
+        return error_result(
+            f"RESOURCE_EXHAUSTED: {running} calls of this client are running (at most {self.limit}); "
+            "wait for one to end, or cancel one, and call again"
+        )
+
+    def take(self, identity: str) -> Callable[[], None]:
+        """Count one call of ``identity``; the returned function (idempotent) counts it out."""
+        self._running[identity] = self.running(identity) + 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            left = self.running(identity) - 1
+            if left > 0:
+                self._running[identity] = left
+            else:
+                self._running.pop(identity, None)
+
+        return release
+
+    @contextlib.contextmanager
+    def held(self, identity: str) -> Iterator[None]:
+        """Count one call of ``identity`` while the block runs."""
+        release = self.take(identity)
+        try:
+            yield
+        finally:
+            release()
 
 
 def declares_form_elicitation(capabilities: Any) -> bool:

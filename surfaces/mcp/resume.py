@@ -29,6 +29,8 @@ from mcp_types import JSONRPCMessage
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from surfaces.mcp.auth import PRINCIPAL_STATE, principal_identity
+
 log = logging.getLogger("maka.mcp.resume")
 
 SESSION_HEADER = "mcp-session-id"
@@ -50,6 +52,12 @@ class RequestTag:
     receive: Receive
     session: str = ""
     gone: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def principal(self) -> str:
+        """The identity of the principal the request was admitted as (:func:`surfaces.mcp.auth.principal_identity`;
+        the gate records it in the scope after this tag was made)."""
+        return principal_identity(self.scope.get("state", {}).get(PRINCIPAL_STATE))
 
     async def until_gone(self) -> None:
         """Return once the client closed this request's stream."""
@@ -112,13 +120,14 @@ class SessionEventStore(EventStore):
 
     def __init__(self, max_events: int = MAX_EVENTS) -> None:
         self.max_events = max_events
-        self._events: OrderedDict[str, tuple[str, StreamId, JSONRPCMessage | None]] = OrderedDict()
+        self._events: OrderedDict[str, tuple[str, str, StreamId, JSONRPCMessage | None]] = OrderedDict()
         self._resumed: dict[tuple[str, StreamId], asyncio.Queue[RequestTag]] = {}
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         tag = _current.get()
         event_id = uuid.uuid4().hex
-        self._events[event_id] = (tag.session if tag is not None else "", stream_id, message)
+        session, principal = (tag.session, tag.principal) if tag is not None else ("", "")
+        self._events[event_id] = (session, principal, stream_id, message)
         while len(self._events) > self.max_events:
             self._events.popitem(last=False)
         return event_id
@@ -126,12 +135,12 @@ class SessionEventStore(EventStore):
     async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
         tag = _current.get()
         stored = self._events.get(last_event_id)
-        if tag is None or stored is None or not stored[0] or stored[0] != tag.session:
+        if tag is None or stored is None or not stored[0] or (stored[0], stored[1]) != (tag.session, tag.principal):
             log.info("mcp.resume_refused", extra={"known": stored is not None})
-            return None  # another session's event, or one no longer kept: nothing to resume
-        session, stream_id, _message = stored
+            return None  # another session's (or principal's) event, or one no longer kept: nothing to resume
+        session, _principal, stream_id, _message = stored
         after = False
-        for event_id, (other_session, other_stream, message) in list(self._events.items()):
+        for event_id, (other_session, _other, other_stream, message) in list(self._events.items()):
             if after and other_session == session and other_stream == stream_id and message is not None:
                 await send_callback(EventMessage(message, event_id))
             after = after or event_id == last_event_id

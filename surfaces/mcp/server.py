@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -40,12 +41,13 @@ from mcp_types import (
     Tool,
     ToolAnnotations,
 )
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from maka_client import Accepted, AwaitingInteraction, BrokerClient, InteractionSettled, MakaError, Reattaching
 from services.core.backoff import Backoff
@@ -55,6 +57,7 @@ from surfaces.mcp import auth, guards, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.drain import READY_PATH, Flights
 from surfaces.mcp.elicit import (
+    CallCap,
     Calls,
     DetachedCall,
     StateSeal,
@@ -333,6 +336,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     grace = settings.mcp_reattach_grace_seconds
 
     key = settings.mcp_state_key.get_secret_value().encode() or None
+    cap = CallCap(settings.mcp_max_calls_per_client)
     calls = (
         Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
         if interactions
@@ -399,16 +403,24 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
             )
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        identity = auth.request_identity(ctx.request)
+        if not (modern and calls is not None and params.request_state is not None):  # a retry starts nothing
+            refused = cap.refused(identity)
+            if refused is not None:
+                return refused
         if calls is None:
-            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
+            with cap.held(identity):
+                return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         acting = acting_view(calls.interactions, auth.request_principal(ctx.request))
         if modern and params.request_state is not None:
-            detached, state = calls.resume(params.request_state, call_digest(params.name, arguments), session_id)
+            digest = call_digest(params.name, arguments)
+            detached, state = calls.resume(params.request_state, digest, session_id, identity)
             detached.notify = notify
             await calls.answer(detached, state, params.input_responses or {}, acting)
             return await calls.wait(detached)
         if not declares_form_elicitation(ctx.session.client_capabilities):
-            return await stop_on_disconnect(ctx, call(notify, None), events, grace)
+            with cap.held(identity):
+                return await stop_on_disconnect(ctx, call(notify, None), events, grace)
         if modern:
 
             async def run(detached: DetachedCall) -> CallToolResult:
@@ -423,11 +435,15 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
                     flights.hold(detached.delivered, grace)
                 return result
 
-            detached = calls.start(call_digest(params.name, arguments), session_id, run, acting)
+            detached = calls.start(call_digest(params.name, arguments), session_id, run, acting, identity)
+            release = cap.take(identity)  # counted until the detached call ends, however many rounds it takes
+            assert detached.task is not None
+            detached.task.add_done_callback(lambda _task: release())
             detached.notify = notify
             return await calls.wait(detached)
-        legacy = _with_legacy_elicitation(ctx, acting, session_id, call, notify)
-        return await stop_on_disconnect(ctx, legacy, events, grace)
+        with cap.held(identity):
+            legacy = _with_legacy_elicitation(ctx, acting, session_id, call, notify)
+            return await stop_on_disconnect(ctx, legacy, events, grace)
 
     server = FrontDoorServer(
         SERVER_NAME,
@@ -490,6 +506,84 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=404)
 
 
+class SessionCap:
+    """ASGI middleware (inside :class:`surfaces.mcp.auth.BearerGate`): at most ``limit`` 2025-11-25 sessions per
+    principal. Every session is bound to its principal (the ASGI ``user``, :func:`surfaces.mcp.auth.session_owner`:
+    the SDK's session manager refuses its id to anyone else, ``local`` on an open endpoint). A request that would
+    open one more closes the principal's oldest idle session (no request in flight: nothing is lost, and a
+    client that leaks sessions keeps working) or, when every one is busy, is refused with ``429`` and a JSON-RPC
+    error body saying so (a client that holds that many busy sessions is told, not silently cut off)."""
+
+    def __init__(self, app: ASGIApp, server: Server[Any], limit: int) -> None:
+        self.app = app
+        self.server = server
+        self.limit = limit
+        self._closing: set[asyncio.Task[None]] = set()
+        self._opening: dict[str, asyncio.Lock] = {}
+        """One principal's opening requests go one at a time, so parallel ones cannot all fit under the cap."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != MCP_PATH:
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            user = scope["user"] = auth.session_owner(auth.LOCAL)
+        headers = Request(scope).headers
+        version = headers.get("mcp-protocol-version")
+        opening = scope["method"] == "POST" and "mcp-session-id" not in headers
+        if not opening or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+            await self.app(scope, receive, send)
+            return
+        lock = self._opening.setdefault(authorization_context(user)["client_id"], asyncio.Lock())
+        await lock.acquire()
+        held = True
+
+        def release() -> None:  # once: by then another request may hold the lock
+            nonlocal held
+            if held:
+                held = False
+                lock.release()
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                release()  # the session it opens (if any) is registered by now
+            await send(message)
+
+        try:
+            if not self._room(user):
+                log.info("mcp.sessions_per_client_exhausted", extra={"limit": self.limit})
+                message = f"Too many open sessions for this client ({self.limit}, all busy); close one (DELETE) first"
+                body = {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": message}}
+                await JSONResponse(body, status_code=429)(scope, receive, send)
+                return
+            await self.app(scope, receive, sending)
+        finally:
+            release()
+
+    def _room(self, user: AuthenticatedUser) -> bool:
+        """Whether ``user`` may open one more session, after closing its oldest idle one if need be."""
+        manager = getattr(self.server, "_session_manager", None)
+        if manager is None:
+            return True
+        owner = authorization_context(user)
+        owned = [sid for sid, other in manager._session_owners.items() if other == owner]
+        if len(owned) < self.limit:
+            return True
+        for sid in owned:  # oldest first (the manager's dicts keep the order sessions were opened in)
+            transport = manager._server_instances.get(sid)
+            if transport is not None and transport._requests_in_flight == 0:
+                log.info("mcp.idle_session_closed", extra={"limit": self.limit})
+                # forgotten at once (its id answers 404); the transport ends in the background
+                manager._server_instances.pop(sid, None)
+                manager._session_owners.pop(sid, None)
+                closing = asyncio.create_task(transport.terminate(), name="maka-mcp-session-close")
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+                return True
+        return False
+
+
 def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     """The Starlette app: the MCP endpoint at ``/mcp`` (its lifespan runs the session manager), ``/healthz``
     (liveness) and ``/readyz`` (503 ``draining`` while the process drains, :mod:`surfaces.mcp.drain`)."""
@@ -507,8 +601,10 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
         event_store=events,
         retry_interval=RETRY_INTERVAL_MS if events is not None else None,
         max_request_body_size=MAX_MCP_REQUEST_BODY_BYTES,
+        session_idle_timeout=settings.mcp_session_idle_seconds,
     )
     app.add_exception_handler(404, _not_found)
+    app.add_middleware(SessionCap, server=server, limit=settings.mcp_max_sessions_per_client)
     auth.protect(app, settings, MCP_PATH)
     app.add_middleware(TagRequests)
     app.add_middleware(guards.LateFailures)  # the SDK's closed-session race (surfaces/mcp/guards.py)

@@ -72,6 +72,20 @@ class McpSettings(OidcSettings, DrainBudgetSettings):
     same variables (``MAKA_FORM_WAIT_MAX_SECONDS``, ``MAKA_FORM_WAIT_SECONDS``, ``MAKA_EXECUTION_TIMEOUT_SECONDS``,
     ``MAKA_GRACE_SECONDS``: give it the broker's). 0 = no drain: calls stopped at once (``maka up``)."""
 
+    # Isolation of the endpoint's clients from each other (one principal cannot starve the others).
+    mcp_max_calls_per_client: int = Field(default=16, ge=1)
+    """How many ``tools/call`` one principal (bearer token; ``local`` on an open endpoint) may have running at
+    once, of both protocol eras, waiting on a form or detached included: a further call is a Tool error
+    (``isError``, ``RESOURCE_EXHAUSTED: ...``) and starts nothing. An agent rarely runs more than a few at once;
+    the provider's live invocations (256 per server) are shared by every caller."""
+    mcp_max_sessions_per_client: int = Field(default=32, ge=1)
+    """How many 2025-11-25 sessions (``Mcp-Session-Id``) one principal may hold open: its ``initialize`` past
+    it closes the principal's oldest idle session (no request in flight), and is refused (``429``, a JSON-RPC
+    error body) when every one is busy."""
+    mcp_session_idle_seconds: float = Field(default=600.0, gt=0)
+    """How long a 2025-11-25 session with no request in flight (no call, no open ``GET`` stream) is kept before
+    it is closed; its id then answers ``404 Session not found`` and the client opens a new one."""
+
     @field_validator("mcp_allowed_origins", "mcp_allowed_hosts", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:

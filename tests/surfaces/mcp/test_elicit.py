@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
 from surfaces.common.interactions import Interactions
-from surfaces.mcp.elicit import Calls, DetachedCall, State, StateSeal, call_digest, declares_form_elicitation
+from surfaces.mcp.elicit import CallCap, Calls, DetachedCall, State, StateSeal, call_digest, declares_form_elicitation
 
 
 class _Clock:
@@ -167,3 +167,31 @@ async def test_a_state_issued_to_one_client_is_refused_to_another() -> None:
     assert "another client" in raised.value.error.message
     assert calls.resume(token, STATE.digest, "default.alice")[0] is call
     await calls.close()
+
+
+async def test_a_state_issued_to_one_principal_is_refused_to_another_in_the_same_session() -> None:
+    calls, gate = _calls(grace=600), _Gate()
+    call = calls.start(STATE.digest, "default", gate, principal="carol")
+    token = calls.seal.seal(State(call.call_id, ("int-1",), STATE.digest, "default", "carol"))
+    assert calls.seal.open(token).principal == "carol"
+    with pytest.raises(MCPError) as raised:
+        calls.resume(token, STATE.digest, "default", "dave")
+    assert raised.value.error.data == {"reason": "invalid_request_state"}
+    assert calls.resume(token, STATE.digest, "default", "carol")[0] is call
+    await calls.close()
+
+
+def test_a_call_past_the_cap_of_its_principal_is_refused_and_others_are_not() -> None:
+    cap = CallCap(2)
+    first, _second = cap.take("erin"), cap.take("erin")
+    refused = cap.refused("erin")
+    assert refused is not None
+    assert refused.is_error
+    text = refused.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("RESOURCE_EXHAUSTED:")
+    assert "2 calls" in text
+    assert cap.refused("frank") is None
+    first()
+    first()  # counted out once only
+    assert cap.running("erin") == 1
+    assert cap.refused("erin") is None

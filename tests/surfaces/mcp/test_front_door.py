@@ -467,9 +467,10 @@ async def test_a_modern_client_gets_input_required_with_makas_own_request_state(
         state = first.request_state or ""
         payload, _mac = state.split(".")
         named = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        assert set(named) == {"c", "i", "d", "s", "e"}
+        assert set(named) == {"c", "i", "d", "s", "p", "e"}
         assert named["i"] == [key]
         assert named["s"] == "default.owner"  # the client's own session
+        assert json.loads(named["p"]) == ["owner", "", ""]  # and its principal
         # the example server's own sealed requestState ("v1." AES-GCM) never reaches the client
         assert not state.startswith("v1.")
         assert "v1." not in first.model_dump_json(by_alias=True, exclude={"request_state"})

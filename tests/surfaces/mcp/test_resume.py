@@ -9,7 +9,9 @@ from mcp.server.streamable_http import EventMessage
 from mcp_types import JSONRPCNotification
 from starlette.types import Message
 
+from services.core.auth import Principal, Role
 from surfaces.mcp import resume
+from surfaces.mcp.auth import PRINCIPAL_STATE
 from surfaces.mcp.resume import RequestTag, SessionEventStore
 
 
@@ -18,16 +20,23 @@ async def _never() -> Message:
     raise AssertionError("unreachable")
 
 
-def _tag(session: str) -> RequestTag:
-    return RequestTag({"type": "http", "headers": []}, _never, session)
+def _tag(session: str, principal: Principal | None = None) -> RequestTag:
+    state = {PRINCIPAL_STATE: principal} if principal is not None else {}
+    return RequestTag({"type": "http", "headers": [], "state": state}, _never, session)
 
 
 def _note(n: int) -> JSONRPCNotification:
     return JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params={"n": n})
 
 
-async def _store(store: SessionEventStore, session: str, stream: str, message: JSONRPCNotification | None) -> str:
-    token = resume._current.set(_tag(session))
+async def _store(
+    store: SessionEventStore,
+    session: str,
+    stream: str,
+    message: JSONRPCNotification | None,
+    principal: Principal | None = None,
+) -> str:
+    token = resume._current.set(_tag(session, principal))
     try:
         return await store.store_event(stream, message)
     finally:
@@ -64,6 +73,20 @@ async def test_a_stream_is_replayed_after_the_last_event_to_its_own_session_only
     assert await _replay(store, _tag("s2"), priming) == (None, [])
     assert await _replay(store, _tag(""), priming) == (None, [])
     assert await _replay(store, _tag("s1"), "no-such-event") == (None, [])
+
+
+async def test_a_stream_is_replayed_only_to_the_principal_that_stored_it_even_with_its_session_id() -> None:
+    alice = Principal("alice", frozenset({Role.CALLER}))
+    bob = Principal("bob", frozenset({Role.CALLER}))
+    store = SessionEventStore()
+    priming = await _store(store, "s1", "2", None, alice)
+    await _store(store, "s1", "2", _note(1), alice)
+
+    assert await _replay(store, _tag("s1", bob), priming) == (None, [])
+    assert await _replay(store, _tag("s1"), priming) == (None, [])  # the open endpoint's "local" is not alice
+    stream, sent = await _replay(store, _tag("s1", alice), priming)
+    assert stream == "2"
+    assert [event.message.params for event in sent] == [{"n": 1}]  # type: ignore[union-attr]
 
 
 async def test_the_store_keeps_its_newest_events_only() -> None:
