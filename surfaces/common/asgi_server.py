@@ -1,9 +1,10 @@
 """What the two HTTP surfaces (``maka web``, the MCP front door) share to serve an ASGI app with uvicorn:
 a server that leaves SIGINT/SIGTERM to the caller, a socket bound before uvicorn starts (so a taken port is
-one clear error), and the port file written atomically."""
+one clear error), a bounded wait until it serves, and the port file written atomically."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import uvicorn
 
-__all__ = ["QuietSignalsServer", "bind_socket", "write_atomically"]
+__all__ = ["QuietSignalsServer", "bind_socket", "wait_started", "write_atomically"]
 
 
 class QuietSignalsServer(uvicorn.Server):
@@ -20,6 +21,17 @@ class QuietSignalsServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+async def wait_started(server: uvicorn.Server, task: asyncio.Task[None], what: str, timeout: float) -> None:
+    """Return once ``server`` (run by ``task``) serves; raises ``RuntimeError("<what> exited during startup")``
+    when it ended first (its own error when it raised one) and ``TimeoutError`` past ``timeout`` s."""
+    async with asyncio.timeout(timeout):
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError(f"{what} exited during startup")
+            await asyncio.sleep(0.01)  # uvicorn exposes no started event; bounded by the timeout
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from maka_client import BrokerClient
 from services.core import runner
 from services.core.logs import configure
-from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
+from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, wait_started, write_atomically
 from surfaces.common.interactions import Interactions
 from surfaces.mcp.auth import ForwardingBrokerClient
 from surfaces.mcp.calls import STOP_TIMEOUT_SECONDS
@@ -117,12 +117,7 @@ async def serve(app: McpApp, settings: McpSettings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
     try:
-        async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("the MCP endpoint exited during startup")
-                await asyncio.sleep(0.01)  # uvicorn exposes no started event; bounded by the timeout
+        await wait_started(server, task, "the MCP endpoint", STARTUP_TIMEOUT_SECONDS)
         if settings.mcp_port_file is not None:
             write_atomically(settings.mcp_port_file, str(bound))
         shown = f"[{host}]" if ":" in host else host

@@ -23,7 +23,7 @@ from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 
 from services.core.logs import configure
-from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, write_atomically
+from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, wait_started, write_atomically
 from surfaces.common.interactions import Interactions
 from surfaces.common.sign_in import SignIns
 from surfaces.common.target import parse_pool
@@ -117,12 +117,7 @@ async def start_web(app: WebApp, settings: WebSettings) -> RunningWeb:
     server = QuietSignalsServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="maka-web")
     try:
-        async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("web server exited during startup")
-                await asyncio.sleep(0.01)
+        await wait_started(server, task, "web server", STARTUP_TIMEOUT_SECONDS)
     except TimeoutError:
         server.should_exit = True
         raise RuntimeError("web server did not start") from None

@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import uvicorn
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from stack.access import read_owner_token
 from stack.state_dir import Endpoints, read_endpoints
+from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, wait_started
+from surfaces.mcp.main import build
+from surfaces.mcp.settings import McpSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES_CONFIG = ROOT / "examples" / "mcp.json"
@@ -132,3 +136,21 @@ async def inspector(url: str, *argv: str, tmp: Path, headers: Mapping[str, str] 
     return await run_node(
         str(INSPECTOR), "--cli", url, "--transport", "http", *argv, *extra, env=node_env(catalog=tmp / "catalog.json")
     )
+
+
+@contextlib.asynccontextmanager
+async def serving_door(settings: McpSettings) -> AsyncIterator[str]:
+    """The front door built from ``settings``, served in this loop on a free loopback port; yields its base URL
+    (``http://127.0.0.1:PORT``, the endpoint is ``/mcp``)."""
+    app = await build(settings)
+    sock = bind_socket("127.0.0.1", 0)
+    server = QuietSignalsServer(uvicorn.Config(app.asgi, lifespan="on", access_log=False, log_config=None))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        await wait_started(server, task, "the MCP endpoint", 10)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+        await app.close()

@@ -10,12 +10,10 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
 
-from surfaces.common.asgi_server import QuietSignalsServer, bind_socket
-from surfaces.mcp.main import build
 from surfaces.mcp.settings import McpSettings
 from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
+from tests.surfaces.mcp.stack import serving_door
 
 AUDIENCE = "maka-mcp"
 BOB = Person("bob", "bob@example.com", ("visitors",))
@@ -43,24 +41,8 @@ async def door(provider: Provider) -> AsyncIterator[str]:
         oidc_audiences=[AUDIENCE],
         oidc_roles={"ci": ["caller"]},
     )
-    app = await build(settings)
-    sock = bind_socket("127.0.0.1", 0)
-    config = uvicorn.Config(app.asgi, lifespan="on", access_log=False, log_config=None)
-    server = QuietSignalsServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("the MCP endpoint exited during startup")
-                await asyncio.sleep(0.01)  # uvicorn exposes no started event; bounded by the timeout
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-        await app.close()
+    async with serving_door(settings) as base:
+        yield base
 
 
 async def test_the_metadata_names_the_issuer_as_the_authorization_server(door: str, provider: Provider) -> None:

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import uvicorn
 
-from surfaces.common.asgi_server import QuietSignalsServer, bind_socket
-from surfaces.mcp.main import build
 from surfaces.mcp.settings import McpSettings
+from tests.surfaces.mcp.stack import serving_door
 
 pytestmark = pytest.mark.asyncio
 INIT = {
@@ -26,24 +23,8 @@ ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "appl
 
 @pytest.fixture
 async def door() -> AsyncIterator[str]:
-    app = await build(McpSettings(mcp_listen="127.0.0.1:0", mcp_max_sessions_per_client=1))
-    sock = bind_socket("127.0.0.1", 0)
-    config = uvicorn.Config(app.asgi, lifespan="on", access_log=False, log_config=None)
-    server = QuietSignalsServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("the MCP endpoint exited during startup")
-                await asyncio.sleep(0.01)  # uvicorn exposes no started event; bounded by the timeout
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-        await app.close()
+    async with serving_door(McpSettings(mcp_listen="127.0.0.1:0", mcp_max_sessions_per_client=1)) as base:
+        yield f"{base}/mcp"
 
 
 async def test_an_open_endpoints_clients_are_local_and_share_its_session_cap(door: str) -> None:
