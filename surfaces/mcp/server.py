@@ -506,13 +506,41 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=404)
 
 
+OPENING_WAIT_SECONDS = 10.0
+"""How long a request opening a 2025-11-25 session waits for its principal's other openings (:class:`SessionCap`)."""
+
+
+async def _buffered(receive: Receive, limit: int) -> Receive:
+    """Read a request's body messages until its end (or past ``limit`` bytes, which the SDK then refuses with
+    ``413``); returns a ``receive`` that hands them on first, then whatever ``receive`` gives."""
+    read: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break  # the client went away
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False) or size > limit:
+            break
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return replay
+
+
 class SessionCap:
     """ASGI middleware (inside :class:`surfaces.mcp.auth.BearerGate`): at most ``limit`` 2025-11-25 sessions per
     principal. Every session is bound to its principal (the ASGI ``user``, :func:`surfaces.mcp.auth.session_owner`:
     the SDK's session manager refuses its id to anyone else, ``local`` on an open endpoint). A request that would
     open one more closes the principal's oldest idle session (no request in flight: nothing is lost, and a
     client that leaks sessions keeps working) or, when every one is busy, is refused with ``429`` and a JSON-RPC
-    error body saying so (a client that holds that many busy sessions is told, not silently cut off)."""
+    error body saying so (a client that holds that many busy sessions is told, not silently cut off).
+
+    An opening request's body is read whole (up to :data:`MAX_MCP_REQUEST_BODY_BYTES`) before it waits its turn,
+    so a client sending its body slowly holds only its own request, never the principal's other openings; the
+    turn itself is waited for at most :data:`OPENING_WAIT_SECONDS` (then ``503``)."""
 
     def __init__(self, app: ASGIApp, server: Server[Any], limit: int) -> None:
         self.app = app
@@ -535,8 +563,17 @@ class SessionCap:
         if not opening or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
             await self.app(scope, receive, send)
             return
+        receive = await _buffered(receive, MAX_MCP_REQUEST_BODY_BYTES)
         lock = self._opening.setdefault(authorization_context(user)["client_id"], asyncio.Lock())
-        await lock.acquire()
+        try:
+            async with asyncio.timeout(OPENING_WAIT_SECONDS):
+                await lock.acquire()
+        except TimeoutError:
+            log.info("mcp.session_opening_busy", extra={"waited_seconds": OPENING_WAIT_SECONDS})
+            message = "This client's other new sessions are still being opened; try again"
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": message}}
+            await JSONResponse(body, status_code=503, headers={"Retry-After": "1"})(scope, receive, send)
+            return
         held = True
 
         def release() -> None:  # once: by then another request may hold the lock

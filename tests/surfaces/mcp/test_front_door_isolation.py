@@ -7,6 +7,7 @@ calls in flight nor its sessions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -26,7 +27,7 @@ from tests.surfaces.mcp.stack import Up, maka_up
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
 STACK = "iso-stack-secret"
-NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivy", "jack")
+NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank", "ivy", "jack", "kate")
 TOKENS = {name: f"iso-{name}-secret" for name in NAMES}
 SCOPED = ("carol", "dave")
 """Two callers scoped to the door's own session (``default``): their calls share the Maka session."""
@@ -244,3 +245,29 @@ async def test_parallel_initializes_of_one_principal_leave_at_most_its_cap_of_se
         ended = [(await http.delete(up.endpoints.mcp, headers=_headers("jack", sid))).status_code for sid in opened]
     assert 0 < ended.count(200) <= SESSIONS_CAP  # any others were closed as newer ones opened
     assert ended.count(404) == len(opened) - ended.count(200)
+
+
+async def test_a_session_opening_whose_body_trickles_in_does_not_hold_up_its_principals_other_openings(
+    up: Up,
+) -> None:
+    url = httpx.URL(up.endpoints.mcp)
+    assert url.port is not None
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "kate", "version": "1"}}
+    head = (
+        f"POST {url.path} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\nAuthorization: Bearer {TOKENS['kate']}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        "Content-Length: 1000\r\n\r\n{"
+    )
+    _reader, writer = await asyncio.open_connection(url.host, url.port)
+    try:
+        writer.write(head.encode())  # the headers and one byte of a 1000-byte body; the rest never comes
+        await writer.drain()
+        async with httpx.AsyncClient(timeout=60) as http:
+            answer = await http.post(up.endpoints.mcp, json=_rpc("initialize", params), headers=_headers("kate"))
+            assert answer.status_code == 200, answer.text  # not held behind the trickling one (nor 503 after it)
+            session = answer.headers["mcp-session-id"]
+            assert (await http.delete(up.endpoints.mcp, headers=_headers("kate", session))).status_code == 200
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
