@@ -284,16 +284,24 @@ percent-encoded), e.g. the groups claim of the web page's signed-in person, for 
 (docs/security.md "Who sees a form"). Honoured only beside :data:`ACTS_FOR_HEADER` from a principal allowed to
 act for people; anything else is ``PERMISSION_DENIED``."""
 MAX_GROUPS = 64
+ACTS_FOR_ISSUER_HEADER = "x-maka-acts-for-issuer"
+"""Call metadata stating (percent-encoded) the OpenID Connect issuer that verified the person
+:data:`ACTS_FOR_HEADER` names, e.g. the issuer the web page's person signed in at, or that of the JWT an MCP client
+sent the front door; the acting principal then carries it as ``issuer`` (so an answer is labelled an OpenID
+Connect person's only with one, a token's principal otherwise). Honoured only beside :data:`ACTS_FOR_HEADER` from a
+principal allowed to act for people; anything else is ``PERMISSION_DENIED``."""
 
 
-def acts_for_metadata(person: str, groups: Iterable[str] = ()) -> tuple[tuple[str, str], ...]:
-    """Call metadata that names ``person`` as the one this call is made for, and their ``groups`` (empty when
-    ``person`` is empty)."""
+def acts_for_metadata(person: str, groups: Iterable[str] = (), issuer: str = "") -> tuple[tuple[str, str], ...]:
+    """Call metadata that names ``person`` as the one this call is made for, their ``groups`` and the ``issuer``
+    that verified them (empty for a person a static token names; all empty when ``person`` is empty)."""
     if not person:
         return ()
-    named = ((ACTS_FOR_HEADER, quote(person, safe="@.-_+")),)
+    named: tuple[tuple[str, str], ...] = ((ACTS_FOR_HEADER, quote(person, safe="@.-_+")),)
     listed = [quote(group, safe="@.-_+") for group in groups if group]
-    return (*named, (ACTS_FOR_GROUPS_HEADER, ",".join(listed))) if listed else named
+    if listed:
+        named = (*named, (ACTS_FOR_GROUPS_HEADER, ",".join(listed)))
+    return (*named, (ACTS_FOR_ISSUER_HEADER, quote(issuer, safe=""))) if issuer else named
 
 
 class BearerVerifier(Protocol):
@@ -333,6 +341,22 @@ def _acting_groups(metadata: Sequence[tuple[str, str | bytes]] | None) -> frozen
     return None
 
 
+def _acting_issuer(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
+    """The issuer :data:`ACTS_FOR_ISSUER_HEADER` states (None without the header). Raises PermissionDenied when it
+    is malformed (empty, too long, not printable)."""
+    for key, value in metadata or ():
+        if key.lower() == ACTS_FOR_ISSUER_HEADER and isinstance(value, str):
+            issuer = unquote(value)
+            if not issuer.strip() or len(issuer) > MAX_PERSON_CHARS or not issuer.isprintable():
+                raise PermissionDenied(
+                    AuthErrorReason.PERMISSION_DENIED,
+                    f"{ACTS_FOR_ISSUER_HEADER} must name an issuer",
+                    domain=AUTH_DOMAIN,
+                )
+            return issuer
+    return None
+
+
 def _admit(
     principal: Principal,
     method: str,
@@ -342,12 +366,12 @@ def _admit(
     """Apply :data:`ACTS_FOR_HEADER`, then the method's roles, to an authenticated ``principal``."""
     person = _acting_person(metadata)
     groups = _acting_groups(metadata)
-    if groups is not None and person is None:
-        raise PermissionDenied(
-            AuthErrorReason.PERMISSION_DENIED,
-            f"{ACTS_FOR_GROUPS_HEADER} needs {ACTS_FOR_HEADER}",
-            domain=AUTH_DOMAIN,
-        )
+    issuer = _acting_issuer(metadata)
+    for header, stated in ((ACTS_FOR_GROUPS_HEADER, groups), (ACTS_FOR_ISSUER_HEADER, issuer)):
+        if stated is not None and person is None:
+            raise PermissionDenied(
+                AuthErrorReason.PERMISSION_DENIED, f"{header} needs {ACTS_FOR_HEADER}", domain=AUTH_DOMAIN
+            )
     if person is not None:
         if not (principal.acts_for or Role.ADMIN in principal.roles):
             raise PermissionDenied(
@@ -358,7 +382,12 @@ def _admit(
                 AuthErrorReason.PERMISSION_DENIED, f"{ACTS_FOR_HEADER} must name a person", domain=AUTH_DOMAIN
             )
         principal = replace(
-            principal, name=person, acts_for=False, via=principal.name, issuer="", groups=groups or frozenset()
+            principal,
+            name=person,
+            acts_for=False,
+            via=principal.name,
+            issuer=issuer or "",
+            groups=groups or frozenset(),
         )
     roles = method_roles.get(method)
     if roles is not None and not any(principal.has_role(role) for role in roles):

@@ -146,9 +146,10 @@ def _same_settlement(stored: interaction_pb2.Interaction, read: interaction_pb2.
 def answered_by(principal: Principal, surface_kind: str) -> interaction_pb2.AnsweredBy:
     """Who commits an answer: ``principal``'s name (a token's name, never the token; ``anonymous`` without
     tokens; a person's name when the person's own OpenID Connect token was verified or a surface answered
-    for its signed-in person) and kind, and the surface kind the caller declared (control characters
-    removed, bounded)."""
-    if principal.issuer or principal.via:
+    for its principal) and kind (OpenID Connect only with an issuer: a person's own verified token, or the
+    issuer the acting surface stated; a static token's principal a surface answered for is a token's), and the
+    surface kind the caller declared (control characters removed, bounded)."""
+    if principal.issuer:
         kind = interaction_pb2.PRINCIPAL_KIND_OIDC
     elif principal == ANONYMOUS:
         kind = interaction_pb2.PRINCIPAL_KIND_ANONYMOUS

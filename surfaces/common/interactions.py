@@ -486,13 +486,15 @@ class Interactions:
         """The library client underneath (its ``host_id``, ``surface_kind``, ``reconnects``)."""
         self._channel = channel
 
-    def for_person(self, person: str, groups: Sequence[str] = ()) -> Interactions:
-        """A view whose every call names ``person`` (and their ``groups``) as the one this surface acts for
+    def for_person(self, person: str, groups: Sequence[str] = (), issuer: str = "") -> Interactions:
+        """A view whose every call names ``person`` (their ``groups``, and the OpenID Connect ``issuer`` that
+        verified them: empty for a static token's principal) as the one this surface acts for
         (:data:`services.core.auth.ACTS_FOR_HEADER`): the service then shows and accepts only what that person may
-        see. Honoured only from a token allowed to act for people. Closing the view closes nothing."""
+        see, and history labels their answers an OpenID Connect person's only with an issuer. Honoured only from a
+        token allowed to act for people. Closing the view closes nothing."""
         if not person:
             return self
-        return Interactions(self.client.with_metadata(acts_for_metadata(person, groups)))
+        return Interactions(self.client.with_metadata(acts_for_metadata(person, groups, issuer)))
 
     @classmethod
     def connect(

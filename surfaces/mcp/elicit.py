@@ -13,7 +13,7 @@ When the client declares form elicitation, the Host-owned form (the broker's Int
   that does not fit the form is asked again (:data:`LEGACY_ASKS` in all), as a 2026-07-28 client is.
 
 The door reads and answers the forms acting for the request's principal (:func:`acting_view`: its name, and a
-verified person's groups), so history names the person (or machine caller) ``via`` the door's surface token.
+verified person's groups and issuer), so history names the person (or machine caller) ``via`` the door's surface token.
 
 An answer that arrives after the form settled (another surface was first) changes nothing: the Interaction
 service refuses it (``ALREADY_SETTLED``/``CLOSED``) and the client gets the settled outcome. The upstream server's
@@ -71,11 +71,12 @@ ASK_AGAIN = "Your answer did not fit the form; please answer again."
 
 def acting_view(interactions: Interactions, principal: Principal | None) -> Interactions:
     """``interactions`` acting for ``principal`` (the request's, :func:`surfaces.mcp.auth.request_principal`): its
-    name and, for a verified person, its groups (``x-maka-acts-for``), so the forms of a call made for that person
-    are visible and its answers name it; ``interactions`` itself on an open endpoint (no principal)."""
+    name and, for a verified person, its groups and issuer (``x-maka-acts-for``, ``-groups``, ``-issuer``), so the
+    forms of a call made for that person are visible and its answers name it (an OpenID Connect person's with the
+    issuer; a static token's principal as a token's); ``interactions`` itself on an open endpoint (no principal)."""
     if principal is None:
         return interactions
-    return interactions.for_person(principal.name, sorted(principal.groups))
+    return interactions.for_person(principal.name, sorted(principal.groups), principal.issuer)
 
 
 def did_not_fit(error: MakaError) -> bool:

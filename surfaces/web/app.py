@@ -162,10 +162,12 @@ class WebSurface:
         return interaction_view(ix, pooled=self.backend.pooled)
 
     def backend_for(self, request: Request) -> Interactions:
-        """The backend as the person signed in on ``request`` (their name and groups on every call, so the
+        """The backend as the person signed in on ``request`` (their name, groups and issuer on every call, so the
         Interaction service shows only their forms and those they approve), or as this page's token."""
         person = self.guard.person(request)
-        return self.backend.for_person(person.name, person.groups) if person is not None else self.backend
+        return (
+            self.backend.for_person(person.name, person.groups, person.issuer) if person is not None else self.backend
+        )
 
     def visible(self, session_id: str) -> bool:
         """True when this surface is configured to show ``session_id``."""

@@ -84,6 +84,9 @@ class SignedIn:
     groups: tuple[str, ...] = ()
     """The person's groups (their ID token's groups claim at sign-in), stated to the Interaction service with
     :data:`services.core.auth.ACTS_FOR_GROUPS_HEADER` for approver policies."""
+    issuer: str = ""
+    """The OpenID Connect issuer the person signed in at (the page's ``MAKA_OIDC_ISSUER``), stated with
+    :data:`services.core.auth.ACTS_FOR_ISSUER_HEADER` so history labels their answers an OpenID Connect person's."""
 
 
 class SealedCookies:
@@ -134,7 +137,7 @@ class OidcSignIn:
         groups = body.get("groups", [])
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             groups = []
-        return SignedIn(name=body["name"], sid=body["sid"], groups=tuple(groups))
+        return SignedIn(name=body["name"], sid=body["sid"], groups=tuple(groups), issuer=self.verifier.config.issuer)
 
     def _origin(self, request: Request) -> str:
         return self.settings.web_public_origin or str(request.base_url).rstrip("/")

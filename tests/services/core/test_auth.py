@@ -17,6 +17,7 @@ from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, intera
 from services.core import metrics
 from services.core.auth import (
     ACTS_FOR_GROUPS_HEADER,
+    ACTS_FOR_ISSUER_HEADER,
     Principal,
     Role,
     TokenFileError,
@@ -322,6 +323,32 @@ def test_groups_from_a_token_that_may_not_act_for_people_or_without_a_person_are
     assert alone.value.message == "x-maka-acts-for-groups needs x-maka-acts-for"
     with pytest.raises(PermissionDenied):
         _as("web-token-123", *acts_for_metadata("bob@example.com"), (ACTS_FOR_GROUPS_HEADER, ",".join(["g"] * 65)))
+
+
+def test_a_service_that_acts_for_people_may_state_the_person_s_issuer() -> None:
+    issuer = "https://id.example.com/realms/a b"
+    principal = _as("web-token-123", *acts_for_metadata("bob@example.com", ["ops"], issuer=issuer))
+    assert (principal.name, principal.via, principal.issuer, principal.groups) == (
+        "bob@example.com",
+        "web",
+        issuer,
+        frozenset({"ops"}),
+    )
+    assert _as("web-token-123", *acts_for_metadata("bob@example.com")).issuer == ""
+
+
+def test_an_issuer_from_a_token_that_may_not_act_for_people_or_without_a_person_is_refused() -> None:
+    issuer = (ACTS_FOR_ISSUER_HEADER, "https%3A%2F%2Fid.example.com")
+    with pytest.raises(PermissionDenied) as refused:
+        _as("tui-token-123", *acts_for_metadata("bob@example.com"), issuer)
+    assert refused.value.message == "tui may not act for people"
+    with pytest.raises(PermissionDenied) as alone:
+        _as("web-token-123", issuer)
+    assert alone.value.message == "x-maka-acts-for-issuer needs x-maka-acts-for"
+    for malformed in ("", "%0A", "i" * 257):
+        with pytest.raises(PermissionDenied) as bad:
+            _as("web-token-123", *acts_for_metadata("bob@example.com"), (ACTS_FOR_ISSUER_HEADER, malformed))
+        assert bad.value.message == "x-maka-acts-for-issuer must name an issuer"
 
 
 def test_a_machine_token_is_not_a_person() -> None:

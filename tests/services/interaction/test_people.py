@@ -101,15 +101,19 @@ async def test_the_record_names_the_person_who_answered_with_the_issuer_or_the_s
         own = await link.open("s-1", "inv-1")
         vouched = await link.open("s-1", "inv-2")
         by_token = await link.open("s-1", "inv-3")
+        named = await link.open("s-1", "inv-4")
         async with (
             Interactions.connect(service.target, token=token) as person,
             Interactions.connect(service.target, token=WEB_TOKEN) as web,
             Interactions.connect(service.target, token=TUI_TOKEN) as tui,
         ):
             await person.answer(own.interaction_id, Answer(Action.DECLINE))
-            await web.answer(vouched.interaction_id, Answer(Action.DECLINE), acting_for="alice@example.com")
+            signed_in = web.for_person("alice@example.com", issuer=provider.issuer)
+            await signed_in.answer(vouched.interaction_id, Answer(Action.DECLINE))
             await tui.answer(by_token.interaction_id, Answer(Action.DECLINE))
-            records = [await tui.get(ix.interaction_id) for ix in (own, vouched, by_token)]
+            # a static token's principal the web names without an issuer (as the MCP front door does) is a token's
+            await web.answer(named.interaction_id, Answer(Action.DECLINE), acting_for="bob")
+            records = [await tui.get(ix.interaction_id) for ix in (own, vouched, by_token, named)]
     who = [
         (r.answered_by.principal, r.answered_by.principal_kind, r.answered_by.issuer, r.answered_by.via)
         for r in records
@@ -117,6 +121,7 @@ async def test_the_record_names_the_person_who_answered_with_the_issuer_or_the_s
     ]
     assert who == [
         ("alice@example.com", "oidc", provider.issuer, ""),
-        ("alice@example.com", "oidc", "", "web"),
+        ("alice@example.com", "oidc", provider.issuer, "web"),
         ("tui", "token", "", ""),
+        ("bob", "token", "", "web"),
     ]

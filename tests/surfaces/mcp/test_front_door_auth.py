@@ -233,7 +233,7 @@ async def _deploy_answered_in_the_client(
     up: Up, token: str, mode: str, artifact: str, reader: str = STACK
 ) -> list[tuple[object, ...]]:
     """Call deploy as ``token``'s principal, answer its form in the client (staging); the history entries the call
-    added as ``reader`` sees them, as (answered_by principal, via, surface, made_for)."""
+    added as ``reader`` sees them, as (answered_by principal, principal_kind, issuer, via, surface, made_for)."""
     before = await _history(up, reader)
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     transport = streamable_http_client(up.endpoints.mcp, http_client=http)
@@ -251,14 +251,17 @@ async def _deploy_answered_in_the_client(
     for entry in entries:
         who = entry["answered_by"]
         assert isinstance(who, dict)
-        rows.append((who["principal"], who["via"], who["surface"], entry["made_for"]))
+        rows.append(
+            (who["principal"], who["principal_kind"], who["issuer"], who["via"], who["surface"], entry["made_for"])
+        )
     return rows
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_an_answer_given_in_the_client_names_the_callers_token_via_the_door_in_history(up: Up, mode: str) -> None:
     rows = await _deploy_answered_in_the_client(up, CALLER, mode, f"named-{mode}")
-    assert rows == [("alice", "stack", "mcp", None)]  # a machine caller's call is made for nobody
+    # a static token's principal the door answered for is a token's (no issuer); its call is made for nobody
+    assert rows == [("alice", "token", None, "stack", "mcp", None)]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -267,7 +270,7 @@ async def test_an_oidc_persons_call_answered_in_their_client_deploys_and_history
 ) -> None:
     token = await asyncio.to_thread(id_token, provider, DANA, AUDIENCE)
     rows = await _deploy_answered_in_the_client(up, token, mode, f"dana-{mode}", reader=token)
-    assert rows == [(DANA.email, "stack", "mcp", DANA.email)]
+    assert rows == [(DANA.email, "oidc", provider.issuer, "stack", "mcp", DANA.email)]
     # her form is hers: the door's own (admin) token does not see it, in history either
     assert not [entry for entry in (await _history(up, STACK)).values() if entry["made_for"] == DANA.email]
     assert token not in (up.state_dir.parent / "up.log").read_text()

@@ -79,6 +79,13 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
 ) -> None:
     hers = stack_thread.open(text_form("Deploy for alice?"), session_id, wait_seconds=300, made_for=FOR_ALICE)
     machine = stack_thread.open(text_form("A machine's question"), session_id, wait_seconds=300)
+    # a call alice made with her own ID token (the form names the issuer): her page, acting with that issuer, sees it
+    own = stack_thread.open(
+        text_form("Deploy alice's own call?"),
+        session_id,
+        wait_seconds=300,
+        made_for=interaction_pb2.Person(principal=ALICE.email, issuer=provider.issuer),
+    )
     secret_file = tmp_path / "oidc-client-secret"
     secret_file.write_text("maka-web-client-secret\n")
     url = stack_thread.web(
@@ -93,6 +100,8 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
         for page in pages.values():
             expect(page.locator(f'article.card[data-id="{machine.interaction_id}"]')).to_be_visible(timeout=TIMEOUT_MS)
         expect(pages["alice"].locator(f'article.card[data-id="{hers.interaction_id}"]')).to_be_visible()
+        expect(pages["alice"].locator(f'article.card[data-id="{own.interaction_id}"]')).to_be_visible()
+        expect(pages["carol"].locator(f'article.card[data-id="{own.interaction_id}"]')).to_have_count(0)
         expect(pages["bob"].locator(f'article.card[data-id="{hers.interaction_id}"]')).to_be_visible()
         expect(pages["carol"].locator(f'article.card[data-id="{hers.interaction_id}"]')).to_have_count(0)
         expect(pages["bob"].locator(f'article.card[data-id="{hers.interaction_id}"] .session')).to_contain_text(
@@ -119,7 +128,13 @@ def test_each_person_sees_their_own_forms_and_those_they_approve_first_listed_an
         expect(card).to_have_count(0, timeout=TIMEOUT_MS)
         stored = _as_alice(stack_thread, hers.interaction_id)
         assert stored.answer.action == form_pb2.ACTION_ACCEPT
-        assert (stored.answered_by.principal, stored.answered_by.via) == (BOB.email, "anonymous")
+        # the page states the issuer bob signed in at: an OpenID Connect person's answer, through the page
+        assert (
+            stored.answered_by.principal,
+            stored.answered_by.principal_kind,
+            stored.answered_by.issuer,
+            stored.answered_by.via,
+        ) == (BOB.email, interaction_pb2.PRINCIPAL_KIND_OIDC, provider.issuer, "anonymous")
     finally:
         for page in pages.values():
             page.context.close()

@@ -193,13 +193,16 @@ class _PrincipalKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Princip
     DESCRIPTOR: _descriptor.EnumDescriptor
     PRINCIPAL_KIND_UNSPECIFIED: _PrincipalKind.ValueType  # 0
     PRINCIPAL_KIND_TOKEN: _PrincipalKind.ValueType  # 1
-    """A static bearer token of the tokens file: principal is the token's name (never the token)."""
+    """A static bearer token of the tokens file: principal is the token's name (never the token). `via` is set
+    when a trusted service answered for that token's principal (the MCP front door, `x-maka-acts-for`).
+    """
     PRINCIPAL_KIND_ANONYMOUS: _PrincipalKind.ValueType  # 2
     """No tokens are configured (the loopback default of `maka up`): principal is "anonymous"."""
     PRINCIPAL_KIND_OIDC: _PrincipalKind.ValueType  # 3
-    """A person signed in with OpenID Connect: principal names the person (the issuer's configured claim).
-    `issuer` is set when the service verified the person's own token (a bearer JWT); `via` is set when a
-    trusted surface answered for its signed-in person (`x-maka-acts-for`, docs/security.md).
+    """A person signed in with OpenID Connect: principal names the person (the issuer's configured claim) and
+    `issuer` the issuer: the service verified the person's own token (a bearer JWT), or a trusted surface
+    answered for its signed-in person and stated it (`x-maka-acts-for`, `x-maka-acts-for-issuer`,
+    docs/security.md); `via` is set in that second case.
     """
 
 class PrincipalKind(_PrincipalKind, metaclass=_PrincipalKindEnumTypeWrapper):
@@ -207,13 +210,16 @@ class PrincipalKind(_PrincipalKind, metaclass=_PrincipalKindEnumTypeWrapper):
 
 PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind.ValueType  # 0
 PRINCIPAL_KIND_TOKEN: PrincipalKind.ValueType  # 1
-"""A static bearer token of the tokens file: principal is the token's name (never the token)."""
+"""A static bearer token of the tokens file: principal is the token's name (never the token). `via` is set
+when a trusted service answered for that token's principal (the MCP front door, `x-maka-acts-for`).
+"""
 PRINCIPAL_KIND_ANONYMOUS: PrincipalKind.ValueType  # 2
 """No tokens are configured (the loopback default of `maka up`): principal is "anonymous"."""
 PRINCIPAL_KIND_OIDC: PrincipalKind.ValueType  # 3
-"""A person signed in with OpenID Connect: principal names the person (the issuer's configured claim).
-`issuer` is set when the service verified the person's own token (a bearer JWT); `via` is set when a
-trusted surface answered for its signed-in person (`x-maka-acts-for`, docs/security.md).
+"""A person signed in with OpenID Connect: principal names the person (the issuer's configured claim) and
+`issuer` the issuer: the service verified the person's own token (a bearer JWT), or a trusted surface
+answered for its signed-in person and stated it (`x-maka-acts-for`, `x-maka-acts-for-issuer`,
+docs/security.md); `via` is set in that second case.
 """
 Global___PrincipalKind: _TypeAlias = PrincipalKind  # noqa: Y015
 
@@ -476,10 +482,10 @@ class AnsweredBy(_message.Message):
     the caller (display only); the principal is the authenticated part.
     """
     issuer: _builtins.str
-    """With PRINCIPAL_KIND_OIDC: the issuer of the person's verified token; empty otherwise."""
+    """With PRINCIPAL_KIND_OIDC: the issuer that verified the person; empty otherwise."""
     via: _builtins.str
-    """With PRINCIPAL_KIND_OIDC: the name of the surface's token that answered for the person (the web page's
-    service token); empty when the person's own token answered.
+    """The name of the service token that answered for the principal (the web page's, the MCP front door's);
+    empty when the principal's own token answered.
     """
     def __init__(
         self,
