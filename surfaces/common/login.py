@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import fcntl
 import hmac
-import html
 import json
 import logging
 import os
@@ -48,6 +47,7 @@ from pydantic_settings import SettingsConfigDict
 from services.core.jwt_auth import JwtRefused, JwtVerifier, OidcConfig
 from services.core.messages import person_sign_in_expired
 from services.core.settings import OidcSettings
+from surfaces.common.callback_page import answer_page
 from surfaces.common.target import TOKEN_VARIABLES, owner_token_env
 
 log = logging.getLogger("maka.cli.login")
@@ -260,33 +260,17 @@ class _Redirect:
                 await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request_line = (await asyncio.wait_for(reader.readline(), 10)).decode("latin-1")
-            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
-                pass
-            method, target, *_ = [*request_line.split(" "), "", ""]
-            parts = urlsplit(target)
-            query = {name: values[0] for name, values in parse_qs(parts.query).items() if values}
-            if method != "GET" or parts.path != CALLBACK_PATH:
-                status, text = 404, "Not found."
-            elif self.answer.done() or not hmac.compare_digest(query.get("state", "").encode(), self._state.encode()):
-                status, text = 400, "This sign-in is not pending."
-            else:
-                self.answer.set_result(query)
-                status, text = await asyncio.wait_for(asyncio.shield(self._outcome), HTTP_TIMEOUT_SECONDS * 3)
-            body = f"<!doctype html><title>Maka</title><p>{html.escape(text)}</p>".encode()
-            reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found"}.get(status, "Error")
-            writer.write(
-                f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
-                f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\n"
-                "Connection: close\r\n\r\n".encode()
-                + body
-            )
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+        await answer_page(reader, writer, self._respond)
+
+    async def _respond(self, method: str, target: str) -> tuple[int, str]:
+        parts = urlsplit(target)
+        query = {name: values[0] for name, values in parse_qs(parts.query).items() if values}
+        if method != "GET" or parts.path != CALLBACK_PATH:
+            return 404, "Not found."
+        if self.answer.done() or not hmac.compare_digest(query.get("state", "").encode(), self._state.encode()):
+            return 400, "This sign-in is not pending."
+        self.answer.set_result(query)
+        return await asyncio.wait_for(asyncio.shield(self._outcome), HTTP_TIMEOUT_SECONDS * 3)
 
 
 def open_browser(url: str) -> bool:

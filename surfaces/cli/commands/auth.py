@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import html
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from maka_client import MakaError
 from stack.state_dir import read_endpoints
+from surfaces.common.callback_page import answer_page
 from surfaces.common.sign_in import SignIns, SignInView
 from surfaces.common.target import add_state_dir_argument, address
 
@@ -71,30 +71,17 @@ async def _serve_callback(client: SignIns, redirect_uri: str) -> asyncio.Server 
     if host not in ("127.0.0.1", "localhost", "::1") or port is None:
         return None
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def respond(_method: str, target: str) -> tuple[int, str]:
+        query = parse_qs(urlsplit(target).query)
+        values = {name: (query.get(name) or [""])[0] for name in ("code", "state", "iss", "error")}
         try:
-            request_line = (await asyncio.wait_for(reader.readline(), 10)).decode("latin-1")
-            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
-                pass
-            _, target, _ = [*request_line.split(" "), "", ""][:3]
-            query = parse_qs(urlsplit(target).query)
-            values = {name: (query.get(name) or [""])[0] for name in ("code", "state", "iss", "error")}
-            try:
-                server = await client.complete(values["code"], values["state"], values["iss"], values["error"])
-                status, text = "200 OK", f"Signed in to {server}. You can close this tab."
-            except MakaError:
-                status, text = "400 Bad Request", "This sign-in is not pending."
-            body = f"<!doctype html><title>Maka</title><p>{html.escape(text)}</p>".encode()
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
-                "Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n".encode()
-                + body
-            )
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+            server = await client.complete(values["code"], values["state"], values["iss"], values["error"])
+        except MakaError:
+            return 400, "This sign-in is not pending."
+        return 200, f"Signed in to {server}. You can close this tab."
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await answer_page(reader, writer, respond)
 
     try:
         return await asyncio.start_server(handle, host, port)
