@@ -33,7 +33,7 @@ from bench import profiling
 from bench.callers import AnchorCaller, Caller, StackCaller
 from bench.cpu import BENCH_PROCESS, TICKS_PER_S, CpuMeter
 from bench.measure import concurrent
-from bench.run import DEPLOY_ARGS, running_stack
+from bench.run import DEPLOY_ARGS, tree_stack
 from bench.servers import example_server
 
 REPORT_TIMEOUT = 120.0
@@ -65,26 +65,8 @@ async def _stack_at(
 ) -> AsyncIterator[tuple[StackCaller, dict[str, int], dict[str, int]]]:
     """A stack running the services of ``tree`` (None: this checkout) with its caller; yields (caller, every
     process of the side, the services)."""
-    extra = dict(env or {})
-    if tree is not None:
-        # ``python -m`` puts the working directory first on sys.path, PYTHONPATH before the editable install
-        path = [str(tree / "gen"), str(tree), *([extra["PYTHONPATH"]] if "PYTHONPATH" in extra else [])]
-        extra["PYTHONPATH"] = os.pathsep.join(path)
-    here = Path.cwd()
-    if tree is not None:
-        os.chdir(tree)  # the children inherit it at start (the probe never restarts one)
-    try:
-        stack_cm = running_stack(config, work / "stack", work / "stack.log", log_level, extra)
-        stack = await stack_cm.__aenter__()
-    finally:
-        os.chdir(here)
-    try:
-        endpoints = stack.endpoints
-        assert endpoints is not None
-        async with StackCaller(endpoints.broker, endpoints.interaction) as caller:
-            yield caller, {BENCH_PROCESS: os.getpid(), **stack.supervisor.pids()}, stack.supervisor.pids()
-    finally:
-        await stack_cm.__aexit__(None, None, None)
+    async with tree_stack(tree, config, work, log_level, env) as (stack, caller):
+        yield caller, {BENCH_PROCESS: os.getpid(), **stack.supervisor.pids()}, stack.supervisor.pids()
 
 
 async def _round(caller: Caller, pids: dict[str, int], args: argparse.Namespace, label: str) -> dict[str, float]:

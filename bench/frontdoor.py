@@ -42,7 +42,7 @@ from bench import profiling
 from bench.callers import FRONT_DOOR_PREFIX, SESSION, AnchorCaller, Caller, StackCaller
 from bench.cpu import CpuMeter
 from bench.measure import sequential
-from bench.run import FRONT_DOOR_SESSION_ENV, TOOLS, running_stack
+from bench.run import FRONT_DOOR_SESSION_ENV, TOOLS, tree_stack
 from bench.servers import example_server
 
 REPORT_TIMEOUT = 120.0
@@ -68,25 +68,9 @@ async def _stack_at(
 ) -> AsyncIterator[Side]:
     """A stack (front door included) running the services of ``tree`` (None: this checkout)."""
     extra = {FRONT_DOOR_SESSION_ENV: SESSION, **env}
-    if tree is not None:
-        # ``python -m`` puts the working directory first on sys.path, PYTHONPATH before the editable install
-        path = [str(tree / "gen"), str(tree), *([extra["PYTHONPATH"]] if "PYTHONPATH" in extra else [])]
-        extra["PYTHONPATH"] = os.pathsep.join(path)
-    here = Path.cwd()
-    if tree is not None:
-        os.chdir(tree)  # the children inherit it at start (the probe never restarts one)
-    try:
-        stack_cm = running_stack(config, work / "stack", work / "stack.log", log_level, extra, mcp=True)
-        stack = await stack_cm.__aenter__()
-    finally:
-        os.chdir(here)
-    try:
-        endpoints = stack.endpoints
-        assert endpoints is not None
-        async with StackCaller(endpoints.broker, endpoints.interaction) as caller:
-            yield Side(caller, endpoints.mcp, stack.supervisor.pids()[FRONT_DOOR_SERVICE])
-    finally:
-        await stack_cm.__aexit__(None, None, None)
+    async with tree_stack(tree, config, work, log_level, extra, mcp=True) as (stack, caller):
+        assert stack.endpoints is not None
+        yield Side(caller, stack.endpoints.mcp, stack.supervisor.pids()[FRONT_DOOR_SERVICE])
 
 
 def round_row(p50_ms: Mapping[str, float], cpu_ms: Mapping[str, float]) -> dict[str, float]:

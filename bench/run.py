@@ -28,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -191,6 +191,40 @@ async def running_stack(
     finally:
         await stack.stop()
         log_file.close()
+
+
+@contextlib.asynccontextmanager
+async def tree_stack(
+    tree: Path | None,
+    config: Path,
+    work: Path,
+    log_level: str,
+    extra_env: Mapping[str, str] | None = None,
+    *,
+    mcp: bool = False,
+) -> AsyncIterator[tuple[Stack, StackCaller]]:
+    """:func:`running_stack` running the services of ``tree`` (another checkout, None: this one) in ``work``, and
+    a caller of it: the A/B probes' one side (``bench.cpuprobe``, ``bench.frontdoor``)."""
+    extra = dict(extra_env or {})
+    if tree is not None:
+        # ``python -m`` puts the working directory first on sys.path, PYTHONPATH before the editable install
+        path = [str(tree / "gen"), str(tree), *([extra["PYTHONPATH"]] if "PYTHONPATH" in extra else [])]
+        extra["PYTHONPATH"] = os.pathsep.join(path)
+    here = Path.cwd()
+    if tree is not None:
+        os.chdir(tree)  # the children inherit it at start (the probes never restart one)
+    try:
+        stack_cm = running_stack(config, work / "stack", work / "stack.log", log_level, extra, mcp=mcp)
+        stack = await stack_cm.__aenter__()
+    finally:
+        os.chdir(here)
+    try:
+        endpoints = stack.endpoints
+        assert endpoints is not None
+        async with StackCaller(endpoints.broker, endpoints.interaction) as caller:
+            yield stack, caller
+    finally:
+        await stack_cm.__aexit__(None, None, None)
 
 
 async def _measure_anchor_then_stack(
