@@ -7,12 +7,14 @@ replica schedules the ``form_expiring`` nudge, re-checking the form is still pen
 that dies takes its queued and scheduled notifications with it (at most once, never twice).
 
 Delivery never blocks the form path: :meth:`Notifier.form_opened` only appends to one bounded queue per target
-(when full, the oldest notification is dropped and counted); one task per target posts them with httpx, a timeout
-per attempt, retried with :data:`services.core.backoff.Backoff`. Counters go to Prometheus
-(``maka_notifications_total``) and to a small JSON status file ``maka status`` reads (``notify_status_file``).
+(when full, the oldest notification is dropped and counted); one task per target posts them with httpx, one
+timeout bounding each whole attempt (connect to last byte), retried with :data:`services.core.backoff.Backoff`.
+Counters go to Prometheus (``maka_notifications_total``) and to a small JSON status file ``maka status`` reads
+(``notify_status_file``).
 
 A notification carries ids, the Tool, the server, the Host, the session, the deadline and a link to the form on
-the web page - never an answer value, ``requestState`` or token. The server's message and names are untrusted:
+the web page - never an answer value, ``requestState`` or token; a form made for a person only the Host, the
+deadline and the link (:mod:`services.interaction.notice`). The server's message and names are untrusted:
 control, bidi and zero-width characters are replaced and the text is capped. Logs and the status file name a
 target by its redacted URL (scheme and host only: a Slack URL's path is its secret).
 """
@@ -26,34 +28,27 @@ import json
 import logging
 import os
 import time
-import unicodedata
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from maka.interaction.v1 import interaction_pb2
 from services.core import metrics
 from services.core.backoff import Backoff
+from services.interaction.notice import EventKind, Notice
 
 log = logging.getLogger("maka.interaction.notify")
 
-MESSAGE_CHARS = 300
-"""Most characters of the server's message a notification carries (then ``…``)."""
-NAME_CHARS = 120
-"""Most characters of a server-supplied name (server, Tool) a notification carries."""
 EXPIRING_KEPT = 16384
 """Most ``form_expiring`` nudges one replica keeps scheduled (more are dropped and counted)."""
 RETRY_BACKOFF = Backoff(initial=0.5, maximum=30.0)
 """Waits between attempts of one notification."""
-MARKER = "\ufffd"
-
 StillPending = Callable[[str], Awaitable[bool]]
 """Whether the form of this id is still pending (checked before a ``form_expiring`` nudge)."""
 
@@ -67,13 +62,6 @@ class TargetKind(StrEnum):
     """A Slack incoming-webhook body ``{"text", "blocks"}`` (:meth:`Notice.slack_json`)."""
 
 
-class EventKind(StrEnum):
-    """Why a notification is sent."""
-
-    OPENED = "form_opened"
-    EXPIRING = "form_expiring"
-
-
 def redact_url(url: str) -> str:
     """``scheme://host[:port]`` and ``/...`` when anything follows: never user info, path, query or fragment
     (a Slack webhook's path is its secret)."""
@@ -85,104 +73,6 @@ def redact_url(url: str) -> str:
         return "<malformed url>"
     rest = "/..." if parts.path.strip("/") or parts.query or parts.fragment else ""
     return f"{parts.scheme}://{host}{port}{rest}"
-
-
-def clean_text(text: str, cap: int) -> str:
-    """Untrusted server text on one line: C0/C1 controls, line breaks and tabs become spaces; bidi, zero-width and
-    other format characters and lone surrogates become ``�`` (the rule of ``surfaces/common/untrusted.py``, one
-    line); at most ``cap`` characters (then ``…``)."""
-    out: list[str] = []
-    for char in text:
-        category = unicodedata.category(char)
-        if char in "\t\n\r" or category in ("Zl", "Zp"):
-            out.append(" ")
-        elif category == "Cc":
-            out.append(" " if ord(char) < 0x80 else MARKER)
-        elif category in ("Cf", "Cs"):
-            out.append(MARKER)
-        else:
-            out.append(char)
-    shown = " ".join("".join(out).split())
-    return shown if len(shown) <= cap else shown[: cap - 1] + "…"
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def form_link(web_public_url: str, interaction_id: str) -> str:
-    """The form on the web page (``<public url>/#/interaction/<id>``); empty without a public URL."""
-    if not web_public_url:
-        return ""
-    return f"{web_public_url.rstrip('/')}/#/interaction/{quote(interaction_id, safe='')}"
-
-
-def _slack_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """What a notification says: allowlisted fields only, every server-supplied string cleaned."""
-
-    kind: EventKind
-    interaction_id: str
-    tool: str
-    server: str
-    host_id: str
-    session_id: str
-    deadline: str
-    link: str
-    message: str
-
-    @staticmethod
-    def of(kind: EventKind, interaction: interaction_pb2.Interaction, host_id: str, web_public_url: str) -> Notice:
-        """The notice of ``interaction`` (reads ids, Tool and server names, the message and the deadline only)."""
-        requester = interaction.form.requester
-        tool = interaction.binding.tool_name or requester.claimed_tool
-        server = requester.claimed_server or requester.provider_display_name or requester.provider_id
-        return Notice(
-            kind=kind,
-            interaction_id=interaction.interaction_id,
-            tool=clean_text(tool, NAME_CHARS),
-            server=clean_text(server, NAME_CHARS),
-            host_id=host_id,
-            session_id=clean_text(interaction.binding.session_id, NAME_CHARS),
-            deadline=_iso(interaction.expires_at.ToMilliseconds()),
-            link=form_link(web_public_url, interaction.interaction_id),
-            message=clean_text(interaction.form.message, MESSAGE_CHARS),
-        )
-
-    def webhook_json(self) -> dict[str, Any]:
-        """The generic webhook body."""
-        return {
-            "event": self.kind.value,
-            "interactionId": self.interaction_id,
-            "tool": self.tool,
-            "server": self.server,
-            "host": self.host_id,
-            "session": self.session_id,
-            "deadline": self.deadline,
-            "link": self.link or None,
-            "message": self.message,
-        }
-
-    def slack_json(self) -> dict[str, Any]:
-        """A Slack incoming-webhook body: ``text`` (the fallback) and ``blocks``."""
-        what = "A form waits" if self.kind is EventKind.OPENED else "A form expires soon"
-        tool = _slack_escape(self.tool or "a Tool")
-        server = f" on {_slack_escape(self.server)}" if self.server else ""
-        headline = f"{what}: {tool}{server} (Host {_slack_escape(self.host_id)}), answer by {self.deadline}"
-        text = f"{headline}: {self.link}" if self.link else headline
-        blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": f"*{headline}*"}}]
-        if self.message:
-            blocks.append({"type": "section", "text": {"type": "plain_text", "text": self.message}})
-        context = f"session {_slack_escape(self.session_id)} · {self.interaction_id}"
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": context}]})
-        if self.link:
-            button = {"type": "button", "text": {"type": "plain_text", "text": "Open the form"}, "url": self.link}
-            blocks.append({"type": "actions", "elements": [button]})
-        return {"text": text, "blocks": blocks}
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,11 +321,12 @@ class Notifier:
 
     async def _post(self, target: Target, body: bytes) -> None:
         assert self._client is not None, "start() first"
-        try:
-            response = await self._client.post(
-                target.url, content=body, headers={"content-type": "application/json"}, timeout=self.timeout
-            )
-        except httpx.TimeoutException as error:
+        try:  # one bound for the whole attempt: httpx's timeout is per read, and a dripping receiver never trips it
+            async with asyncio.timeout(self.timeout):
+                response = await self._client.post(
+                    target.url, content=body, headers={"content-type": "application/json"}, timeout=self.timeout
+                )
+        except (httpx.TimeoutException, TimeoutError) as error:
             raise _Retryable(f"timed out after {self.timeout:g} s") from error
         except httpx.HTTPError as error:
             raise _Retryable(f"{type(error).__name__}") from error

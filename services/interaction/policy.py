@@ -14,13 +14,15 @@ Policies live in a JSON file (``MAKA_APPROVER_POLICIES_FILE``)::
 name ``SERVER:TOOL``. A person is an approver when their name is in ``principals`` or one of their groups (their
 verified token's groups claim, or what the service acting for them stated) is in ``groups``.
 
-:class:`PolicyFile` re-reads the file when it changed (its modification time, size or inode, checked on use:
-no signal needed). A file that no longer parses keeps the policies in force and logs ``approver_policies_invalid``
-(never its content); at start a bad file is an error.
+:class:`PolicyFile` re-reads the file when it changed (its modification or change time, size or inode, checked
+on use: no signal needed; the content's SHA-256 decides whether it is new). A file that no longer parses keeps the
+policies in force and logs ``approver_policies_invalid`` (never its content); a file that is deleted revokes every
+approver and logs ``approver_policies_removed``; at start a bad or missing file is an error.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -120,7 +122,8 @@ class PolicyFile:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._stamp: tuple[int, int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
+        self._digest = b""
         self._policies = Policies()
         if path is not None:
             stamp = self._stat()
@@ -128,19 +131,24 @@ class PolicyFile:
                 raise PolicyFileError(f"cannot read approver policies file {path}")
             self._load(stamp, strict=True)
 
-    def _stat(self) -> tuple[int, int, int] | None:
+    def _stat(self) -> tuple[int, ...] | None:
         assert self.path is not None
         try:
             st = os.stat(self.path)
         except OSError:
             return None
-        return st.st_mtime_ns, st.st_size, st.st_ino
+        # ctime too: a rewrite that restores the old mtime and size (``cp -p``, ``rsync -t``) still moves it.
+        return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
 
-    def _load(self, stamp: tuple[int, int, int], *, strict: bool) -> None:
+    def _load(self, stamp: tuple[int, ...], *, strict: bool) -> None:
         assert self.path is not None
         self._stamp = stamp
         try:
-            self._policies = Policies.parse(self.path.read_text())
+            raw = self.path.read_bytes()
+            digest = hashlib.sha256(raw).digest()
+            if digest == self._digest:
+                return
+            self._policies, self._digest = Policies.parse(raw.decode()), digest
         except (OSError, UnicodeDecodeError, PolicyFileError) as error:
             if strict:
                 raise PolicyFileError(str(error) if isinstance(error, PolicyFileError) else "unreadable") from None
@@ -149,11 +157,15 @@ class PolicyFile:
         log.info("approver_policies_loaded", extra={"policies": len(self._policies.policies)})
 
     def current(self) -> Policies:
-        """The policies in force (re-read first when the file changed since the last read)."""
+        """The policies in force (re-read first when the file changed since the last read; none once it is gone)."""
         if self.path is None:
             return self._policies
         stamp = self._stat()
-        if stamp is not None and stamp != self._stamp:
+        if stamp is None:
+            if self._stamp is not None:  # deleted: its approvers are revoked, a person's forms reach that person only
+                self._stamp, self._digest, self._policies = None, b"", Policies()
+                log.warning("approver_policies_removed")
+        elif stamp != self._stamp:
             self._load(stamp, strict=False)
         return self._policies
 

@@ -87,10 +87,11 @@ class Settings(GrpcServerSettings):
     approver_policies_file: Path | None = None
     """JSON file of approver policies (docs/security.md "Who sees a form"): a form of a call made for a person is
     visible to and answerable by that person and the approvers of every policy whose ``server`` and ``tool``
-    globs match its Tool, nobody else. Re-read on use when its modification time, size or inode changed (no
-    restart or signal); a changed file that no longer parses keeps the policies in force and logs
-    ``approver_policies_invalid``. Unset: a person's forms reach only that person. A set but unreadable or
-    malformed file exits 2 at start with ``approver_policies_invalid``."""
+    globs match its Tool, nobody else. Re-read on use when its modification or change time, size or inode changed
+    (no restart or signal); a changed file that no longer parses keeps the policies in force and logs
+    ``approver_policies_invalid``; a deleted file revokes every approver (``approver_policies_removed``). Unset: a
+    person's forms reach only that person. A set but unreadable or malformed file exits 2 at start with
+    ``approver_policies_invalid``."""
     events_maxlen: int = Field(default=10000, gt=0)
     """Approximate length cap (``XADD MAXLEN ~``) of each session event Stream and the settled Stream."""
     redis_timeout_seconds: float = Field(default=2.5, gt=1.0)
@@ -135,7 +136,7 @@ class Settings(GrpcServerSettings):
     """Send ``form_expiring`` this long before a pending form's deadline (0: never); forms whose whole wait is
     shorter get only ``form_opened``."""
     notify_timeout_seconds: float = Field(default=5.0, gt=0)
-    """Timeout of one notification attempt (connect, send and response)."""
+    """Bound of one whole notification attempt, from connect to the answer's last byte."""
     notify_attempts: int = Field(default=5, ge=1)
     """Attempts per notification (retried with the jittered backoff on a transport error, a timeout, HTTP 408,
     429 or 5xx; another 4xx is not retried)."""

@@ -214,6 +214,26 @@ async def test_a_changed_policy_file_applies_to_the_next_read_without_a_restart(
             assert [ix.interaction_id for ix in await carol.pending()] == [hers.interaction_id]
 
 
+async def test_deleting_the_policy_file_revokes_its_approvers_and_the_person_still_sees_her_form(
+    service: Service, provider: Provider, tokens: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="maka.interaction.policy")
+    policies = service.settings.approver_policies_file
+    assert policies is not None
+    async with channel(service, BROKER_TOKEN) as broker:
+        link = await Link.connect(broker)
+        hers = await link.open("s-1", "inv-alice", made_for=alice_of(provider))
+        async with (
+            Interactions.connect(service.target, token=tokens["alice"]) as alice,
+            Interactions.connect(service.target, token=tokens["bob"]) as bob,
+        ):
+            assert [ix.interaction_id for ix in await bob.pending()] == [hers.interaction_id]
+            policies.unlink()
+            assert [ix.interaction_id for ix in await bob.pending()] == []
+            assert [ix.interaction_id for ix in await alice.pending()] == [hers.interaction_id]
+    assert "approver_policies_removed" in [r.getMessage() for r in caplog.records]
+
+
 async def test_the_audit_names_the_person_and_their_token_and_groups_never_reach_redis_or_the_logs(
     service: Service, provider: Provider, tokens: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -21,12 +21,12 @@ from services.core.backoff import Backoff
 from services.interaction.authority import InteractionAuthority
 from services.interaction.keys import Keys
 from services.interaction.main import notifier
+from services.interaction.notice import clean_text
 from services.interaction.notify import (
     Notifier,
     Target,
     TargetKind,
     TargetsInvalid,
-    clean_text,
     parse_targets,
     redact_url,
 )
@@ -116,8 +116,9 @@ async def test_a_notification_carries_ids_tool_server_deadline_and_a_link_never_
             await eventually(lambda: len(receiver.bodies()) == 2, what="both notifications")
         (body,) = receiver.bodies("/hook")
         assert set(body) == {
-            *("event", "interactionId", "tool", "server", "host", "session", "deadline", "link", "message")
+            *("event", "interactionId", "tool", "server", "host", "session", "deadline", "link", "message", "withheld")
         }
+        assert body["withheld"] is False
         assert body["event"] == "form_opened"
         assert body["interactionId"] == opened.interaction_id
         assert body["tool"] == "deploy:deploy"
@@ -294,3 +295,96 @@ def make_interaction(interaction_id: str) -> interaction_pb2.Interaction:
     interaction = interaction_pb2.Interaction(interaction_id=interaction_id, binding=binding(), form=make_form())
     interaction.expires_at.FromMilliseconds(0)
     return interaction
+
+
+async def test_a_receiver_that_drips_its_answer_is_abandoned_at_the_attempt_bound_and_counted_failed(
+    authorities: Authorities,
+) -> None:
+    with Receiver(drip=True) as receiver:
+        notify = Notifier(
+            [Target(TargetKind.WEBHOOK, receiver.url())], expiry_lead=0, attempts=1, timeout=1.0, backoff=FAST
+        )
+        async with authorities(notify) as (authority,):
+            epoch, _ = await authority.begin_epoch()
+            await authority.open(epoch, binding(), make_form())
+            (status,) = notify.status()
+            # The drip would take 200 s, each byte well inside httpx's 1 s read timeout: only a bound on the whole
+            # attempt ends it.
+            await eventually(lambda: status.failed == 1, what="the dripping attempt abandoned")
+            assert (status.sent, status.last_error) == (0, "timed out after 1 s")
+            await eventually(receiver.hung_up.is_set, what="the receiver seeing the attempt hang up")
+
+
+async def test_a_slack_target_gets_every_supplied_string_as_plain_text_never_as_markup_or_a_mention(
+    authorities: Authorities,
+) -> None:
+    session = "@here *PWNED* https://evil.example/s"
+    form = make_form()
+    form.message = "<!channel> _look_ `here` ~now~ <https://evil.example|click>"
+    form.requester.claimed_server = "<@U123>"
+    with Receiver() as receiver:
+        notify = Notifier([Target(TargetKind.SLACK, receiver.url(SECRET_PATH))], expiry_lead=0)
+        async with authorities(notify) as (authority,):
+            epoch, _ = await authority.begin_epoch()
+            opened = await authority.open(epoch, binding(session, "inv-1"), form)
+            (body,) = await eventually(lambda: receiver.bodies() or None, what="the Slack notification")
+    deadline = json.dumps(body).split("answer by ")[1].split('"')[0]
+    link = ""  # no public web URL: no button
+    assert body == {
+        "text": f"A form waits, answer by {deadline}{link}",
+        "blocks": [
+            {
+                "type": "section",
+                "text": {
+                    "type": "plain_text",
+                    "text": f"A form waits: deploy:deploy on <@U123> (Host {authority.host_id}), answer by {deadline}",
+                    "emoji": False,
+                },
+            },
+            {"type": "section", "text": {"type": "plain_text", "text": form.message, "emoji": False}},
+            {
+                "type": "context",
+                "elements": [
+                    {"type": "plain_text", "text": f"session {session} · {opened.interaction_id}", "emoji": False}
+                ],
+            },
+        ],
+    }
+    assert "mrkdwn" not in json.dumps(body)
+
+
+async def test_a_form_made_for_a_person_is_notified_with_its_details_withheld_the_link_only(
+    authorities: Authorities,
+) -> None:
+    alice = interaction_pb2.Person(principal="alice@example.com", issuer="https://issuer.example")
+    form = make_form()
+    form.message = "Deploy alice's secret-project-canary"
+    with Receiver() as receiver:
+        webhook, slack = receiver.url("/hook"), receiver.url(SECRET_PATH)
+        notify = Notifier(
+            [Target(TargetKind.WEBHOOK, webhook), Target(TargetKind.SLACK, slack)], web_public_url=WEB, expiry_lead=0
+        )
+        async with authorities(notify) as (authority,):
+            epoch, _ = await authority.begin_epoch()
+            opened = await authority.open(epoch, binding("alice-session-canary", "inv-1", made_for=alice), form)
+            await eventually(lambda: len(receiver.bodies()) == 2, what="both notifications")
+    link = f"https://maka.example.com/#/interaction/{opened.interaction_id}"
+    (body,) = receiver.bodies("/hook")
+    assert body == {
+        "event": "form_opened",
+        "interactionId": None,
+        "tool": None,
+        "server": None,
+        "host": authority.host_id,
+        "session": None,
+        "deadline": body["deadline"],
+        "link": link,
+        "message": None,
+        "withheld": True,
+    }
+    (slack_body,) = receiver.bodies(SECRET_PATH)
+    assert [b["type"] for b in slack_body["blocks"]] == ["section", "actions"]
+    assert slack_body["blocks"][0]["text"]["text"].startswith("A form waits for a person (Host ")
+    everything = receiver.raw().decode()
+    for secret in ("secret-project-canary", "alice-session-canary", "alice@example.com", "deploy:deploy"):
+        assert secret not in everything

@@ -132,3 +132,36 @@ def test_a_changed_file_that_no_longer_parses_keeps_the_policies_in_force_and_lo
     assert policies.current().approves(person("bob@example.com", "release-managers"), "prod-deploy:deploy")
     assert [r.getMessage() for r in caplog.records] == ["approver_policies_invalid"]
     assert "secret-group-name" not in caplog.text
+
+
+def test_a_deleted_file_revokes_its_approvers_logs_it_once_and_a_file_put_back_is_read_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="maka.interaction.policy")
+    path = write(tmp_path / "policies.json", RELEASE)
+    policies = PolicyFile(path)
+    bob = person("bob@example.com", "release-managers")
+    assert policies.current().approves(bob, "prod-deploy:deploy")
+    path.unlink()
+    assert policies.current() == Policies()
+    assert policies.current() == Policies()
+    assert [r.getMessage() for r in caplog.records].count("approver_policies_removed") == 1
+    write(path, RELEASE)
+    assert policies.current().approves(bob, "prod-deploy:deploy")
+
+
+def test_an_in_place_rewrite_that_restores_mtime_and_size_is_read_again(tmp_path: Path) -> None:
+    path = write(tmp_path / "policies.json", RELEASE)
+    before = os.stat(path)
+    policies = PolicyFile(path)
+    bob = person("bob@example.com", "release-managers")
+    assert policies.current().approves(bob, "prod-deploy:deploy")
+    swapped = json.dumps(RELEASE).replace("release-managers", "release-approver")
+    assert len(swapped) == before.st_size
+    with path.open("r+") as file:  # same inode, same size, then the old mtime back (cp -p, rsync -t)
+        file.write(swapped)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (before.st_mtime_ns, before.st_size, before.st_ino)
+    assert not policies.current().approves(bob, "prod-deploy:deploy")
+    assert policies.current().approves(person("bob@example.com", "release-approver"), "prod-deploy:deploy")

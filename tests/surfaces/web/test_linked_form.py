@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from services.interaction.notify import form_link
+from services.interaction.notice import form_link
 from tests.surfaces.web.stack import WebStackThread, text_form
 from tests.surfaces.web.test_page import TIMEOUT_MS, card_of, open_page
 

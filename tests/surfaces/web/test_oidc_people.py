@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2, interaction_service_pb2_grpc
 from services.core.auth import acts_for_metadata
-from services.interaction.notify import form_link
+from services.interaction.notice import form_link
 from tests.helpers.oidc import Person, Provider, oidc_provider
 from tests.helpers.redis_server import RedisServer
 from tests.surfaces.web.stack import WebStackThread, text_form
