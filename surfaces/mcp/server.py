@@ -303,8 +303,7 @@ def client_session(base: str, ctx: ServerRequestContext[Any], key: bytes | None 
     principal of its bearer token, ``local`` on an open endpoint) and ``BASE.WHO.SESSION`` for a 2025-11-25
     session (the start of its ``Mcp-Session-Id``). A principal scoped to named sessions runs in ``BASE`` (its
     scope decides whether the broker takes the call). So two clients never share a call, a form or a
-    ``requestState`` (:meth:`surfaces.mcp.elicit.Calls.resume` refuses another's). A person's name is keyed
-    (:mod:`surfaces.mcp.session_key`)."""
+    ``requestState`` (:meth:`surfaces.mcp.elicit.Calls.resume` refuses another's); names keyed: ``session_key``."""
     request = ctx.request
     principal = auth.request_principal(request)
     if principal is not None and not principal.all_sessions:
