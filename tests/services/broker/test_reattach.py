@@ -165,7 +165,7 @@ async def test_only_the_principal_that_started_a_call_may_reattach_and_to_anothe
     async with asyncio.timeout(FRAME_TIMEOUT):
         await unknown.done.wait()
     assert unknown.error is not None
-    assert intruder.error.details() == unknown.error.details().replace("inv_" + "A" * 16, invoke.invocation_id)
+    assert intruder.error.details() == (unknown.error.details() or "").replace("inv_" + "A" * 16, invoke.invocation_id)
     assert intruder.all == []
 
     owner = stack.watch(invoke.invocation_id, token="caller-a-token-1")
