@@ -67,7 +67,6 @@ from services.broker.errors import (
     FrameRejection,
     HostUnavailable,
     InvalidRequest,
-    NotPermitted,
     OpenRefused,
 )
 from services.broker.model import (
@@ -91,7 +90,6 @@ from services.broker.validation import (
     check_tools,
 )
 from services.core import metrics
-from services.core.auth import Principal
 from services.core.limits import MAX_ID_CHARS
 from services.core.reasons import InteractionErrorReason
 
@@ -311,7 +309,7 @@ class Broker:
 
     def status(self, visible: Callable[[Invocation], bool] = lambda _invocation: True) -> broker_pb2.GetStatusResponse:
         """Every reported MCP server, the reporters, the broker's own gauges and the recent calls ``visible``
-        accepts (``GetStatus``: :func:`sees_call` of the caller)."""
+        accepts (``GetStatus``: :func:`services.broker.access.sees_call` of the caller)."""
         return broker_pb2.GetStatusResponse(
             recent_calls=self.recent_calls(visible),
             servers=self.servers.servers(),
@@ -896,7 +894,11 @@ class Broker:
     # --- the caller's side ----------------------------------------------------------------------
 
     def call_tool(
-        self, request: broker_pb2.CallToolRequest, owner: str = "", made_for: interaction_pb2.Person | None = None
+        self,
+        request: broker_pb2.CallToolRequest,
+        owner: str = "",
+        made_for: interaction_pb2.Person | None = None,
+        may_act: Callable[[Invocation], bool] = lambda _invocation: True,
     ) -> Invocation:
         """Start one invocation for principal ``owner`` and return it (follow it with :meth:`follow`).
 
@@ -907,9 +909,9 @@ class Broker:
         live duplicate tool-use id in the session, a ``call_id`` reused for a different request) or
         an unknown Tool yields an invocation whose only event is ``failure`` (FAILURE_CODE_INVALID_REQUEST
         / UNKNOWN_TOOL / RESOURCE_EXHAUSTED / HOST_UNAVAILABLE when shutting down). A ``call_id``
-        that names a live or retained invocation of ``owner`` in the session returns that one
-        (idempotent start). Otherwise events start with ``accepted`` and end with exactly one of
-        result, failure, lost, stopped.
+        that names a live or retained invocation of ``owner`` in the session that ``may_act`` accepts
+        (:func:`services.broker.access.may_act_on`) returns that one (idempotent start). Otherwise events
+        start with ``accepted`` and end with exactly one of result, failure, lost, stopped.
         """
         invocation = Invocation(
             invocation_id=mint_id("inv"),
@@ -926,7 +928,7 @@ class Broker:
         )
         self._callers.prune()
         existing = self._callers.by_call_id(owner, request.session_id, request.call_id)
-        if existing is not None:
+        if existing is not None and may_act(existing):
             return self._call_again(existing, invocation)
         self._counters["invocations_started"] += 1
         try:
@@ -1018,11 +1020,12 @@ class Broker:
         *,
         all_sessions: bool = False,
         invocation_id: str = "",
-        visible: Callable[[str], bool] = lambda _session: True,
+        may_act: Callable[[Invocation], bool] = lambda _invocation: True,
     ) -> int:
         """Stop the live invocations of a turn, a session, or (``all_sessions``) the Host, or the one live
-        invocation ``invocation_id`` when its session is ``visible`` (none stopped when this Host runs no
-        such call: in a pool only its owner does). A draining Host stops its calls the same way.
+        invocation ``invocation_id``, each only when ``may_act`` accepts it (:func:`services.broker.access.may_act_on`
+        of the caller: one it may not act on counts as absent; none stopped when this Host runs no such call: in a
+        pool only its owner does). A draining Host stops its calls the same way.
 
         Each one ends ``stopped``; its pending form closes ``stopped`` (awaited, bounded) and the
         provider gets ``cancel``; no interaction result is delivered to it afterwards, so no retry
@@ -1040,13 +1043,14 @@ class Broker:
             raise InvalidRequest("session_id is required unless all or invocation_id is set")
         if invocation_id:
             one = self._invocations.get(invocation_id)
-            targets = [one] if one is not None and visible(one.session_id) else []
+            named = [one] if one is not None else []
         else:
-            targets = [
+            named = [
                 inv
                 for inv in self._invocations.values()
                 if all_sessions or (inv.session_id == session_id and (not turn_id or inv.turn_id == turn_id))
             ]
+        targets = [invocation for invocation in named if may_act(invocation)]
         work: set[asyncio.Task[Any]] = set()
         for invocation in targets:
             self.stop_invocation(invocation, "stopped")
@@ -1065,24 +1069,24 @@ class Broker:
             cancel_reason=reason,
         )
 
-    def watch(self, invocation_id: str, token: str, owner: str) -> tuple[Invocation, int]:
+    def watch(
+        self, invocation_id: str, token: str, owner: str, may_act: Callable[[Invocation], bool] = lambda _i: True
+    ) -> tuple[Invocation, int]:
         """The live or retained invocation ``invocation_id`` of ``owner`` and the sequence its events
         are replayed after (``token`` = the resume token of the last event seen; empty = all).
 
         Raises:
             InvalidRequest: a malformed resume token (INVALID_ARGUMENT).
-            CallNotFound: no such invocation, or it settled longer ago than the retention (NOT_FOUND).
-            NotPermitted: another principal started it (PERMISSION_DENIED).
+            CallNotFound: no such invocation, it settled longer ago than the retention, another principal started
+                it or ``may_act`` refuses it (:func:`services.broker.access.may_act_on`): the same NOT_FOUND.
         """
         after = parse_resume_token(token)
         if after is None:
             raise InvalidRequest("resume_token is malformed")
         self._callers.prune()
         invocation = self._invocations.get(invocation_id) or self._callers.retained(invocation_id)
-        if invocation is None:
+        if invocation is None or invocation.owner != owner or not may_act(invocation):
             raise CallNotFound(f"no live or retained invocation {invocation_id[:MAX_ID_CHARS]!r}")
-        if invocation.owner != owner:
-            raise NotPermitted("only the principal that started a call may reattach to it")
         if after > invocation.log.last_sequence:
             raise InvalidRequest("resume_token is ahead of the invocation's events")
         return invocation, after
@@ -1266,30 +1270,6 @@ def _closed_form_failure(reason: interaction_pb2.CloseReason.ValueType) -> tuple
     if reason == interaction_pb2.CLOSE_REASON_ROUND_EXPIRED:
         why += " (the server's requestState for this round expired before every form was answered)"
     return code, f"the form closed: {why}"
-
-
-def made_for(principal: Principal) -> interaction_pb2.Person | None:
-    """The person a call of ``principal`` is made for (docs/security.md "Who sees a form"): the person a caller
-    allowed to act for people named (``x-maka-acts-for``; ``via`` that caller), or the caller itself when its own
-    OpenID Connect token was verified (``issuer``); None for a machine token or no authentication."""
-    if not principal.person:
-        return None
-    return interaction_pb2.Person(principal=principal.name, issuer=principal.issuer, via=principal.via)
-
-
-def sees_call(principal: Principal, invocation: Invocation) -> bool:
-    """Whether ``principal`` sees ``invocation`` in an activity list (``GetStatus``): a session it may see and, for
-    a person (their own token, or named by a service acting for them, as the web page does), the rule that decides
-    who sees a call's forms (docs/security.md "Who sees a form"): a call made for no person, or for them (the same
-    name; the same issuer when both name one), never another person's."""
-    if not principal.may_see(invocation.session_id):
-        return False
-    made = invocation.made_for
-    if not principal.person or made is None or not made.principal:
-        return True
-    if principal.name != made.principal:
-        return False
-    return not (principal.issuer and made.issuer and principal.issuer != made.issuer)
 
 
 def _with_trusted_requester(

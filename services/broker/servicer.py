@@ -5,6 +5,8 @@ and the OAuth sign-in RPCs (``ListSignIns``, ``CompleteSignIn``, ``SignOut``) ad
 ``surface``; ``CallTool``, ``Stop``, ``ListTools`` and ``WatchTools`` admit ``caller``, and a
 caller scoped to sessions may only call and stop in its own
 sessions (a global Stop needs every session). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
+Which calls a principal sees (``GetStatus``) and acts on (``Stop``, ``WatchCall``) is the one rule of
+:mod:`services.broker.access`: a person acts only on the calls made for them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from maka.broker.v1 import broker_pb2, broker_pb2_grpc
-from services.broker.broker import Broker, made_for, sees_call
+from services.broker.access import made_for, may_act_on, sees_call
+from services.broker.broker import Broker
 from services.broker.errors import NotPermitted
 from services.broker.model import ProviderStream
 from services.core.auth import Role, current_principal
@@ -104,7 +107,9 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         except ServiceError as error:
             await abort(context, error)
         caller = current_principal()
-        invocation = self._broker.call_tool(request, caller.name, made_for(caller))
+        invocation = self._broker.call_tool(
+            request, caller.name, made_for(caller), lambda existing: may_act_on(caller, existing)
+        )
         async with contextlib.aclosing(self._broker.follow(invocation)) as events:
             async for event in events:
                 yield event
@@ -115,16 +120,19 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
         """Reattach to an invocation this principal started: replay the events after
         ``resume_token``, a ``status`` event when it is still live, then follow it like CallTool.
 
-        NOT_FOUND / ``CALL_NOT_FOUND`` for an unknown or no longer retained invocation,
-        PERMISSION_DENIED for another principal's or a session the caller may not see,
+        NOT_FOUND / ``CALL_NOT_FOUND`` for an unknown or no longer retained invocation, and alike for another
+        principal's or one the caller may not act on (:func:`~services.broker.access.may_act_on`);
         INVALID_ARGUMENT / ``INVALID_REQUEST`` for a malformed resume token.
         """
         try:
             _require(Role.CALLER)
+            principal = current_principal()
             invocation, after = self._broker.watch(
-                request.invocation_id, request.resume_token, current_principal().name
+                request.invocation_id,
+                request.resume_token,
+                principal.name,
+                lambda invocation: may_act_on(principal, invocation),
             )
-            _require(Role.CALLER, invocation.session_id)
         except ServiceError as error:
             await abort(context, error)
         async with contextlib.aclosing(self._broker.follow(invocation, after, status_first=True)) as events:
@@ -133,26 +141,29 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
 
     async def Stop(self, request: broker_pb2.StopRequest, context: Context) -> broker_pb2.StopResponse:
         """Stop a turn, a session, or (``all``) every live invocation of the Host, or one invocation
-        (``invocation_id``: 0 stopped when this Host runs no such call in a session the caller may see, so a
-        pool's Hosts answer alike but for its owner) (RFC criterion 7).
+        (``invocation_id``), of the calls the caller may act on (:func:`~services.broker.access.may_act_on`: a
+        person's own, a token's of its sessions); the others count as absent, so stopping another person's
+        answers 0 stopped, exactly as an unknown session or call does (a pool's Hosts answer alike but for its
+        owner) (RFC criterion 7). ``all`` from a person stops all of theirs.
 
         Returns the number stopped once their pending forms are closed ``stopped``.
         INVALID_ARGUMENT / INVALID_REQUEST for ``all`` with ids or no session without ``all``;
-        PERMISSION_DENIED for a session the caller may not see (a global Stop needs every session).
+        PERMISSION_DENIED for a session outside the token's ``sessions`` (a global Stop needs every session).
         """
         try:
             if request.all:
                 _require(Role.CALLER, "*")
             elif request.invocation_id:
-                _require(Role.CALLER)  # and only a call in a session the caller may see
+                _require(Role.CALLER)
             else:
                 _require(Role.CALLER, request.session_id)
+            principal = current_principal()
             stopped = await self._broker.stop(
                 request.session_id,
                 request.turn_id,
                 all_sessions=request.all,
                 invocation_id=request.invocation_id,
-                visible=current_principal().may_see,
+                may_act=lambda invocation: may_act_on(principal, invocation),
             )
         except ServiceError as error:
             await abort(context, error)
@@ -181,7 +192,7 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
 
         PERMISSION_DENIED without the ``caller`` or ``surface`` role (status carries no session data). The recent
         calls are those of the sessions the caller sees; a person (``x-maka-acts-for``, or their own token) sees
-        only calls made for them or for no person (:func:`~services.broker.broker.sees_call`).
+        only calls made for them or for no person (:func:`~services.broker.access.sees_call`).
         """
         principal = current_principal()
         if not (principal.has_role(Role.CALLER) or principal.has_role(Role.SURFACE)):

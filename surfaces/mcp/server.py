@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import importlib.metadata
 import logging
 import re
@@ -67,6 +66,7 @@ from surfaces.mcp.elicit import (
     declares_form_elicitation,
 )
 from surfaces.mcp.resume import SessionEventStore, TagRequests, request_tag
+from surfaces.mcp.session_key import opaque_name
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.server")
@@ -298,19 +298,19 @@ MCP_SESSION_ID_CHARS = 16
 """How much of a 2025-11-25 ``Mcp-Session-Id`` names its Maka session (the SDK's are 32 random hex digits)."""
 
 
-def client_session(base: str, ctx: ServerRequestContext[Any]) -> str:
+def client_session(base: str, ctx: ServerRequestContext[Any], key: bytes | None = None) -> str:
     """The Maka session of the client that sent ``ctx``'s request: ``BASE.WHO`` at 2026-07-28 (``WHO`` the
     principal of its bearer token, ``local`` on an open endpoint) and ``BASE.WHO.SESSION`` for a 2025-11-25
     session (the start of its ``Mcp-Session-Id``). A principal scoped to named sessions runs in ``BASE`` (its
     scope decides whether the broker takes the call). So two clients never share a call, a form or a
-    ``requestState`` (:meth:`surfaces.mcp.elicit.Calls.resume` refuses another client's)."""
+    ``requestState`` (:meth:`surfaces.mcp.elicit.Calls.resume` refuses another's); names keyed: ``session_key``."""
     request = ctx.request
     principal = auth.request_principal(request)
     if principal is not None and not principal.all_sessions:
         return base
     who = "local" if principal is None else principal.name
-    if not _CLIENT_NAME.fullmatch(who):
-        who = "p" + hashlib.sha256(who.encode()).hexdigest()[:12]
+    if (principal is not None and principal.person) or not _CLIENT_NAME.fullmatch(who):
+        who = opaque_name(who, key)
     parts = [base, who]
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and isinstance(request, Request):
         session = request.headers.get("mcp-session-id", "")
@@ -382,7 +382,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         if qualified is None:
             raise UnknownTool(params.name)
         arguments = dict(params.arguments or {})
-        session_id = client_session(settings.mcp_session, ctx)
+        session_id = client_session(settings.mcp_session, ctx, key)
         sent = 0
 
         async def notify(message: str) -> None:

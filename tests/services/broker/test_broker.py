@@ -18,10 +18,9 @@ import pytest
 from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
-from services.broker.broker import Broker, made_for
+from services.broker.broker import Broker
 from services.broker.errors import InvalidRequest, OpenRefused
 from services.broker.model import Invocation, InvocationState, ProviderStream
-from services.core.auth import ANONYMOUS, Principal, Role
 from tests.helpers.waiting import eventually
 from tests.services.broker.harness import (
     RecordingHost,
@@ -698,16 +697,6 @@ async def test_the_broker_takes_new_calls_only_while_a_provider_is_registered_an
     assert await broker.drain(0) == 0
     assert broker.takes_new_calls() is False
     assert flips == [True, False, True, False], "each change reported once"
-
-
-def test_a_call_is_made_for_the_person_its_caller_authenticated_as_and_for_nobody_when_a_machine_called() -> None:
-    web = Principal(name="web", roles=frozenset({Role.CALLER}), acts_for=True)
-    assert made_for(web) is None
-    assert made_for(ANONYMOUS) is None
-    own = Principal(name="alice@example.com", roles=frozenset({Role.CALLER}), issuer="https://id.example.com")
-    assert made_for(own) == interaction_pb2.Person(principal="alice@example.com", issuer="https://id.example.com")
-    acted = Principal(name="bob@example.com", roles=frozenset({Role.CALLER}), via="web")
-    assert made_for(acted) == interaction_pb2.Person(principal="bob@example.com", via="web")
 
 
 async def test_every_form_of_a_call_made_for_a_person_carries_that_person_on_its_binding(

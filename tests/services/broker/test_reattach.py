@@ -123,7 +123,9 @@ async def test_watch_call_refuses_unknown_invocations_and_malformed_tokens(make_
     assert (await call.terminal()).HasField("result")
 
 
-async def test_only_the_principal_that_started_a_call_may_reattach(make_stack: StackFactory, tmp_path: Path) -> None:
+async def test_only_the_principal_that_started_a_call_may_reattach_and_to_another_it_is_not_found(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
     tokens = tmp_path / "tokens.json"
     tokens.write_text(
         json.dumps(
@@ -158,7 +160,12 @@ async def test_only_the_principal_that_started_a_call_may_reattach(make_stack: S
     async with asyncio.timeout(FRAME_TIMEOUT):
         await intruder.done.wait()
     assert intruder.error is not None
-    assert intruder.error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert intruder.error.code() == grpc.StatusCode.NOT_FOUND  # as for an unknown id: nothing confirms it exists
+    unknown = stack.watch("inv_" + "A" * 16, token="caller-b-token-1")
+    async with asyncio.timeout(FRAME_TIMEOUT):
+        await unknown.done.wait()
+    assert unknown.error is not None
+    assert intruder.error.details() == (unknown.error.details() or "").replace("inv_" + "A" * 16, invoke.invocation_id)
     assert intruder.all == []
 
     owner = stack.watch(invoke.invocation_id, token="caller-a-token-1")

@@ -233,7 +233,7 @@ async def test_stop_of_one_invocation_stops_only_that_call_and_an_unknown_or_uns
     await provider.invoked()
 
     assert (await stack.broker.Stop(broker_pb2.StopRequest(invocation_id="inv_nope"))).stopped_invocations == 0
-    assert await stack.app.broker.stop(invocation_id=first_id, visible=lambda _session: False) == 0
+    assert await stack.app.broker.stop(invocation_id=first_id, may_act=lambda _invocation: False) == 0
     with pytest.raises(grpc.aio.AioRpcError) as scoped:
         await stack.broker.Stop(broker_pb2.StopRequest(invocation_id=first_id, session_id="s1"))
     assert scoped.value.code() == grpc.StatusCode.INVALID_ARGUMENT
