@@ -110,6 +110,8 @@ def parse_roles(raw: Mapping[str, list[str]]) -> dict[str, frozenset[Role]]:
     """``MAKA_OIDC_ROLES`` as group → roles; raises ``ValueError`` naming an unknown role."""
     parsed: dict[str, frozenset[Role]] = {}
     for group, names in raw.items():
+        if Role.ADMIN.value in names:
+            raise ValueError(f"MAKA_OIDC_ROLES[{group!r}]: a group may not be granted 'admin'")
         try:
             parsed[group] = frozenset(Role(name) for name in names)
         except ValueError:

@@ -77,6 +77,7 @@ def _settings(tmp_path: Path, issuer: str) -> GrpcServerSettings:
         [
             {"name": "web", "token": "web-service-token", "roles": ["surface"], "acts_for": True},
             {"name": "tui", "token": "tui-surface-token", "roles": ["surface"]},
+            {"name": "root", "token": "root-admin-token", "roles": ["admin"]},
         ],
     )
     return GrpcServerSettings(
@@ -236,6 +237,14 @@ async def test_a_person_signed_in_by_jwt_may_not_act_for_another(server: Running
     assert (code, message) == (grpc.StatusCode.PERMISSION_DENIED, "alice@example.com may not act for people")
 
 
+async def test_an_admin_token_without_acts_for_naming_a_person_is_permission_denied(server: RunningServer) -> None:
+    assert await _whoami(server.port, "root-admin-token") == "root||admin"
+    assert await _refusal(server.port, "root-admin-token", acts_for_metadata("alice@example.com", ["ops"])) == (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "root may not act for people",
+    )
+
+
 async def test_bearer_tokens_never_reach_the_logs(
     server: RunningServer, provider: Provider, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -257,6 +266,8 @@ def test_an_http_issuer_off_loopback_and_an_unknown_role_are_configuration_error
         GrpcServerSettings(oidc_issuer="http://id.example.com")
     with pytest.raises(ValidationError, match="unknown role 'wizard'"):
         GrpcServerSettings(oidc_issuer="https://id.example.com", oidc_roles={"ops": ["wizard"]})
+    with pytest.raises(ValidationError, match=r"MAKA_OIDC_ROLES\['ops'\]: a group may not be granted 'admin'"):
+        GrpcServerSettings(oidc_issuer="https://id.example.com", oidc_roles={"ops": ["surface", "admin"]})
     assert (
         GrpcServerSettings(oidc_issuer="http://localhost:8080/realms/x").oidc_issuer == "http://localhost:8080/realms/x"
     )
