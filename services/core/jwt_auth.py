@@ -8,7 +8,8 @@ does not hold (or a signature that fails when the token names no ``kid``) refetc
 and a flood of made-up ``kid`` values does not hammer the issuer), an asymmetric algorithm only, ``iss``,
 ``aud`` (one of ``MAKA_OIDC_AUDIENCES``), ``exp``/``nbf``/``iat`` within ``MAKA_OIDC_CLOCK_SKEW_SECONDS``.
 A verified token becomes a :class:`~services.core.auth.Principal` named by ``MAKA_OIDC_NAME_CLAIM`` with the
-roles ``MAKA_OIDC_ROLES`` grants its groups (``MAKA_OIDC_GROUPS_CLAIM``).
+roles ``MAKA_OIDC_ROLES`` grants its groups (``MAKA_OIDC_GROUPS_CLAIM``); named by ``email`` (the default) only
+when ``email_verified`` is true.
 
 Refusals are ``UNAUTHENTICATED`` with a stable message ``bearer token refused: <why>`` (:class:`Refusal`);
 the token itself is never logged or put in a message.
@@ -57,6 +58,7 @@ class Refusal(StrEnum):
     NOT_YET_VALID = "not yet valid"
     WRONG_NONCE = "wrong nonce"
     NO_NAME = "no name claim"
+    EMAIL_NOT_VERIFIED = "email not verified"
     ISSUER_UNREACHABLE = "issuer unreachable"
 
 
@@ -247,11 +249,15 @@ class JwtVerifier:
     def principal(self, claims: Mapping[str, Any]) -> Principal:
         """The principal of verified ``claims``: named by the name claim, with the roles its groups grant.
 
-        Raises :class:`JwtRefused` (``no name claim``) when the claim is missing or not a short string.
+        Raises :class:`JwtRefused`: ``no name claim`` when the claim is missing or not a short string; ``email not
+        verified`` when the name claim is ``email`` and ``email_verified`` is not true (anyone may put any address
+        on an account at many issuers: an unverified one names nobody).
         """
         name = claims.get(self.config.name_claim)
         if not isinstance(name, str) or not name.strip() or len(name) > 256:
             raise JwtRefused(Refusal.NO_NAME)
+        if self.config.name_claim == "email" and not email_verified(claims):
+            raise JwtRefused(Refusal.EMAIL_NOT_VERIFIED)
         groups = groups_of(claims, self.config.groups_claim)
         return Principal(
             name=name,
@@ -267,6 +273,13 @@ class JwtVerifier:
         except JwtRefused as refused:
             log.info("auth.jwt_refused", extra={"why": refused.refusal.value})
             raise Unauthenticated(AuthErrorReason.UNAUTHENTICATED, str(refused), domain=AUTH_DOMAIN) from None
+
+
+def email_verified(claims: Mapping[str, Any]) -> bool:
+    """True when ``claims`` say their ``email`` is verified: ``email_verified`` is ``true`` (or the string
+    ``"true"``, as some issuers send it); missing or anything else is not."""
+    value = claims.get("email_verified")
+    return value is True or value == "true"
 
 
 def _has_kid(token: str) -> bool:

@@ -42,7 +42,9 @@ class OidcSettings(BaseSettings):
     only when this and ``oidc_issuer`` are set (so the web's sign-in settings alone, in a shared environment,
     turn nothing on for the services); the web surface accepts its ``oidc_client_id`` for sign-in."""
     oidc_name_claim: str = "email"
-    """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name."""
+    """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name. With
+    ``email`` a token is accepted only when its ``email_verified`` is true (``bearer token refused: email not
+    verified`` otherwise); choose ``preferred_username`` or ``sub`` for an issuer that has no verified email."""
     oidc_groups_claim: str = "groups"
     """The claim listing the person's groups (a list of strings, or one string)."""
     oidc_roles: dict[str, list[str]] = {}

@@ -65,9 +65,13 @@ class App:
         return None
 
 
+MALLORY = Person("mallory", "alice@example.com", ("approvers",), email_verified=False, username="mallory")
+"""Someone who put alice's address on their own account, which the issuer never verified."""
+
+
 @pytest.fixture(scope="module")
 def provider() -> Iterator[Provider]:
-    with oidc_provider([ALICE, BOB]) as running:
+    with oidc_provider([ALICE, BOB, MALLORY]) as running:
         yield running
 
 
@@ -111,8 +115,30 @@ async def _refusal(port: int, token: str, metadata: tuple[tuple[str, str], ...] 
     return detail.code, detail.message
 
 
-async def _id_token(provider: Provider, person: Person, audience: str = AUDIENCE) -> str:
-    return await asyncio.to_thread(id_token, provider, person, audience)
+async def _id_token(provider: Provider, person: Person, audience: str = AUDIENCE, scope: str = "openid email") -> str:
+    return await asyncio.to_thread(id_token, provider, person, audience, scope=scope)
+
+
+async def test_a_token_whose_email_is_not_verified_is_unauthenticated_email_not_verified(
+    server: RunningServer, provider: Provider
+) -> None:
+    token = await _id_token(provider, MALLORY)
+    assert await _refusal(server.port, token) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "bearer token refused: email not verified",
+    )
+
+
+async def test_an_issuer_without_verified_emails_names_people_by_the_configured_claim(
+    tmp_path: Path, provider: Provider
+) -> None:
+    settings = _settings(tmp_path, provider.issuer).model_copy(update={"oidc_name_claim": "preferred_username"})
+    running = await start_server(App(), settings)
+    try:
+        token = await _id_token(provider, MALLORY, scope="openid email profile")
+        assert await _whoami(running.port, token) == "mallory||surface"
+    finally:
+        await running.stop()
 
 
 async def test_an_id_token_of_the_issuer_is_the_person_named_by_its_claim_with_the_roles_of_its_groups(
