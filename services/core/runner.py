@@ -46,5 +46,5 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
 def settings_refused(error: ValidationError) -> NoReturn:
     """Stop the process for refused settings: one ``settings_invalid: …`` line on stderr, exit status 2."""
-    print(f"settings_invalid: {settings_problem(error)}", file=sys.stderr)
+    sys.stderr.write(f"settings_invalid: {settings_problem(error)}\n")
     raise SystemExit(SETTINGS_INVALID_EXIT) from None
