@@ -13,7 +13,9 @@
   ``Authorization: Bearer``.
 
 The token is generated per stack and written to ``<state dir>/tokens.json`` (mode ``0600``) in the shape of
-``MAKA_AUTH_TOKENS_FILE`` (:mod:`services.core.auth`): one ``admin`` entry named ``owner``. ``endpoints.json``
+``MAKA_AUTH_TOKENS_FILE`` (:mod:`services.core.auth`): one ``admin`` entry named ``owner``, with
+``"acts_for": true`` (the MCP front door answers forms for the caller it admitted with it; ``admin`` alone does
+not let a token act for anyone). ``endpoints.json``
 names that file (``"tokens"``); the ``maka`` commands and the client libraries read it when no token variable is
 set. A tokens file of the person's own (``MAKA_AUTH_TOKENS_FILE`` in ``maka up``'s environment, with their token
 variables) replaces the generated one: then ``maka up`` writes none and passes theirs on. :attr:`Access.OPEN` is
@@ -74,7 +76,7 @@ def write_owner_token(state_dir: Path) -> tuple[Path, str]:
     tmp.unlink(missing_ok=True)
     descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump({"tokens": [{"name": OWNER, "token": token, "roles": ["admin"]}]}, handle)
+        json.dump({"tokens": [{"name": OWNER, "token": token, "roles": ["admin"], "acts_for": True}]}, handle)
     tmp.replace(path)
     return path, token
 

@@ -274,8 +274,9 @@ def _bearer(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
 
 ACTS_FOR_HEADER = "x-maka-acts-for"
 """Call metadata naming (percent-encoded) the person a service acts for, e.g. the web surface answering for
-the person signed in to it. Honoured only from a principal with ``acts_for`` (or admin, i.e. no
-authentication configured): the call then runs as that person, ``via`` the service; from anyone else it is
+the person signed in to it. Honoured only from a principal with ``acts_for`` (a tokens-file entry's
+``"acts_for": true``), or from :data:`ANONYMOUS` when no authentication is configured: the call then runs as that
+person, ``via`` the service; from anyone else (a JWT, or a token whose roles include ``admin``) it is
 ``PERMISSION_DENIED``. A browser never reaches gRPC, so only the service itself can set it."""
 MAX_PERSON_CHARS = 256
 ACTS_FOR_GROUPS_HEADER = "x-maka-acts-for-groups"
@@ -373,7 +374,7 @@ def _admit(
                 AuthErrorReason.PERMISSION_DENIED, f"{header} needs {ACTS_FOR_HEADER}", domain=AUTH_DOMAIN
             )
     if person is not None:
-        if not (principal.acts_for or Role.ADMIN in principal.roles):
+        if not (principal.acts_for or principal is ANONYMOUS):  # never a role: only the tokens file's grant
             raise PermissionDenied(
                 AuthErrorReason.PERMISSION_DENIED, f"{principal.name} may not act for people", domain=AUTH_DOMAIN
             )

@@ -4,11 +4,13 @@ A gRPC caller or surface may send ``authorization: Bearer <JWT>`` signed by the 
 (``MAKA_OIDC_ISSUER``). :class:`JwtVerifier` checks it with joserfc (the JOSE library Authlib is built on; no
 crypto of ours): the signature against the issuer's JWKS (found by OpenID discovery, cached; a ``kid`` it
 does not hold (or a signature that fails when the token names no ``kid``) refetches the JWKS, at most once per
-:data:`MIN_REFRESH_SECONDS`, so a rotated key is picked up
-and a flood of made-up ``kid`` values does not hammer the issuer), an asymmetric algorithm only, ``iss``,
+:data:`MIN_REFRESH_SECONDS` whatever the outcome, one fetch at a time and never in the way of a token whose key
+is cached (:class:`IssuerKeys`), so a rotated key is picked up and a flood of made-up ``kid`` values, or an issuer
+that fails or hangs, neither hammers the issuer nor delays anyone), an asymmetric algorithm only, ``iss``,
 ``aud`` (one of ``MAKA_OIDC_AUDIENCES``), ``exp``/``nbf``/``iat`` within ``MAKA_OIDC_CLOCK_SKEW_SECONDS``.
 A verified token becomes a :class:`~services.core.auth.Principal` named by ``MAKA_OIDC_NAME_CLAIM`` with the
-roles ``MAKA_OIDC_ROLES`` grants its groups (``MAKA_OIDC_GROUPS_CLAIM``).
+roles ``MAKA_OIDC_ROLES`` grants its groups (``MAKA_OIDC_GROUPS_CLAIM``); named by ``email`` (the default) only
+when ``email_verified`` is true.
 
 Refusals are ``UNAUTHENTICATED`` with a stable message ``bearer token refused: <why>`` (:class:`Refusal`);
 the token itself is never logged or put in a message.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from joserfc import jws, jwt
 from joserfc.jwk import KeySet
 
 from services.core.auth import Principal, Role
+from services.core.backoff import Backoff
 from services.core.reasons import AUTH_DOMAIN, AuthErrorReason
 from services.core.settings import OidcSettings, check_issuer_url
 from services.core.status import Unauthenticated
@@ -39,8 +43,11 @@ log = logging.getLogger("maka.auth.jwt")
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Signature algorithms accepted: asymmetric only (never ``none`` or an HMAC keyed with a public key)."""
 MIN_REFRESH_SECONDS = 30.0
-"""An unknown ``kid`` refetches the JWKS at most this often."""
+"""The JWKS is fetched at most this often (an unknown ``kid`` refetches it), whatever the fetch's outcome."""
+FETCH_BACKOFF = Backoff(initial=MIN_REFRESH_SECONDS, maximum=300.0)
+"""After failed fetches in a row, the next waits this backoff's delay (at least :data:`MIN_REFRESH_SECONDS`)."""
 FETCH_TIMEOUT_SECONDS = 5.0
+"""A whole fetch (discovery and JWKS) gives up after this long."""
 MAX_TOKEN_CHARS = 16_384
 """Longer bearer values are refused before any decoding."""
 
@@ -57,6 +64,7 @@ class Refusal(StrEnum):
     NOT_YET_VALID = "not yet valid"
     WRONG_NONCE = "wrong nonce"
     NO_NAME = "no name claim"
+    EMAIL_NOT_VERIFIED = "email not verified"
     ISSUER_UNREACHABLE = "issuer unreachable"
 
 
@@ -110,6 +118,8 @@ def parse_roles(raw: Mapping[str, list[str]]) -> dict[str, frozenset[Role]]:
     """``MAKA_OIDC_ROLES`` as group → roles; raises ``ValueError`` naming an unknown role."""
     parsed: dict[str, frozenset[Role]] = {}
     for group, names in raw.items():
+        if Role.ADMIN.value in names:
+            raise ValueError(f"MAKA_OIDC_ROLES[{group!r}]: a group may not be granted 'admin'")
         try:
             parsed[group] = frozenset(Role(name) for name in names)
         except ValueError:
@@ -122,19 +132,27 @@ def parse_roles(raw: Mapping[str, list[str]]) -> dict[str, frozenset[Role]]:
 class IssuerKeys:
     """The issuer's discovery document and JWKS, fetched on first use and cached.
 
-    :meth:`key_set` with ``refresh=True`` refetches the JWKS unless it was fetched less than
-    :data:`MIN_REFRESH_SECONDS` ago. Raises :class:`JwtRefused` (``issuer unreachable``) when a fetch fails.
+    One fetch at a time, never under a lock: :meth:`key_set` returns the cached set at once (a token whose
+    ``kid`` it holds never waits for a fetch); a caller that needs a fetch while one runs joins it (single
+    flight). A fetch starts at most once per :data:`MIN_REFRESH_SECONDS` whether it succeeds, fails or times out
+    (:data:`FETCH_TIMEOUT_SECONDS` for the whole fetch); after failures the wait grows by :data:`FETCH_BACKOFF`
+    (negative caching). Raises :class:`JwtRefused` (``issuer unreachable``) when there is no key set to use.
     """
 
-    def __init__(self, issuer: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, issuer: str, *, clock: Callable[[], float] = time.monotonic, backoff: Backoff = FETCH_BACKOFF
+    ) -> None:
         self.issuer = issuer
         self._clock = clock
         self._metadata: dict[str, Any] | None = None
         self._keys: KeySet | None = None
-        self._fetched_at = -MIN_REFRESH_SECONDS
-        self._lock = asyncio.Lock()
+        self._next_fetch_at = -math.inf
+        self._failures = backoff.attempts()
+        self._fetch: asyncio.Task[KeySet | None] | None = None
         self.fetches = 0
         """How many times the JWKS was fetched (for tests and status)."""
+        self.joined = 0
+        """How many callers waited for a fetch another had started (for tests and status)."""
 
     async def _get_json(self, url: str) -> dict[str, Any]:
         try:
@@ -159,22 +177,66 @@ class IssuerKeys:
             self._metadata = body
         return self._metadata
 
+    @property
+    def fetching(self) -> bool:
+        """True while a fetch of the JWKS is outstanding."""
+        return self._fetch is not None
+
     async def key_set(self, *, refresh: bool = False) -> KeySet:
-        """The JWKS (refetched when ``refresh`` and the last fetch is old enough)."""
-        async with self._lock:
-            stale = refresh and self._clock() - self._fetched_at >= MIN_REFRESH_SECONDS
-            if self._keys is None or stale:
+        """The cached JWKS; with ``refresh`` (or none cached) the result of a fetch: the one running, or a new
+        one when the last started at least the refetch interval ago (else the cached set, or ``issuer
+        unreachable`` when there is none)."""
+        return (await self.current(refresh=refresh))[0]
+
+    async def current(self, *, refresh: bool = False) -> tuple[KeySet, bool]:
+        """:meth:`key_set`, and whether that set came from a fetch this call waited for (so refreshing it again
+        would fetch nothing newer)."""
+        keys = self._keys
+        if keys is not None and not refresh:
+            return keys, False
+        if self._fetch is None:
+            if self._clock() < self._next_fetch_at:
+                if keys is None:
+                    raise JwtRefused(Refusal.ISSUER_UNREACHABLE)
+                return keys, False
+            self._fetch = asyncio.create_task(self._refetch(), name=f"jwks {self.issuer}")
+        else:
+            self.joined += 1
+        fetched = await asyncio.shield(self._fetch)
+        if fetched is None:
+            if keys is None:
+                raise JwtRefused(Refusal.ISSUER_UNREACHABLE)
+            return keys, False
+        return fetched, True
+
+    async def _refetch(self) -> KeySet | None:
+        """One fetch: the new key set (also cached), or None when it failed or timed out (the old set stays)."""
+        started = self._clock()
+        self._next_fetch_at = started + MIN_REFRESH_SECONDS
+        self.fetches += 1
+        keys: KeySet | None = None
+        try:
+            async with asyncio.timeout(FETCH_TIMEOUT_SECONDS):
                 jwks_uri: str = (await self.metadata())["jwks_uri"]
                 body = await self._get_json(jwks_uri)
-                self._fetched_at = self._clock()
-                self.fetches += 1
-                try:
-                    self._keys = KeySet.import_key_set(body)  # type: ignore[arg-type]
-                except (jose_errors.JoseError, ValueError, KeyError, TypeError):
-                    log.warning("auth.oidc_jwks_invalid", extra={"issuer": self.issuer})
-                    raise JwtRefused(Refusal.ISSUER_UNREACHABLE) from None
-                log.info("auth.oidc_jwks_fetched", extra={"issuer": self.issuer, "keys": len(self._keys.keys)})
-            return self._keys
+            keys = KeySet.import_key_set(body)  # type: ignore[arg-type]
+        except TimeoutError:
+            log.warning("auth.oidc_fetch_failed", extra={"issuer": self.issuer, "error": "TimeoutError"})
+        except JwtRefused:
+            pass  # logged where it failed
+        except (jose_errors.JoseError, ValueError, KeyError, TypeError):
+            log.warning("auth.oidc_jwks_invalid", extra={"issuer": self.issuer})
+        finally:
+            self._fetch = None
+        if keys is None:
+            wait = max(MIN_REFRESH_SECONDS, self._failures.next_delay())
+            self._next_fetch_at = started + wait
+            log.info("auth.oidc_jwks_refetch_deferred", extra={"issuer": self.issuer, "seconds": round(wait, 1)})
+            return None
+        self._failures.reset()
+        self._keys = keys
+        log.info("auth.oidc_jwks_fetched", extra={"issuer": self.issuer, "keys": len(keys.keys)})
+        return keys
 
 
 class JwtVerifier:
@@ -228,28 +290,34 @@ class JwtVerifier:
         return decoded
 
     async def _decode(self, token: str) -> dict[str, Any]:
-        for refresh in (False, True):
-            keys = await self.keys.key_set(refresh=refresh)
+        refresh = False
+        while True:
+            keys, fresh = await self.keys.current(refresh=refresh)
+            last = refresh or fresh  # after a fetch this token waited for, refetching could find nothing newer
             try:
                 return dict(jwt.decode(token, keys, algorithms=ALGORITHMS).claims)
             except (jose_errors.InvalidKeyIdError, jose_errors.MissingKeyError):
-                continue  # a key the cached JWKS does not hold: the issuer may have rotated; refetch once
+                if last:
+                    raise JwtRefused(Refusal.UNKNOWN_KEY) from None
             except jose_errors.BadSignatureError:
-                if refresh or _has_kid(token):
+                if last or _has_kid(token):
                     raise JwtRefused(Refusal.BAD_SIGNATURE) from None
-                continue  # no kid: an issuer with one unnamed key may have rotated it; refetch once
             except (jose_errors.JoseError, ValueError, TypeError):
                 raise JwtRefused(Refusal.MALFORMED) from None
-        raise JwtRefused(Refusal.UNKNOWN_KEY)
+            refresh = True  # a key the cached set does not hold (or no kid): the issuer may have rotated; refetch once
 
     def principal(self, claims: Mapping[str, Any]) -> Principal:
         """The principal of verified ``claims``: named by the name claim, with the roles its groups grant.
 
-        Raises :class:`JwtRefused` (``no name claim``) when the claim is missing or not a short string.
+        Raises :class:`JwtRefused`: ``no name claim`` when the claim is missing or not a short string; ``email not
+        verified`` when the name claim is ``email`` and ``email_verified`` is not true (anyone may put any address
+        on an account at many issuers: an unverified one names nobody).
         """
         name = claims.get(self.config.name_claim)
         if not isinstance(name, str) or not name.strip() or len(name) > 256:
             raise JwtRefused(Refusal.NO_NAME)
+        if self.config.name_claim == "email" and not email_verified(claims):
+            raise JwtRefused(Refusal.EMAIL_NOT_VERIFIED)
         groups = groups_of(claims, self.config.groups_claim)
         return Principal(
             name=name,
@@ -265,6 +333,13 @@ class JwtVerifier:
         except JwtRefused as refused:
             log.info("auth.jwt_refused", extra={"why": refused.refusal.value})
             raise Unauthenticated(AuthErrorReason.UNAUTHENTICATED, str(refused), domain=AUTH_DOMAIN) from None
+
+
+def email_verified(claims: Mapping[str, Any]) -> bool:
+    """True when ``claims`` say their ``email`` is verified: ``email_verified`` is ``true`` (or the string
+    ``"true"``, as some issuers send it); missing or anything else is not."""
+    value = claims.get("email_verified")
+    return value is True or value == "true"
 
 
 def _has_kid(token: str) -> bool:

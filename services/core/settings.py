@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from services.core.auth import Role
@@ -42,12 +42,16 @@ class OidcSettings(BaseSettings):
     only when this and ``oidc_issuer`` are set (so the web's sign-in settings alone, in a shared environment,
     turn nothing on for the services); the web surface accepts its ``oidc_client_id`` for sign-in."""
     oidc_name_claim: str = "email"
-    """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name."""
+    """The claim that names the person (``email``, ``preferred_username``, ``sub``): the principal's name. With
+    ``email`` a token is accepted only when its ``email_verified`` is true (``bearer token refused: email not
+    verified`` otherwise); choose ``preferred_username`` or ``sub`` for an issuer that has no verified email."""
     oidc_groups_claim: str = "groups"
     """The claim listing the person's groups (a list of strings, or one string)."""
     oidc_roles: dict[str, list[str]] = {}
     """Roles granted per group, a JSON object, e.g. ``{"release-managers": ["surface"], "ci": ["caller"]}``;
-    the group ``*`` grants to every signed-in person. A person with no role is refused every RPC that needs one."""
+    the group ``*`` grants to every signed-in person. A person with no role is refused every RPC that needs one.
+    ``admin`` cannot be granted to a group (refused at start-up): it holds every role and every session, which only a
+    tokens-file entry may."""
     oidc_clock_skew_seconds: int = Field(default=60, ge=0, le=600)
     """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
 
@@ -67,8 +71,13 @@ class OidcSettings(BaseSettings):
     @field_validator("oidc_roles")
     @classmethod
     def _check_roles(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        known = [role.value for role in Role]
+        known = [role.value for role in Role if role is not Role.ADMIN]
         for group, names in value.items():
+            if Role.ADMIN.value in names:
+                raise ValueError(
+                    f"MAKA_OIDC_ROLES[{group!r}]: a group may not be granted 'admin' (it holds every role and every"
+                    f" session: the group would see and stop every person's calls and forms); grant it {known}"
+                )
             if unknown := [name for name in names if name not in known]:
                 raise ValueError(f"MAKA_OIDC_ROLES[{group!r}]: unknown role {unknown[0]!r}; use {known}")
         return value
@@ -185,3 +194,15 @@ def comma_or_json_list(value: object) -> object:
             return parsed
         return [part.strip() for part in text.split(",") if part.strip()]
     return value
+
+
+def settings_problem(error: ValidationError) -> str:
+    """One line naming every ``MAKA_*`` setting ``error`` refused and why (never the whole value, no traceback)."""
+    problems = []
+    for item in error.errors(include_url=False, include_input=False):
+        message = str(item["msg"]).removeprefix("Value error, ")
+        named = "".join(str(part) for part in item["loc"][:1])
+        if named and not message.startswith("MAKA_"):
+            message = f"MAKA_{named.upper()}: {message}"
+        problems.append(message)
+    return "; ".join(problems) or "invalid settings"

@@ -19,9 +19,11 @@ import signal
 from dataclasses import dataclass
 
 import uvicorn
+from pydantic import ValidationError
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 
+from services.core import runner
 from services.core.logs import configure
 from surfaces.common.asgi_server import QuietSignalsServer, bind_socket, wait_started, write_atomically
 from surfaces.common.interactions import Interactions
@@ -160,4 +162,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except ValidationError as refused:
+        runner.settings_refused(refused)

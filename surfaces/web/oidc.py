@@ -210,6 +210,10 @@ class OidcSignIn:
             principal = self.verifier.principal(claims)
         except JwtRefused as refused:
             log.info("web.oidc_sign_in_refused", extra={"why": refused.refusal.value})
+            if refused.refusal is Refusal.EMAIL_NOT_VERIFIED:
+                return self._refused(
+                    403, "Sign-in was refused", "Your email address is not verified at the identity provider."
+                )
             return self._refused(403, "Sign-in was refused", "The identity provider's answer did not verify.")
         except Exception as error:  # the code exchange: network, an OAuth error answer
             log.info("web.oidc_sign_in_refused", extra={"why": "token_exchange", "error": type(error).__name__})

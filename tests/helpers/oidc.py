@@ -34,9 +34,20 @@ class Person:
     sub: str
     email: str
     groups: tuple[str, ...] = ()
+    email_verified: bool = True
+    """The ``email_verified`` claim its tokens carry (with scope ``email``)."""
+    username: str = ""
+    """Its ``preferred_username`` claim (with scope ``profile``; none when empty)."""
 
     def user(self) -> oidc_provider_mock.User:
-        return oidc_provider_mock.User(sub=self.sub, claims={"email": self.email, "groups": list(self.groups)})
+        claims: dict[str, object] = {
+            "email": self.email,
+            "email_verified": self.email_verified,
+            "groups": list(self.groups),
+        }
+        if self.username:
+            claims["preferred_username"] = self.username
+        return oidc_provider_mock.User(sub=self.sub, claims=claims)
 
 
 ALICE = Person("alice", "alice@example.com", ("approvers",))

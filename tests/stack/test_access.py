@@ -78,7 +78,7 @@ def test_the_state_dir_becomes_owner_only_and_the_token_file_is_0600_with_a_fres
     assert len(second) >= 32
     assert read_owner_token(second_path) == second
     entry = json.loads(second_path.read_text())["tokens"][0]
-    assert (entry["name"], entry["roles"]) == (OWNER, ["admin"])
+    assert (entry["name"], entry["roles"], entry["acts_for"]) == (OWNER, ["admin"], True)
 
 
 def test_no_owner_token_is_read_from_a_missing_or_foreign_file(tmp_path: Path) -> None:

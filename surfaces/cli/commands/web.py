@@ -20,6 +20,7 @@ import sys
 
 from pydantic import ValidationError
 
+from services.core.settings import settings_problem
 from stack.state_dir import read_endpoints
 from surfaces.cli.commands.pending import fail
 from surfaces.common.target import add_target_arguments, host_id, interaction_target, local_owner_token
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, ValidationError) as error:
         if isinstance(error, FileNotFoundError) or "endpoints" in str(error):
             return fail("NO_STACK", str(error))
-        print(f"maka web: {error}", file=sys.stderr)
+        print(f"maka web: {settings_problem(error) if isinstance(error, ValidationError) else error}", file=sys.stderr)
         return 2
     owner = local_owner_token(args)
     try:

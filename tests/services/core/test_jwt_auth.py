@@ -65,9 +65,13 @@ class App:
         return None
 
 
+MALLORY = Person("mallory", "alice@example.com", ("approvers",), email_verified=False, username="mallory")
+"""Someone who put alice's address on their own account, which the issuer never verified."""
+
+
 @pytest.fixture(scope="module")
 def provider() -> Iterator[Provider]:
-    with oidc_provider([ALICE, BOB]) as running:
+    with oidc_provider([ALICE, BOB, MALLORY]) as running:
         yield running
 
 
@@ -77,6 +81,7 @@ def _settings(tmp_path: Path, issuer: str) -> GrpcServerSettings:
         [
             {"name": "web", "token": "web-service-token", "roles": ["surface"], "acts_for": True},
             {"name": "tui", "token": "tui-surface-token", "roles": ["surface"]},
+            {"name": "root", "token": "root-admin-token", "roles": ["admin"]},
         ],
     )
     return GrpcServerSettings(
@@ -110,8 +115,30 @@ async def _refusal(port: int, token: str, metadata: tuple[tuple[str, str], ...] 
     return detail.code, detail.message
 
 
-async def _id_token(provider: Provider, person: Person, audience: str = AUDIENCE) -> str:
-    return await asyncio.to_thread(id_token, provider, person, audience)
+async def _id_token(provider: Provider, person: Person, audience: str = AUDIENCE, scope: str = "openid email") -> str:
+    return await asyncio.to_thread(id_token, provider, person, audience, scope=scope)
+
+
+async def test_a_token_whose_email_is_not_verified_is_unauthenticated_email_not_verified(
+    server: RunningServer, provider: Provider
+) -> None:
+    token = await _id_token(provider, MALLORY)
+    assert await _refusal(server.port, token) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "bearer token refused: email not verified",
+    )
+
+
+async def test_an_issuer_without_verified_emails_names_people_by_the_configured_claim(
+    tmp_path: Path, provider: Provider
+) -> None:
+    settings = _settings(tmp_path, provider.issuer).model_copy(update={"oidc_name_claim": "preferred_username"})
+    running = await start_server(App(), settings)
+    try:
+        token = await _id_token(provider, MALLORY, scope="openid email profile")
+        assert await _whoami(running.port, token) == "mallory||surface"
+    finally:
+        await running.stop()
 
 
 async def test_an_id_token_of_the_issuer_is_the_person_named_by_its_claim_with_the_roles_of_its_groups(
@@ -236,6 +263,14 @@ async def test_a_person_signed_in_by_jwt_may_not_act_for_another(server: Running
     assert (code, message) == (grpc.StatusCode.PERMISSION_DENIED, "alice@example.com may not act for people")
 
 
+async def test_an_admin_token_without_acts_for_naming_a_person_is_permission_denied(server: RunningServer) -> None:
+    assert await _whoami(server.port, "root-admin-token") == "root||admin"
+    assert await _refusal(server.port, "root-admin-token", acts_for_metadata("alice@example.com", ["ops"])) == (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "root may not act for people",
+    )
+
+
 async def test_bearer_tokens_never_reach_the_logs(
     server: RunningServer, provider: Provider, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -257,6 +292,8 @@ def test_an_http_issuer_off_loopback_and_an_unknown_role_are_configuration_error
         GrpcServerSettings(oidc_issuer="http://id.example.com")
     with pytest.raises(ValidationError, match="unknown role 'wizard'"):
         GrpcServerSettings(oidc_issuer="https://id.example.com", oidc_roles={"ops": ["wizard"]})
+    with pytest.raises(ValidationError, match=r"MAKA_OIDC_ROLES\['ops'\]: a group may not be granted 'admin'"):
+        GrpcServerSettings(oidc_issuer="https://id.example.com", oidc_roles={"ops": ["surface", "admin"]})
     assert (
         GrpcServerSettings(oidc_issuer="http://localhost:8080/realms/x").oidc_issuer == "http://localhost:8080/realms/x"
     )

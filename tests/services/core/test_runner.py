@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import uvloop
@@ -34,3 +38,19 @@ def test_an_unknown_event_loop_name_is_refused(monkeypatch: pytest.MonkeyPatch) 
 
 def test_every_grpc_service_documents_the_event_loop_setting() -> None:
     assert "event_loop" in GrpcServerSettings.model_fields
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("service", ["services.interaction.main", "services.broker.main", "surfaces.web.main"])
+def test_a_group_granted_admin_stops_a_service_at_start_up_with_one_line_naming_the_group(service: str) -> None:
+    env = {**os.environ, "MAKA_OIDC_ISSUER": "https://id.example.com", "MAKA_OIDC_ROLES": '{"ops": ["admin"]}'}
+    done = subprocess.run(
+        [sys.executable, "-m", service], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == runner.SETTINGS_INVALID_EXIT
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("settings_invalid: MAKA_OIDC_ROLES['ops']: a group may not be granted 'admin'")

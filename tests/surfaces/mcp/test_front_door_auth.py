@@ -59,7 +59,7 @@ async def up(tmp_path_factory: pytest.TempPathFactory, provider: Provider) -> As
     tmp = tmp_path_factory.mktemp("front-door-auth")
     tokens = tmp / "tokens.json"
     entries = [
-        {"name": "stack", "token": STACK, "roles": ["admin"]},
+        {"name": "stack", "token": STACK, "roles": ["admin"], "acts_for": True},
         {"name": "alice", "token": CALLER, "roles": ["caller"]},
         {"name": "web", "token": SURFACE, "roles": ["surface"]},
         {"name": "bob", "token": ELSEWHERE, "roles": ["caller"], "sessions": ["elsewhere"]},

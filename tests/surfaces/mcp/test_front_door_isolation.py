@@ -41,7 +41,7 @@ LEGACY = "2025-11-25"
 async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Up]:
     tmp = tmp_path_factory.mktemp("front-door-isolation")
     tokens = tmp / "tokens.json"
-    entries: list[dict[str, Any]] = [{"name": "stack", "token": STACK, "roles": ["admin"]}]
+    entries: list[dict[str, Any]] = [{"name": "stack", "token": STACK, "roles": ["admin"], "acts_for": True}]
     for name, token in TOKENS.items():
         entry: dict[str, Any] = {"name": name, "token": token, "roles": ["caller"]}
         if name in SCOPED:
