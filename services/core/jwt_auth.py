@@ -132,7 +132,7 @@ def parse_roles(raw: Mapping[str, list[str]]) -> dict[str, frozenset[Role]]:
 class IssuerKeys:
     """The issuer's discovery document and JWKS, fetched on first use and cached.
 
-    One fetch at a time, never under a lock: :meth:`key_set` returns the cached set at once (a token whose
+    One fetch at a time, never under a lock: :meth:`current` returns the cached set at once (a token whose
     ``kid`` it holds never waits for a fetch); a caller that needs a fetch while one runs joins it (single
     flight). A fetch starts at most once per :data:`MIN_REFRESH_SECONDS` whether it succeeds, fails or times out
     (:data:`FETCH_TIMEOUT_SECONDS` for the whole fetch); after failures the wait grows by :data:`FETCH_BACKOFF`
@@ -177,20 +177,11 @@ class IssuerKeys:
             self._metadata = body
         return self._metadata
 
-    @property
-    def fetching(self) -> bool:
-        """True while a fetch of the JWKS is outstanding."""
-        return self._fetch is not None
-
-    async def key_set(self, *, refresh: bool = False) -> KeySet:
-        """The cached JWKS; with ``refresh`` (or none cached) the result of a fetch: the one running, or a new
+    async def current(self, *, refresh: bool = False) -> tuple[KeySet, bool]:
+        """The cached JWKS, and whether it came from a fetch this call waited for (so refreshing it again would
+        fetch nothing newer). With ``refresh`` (or none cached) the result of a fetch: the one running, or a new
         one when the last started at least the refetch interval ago (else the cached set, or ``issuer
         unreachable`` when there is none)."""
-        return (await self.current(refresh=refresh))[0]
-
-    async def current(self, *, refresh: bool = False) -> tuple[KeySet, bool]:
-        """:meth:`key_set`, and whether that set came from a fetch this call waited for (so refreshing it again
-        would fetch nothing newer)."""
         keys = self._keys
         if keys is not None and not refresh:
             return keys, False
