@@ -14,6 +14,8 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import hashlib
+
 import httpx
 import httpx2
 import pytest
@@ -23,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
+from maka.broker.v1 import broker_pb2, broker_pb2_grpc
+from services.core.channels import open_channel
 from tests.helpers.cli import maka_on_tier
 from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
 from tests.helpers.waiting import eventually
@@ -39,6 +43,8 @@ PUBLIC_HOST = "team-a-host-0.mcp.maka.example.com"
 AUDIENCE = "maka-mcp"
 DANA = Person("dana", "dana@example.com", ("staff",))
 """A person who signs in to the MCP client at the OpenID provider (``staff``: the caller and surface roles)."""
+CAROL = Person("carol", "carol@example.com", ("staff",))
+"""Another person of the same group, who tries to stop dana's call."""
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -50,7 +56,7 @@ ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "appl
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[Provider]:
-    with oidc_provider([DANA]) as running:
+    with oidc_provider([DANA, CAROL]) as running:
         yield running
 
 
@@ -274,3 +280,55 @@ async def test_an_oidc_persons_call_answered_in_their_client_deploys_and_history
     # her form is hers: the door's own (admin) token does not see it, in history either
     assert not [entry for entry in (await _history(up, STACK)).values() if entry["made_for"] == DANA.email]
     assert token not in (up.state_dir.parent / "up.log").read_text()
+
+
+async def _waiting_call(broker: str, token: str, tool: str) -> broker_pb2.CallSummary | None:
+    """The call of ``tool`` waiting on a form that ``token``'s principal sees in the broker's recent calls."""
+    async with open_channel(broker, token=token) as channel:
+        status = await broker_pb2_grpc.CapabilityBrokerServiceStub(channel).GetStatus(
+            broker_pb2.GetStatusRequest(), timeout=20
+        )
+    waiting = [c for c in status.recent_calls if c.tool_name == tool and c.state == "awaiting_interaction"]
+    return waiting[0] if waiting else None
+
+
+async def test_another_person_stops_nothing_of_a_persons_front_door_call_by_its_session_its_id_or_all(
+    up: Up, provider: Provider
+) -> None:
+    dana, carol = [await asyncio.to_thread(id_token, provider, p, AUDIENCE) for p in (DANA, CAROL)]
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def hold_then_accept(context: object, params: ElicitRequestParams) -> ElicitResult:
+        asked.set()
+        await release.wait()
+        return await _accept_staging(context, params)
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {dana}"}, timeout=120)
+    transport = streamable_http_client(up.endpoints.mcp, http_client=http)
+    async with http, Client(transport, mode="legacy", elicitation_callback=hold_then_accept) as client:
+        call = asyncio.create_task(client.call_tool("examples.deploy", {"artifact": "dana-kept"}))
+        async with asyncio.timeout(60):
+            await asyncio.wait({call, asyncio.create_task(asked.wait())}, return_when=asyncio.FIRST_COMPLETED)
+        assert asked.is_set(), call
+        hers = await eventually(
+            lambda: _waiting_call(up.endpoints.broker, dana, "examples:deploy"), timeout=30, what="dana's call"
+        )
+        # the session id the door used to derive from her email, and the real one, which dana sees and carol cannot
+        derived = "default.p" + hashlib.sha256(DANA.email.encode()).hexdigest()[:12]
+        assert hers.session_id != derived and DANA.email not in hers.session_id
+        assert await _waiting_call(up.endpoints.broker, carol, "examples:deploy") is None
+        async with open_channel(up.endpoints.broker, token=carol) as channel:
+            stub = broker_pb2_grpc.CapabilityBrokerServiceStub(channel)
+            for request in (
+                broker_pb2.StopRequest(session_id=derived),
+                broker_pb2.StopRequest(session_id=hers.session_id),
+                broker_pb2.StopRequest(session_id=hers.session_id, turn_id=hers.turn_id),
+                broker_pb2.StopRequest(invocation_id=hers.invocation_id),
+                broker_pb2.StopRequest(all=True),
+            ):
+                assert (await stub.Stop(request, timeout=20)).stopped_invocations == 0, request
+        assert not call.done()
+        release.set()
+        async with asyncio.timeout(60):
+            result = await call
+    assert [block.text for block in result.content if block.type == "text"] == ["Deployed dana-kept to staging."]

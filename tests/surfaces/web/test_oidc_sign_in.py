@@ -23,11 +23,13 @@ pytestmark = pytest.mark.browser
 TIMEOUT_MS = 10_000
 ALICE = Person("alice", "alice@example.com", ("approvers",))
 BOB = Person("bob", "bob@example.com", ("visitors",))
+MALLORY = Person("mallory", "alice@example.com", ("approvers",), email_verified=False)
+"""Someone who put alice's address on their own account, which the issuer never verified."""
 
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[Provider]:
-    with oidc_provider([ALICE, BOB]) as running:
+    with oidc_provider([ALICE, BOB, MALLORY]) as running:
         yield running
 
 
@@ -115,6 +117,17 @@ def test_a_person_whose_groups_grant_no_surface_role_is_refused_and_gets_no_sess
     _sign_in_as(page, url, BOB)
     expect(page.get_by_role("heading", name="Not allowed")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator("main")).to_contain_text("bob@example.com may not use this page")
+    assert SESSION_COOKIE not in {c["name"] for c in page.context.cookies()}
+    assert page.request.get(f"{url}/api/pending").status == 401
+
+
+def test_a_person_whose_email_the_issuer_has_not_verified_is_refused_and_is_not_the_owner_of_that_address(
+    page: Page, stack_thread: WebStackThread, provider: Provider, session_id: str, tmp_path: Path
+) -> None:
+    url = _web(stack_thread, provider, session_id, tmp_path)
+    _sign_in_as(page, url, MALLORY)
+    expect(page.get_by_role("heading", name="Sign-in was refused")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator("main")).to_contain_text("Your email address is not verified at the identity provider.")
     assert SESSION_COOKIE not in {c["name"] for c in page.context.cookies()}
     assert page.request.get(f"{url}/api/pending").status == 401
 

@@ -121,8 +121,8 @@ class CapabilityBrokerServiceServicer:
         """WatchCall reattaches to an invocation started by the same principal: it replays the events
         after `resume_token` (all of them when empty), then follows live, like CallTool; each
         response wraps one CallToolResponse.
-        NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
-        principal's, INVALID_ARGUMENT for a malformed token.
+        NOT_FOUND for an unknown (or no longer retained) invocation and, with the same reason and
+        message, for another principal's; INVALID_ARGUMENT for a malformed token.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

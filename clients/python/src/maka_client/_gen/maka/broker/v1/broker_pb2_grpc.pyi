@@ -50,8 +50,8 @@ class CapabilityBrokerServiceStub:
     """WatchCall reattaches to an invocation started by the same principal: it replays the events
     after `resume_token` (all of them when empty), then follows live, like CallTool; each
     response wraps one CallToolResponse.
-    NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
-    principal's, INVALID_ARGUMENT for a malformed token.
+    NOT_FOUND for an unknown (or no longer retained) invocation and, with the same reason and
+    message, for another principal's; INVALID_ARGUMENT for a malformed token.
     """
     Stop: _grpc.UnaryUnaryMultiCallable[_broker_pb2.StopRequest, _broker_pb2.StopResponse]
     """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host, or one
@@ -111,8 +111,8 @@ class CapabilityBrokerServiceAsyncStub(CapabilityBrokerServiceStub):
     """WatchCall reattaches to an invocation started by the same principal: it replays the events
     after `resume_token` (all of them when empty), then follows live, like CallTool; each
     response wraps one CallToolResponse.
-    NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
-    principal's, INVALID_ARGUMENT for a malformed token.
+    NOT_FOUND for an unknown (or no longer retained) invocation and, with the same reason and
+    message, for another principal's; INVALID_ARGUMENT for a malformed token.
     """
     Stop: _aio.UnaryUnaryMultiCallable[_broker_pb2.StopRequest, _broker_pb2.StopResponse]  # type: ignore[assignment]
     """Stop stops every live invocation of a turn, a session, or (all=true) the whole Host, or one
@@ -187,8 +187,8 @@ class CapabilityBrokerServiceServicer(metaclass=_abc_1.ABCMeta):
         """WatchCall reattaches to an invocation started by the same principal: it replays the events
         after `resume_token` (all of them when empty), then follows live, like CallTool; each
         response wraps one CallToolResponse.
-        NOT_FOUND for an unknown (or no longer retained) invocation, PERMISSION_DENIED for another
-        principal's, INVALID_ARGUMENT for a malformed token.
+        NOT_FOUND for an unknown (or no longer retained) invocation and, with the same reason and
+        message, for another principal's; INVALID_ARGUMENT for a malformed token.
         """
 
     @_abc_1.abstractmethod
