@@ -4,7 +4,7 @@ Roles (``services.core.auth``): ``Connect`` and ``ReportServers`` admit ``provid
 and the OAuth sign-in RPCs (``ListSignIns``, ``CompleteSignIn``, ``SignOut``) admit ``caller`` and
 ``surface``; ``CallTool``, ``Stop``, ``ListTools`` and ``WatchTools`` admit ``caller``, and a
 caller scoped to sessions may only call and stop in its own
-sessions (a global Stop needs every session). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
+sessions (``all`` stops those of its sessions). Refusals are PERMISSION_DENIED / ``PERMISSION_DENIED``.
 Which calls a principal sees (``GetStatus``) and acts on (``Stop``, ``WatchCall``) is the one rule of
 :mod:`services.broker.access`: a person acts only on the calls made for them.
 """
@@ -148,12 +148,11 @@ class BrokerServicer(broker_pb2_grpc.CapabilityBrokerServiceServicer):
 
         Returns the number stopped once their pending forms are closed ``stopped``.
         INVALID_ARGUMENT / INVALID_REQUEST for ``all`` with ids or no session without ``all``;
-        PERMISSION_DENIED for a session outside the token's ``sessions`` (a global Stop needs every session).
+        PERMISSION_DENIED for a session outside the token's ``sessions`` (``all`` from a scoped token stops the calls
+        of its sessions).
         """
         try:
-            if request.all:
-                _require(Role.CALLER, "*")
-            elif request.invocation_id:
+            if request.all or request.invocation_id:
                 _require(Role.CALLER)
             else:
                 _require(Role.CALLER, request.session_id)

@@ -493,6 +493,7 @@ async def test_callers_are_scoped_to_their_sessions_and_roles(make_stack: StackF
                 "tokens": [
                     {"token": "provider-token-1", "name": "provider", "roles": ["provider"]},
                     {"token": "caller-a-token-1", "name": "caller-a", "roles": ["caller"], "sessions": ["s-a"]},
+                    {"token": "caller-b-token-1", "name": "caller-b", "roles": ["caller"], "sessions": ["s-b"]},
                     {"token": "broker-token-123", "name": "broker", "roles": ["broker"]},
                     {"token": "surface-token-1", "name": "surface", "roles": ["surface"]},
                 ]
@@ -528,10 +529,26 @@ async def test_callers_are_scoped_to_their_sessions_and_roles(make_stack: StackF
     assert other.error.code() == grpc.StatusCode.PERMISSION_DENIED
     assert other.all == []
 
-    with pytest.raises(grpc.aio.AioRpcError) as global_stop:
-        await caller.Stop(broker_pb2.StopRequest(all=True))
-    assert global_stop.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert (await caller.Stop(broker_pb2.StopRequest(session_id="s-a"))).stopped_invocations == 0
+
+    # ``all`` from a scoped token stops the calls of its own sessions, never another token's
+    other_caller = broker_pb2_grpc.CapabilityBrokerServiceStub(stack.channel(stack.broker_target, "caller-b-token-1"))
+    theirs = Call(
+        other_caller,
+        broker_pb2.CallToolRequest(session_id="s-b", turn_id="t", tool_use_id="u3", tool_name="examples:deploy"),
+    )
+    stack.calls.append(theirs)
+    await provider.invoked()
+    mine = Call(
+        caller, broker_pb2.CallToolRequest(session_id="s-a", turn_id="t", tool_use_id="u4", tool_name="examples:deploy")
+    )
+    stack.calls.append(mine)
+    await provider.invoked()
+    assert (await caller.Stop(broker_pb2.StopRequest(all=True))).stopped_invocations == 1
+    assert (await mine.terminal()).HasField("stopped")
+    assert not theirs.done.is_set()
+    assert (await other_caller.Stop(broker_pb2.StopRequest(all=True))).stopped_invocations == 1
+    assert (await theirs.terminal()).HasField("stopped")
 
     impostor = Provider(stack.channel(stack.broker_target, "caller-a-token-1"), "mcp:impostor", [deploy_tool()])
     stack.providers.append(impostor)
