@@ -214,7 +214,7 @@ def caps() -> list[Cap]:
             "Interaction service",
         ),
         _setting(
-            "Failed `POST /login` attempts per client address per minute",
+            "Failed `POST /login` / `?token=` attempts per local user (loopback) or client address per minute",
             WebSettings,
             "web_login_attempts_per_minute",
             count,

@@ -9,6 +9,9 @@ broker's ``caller`` role (:mod:`services.core.auth`, the same file and tokens as
   oauth-protected-resource/mcp"``; a token without the ``caller`` role: ``403`` (``error="insufficient_scope"``);
 - ``GET /.well-known/oauth-protected-resource/mcp`` (and without the ``/mcp`` suffix) serves the metadata
   naming the resource (``MAKA_MCP_RESOURCE_URL``, else the URL the request came to);
+- the metadata and the ``401``/``403`` challenges answer only a ``Host`` the endpoint itself answers (loopback,
+  the host of ``MAKA_MCP_RESOURCE_URL``, ``MAKA_MCP_ALLOWED_HOSTS``): any other is ``421`` as at ``/mcp``
+  (:class:`surfaces.mcp.hosts.HostGuard`), so a DNS-rebinding page learns neither the resource nor the issuer;
 - the broker calls a request makes carry that request's own token (:class:`ForwardingBrokerClient`), so the
   broker sees the person the call is made for, as for any caller; background reads use the door's own
   ``MAKA_CALLER_TOKEN``.
@@ -40,6 +43,7 @@ from maka_client import BrokerClient
 from services.core.auth import Principal, Role, TokenTable
 from services.core.jwt_auth import JwtVerifier, verifier_from_settings
 from services.core.status import ServiceError
+from surfaces.mcp.hosts import HostGuard
 from surfaces.mcp.settings import McpSettings
 
 log = logging.getLogger("maka.mcp.auth")
@@ -176,7 +180,7 @@ class BearerGate:
 
 def protect(app: Starlette, settings: McpSettings, mcp_path: str) -> None:
     """With a tokens file or an OIDC issuer, put ``app``'s ``mcp_path`` behind :class:`BearerGate` and serve the
-    metadata."""
+    metadata, both behind :class:`~surfaces.mcp.hosts.HostGuard`."""
     table = TokenTable.from_file(settings.auth_tokens_file)
     verifier = verifier_from_settings(settings)
     if not table.enabled and verifier is None:
@@ -196,3 +200,5 @@ def protect(app: Starlette, settings: McpSettings, mcp_path: str) -> None:
     app.router.routes.insert(0, Route(METADATA_PATH + mcp_path, metadata, methods=["GET"]))
     app.router.routes.insert(0, Route(METADATA_PATH, metadata, methods=["GET"]))
     app.add_middleware(BearerGate, table=table, settings=settings, mcp_path=mcp_path, verifier=verifier)
+    guarded = [mcp_path, METADATA_PATH, METADATA_PATH + mcp_path]
+    app.add_middleware(HostGuard, settings=settings, paths=guarded)  # outside the gate: checked before it answers

@@ -7,8 +7,7 @@ broker's ``ListTools`` under MCP names (:mod:`surfaces.mcp.tools`); ``tools/call
 servers coming and going) and sends ``notifications/tools/list_changed`` to every 2025-11-25 session that listed or
 called Tools and on every 2026-07-28 ``subscriptions/listen`` stream (the SDK's ``ListenHandler``). Tools keep the
 upstream server's ``title`` and ``annotations`` (hints). The endpoint checks ``Host`` and ``Origin`` against
-loopback plus the configured extras (DNS rebinding protection, MCP specification basic/transports "Security
-Warning").
+:mod:`surfaces.mcp.hosts` (DNS rebinding protection).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
@@ -52,7 +50,7 @@ from maka_client import Accepted, AwaitingInteraction, BrokerClient, Interaction
 from services.core.backoff import Backoff
 from services.core.limits import MAX_MCP_REQUEST_BODY_BYTES
 from surfaces.common.interactions import Interactions
-from surfaces.mcp import auth, guards, tools
+from surfaces.mcp import auth, guards, hosts, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.drain import READY_PATH, Flights
 from surfaces.mcp.elicit import (
@@ -82,8 +80,6 @@ RETRY_INTERVAL_MS = 500
 """The SSE ``retry`` a 2025-11-25 client waits before it resumes a closed stream."""
 FEED_BACKOFF = Backoff(initial=1.0, maximum=30.0)
 """How long :class:`ToolWatch` waits before it opens the broker's listing feed again after a refusal."""
-LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
 def server_version() -> str:
@@ -92,15 +88,6 @@ def server_version() -> str:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def security_settings(settings: McpSettings) -> TransportSecuritySettings:
-    """Loopback ``Host`` and ``Origin`` values plus the configured extras; everything else is refused."""
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*LOOPBACK_HOSTS, *settings.mcp_allowed_hosts],
-        allowed_origins=[*LOOPBACK_ORIGINS, *settings.mcp_allowed_origins],
-    )
 
 
 def mcp_tool(info: Any) -> Tool | None:
@@ -632,7 +619,7 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
         routes.append(Route(READY_PATH, flights.readyz))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        transport_security=security_settings(settings),
+        transport_security=hosts.security_settings(settings),
         host=host,
         custom_starlette_routes=routes,
         event_store=events,

@@ -43,7 +43,8 @@ class McpSettings(OidcSettings, DrainBudgetSettings):
     """Extra ``Origin`` values browsers may send (comma-separated or a JSON list); loopback origins are always
     allowed, every other origin is refused (DNS rebinding protection)."""
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
-    """Extra ``Host`` header values the endpoint answers (comma-separated or a JSON list) besides loopback."""
+    """Extra ``Host`` header values the endpoint answers (comma-separated or a JSON list) besides loopback and the
+    host of ``mcp_resource_url``; its metadata and ``401`` challenges answer only these too (any other: ``421``)."""
     mcp_state_key: SecretStr = SecretStr("")
     """Key of the HMAC-SHA256 that protects the ``requestState`` the endpoint gives 2026-07-28 clients (any
     string; replicas behind one URL must share it). Empty: a random key per process, so a retry that reaches
@@ -59,7 +60,8 @@ class McpSettings(OidcSettings, DrainBudgetSettings):
     bearer token of the ``caller`` role and the endpoint serves protected-resource metadata
     (:mod:`surfaces.mcp.auth`)."""
     mcp_resource_url: str = ""
-    """The endpoint's public URL behind an ingress (the ``resource`` of its metadata); empty: the request's URL."""
+    """The endpoint's public URL behind an ingress (the ``resource`` of its metadata; its host is an allowed
+    ``Host``); empty: the request's URL."""
     web_url: str = ""
     """Base URL of the web surface, named in progress notifications as where to answer a form (empty: the CLI)."""
     log_level: str = "INFO"

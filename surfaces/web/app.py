@@ -89,14 +89,7 @@ from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
 from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn, return_to
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
-from surfaces.web.security import (
-    COOKIE_NAME,
-    Guard,
-    GuardMiddleware,
-    LoginLimiter,
-    allowed_hosts,
-    error_json,
-)
+from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
 from surfaces.web.settings import WebSettings, is_loopback
 from surfaces.web.views import AnswerShapeError, answer_from_json, host_text, interaction_view, now_iso
 
@@ -153,9 +146,9 @@ class WebSurface:
             secret=secret,
             public_origin=settings.web_public_origin,
             people=self.people,
+            limiter=LoginLimiter(settings.web_login_attempts_per_minute),
         )
         self.sessions: list[str] = list(settings.sessions)
-        self.login_limiter = LoginLimiter(settings.web_login_attempts_per_minute)
 
     def view(self, ix: InteractionView) -> dict[str, Any]:
         """The page's JSON of ``ix`` (with its Host when this surface follows a pool)."""
@@ -195,17 +188,14 @@ class WebSurface:
             return RedirectResponse("/", status_code=303)
         if int(request.headers.get("content-length") or 0) > 4096:
             return error_json(413, "LIMIT_EXCEEDED", "login body too large")
-        client = request.client.host if request.client is not None else ""
-        wait = self.login_limiter.retry_after(client)
-        if wait:
+        limited = self.guard.limiter.refusal(request)  # per local user on loopback (surfaces/web/peer.py)
+        if limited is not None:
             log.info("web.login_rate_limited")
-            limited = error_json(429, "RATE_LIMITED", f"too many failed logins; try again in {wait} s")
-            limited.headers["Retry-After"] = str(wait)
             return limited
         async with request.form(max_files=0, max_fields=4) as form:
             token, target = form.get("token"), form.get("next")
         if not isinstance(token, str) or not self.guard.check_token(token):
-            self.login_limiter.failed(client)
+            self.guard.limiter.failed_request(request)
             log.info("web.login_failed")
             page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
             page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')

@@ -19,8 +19,11 @@
   ``::1``, ``localhost``) only the loopback names, the bound address and the public origin's host are served;
   an ``Origin`` must then match that allowed ``Host``. A non-loopback bind needs the surface token
   (``surfaces/web/settings.py``), which a rebinding page never holds.
-- **Login rate limit** (:class:`LoginLimiter`): failed ``POST /login`` attempts per client address are a token
-  bucket; an empty bucket is ``429`` with ``Retry-After``.
+- **Login rate limit** (:class:`LoginLimiter`): failed sign-ins with the surface token (``POST /login`` and a
+  page ``GET`` with a wrong ``?token=``) are a token bucket per client (:func:`surfaces.web.peer.login_client`:
+  per local user, by the uid owning the client's socket, on loopback; per address otherwise). An empty bucket
+  is ``429`` with ``Retry-After``, answered before the token is compared, so guesses stay bounded; another local
+  user spends only their own bucket, never the owner's.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from surfaces.web.peer import login_client
 
 if TYPE_CHECKING:
     from surfaces.web.oidc import OidcSignIn, SignedIn
@@ -85,9 +90,10 @@ def allowed_hosts(bind_host: str, public_origin: str, *, loopback: bool) -> list
 
 
 class LoginLimiter:
-    """Failed logins per client address: a token bucket of ``per_minute`` attempts refilled over a minute.
+    """Failed logins per client (a local user or an address, :func:`surfaces.web.peer.login_client`): a token
+    bucket of ``per_minute`` attempts refilled over a minute.
 
-    At most ``max_clients`` addresses are remembered (the least recently seen is forgotten first), so a flood of
+    At most ``max_clients`` clients are remembered (the least recently seen is forgotten first), so a flood of
     addresses cannot grow memory without bound.
     """
 
@@ -115,6 +121,19 @@ class LoginLimiter:
         while len(self._buckets) > self.max_clients:
             self._buckets.popitem(last=False)
 
+    def refusal(self, request: Request) -> Response | None:
+        """``429 RATE_LIMITED`` with ``Retry-After`` while ``request``'s client has no attempt left, else None."""
+        wait = self.retry_after(login_client(request.scope))
+        if not wait:
+            return None
+        limited = error_json(429, "RATE_LIMITED", f"too many failed logins; try again in {wait} s")
+        limited.headers["Retry-After"] = str(wait)
+        return limited
+
+    def failed_request(self, request: Request) -> None:
+        """Take one attempt from the bucket of ``request``'s client."""
+        self.failed(login_client(request.scope))
+
 
 def error_json(status: int, reason: str, message: str) -> JSONResponse:
     """The ``/api/`` error body: ``{"error": {"reason", "message", "violations": []}}``."""
@@ -127,9 +146,17 @@ class Guard:
     default)."""
 
     def __init__(
-        self, token: str, *, secret: bytes | None = None, public_origin: str = "", people: OidcSignIn | None = None
+        self,
+        token: str,
+        *,
+        secret: bytes | None = None,
+        public_origin: str = "",
+        people: OidcSignIn | None = None,
+        limiter: LoginLimiter,
     ) -> None:
         self.token = token
+        self.limiter = limiter
+        """Failed sign-ins with the token, per client (``POST /login`` and ``?token=``)."""
         self.public_origin = public_origin
         self.people = people
         self._person_csrf_key = hmac.new(secret or secrets.token_bytes(32), b"maka-web-csrf-person-v1", hashlib.sha256)
@@ -213,13 +240,14 @@ class Guard:
         is_api = path.startswith("/api/")
         by_bearer = self.bearer(request)
         public = any(path == p or (p.endswith("/") and path.startswith(p)) for p in _PUBLIC_PATHS)
-        if (
-            self.enabled
-            and request.method == "GET"
-            and not is_api
-            and self.check_token(request.query_params.get("token", ""))
-        ):
-            return self.signed_in(RedirectResponse(path, status_code=303), request)
+        query_token = request.query_params.get("token")
+        if self.token and request.method == "GET" and not is_api and query_token is not None:
+            refused = self.limiter.refusal(request)
+            if refused is not None:
+                return refused
+            if self.check_token(query_token):
+                return self.signed_in(RedirectResponse(path, status_code=303), request)
+            self.limiter.failed_request(request)
         if self.enabled and not public and not by_bearer and not self.has_cookie(request):
             if is_api:
                 return error_json(401, "UNAUTHENTICATED", "log in or send Authorization: Bearer <surface token>")

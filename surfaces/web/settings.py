@@ -58,8 +58,10 @@ class WebSettings(OidcSettings):
     bind is refused at start, since anyone who reaches the address could read and answer every form. Turn it on
     only when something else in front (a proxy with its own sign-in, a private network) guards the page."""
     web_login_attempts_per_minute: int = Field(default=10, ge=1, le=10_000)
-    """Failed ``POST /login`` attempts one client address may make per minute (a token bucket of that size);
-    more are answered ``429`` with ``Retry-After``."""
+    """Failed sign-ins with the surface token (``POST /login``, a wrong ``?token=``) one client may make per minute
+    (a token bucket of that size); more are answered ``429`` with ``Retry-After``. A client is a local user on
+    loopback (the uid owning the connection's socket, so another user of the machine never spends the owner's
+    attempts), else a client address."""
     oidc_client_id: str = ""
     """The page's client id at the OpenID Connect issuer; with ``oidc_issuer`` people sign in there
     (authorization code + PKCE; redirect URI ``<origin>/oidc/callback``, post-logout URI

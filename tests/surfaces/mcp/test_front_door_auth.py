@@ -1,11 +1,11 @@
 """The MCP front door of a stack with a tokens file (``MAKA_AUTH_TOKENS_FILE``): ``/mcp`` needs a bearer token of
 the ``caller`` role (401 with the RFC 9728 metadata URL in ``WWW-Authenticate`` otherwise, 403 without the role),
-the protected-resource metadata names the resource, and a call made with a caller's token runs through the
-broker with that token (the official Python SDK client, the TypeScript SDK client and the Inspector CLI); a
-``requestState`` issued to one principal answers nothing for another. An answer given in the client names the
-client's principal (a machine caller's token name, or a person whose OpenID Connect token the client presented)
-``via`` the door's surface token in history; a person's call (made for them at the broker) is answered in their
-client."""
+the protected-resource metadata names the resource, both only to a ``Host`` the endpoint answers (421 to any
+other), and a call made with a caller's token runs through the broker with that token (the official Python SDK
+client, the TypeScript SDK client and the Inspector CLI); a ``requestState`` issued to one principal answers
+nothing for another. An answer given in the client names the client's principal (a machine caller's token name,
+or a person whose OpenID Connect token the client presented) ``via`` the door's surface token in history; a
+person's call (made for them at the broker) is answered in their client."""
 
 from __future__ import annotations
 
@@ -227,6 +227,46 @@ async def test_the_public_host_name_the_setting_allows_is_served_and_another_nam
     assert public.status_code == 200, public.text
     assert "maka" in public.text  # the server's discover result
     assert other.status_code == 421
+
+
+FOREIGN_HOST = "evil.example"
+"""What a DNS-rebinding page's requests carry: its own name, resolved to the loopback endpoint."""
+UNAUTHENTICATED = [
+    ("GET", "/.well-known/oauth-protected-resource/mcp", {}),
+    ("GET", "/.well-known/oauth-protected-resource", {}),
+    ("POST", "/mcp", {}),
+    ("POST", "/mcp", {"Authorization": f"Bearer {UNKNOWN}"}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "extra"), UNAUTHENTICATED)
+async def test_the_metadata_and_the_challenge_refuse_a_foreign_host_421_naming_neither_resource_nor_issuer(
+    up: Up, provider: Provider, method: str, path: str, extra: dict[str, str]
+) -> None:
+    base = up.endpoints.mcp.removesuffix("/mcp")
+    headers = {**ACCEPT, **extra, "host": FOREIGN_HOST}
+    async with httpx.AsyncClient(timeout=30) as http:
+        response = await http.request(method, base + path, json=INIT if method == "POST" else None, headers=headers)
+    assert response.status_code == 421
+    assert response.text == "Invalid Host header"  # the endpoint's own refusal of a foreign Host
+    assert "www-authenticate" not in response.headers
+    assert provider.issuer not in response.text
+    assert FOREIGN_HOST not in response.text
+
+
+async def test_the_metadata_and_the_challenge_answer_the_public_host_name_the_setting_allows(
+    up: Up, provider: Provider
+) -> None:
+    base = up.endpoints.mcp.removesuffix("/mcp")
+    metadata = f"http://{PUBLIC_HOST}/.well-known/oauth-protected-resource/mcp"
+    async with httpx.AsyncClient(timeout=30) as http:
+        document = await http.get(f"{base}/.well-known/oauth-protected-resource/mcp", headers={"host": PUBLIC_HOST})
+        challenge = await http.post(up.endpoints.mcp, json=INIT, headers={**ACCEPT, "host": PUBLIC_HOST})
+    assert document.status_code == 200
+    assert document.json()["resource"] == f"http://{PUBLIC_HOST}/mcp"
+    assert document.json()["authorization_servers"] == [provider.issuer]
+    assert challenge.status_code == 401
+    assert challenge.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
 
 
 async def _history(up: Up, reader: str) -> dict[str, dict[str, object]]:

@@ -326,7 +326,7 @@ async def test_a_rebinding_host_is_refused_on_any_loopback_bind_and_the_bound_ad
         await app.close()
 
 
-async def test_failed_logins_from_one_address_are_rate_limited_with_retry_after(stack: WebStack) -> None:
+async def test_failed_logins_from_one_local_user_are_rate_limited_with_retry_after(stack: WebStack) -> None:
     app, running = await stack.web(sessions=["s1"], token="t0ken-secret", web_login_attempts_per_minute=2)
     try:
         async with httpx.AsyncClient(base_url=running.url, timeout=10) as client:
