@@ -214,6 +214,13 @@ def caps() -> list[Cap]:
             "Interaction service",
         ),
         _setting(
+            "Wait for a `HostLink` stream's hello frame",
+            InteractionSettings,
+            "host_link_hello_timeout_seconds",
+            seconds,
+            "Interaction service",
+        ),
+        _setting(
             "Failed `POST /login` / `?token=` attempts per local user (loopback) or client address per minute",
             WebSettings,
             "web_login_attempts_per_minute",

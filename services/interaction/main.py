@@ -83,6 +83,7 @@ class InteractionApp:
             presence=Presence(ttl_seconds=settings.surface_presence_seconds),
             surfaces_listed_max=settings.surfaces_listed_max,
             attach_subscribe_timeout=settings.attach_subscribe_timeout_seconds,
+            host_link_hello_timeout=settings.host_link_hello_timeout_seconds,
         )
         self.server_options: Sequence[tuple[str, int]] = (
             ("grpc.server.max_pending_requests", settings.max_pending_calls),

@@ -148,7 +148,9 @@ class Presence:
         self, store: InteractionStore, principal: Principal, cap: int
     ) -> tuple[list[interaction_service_pb2.AttachedSurface], int]:
         """The Host's live surfaces that watch a session ``principal`` may see, oldest first, at most
-        ``cap`` (and how many more were left out). Session ids the principal may not see are removed.
+        ``cap`` (and how many more were left out); a person's own only (their web tabs, TUIs and CLIs: never who
+        else is attached, docs/security.md "Who may see and do what"). Session ids the principal may not see
+        are removed.
         Deletes expired entries it finds. Raises StoreUnavailable."""
         now = self._now_ms()
         expired: list[str] = []
@@ -159,6 +161,8 @@ class Presence:
                 expired.append(stream_id)
                 continue
             surface = decoded[1]
+            if principal.person and surface.principal != principal.name:
+                continue  # a person sees only their own attachments, whatever their sessions
             if not principal.all_sessions:
                 shown = principal.visible(surface.session_ids)
                 if not surface.all_sessions and not shown:

@@ -25,6 +25,7 @@ from services.interaction import errors
 from services.interaction.authority import InteractionAuthority
 from services.interaction.fanout import SubscriberOverflow
 from services.interaction.host_link import HostLinkSession
+from services.interaction.preamble import Preamble
 from services.interaction.presence import Presence
 from services.interaction.tier import InteractionTier
 
@@ -53,10 +54,17 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         presence: Presence | None = None,
         surfaces_listed_max: int = 200,
         attach_subscribe_timeout: float = 30.0,
+        host_link_hello_timeout: float = 30.0,
     ) -> None:
         self.tier = tier
-        self.attach_subscribe_timeout = attach_subscribe_timeout
-        """Seconds an Attach stream may wait before its subscribe frame."""
+        self.attach_preamble = Preamble(
+            "Attach", "subscribe", "MAKA_ATTACH_SUBSCRIBE_TIMEOUT_SECONDS", attach_subscribe_timeout
+        )
+        """An Attach stream's first frame: ``subscribe``."""
+        self.host_link_preamble = Preamble(
+            "HostLink", "hello", "MAKA_HOST_LINK_HELLO_TIMEOUT_SECONDS", host_link_hello_timeout
+        )
+        """A HostLink stream's first frame: ``hello`` (a ``Hello``)."""
         self.presence = presence if presence is not None else Presence(ttl_seconds=30.0)
         """This replica's Attach streams, mirrored into Redis for ``ListSurfaces``
         (docs/design.md#attached-surfaces)."""
@@ -178,16 +186,9 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
         """
         self._handling()
         requests = aiter(request_iterator)
-        try:
-            async with asyncio.timeout(self.attach_subscribe_timeout):
-                first = await anext(requests, None)
-        except TimeoutError:
-            limit = f"{self.attach_subscribe_timeout:g}"
-            await abort(context, errors.InvalidRequest(f"no subscribe frame within {limit} s; the stream ends"))
+        first = await self.host_link_preamble.first(requests, context)
         if first is None:
             return
-        if first.WhichOneof("frame") != "hello":
-            await abort(context, errors.InvalidRequest("the first HostLink frame must be hello"))
         hello = first.hello
         principal = current_principal()
         authority = await self._call(context, lambda: self._resolve(principal, hello.host_id))
@@ -217,20 +218,14 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     ) -> AsyncIterator[interaction_service_pb2.AttachResponse]:
         """A surface's stream: subscribe → snapshot or replay → live events; answers on the same stream.
 
-        A stream that sends no subscribe frame within ``attach_subscribe_timeout`` seconds ends INVALID_REQUEST."""
+        A stream that sends no subscribe frame within ``attach_subscribe_timeout`` seconds ends INVALID_REQUEST
+        (:class:`~services.interaction.preamble.Preamble`, as HostLink's hello)."""
         self._handling()
         principal = current_principal()
         requests = aiter(request_iterator)
-        try:
-            async with asyncio.timeout(self.attach_subscribe_timeout):
-                first = await anext(requests, None)
-        except TimeoutError:
-            limit = f"{self.attach_subscribe_timeout:g}"
-            await abort(context, errors.InvalidRequest(f"no subscribe frame within {limit} s; the stream ends"))
+        first = await self.attach_preamble.first(requests, context)
         if first is None:
             return
-        if first.WhichOneof("frame") != "subscribe":
-            await abort(context, errors.InvalidRequest("the first Attach frame must be subscribe"))
         subscribe = first.subscribe
         authority = await self._call(context, lambda: self._resolve(principal, subscribe.host_id))
         start = await self._call(
@@ -324,7 +319,8 @@ class InteractionServicer(interaction_service_pb2_grpc.InteractionServiceService
     async def ListSurfaces(
         self, request: interaction_service_pb2.ListSurfacesRequest, context: _Ctx
     ) -> interaction_service_pb2.ListSurfacesResponse:
-        """The Host's attached surfaces that watch a session the caller may see (never a token)."""
+        """The Host's attached surfaces that watch a session the caller may see; a person's own only (never a
+        token)."""
         self._handling()
         principal = current_principal()
 

@@ -112,6 +112,9 @@ class Settings(GrpcServerSettings):
     attach_subscribe_timeout_seconds: float = Field(default=30.0, gt=0)
     """How long an ``Attach`` stream may stay open before its ``subscribe`` frame; a stream that sends none
     ends ``INVALID_ARGUMENT`` / ``INVALID_REQUEST`` (an idle stream holds no resources past it)."""
+    host_link_hello_timeout_seconds: float = Field(default=30.0, gt=0)
+    """How long a ``HostLink`` stream may stay open before its ``hello`` frame (a broker's ``Hello``); a stream
+    that sends none ends ``INVALID_ARGUMENT`` / ``INVALID_REQUEST`` naming this setting."""
     answer_key_file: Path | None = None
     """File holding the base64 AES-256 key that seals answer values at rest in Redis (records, event and
     settled Streams, so the AOF too; docs/security.md "Answer values at rest"): a Kubernetes Secret

@@ -2,10 +2,12 @@
 of a real OpenID provider: a form made for alice is seen and answerable by alice and by the approvers of the
 policy file (bob, in group release-managers), by nobody else (carol, machine tokens, the web page acting for
 carol), in ListPending, GetInteraction, Answer, Attach (snapshot and live events) and ListHistory; another
-person's form id is NOT_FOUND exactly like an unknown id; the policy file is re-read when it changes."""
+person's form id is NOT_FOUND exactly like an unknown id; the policy file is re-read when it changes. ListSurfaces
+shows a person only their own attachments (an admin token all)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,11 +24,13 @@ from services.core.form import Action, Answer
 from services.interaction.settings import Settings
 from surfaces.common.interactions import Interactions
 from tests.helpers.oidc import Person, Provider, id_token, oidc_provider
+from tests.helpers.waiting import eventually
 from tests.reliability.harness import redis_dump
 from tests.services.interaction.harness import BROKER_TOKEN, Link, Service, Surface, channel, start_service
 
 WEB_TOKEN = "web-acts-for-people"
 TUI_TOKEN = "tui-only-itself-1"
+ADMIN_TOKEN = "root-admin-token-1"
 AUDIENCE = "maka-cli"
 ALICE = Person("alice", "alice@example.com", ("staff",))
 BOB = Person("bob", "bob@example.com", ("staff", "release-managers"))
@@ -64,6 +68,7 @@ async def service(redis_url: str, tmp_path: Path, provider: Provider) -> AsyncIt
                     {"token": BROKER_TOKEN, "name": "broker", "roles": ["broker"]},
                     {"token": WEB_TOKEN, "name": "web", "roles": ["surface"], "acts_for": True},
                     {"token": TUI_TOKEN, "name": "tui", "roles": ["surface"]},
+                    {"token": ADMIN_TOKEN, "name": "root", "roles": ["admin"]},
                 ]
             }
         )
@@ -257,3 +262,30 @@ async def test_the_audit_names_the_person_and_their_token_and_groups_never_reach
     assert tokens["alice"] not in repr(history)
     opened = [r.__dict__ for r in caplog.records if r.name == "maka.audit" and r.getMessage() == "form_opened"]
     assert [(r["interaction_id"], r["made_for"]) for r in opened] == [(hers.interaction_id, ALICE.email)]
+
+
+async def test_a_person_lists_only_their_own_attached_surfaces_and_an_admin_token_lists_every_one(
+    service: Service, tokens: dict[str, str]
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        for token, kind in ((tokens["alice"], "web"), (tokens["carol"], "tui"), (TUI_TOKEN, "tui")):
+            ch = await stack.enter_async_context(channel(service, token))
+            stack.push_async_callback((await Surface.attach(ch, ("s-1",), surface_kind=kind)).close)
+        async with (
+            Interactions.connect(service.target, token=ADMIN_TOKEN) as admin,
+            Interactions.connect(service.target, token=tokens["alice"]) as alice,
+            Interactions.connect(service.target, token=tokens["carol"]) as carol,
+            Interactions.connect(service.target, token=WEB_TOKEN) as web,
+        ):
+
+            async def every() -> list[str] | None:
+                names = sorted(s.principal for s in (await admin.list_surfaces())[0])
+                return names if len(names) == 3 else None
+
+            assert await eventually(every, timeout=10, what="three attachments") == sorted(
+                [ALICE.email, CAROL.email, "tui"]
+            )
+            assert [s.principal for s in (await alice.list_surfaces())[0]] == [ALICE.email]
+            assert [s.principal for s in (await carol.list_surfaces())[0]] == [CAROL.email]
+            assert [s.principal for s in (await web.for_person(CAROL.email).list_surfaces())[0]] == [CAROL.email]
+            assert [s.principal for s in (await web.for_person("dave@example.com").list_surfaces())[0]] == []

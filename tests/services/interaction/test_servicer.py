@@ -464,6 +464,35 @@ async def test_a_link_that_stops_writing_still_gets_a_reply_for_every_open(broke
     await link.close()
 
 
+async def _host_link_ending(service: Any, first: interaction_service_pb2.HostLinkRequest | None) -> tuple[Any, ...]:
+    async with channel(service, BROKER_TOKEN) as ch:
+        call = interaction_service_pb2_grpc.InteractionServiceStub(ch).HostLink()
+        if first is not None:
+            await call.write(first)
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            async with asyncio.timeout(FRAME_TIMEOUT):
+                await call.read()
+    detail = error_from_rpc(ended.value)
+    return detail.code, detail.reason, detail.message
+
+
+async def test_a_host_link_whose_first_frame_is_not_hello_or_comes_too_late_is_told_so_naming_hello_and_its_setting(
+    settings: Settings,
+) -> None:
+    service = await start_service(settings.model_copy(update={"host_link_hello_timeout_seconds": 0.2}))
+    try:
+        invalid = (grpc.StatusCode.INVALID_ARGUMENT, InteractionErrorReason.INVALID_REQUEST)
+        silent = await _host_link_ending(service, None)
+        assert silent == (
+            *invalid,
+            "no hello frame within 0.2 s (MAKA_HOST_LINK_HELLO_TIMEOUT_SECONDS); the stream ends",
+        )
+        heartbeat = interaction_service_pb2.HostLinkRequest(heartbeat=interaction_service_pb2.Heartbeat())
+        assert await _host_link_ending(service, heartbeat) == (*invalid, "the first HostLink frame must be hello")
+    finally:
+        await service.running.stop()
+
+
 async def test_an_attach_stream_that_never_subscribes_ends_invalid_request_after_the_subscribe_deadline(
     settings: Settings,
 ) -> None:
@@ -479,7 +508,9 @@ async def test_an_attach_stream_that_never_subscribes_ends_invalid_request_after
             grpc.StatusCode.INVALID_ARGUMENT,
             InteractionErrorReason.INVALID_REQUEST,
         )
-        assert detail.message == "no subscribe frame within 0.2 s; the stream ends"
+        assert (
+            detail.message == "no subscribe frame within 0.2 s (MAKA_ATTACH_SUBSCRIBE_TIMEOUT_SECONDS); the stream ends"
+        )
     finally:
         await service.running.stop()
 
