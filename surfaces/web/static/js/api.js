@@ -23,6 +23,7 @@
  * @property {string} failureCode
  * @property {boolean} isError
  * @property {string[]} interactionIds
+ * @property {"declined" | "cancelled" | null} [formOutcome] a succeeded call whose form was not accepted
  */
 /**
  * @typedef {object} Server
