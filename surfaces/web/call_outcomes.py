@@ -15,8 +15,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-import grpc
-
 from maka_client import MakaError
 from services.core.form.model import Action
 from surfaces.common.interactions import Interactions, InteractionState
@@ -60,10 +58,8 @@ class FormOutcomes:
             return self._settled[interaction_id]
         try:
             view = await backend.get(interaction_id, session_id=session_id)
-        except MakaError as error:
-            if error.grpc_status_code == grpc.StatusCode.NOT_FOUND:  # past retention: nothing to say, ever
-                self._keep(interaction_id, None)
-            return None  # unavailable now: the call shows as the broker says, and is asked again next time
+        except MakaError:  # not the reader's to see, past retention, or unavailable: the broker's state is shown
+            return None  # (asked again next time: another reader may see it)
         if view.state is InteractionState.PENDING:
             return None
         outcome = None
