@@ -132,7 +132,7 @@ def describe(
     tail = tuple(clean_line(line, secrets) for line in stderr_tail if line.strip())[-MAX_STDERR_LINES:]
     summary = next((line for line in lines if line.startswith("HTTP ")), None) or _innermost(lines)
     if tail and lines and _is_generic(summary):
-        summary = f"{summary}; the server's stderr said: {tail[-1]}"
+        summary = f"{summary}; the server's stderr said: {_telling(tail)}"
     summary = clean_line(summary)
     where = clean_line(target, secrets)
     if where:  # both parts are clean; cleaning again would read the ':' as part of a redacted query
@@ -146,6 +146,20 @@ _GENERIC = ("McpError", "MCPError", "ClosedResourceError", "BrokenResourceError"
 
 def _is_generic(line: str) -> bool:
     return line.startswith(_GENERIC) or "Connection closed" in line
+
+
+_ERROR_LINE = re.compile(r"^\s*(?:\w+\s)?[\w.\[]*(?:error|fatal)\b", re.IGNORECASE)
+_HINT_LINE = re.compile(r"^\s*(?:hint|note|help|tip|info)\b", re.IGNORECASE)
+
+
+def _telling(tail: tuple[str, ...]) -> str:
+    """The stderr line that says what went wrong: the last ``error:`` line, else the last line that is not a
+    ``hint:``/``note:``, else the last line (tools often print the error, then a hint to fix it)."""
+    for pattern, wanted in ((_ERROR_LINE, True), (_HINT_LINE, False)):
+        for line in reversed(tail):
+            if bool(pattern.match(line)) is wanted:
+                return line
+    return tail[-1]
 
 
 def _innermost(lines: list[str]) -> str:

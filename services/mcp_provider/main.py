@@ -158,13 +158,14 @@ class ProviderApp:
         await self.provider.add_server(self._connection(server))
 
     async def stop(self) -> None:
-        """Let calls in flight finish (``drain_seconds``), then stop the links (what is still in
-        flight sends nothing more; each broker stream half-closes and its end is awaited for at most
-        ``grace_seconds``, so the last results are delivered), the MCP connections and the channel."""
+        """Let calls in flight finish (``drain_seconds``; ``auto``: :meth:`Settings.drain_budget_seconds`), then
+        stop the links (what is still in flight sends nothing more; each broker stream half-closes and its end
+        is awaited for at most ``grace_seconds``, so the last results are delivered), the MCP connections and
+        the channel."""
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self.provider is not None:
-            await self.provider.drain(self.settings.drain_seconds)
+            await self.provider.drain(self.settings.drain_budget_seconds())
             await self.provider.close(self.settings.grace_seconds)
         else:
             await self.manager.close()

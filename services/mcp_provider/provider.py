@@ -7,6 +7,7 @@ while the others keep serving.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 
@@ -17,6 +18,8 @@ from services.mcp_provider.broker_link import BrokerLink
 from services.mcp_provider.connection import ConnectionSnapshot, McpConnection, ServerState
 from services.mcp_provider.manager import McpClientManager
 from services.mcp_provider.status import StatusReporter, server_status, timestamp
+
+log = logging.getLogger("maka.mcp_provider.provider")
 
 
 class McpProvider:
@@ -121,11 +124,16 @@ class McpProvider:
     async def drain(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s until no call is in flight on any link (the broker, draining too,
         sends no new ones); True when every call finished. In-flight calls are left untouched."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        for link in self.links.values():
-            await link.wait_idle(max(0.0, deadline - loop.time()))
-        return all(link.live_calls == 0 for link in self.links.values())
+        live = sum(link.live_calls for link in self.links.values())
+        if timeout > 0 and live:
+            log.info("provider_draining", extra={"live_calls": live, "drain_seconds": timeout})
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            for link in self.links.values():
+                await link.wait_idle(max(0.0, deadline - loop.time()))
+        left = sum(link.live_calls for link in self.links.values())
+        log.info("provider_drained", extra={"finished": max(0, live - left), "live_calls": left})
+        return left == 0
 
     async def close(self, timeout: float = 5.0) -> None:
         """Stop the status report and the links (in-flight calls send nothing more; each stream is

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from services.core.backoff import Backoff
-from services.core.settings import GrpcServerSettings
+from services.core.settings import DrainBudgetSettings, GrpcServerSettings
 
 
-class Settings(GrpcServerSettings):
-    """The MCP provider: which broker to register with, which MCP servers to connect, loop pacing."""
+class Settings(GrpcServerSettings, DrainBudgetSettings):
+    """The MCP provider: which broker to register with, which MCP servers to connect, loop pacing, and how
+    it drains (the broker's budget variables, :class:`~services.core.settings.DrainBudgetSettings`)."""
 
     broker_target: str = "127.0.0.1:50052"
     """``host:port`` of the Capability broker's ``CapabilityBrokerService``."""
@@ -59,9 +61,12 @@ class Settings(GrpcServerSettings):
     authorization server supports it; empty uses dynamic client registration."""
     reload_drain_seconds: float = 60.0
     """On a config reload, how long a removed server's calls in flight may run before it closes."""
-    drain_seconds: float = Field(default=0.0, ge=0)
+    drain_seconds: Annotated[float, Field(ge=0)] | Literal["auto"] = 0.0
     """On SIGTERM: how long calls in flight may go on finishing before the broker streams and MCP
-    connections close (set it with the broker's ``drain_seconds`` in a Host pod). 0 = no drain."""
+    connections close (set it with the broker's ``drain_seconds`` in a Host pod); the provider stops waiting
+    as soon as none is in flight. ``auto`` = the broker's budget derived from the same variables
+    (``MAKA_FORM_WAIT_MAX_SECONDS``, ``MAKA_FORM_WAIT_SECONDS``, ``MAKA_EXECUTION_TIMEOUT_SECONDS``,
+    ``MAKA_GRACE_SECONDS``: give it the broker's, as ``maka up`` does). 0 = no drain."""
 
 
 def reconnect_backoff(initial_seconds: float, max_seconds: float) -> Backoff:

@@ -101,7 +101,10 @@ def _state_dir_first(words: list[str]) -> list[str]:
 
 def _requested(argv: Sequence[str]) -> tuple[str, ...]:
     """The one command module ``argv`` runs (its first word names it), else every module (``--help``,
-    ``--version``, no or an unknown command): ``maka answer`` then does not import the whole stack."""
+    ``--version``, no or an unknown command): ``maka answer`` then does not import the whole stack, and
+    ``maka --version`` imports none."""
+    if argv and argv[0] == "--version":
+        return ()
     if argv and not argv[0].startswith("-"):
         module = argv[0].replace("-", "_")
         if module in COMMANDS:

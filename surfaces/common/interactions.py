@@ -8,7 +8,8 @@ library's (:meth:`maka_client.SurfaceClient.attach`: jittered exponential backof
 ``resume_token`` seen; RFC criterion 9); this module only decodes:
 
 - :meth:`Interactions.attach` — the ``Attach`` stream as typed :data:`AttachEvent` values
-  (:class:`Snapshot`, :class:`Opened`, :class:`Answered`, :class:`Closed`, :class:`DeliveryRecorded`, and
+  (:class:`FormSnapshot`, :class:`FormOpened`, :class:`FormAnswered`, :class:`FormClosed`,
+  :class:`FormDeliveryRecorded`, and
   the library's :class:`maka_client.Reattaching` while it reconnects).
 - :meth:`Interactions.answer` — unary ``Answer`` (idempotent per ``submission_id``).
 - :meth:`Interactions.pending` / :meth:`Interactions.get` / :meth:`Interactions.list_surfaces` — unary reads.

@@ -14,7 +14,8 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
 - ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
 - ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
-  ``GetStatus``; :mod:`surfaces.common.server_status` shapes; status only, never arguments, results or
+  ``GetStatus``; :mod:`surfaces.common.server_status` shapes, plus ``formOutcome``, :mod:`surfaces.web.call_outcomes`:
+  a call that succeeded after its form was declined or cancelled; status only, never arguments, results or
   values; asked as the signed-in person, whom the broker shows only calls made for them or for no person, never
   another person's), and how many surfaces are attached to the Host (``ListSurfaces``; null when unknown).
 - ``GET /api/history?limit=N&page_token=T`` → ``{"history": [entry], "next_page_token": str, "server_time": ISO}``:
@@ -30,11 +31,9 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   (``LIMIT_EXCEEDED``), 415, 422 (``INVALID_ANSWER``: the service's field violations), 404 (``NOT_FOUND``),
   409 (``CLOSED`` / ``ALREADY_SETTLED``, with the Interaction as it now stands), 503 (``UNAVAILABLE``),
   502 (any other service failure).
-- ``GET /api/sign-ins`` → ``{"sign_ins": [{"server", "state", "authorization_url"}]}`` (broker
-  ``ListSignIns``; empty without ``broker_target``): the page shows each ``sign_in_required`` one as
-  "Sign in to SERVER" with the full URL and an explicit open link, never opened automatically.
-- ``GET /oauth/callback?code&state&iss`` — the OAuth redirect: delivered with broker ``CompleteSignIn``;
-  200 "Signed in to SERVER", 400 when no pending sign-in has that ``state``. The code is never logged.
+- ``GET /api/sign-ins`` → ``{"sign_ins": [{"server", "state", "authorization_url"}]}`` (broker ``ListSignIns``),
+  shown as "Sign in to SERVER" with the full URL, never opened automatically; ``GET /oauth/callback?code&state&iss``
+  delivers the redirect with ``CompleteSignIn`` (400 when no pending sign-in has that ``state``; never logged).
 - ``GET /api/events`` — server-sent events from one ``Attach`` stream (following a pool, ``MAKA_HOST_IDS``: one per
   Host, merged; each view's ``host`` names its Host and the event id is the pool's composite resume token):
   ``snapshot`` (``{"pending", "host", "server_time"}``; it replaces the forms of ``host``, every form when
@@ -42,8 +41,7 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   each event id is the service's resume token, so ``Last-Event-ID`` resumes. A lost stream ends with a
   ``failure`` event (``{"reason", "message"}``) and the browser reconnects.
 
-The answer path checks caps before anything is sent on (``Limits.max_answer_bytes``), and answer
-values are never logged or echoed back.
+Answers are capped before anything is sent on (``Limits.max_answer_bytes``), never logged or echoed back.
 """
 
 from __future__ import annotations
@@ -87,11 +85,12 @@ from surfaces.common.interactions import (
 )
 from surfaces.common.server_status import call_json, fetch_status, server_json
 from surfaces.common.sign_in import SignIns
+from surfaces.web.call_outcomes import FormOutcomes
 from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn, return_to
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
 from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
 from surfaces.web.settings import WebSettings, is_loopback
-from surfaces.web.views import AnswerShapeError, answer_from_json, host_text, interaction_view, now_iso
+from surfaces.web.views import AnswerShapeError, answer_from_json, error_body, host_text, interaction_view, now_iso
 
 log = logging.getLogger("maka.web.app")
 
@@ -118,17 +117,6 @@ _HTTP_STATUS: dict[grpc.StatusCode, int] = {
 }
 
 
-def _error_body(error: MakaError) -> dict[str, Any]:
-    violations = []
-    for path, description in error.violations:
-        reason, sep, text = description.partition(": ")
-        violations.append({"path": path, "reason": reason if sep else "", "description": text if sep else description})
-    body: dict[str, Any] = {"reason": error.reason, "message": error.message, "violations": violations}
-    if "close_reason" in error.metadata:
-        body["close_reason"] = error.metadata["close_reason"].lower().removeprefix("close_reason_")
-    return body
-
-
 class WebSurface:
     """The routes' state: settings, the Interaction-service backend, and the access guard."""
 
@@ -149,6 +137,8 @@ class WebSurface:
             limiter=LoginLimiter(settings.web_login_attempts_per_minute),
         )
         self.sessions: list[str] = list(settings.sessions)
+        self.form_outcomes = FormOutcomes()
+        """What recent calls' forms came to (``formOutcome`` in ``GET /api/status``: declined, cancelled)."""
 
     def view(self, ix: InteractionView) -> dict[str, Any]:
         """The page's JSON of ``ix`` (with its Host when this surface follows a pool)."""
@@ -275,6 +265,7 @@ class WebSurface:
         except MakaError as error:
             return error_json(503, "UNAVAILABLE", f"the broker did not answer ({error.code})")
         calls = [call_json(call) for call in status.recent_calls if self.visible(call.session_id)]
+        await self.form_outcomes.add_to(calls, self.backend_for(request))
         servers = [server_json(server) for server in status.servers]
         surfaces: int | None = None
         with contextlib.suppress(MakaError):  # the count is extra: the status shows without it
@@ -361,7 +352,7 @@ class WebSurface:
     async def _answer_error(
         self, error: MakaError, backend: Interactions, interaction_id: str, session_id: str
     ) -> Response:
-        response: dict[str, Any] = {"error": _error_body(error)}
+        response: dict[str, Any] = {"error": error_body(error)}
         if error.grpc_status_code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
             with contextlib.suppress(MakaError):
                 response["interaction"] = self.view(await backend.get(interaction_id, session_id=session_id))
@@ -369,7 +360,7 @@ class WebSurface:
         return JSONResponse(response, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
 
     def _backend_error(self, error: MakaError) -> Response:
-        return JSONResponse({"error": _error_body(error)}, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
+        return JSONResponse({"error": error_body(error)}, status_code=_HTTP_STATUS.get(error.grpc_status_code, 502))
 
     async def events(self, request: Request) -> Response:
         resume_token = request.headers.get("last-event-id", "")

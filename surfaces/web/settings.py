@@ -49,7 +49,7 @@ class WebSettings(OidcSettings):
     random secret per process, which is right for one replica only."""
     web_undo_seconds: float = Field(default=5.0, ge=0, le=60)
     """How long the page waits after Dismiss before it sends ``cancel``; until then Undo restores the form with
-    its draft and nothing is sent. 0 sends at once."""
+    its draft and nothing is sent (leaving the page within it sends the dismissal at once). 0 sends at once."""
     web_public_origin: str = ""
     """The origin browsers use, e.g. ``https://maka.example.com`` behind a TLS-terminating ingress.
     When set, unsafe requests must carry exactly this ``Origin`` (and its host is an allowed Host)."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from maka_client import MakaError
 from services.core.form import Action, Answer
 from services.core.form.errors import FormErrorReason, Violation, pointer
 from surfaces.common.form_input import FieldInputError, field_to_json, plain_text, values_from_json
@@ -44,6 +45,19 @@ JsonObject = dict[str, Any]
 ACTIONS_BY_NAME: dict[str, Action] = {a.value: a for a in Action}
 ANSWER_BODY_KEYS = frozenset({"session_id", "submission_id", "action", "values"})
 """The keys of the page's answer body; any other (a typo such as ``value``) is refused, never ignored."""
+
+
+def error_body(error: MakaError) -> JsonObject:
+    """The ``error`` of an error response for a service failure: reason, message, field violations
+    (``{"path", "reason", "description"}``) and the form's ``close_reason`` when the service sent one."""
+    violations = []
+    for path, description in error.violations:
+        reason, sep, text = description.partition(": ")
+        violations.append({"path": path, "reason": reason if sep else "", "description": text if sep else description})
+    body: JsonObject = {"reason": error.reason, "message": error.message, "violations": violations}
+    if "close_reason" in error.metadata:
+        body["close_reason"] = error.metadata["close_reason"].lower().removeprefix("close_reason_")
+    return body
 
 
 def iso(moment: datetime | None) -> str | None:

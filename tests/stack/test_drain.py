@@ -16,7 +16,7 @@ from maka.broker.v1 import broker_pb2
 from maka.form.v1 import form_pb2
 from services.core.healthcheck import serving
 from stack.topology import Stack
-from tests.helpers.stack import answer, call_tool, result_text, running_stack, wait_for_pending
+from tests.helpers.stack import RunningStack, answer, call_tool, result_text, running_stack, wait_for_pending
 from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -121,3 +121,49 @@ async def test_a_draining_broker_keeps_the_pending_form_answerable_until_it_is_a
         assert stopped.code == 0, "the broker exited on its own once its call was done, not killed"
         drained = [json.loads(line) for line in running.lines["broker"] if '"broker_drained"' in line]
         assert [(d["finished"], d["live_invocations"]) for d in drained] == [(1, 0)]
+
+
+# ``maka up`` passes its environment to every child, as a Host pod's containers share the manifest's values:
+# ``MAKA_DRAIN_SECONDS=auto`` reaches the provider and the MCP front door as well as the broker, and each
+# derives the broker's budget from the same variables (20 s form wait + 10 s leg + 2 s grace = 32 s).
+AUTO_FOR_EVERY_CHILD = {
+    "MAKA_DRAIN_SECONDS": "auto",
+    "MAKA_FORM_WAIT_SECONDS": "20",
+    "MAKA_EXECUTION_TIMEOUT_SECONDS": "10",
+    "MAKA_GRACE_SECONDS": "2",
+}
+
+
+def _logged(running: RunningStack, child: str, event: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in running.lines[child] if f'"{event}"' in line]
+
+
+async def test_auto_drain_for_every_child_starts_the_stack_and_the_provider_keeps_the_call_in_flight_until_it_is_done(
+    tmp_path: Path,
+) -> None:
+    async with running_stack(tmp_path, extra_env=AUTO_FOR_EVERY_CHILD, stop_grace=90) as running:
+        endpoints = running.endpoints
+        call = asyncio.create_task(call_tool(endpoints.broker, "examples:deploy", {"artifact": "build-12"}))
+        form = await wait_for_pending(endpoints.interaction, timeout=60)
+
+        restart = asyncio.create_task(running.stack.restart_host())
+        draining = await eventually(
+            lambda: _logged(running, Stack.PROVIDER, "provider_draining") or None,
+            timeout=30,
+            what="the provider draining",
+        )
+        assert [(d["live_calls"], d["drain_seconds"]) for d in draining] == [(1, 32.0)]
+        assert not call.done(), "the call in flight was not cut by the restart"
+
+        await answer(endpoints.interaction, form, form_pb2.ACTION_ACCEPT, DEPLOY_ANSWER)
+        events = await asyncio.wait_for(call, 60)
+        assert result_text(events) == "Deployed build-12 to staging."
+
+        await asyncio.wait_for(restart, 120)
+        stopped = next(e for e in running.stack.history if e.kind == "stopped" and e.name == Stack.PROVIDER)
+        assert stopped.code == 0, "the provider exited on its own once its call was done, not killed"
+        drained = _logged(running, Stack.PROVIDER, "provider_drained")
+        assert [(d["finished"], d["live_calls"]) for d in drained] == [(1, 0)]
+        assert await running.stack.wait_for_tools() == set()
+        after = await call_tool(endpoints.broker, "examples:ping", {}, tool_use_id="use-after-auto", timeout=60)
+        assert after[-1].WhichOneof("event") == "result", after[-1]

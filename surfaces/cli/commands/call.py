@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import json
 import os
 import signal
@@ -104,7 +105,9 @@ def parse_tool(text: str) -> tuple[str, str]:
     """Split ``SERVER:TOOL``; raises ``ValueError`` when either side is empty or the colon is missing."""
     server, sep, tool = text.partition(":")
     if not sep or not server or not tool:
-        raise ValueError(f"expected SERVER:TOOL (e.g. examples:deploy), got {text!r}")
+        dotted = text.partition(".")
+        hint = f"; did you mean {dotted[0]}:{dotted[2]}?" if not sep and all(dotted) else ""
+        raise ValueError(f"expected SERVER:TOOL (e.g. examples:deploy), got {text!r}{hint}")
     return server, tool
 
 
@@ -209,8 +212,9 @@ class _Reporter:
         return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
-async def _list_known_tools(broker: BrokerClient, reporter: _Reporter) -> None:
-    """After ``UNKNOWN_TOOL``: the names the broker does know, on stderr (best effort, bounded)."""
+async def _list_known_tools(broker: BrokerClient, reporter: _Reporter, requested: str) -> None:
+    """After ``UNKNOWN_TOOL``: the closest known name (``did you mean``) and the names the broker does know, on
+    stderr (best effort, bounded)."""
     try:
         tools = await broker.list_tools(timeout=STOP_TIMEOUT_SECONDS)
     except MakaError as error:
@@ -219,7 +223,11 @@ async def _list_known_tools(broker: BrokerClient, reporter: _Reporter) -> None:
     if not tools:
         reporter.note("no Tools are registered (is the MCP provider connected?)")
         return
-    reporter.note("known Tools: " + ", ".join(tool.name for tool in tools))
+    names = [tool.name for tool in tools]
+    close = difflib.get_close_matches(requested, names, n=1, cutoff=0.6)
+    if close:
+        reporter.note(f"did you mean {close[0]}?")
+    reporter.note("known Tools: " + ", ".join(names))
     reporter.note("(`maka tools` lists them with descriptions)")
 
 
@@ -254,7 +262,7 @@ async def execute(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextI
                 code = reporter.event(event)
                 if code is not None:
                     if reporter.failure_code == broker_pb2.FAILURE_CODE_UNKNOWN_TOOL:
-                        await _list_known_tools(broker, reporter)
+                        await _list_known_tools(broker, reporter, args.tool)
                     return code
         except MakaError as error:
             if (

@@ -211,14 +211,14 @@ async def _up(args: argparse.Namespace, ports: Ports, access: Access, metrics: d
         _say(f"STACK_FAILED: {error}")
         if isinstance(error, ChildExited) and _PORT_TAKEN.search(error.cause):
             _say(
-                "  (a port is taken: choose others with --ports interaction=P,broker=P,provider=P,web=P,mcp=P"
-                " or --ports ephemeral; with make: make run PORTS=ephemeral)"
+                "  (a port is taken: choose others with --ports NAME=P,..., e.g. --ports web=9000,mcp=9001;"
+                " with make: make run PORTS=web=9000,mcp=9001)"
             )
         elif isinstance(error, ChildExited):
             log = args.state_dir.resolve() / "logs" / f"{error.name}.log"
             _say(f"  (its log lines are above; the rest of its output, if any, is in {log})")
         elif "before it was ready" in str(error) or "not ready within" in str(error):
-            _say("  (its log lines are above; if a port is taken, try --ports ephemeral)")
+            _say("  (its log lines are above; if a port is taken, choose others: --ports web=9000,mcp=9001)")
         return 3
     code = 0
     try:

@@ -58,6 +58,19 @@ def test_a_generic_closed_connection_is_explained_by_the_childs_last_stderr_line
     assert cause.stderr_tail == ("Traceback ...", "ModuleNotFoundError: nope")
 
 
+def test_the_stderr_error_line_is_quoted_rather_than_the_hint_printed_after_it() -> None:
+    tail = ["starting", "error: config file ./srv.toml not found", "hint: run `srv init` first", "note: see --help"]
+    cause = describe(RuntimeError("Connection closed"), stderr_tail=tail)
+
+    assert cause.summary.endswith("the server's stderr said: error: config file ./srv.toml not found")
+
+
+def test_without_an_error_line_the_last_line_that_is_not_a_hint_is_quoted() -> None:
+    cause = describe(RuntimeError("Connection closed"), stderr_tail=["listening failed on fd 0", "hint: try again"])
+
+    assert cause.summary.endswith("the server's stderr said: listening failed on fd 0")
+
+
 def test_the_stderr_tail_keeps_the_last_lines_a_child_wrote_and_copies_them_to_the_sink(tmp_path: object) -> None:
 
     sink = io.StringIO()

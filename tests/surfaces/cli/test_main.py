@@ -30,7 +30,20 @@ def test_a_surface_command_does_not_import_the_stack_or_the_broker() -> None:
     assert "stack.topology" in _loaded("up", "--config", "x.json")  # the command that needs it does
 
 
-def test_help_version_and_unknown_words_load_every_command() -> None:
+def test_version_imports_no_command_module() -> None:
+    probe = (
+        "import sys\nfrom surfaces.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+    )
+    probe += "print(sorted(m for m in sys.modules if m.startswith('surfaces.cli.commands.')))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+
+    assert result.stdout.startswith("maka ")
+    assert result.stdout.splitlines()[-1] == "[]"
+    assert "stack.topology" in _loaded("up", "--config", "x.json")  # the probe does see what a command imports
+
+
+def test_help_and_unknown_words_load_every_command() -> None:
+    assert _requested(["--version"]) == ()
     assert _requested([]) == COMMANDS
     assert _requested(["--help"]) == COMMANDS
     assert _requested(["answr"]) == COMMANDS

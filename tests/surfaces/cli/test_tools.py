@@ -86,7 +86,18 @@ async def test_tools_without_a_stack_exits_3_with_no_stack(tmp_path: Path) -> No
     assert err.startswith("NO_STACK: no running stack")
 
 
-async def test_calling_an_unknown_tool_prints_unknown_tool_then_the_known_tool_names(
+async def test_a_dotted_tool_name_is_a_usage_error_that_suggests_the_colon_name(
+    registered: tuple[BrokerStack, Path],
+) -> None:
+    _, state_dir = registered
+
+    code, out, err = await _maka("call", "examples.deploy", "--state-dir", str(state_dir))
+
+    assert (code, out) == (2, "")
+    assert err.strip().endswith("got 'examples.deploy'; did you mean examples:deploy?")
+
+
+async def test_calling_an_unknown_tool_prints_unknown_tool_did_you_mean_then_the_known_tool_names(
     registered: tuple[BrokerStack, Path],
 ) -> None:
     _, state_dir = registered
@@ -97,7 +108,18 @@ async def test_calling_an_unknown_tool_prints_unknown_tool_then_the_known_tool_n
     lines = err.splitlines()
     failure = next(i for i, line in enumerate(lines) if line.startswith("UNKNOWN_TOOL: "))
     assert "FAILURE_CODE_" not in err
-    assert lines[failure + 1] == "known Tools: examples:deploy, examples:ping"
+    assert lines[failure + 1] == "did you mean examples:deploy?"
+    assert lines[failure + 2] == "known Tools: examples:deploy, examples:ping"
+
+
+async def test_an_unknown_tool_like_no_known_one_gets_no_suggestion(registered: tuple[BrokerStack, Path]) -> None:
+    _, state_dir = registered
+
+    code, _, err = await _maka("call", "weather:forecast", "--state-dir", str(state_dir))
+
+    assert code == 3
+    assert "did you mean" not in err
+    assert "known Tools: examples:deploy, examples:ping" in err
 
 
 @pytest.mark.parametrize("command", ["tools", "pending"])

@@ -354,5 +354,6 @@ async def test_a_taken_port_fails_start_naming_the_address_and_how_to_choose_oth
     assert f"STACK_FAILED: interaction exited with code 1 before it was ready: cannot bind 127.0.0.1:{port}" in (
         err.decode()
     )
-    assert "choose others with --ports" in err.decode()
-    assert "make run PORTS=ephemeral" in err.decode()
+    assert "choose others with --ports NAME=P,..., e.g. --ports web=9000,mcp=9001" in err.decode()
+    assert "make run PORTS=web=9000,mcp=9001" in err.decode()
+    assert "ephemeral" not in err.decode()  # it would move every port at each start

@@ -94,6 +94,7 @@ def test_a_draft_survives_a_reload_and_the_answered_card_follows_its_call_to_the
     activity = page.locator("#activity-list li")
     expect(activity.first).to_have_attribute("data-state", "succeeded", timeout=TIMEOUT_MS)
     expect(activity.first).to_contain_text("examples:deploy")
+    expect(activity.first.locator(".call-state")).to_have_text("succeeded")  # accepted: no form outcome to tell
     failed = page.locator('#activity-list li[data-state="failed"]')
     expect(failed.first).to_contain_text("INVALID_ARGUMENTS")
     expect(page.locator("#activity")).not_to_contain_text("build-42")  # status only, never arguments
@@ -148,9 +149,33 @@ def test_the_tab_that_did_not_answer_follows_the_call_another_tab_answered(
     expect(mine.locator(".notice-text")).to_have_text("Declined; the Tool was told.", timeout=TIMEOUT_MS)
     theirs = watching.locator(f'.notice[data-interaction="{interaction_id}"]')
     expect(theirs).to_have_attribute("data-call", "succeeded", timeout=TIMEOUT_MS)
-    expect(theirs.locator(".notice-text")).to_have_text("Answered on another surface; the Tool completed.")
+    expect(theirs.locator(".notice-text")).to_have_text(
+        "Answered on another surface; the form was declined and the Tool was told."
+    )
     out, err = call.communicate(timeout=60)
     assert "was declined by the user" in out, err
+
+
+@pytest.mark.parametrize(("action", "shown"), [("decline", "declined"), ("cancel", "cancelled")])
+def test_recent_calls_show_a_deploy_whose_form_was_declined_or_cancelled_as_such_not_as_succeeded(
+    page: Page, process_stack: ProcessStack, action: str, shown: str
+) -> None:
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    call = process_stack.maka(
+        "call", "examples:deploy", "--session", session, "--args", json.dumps({"artifact": "build-11"})
+    )
+    (tab, _), interaction_id = _open_tabs(page, process_stack, session)
+    answered = process_stack.maka("answer", interaction_id, action)
+    _, answer_err = answered.communicate(timeout=60)
+    assert answered.returncode == 0, answer_err
+    out, err = call.communicate(timeout=60)
+    assert f"was {shown} by the user" in out, err  # the Tool returned: the broker's call "succeeded"
+
+    entry = tab.locator("#activity-list li", has_text=f"session {session}")
+    expect(entry).to_have_attribute("data-form-outcome", shown, timeout=TIMEOUT_MS)
+    expect(entry).to_have_attribute("data-state", "succeeded")
+    expect(entry.locator(".call-state")).to_have_text(f"{shown} · the Tool was told")
+    expect(entry).not_to_have_class("call state-succeeded")
 
 
 def test_every_open_tab_shows_a_stopped_call_as_stopped(page: Page, process_stack: ProcessStack) -> None:

@@ -82,7 +82,7 @@ function fieldForPath(card, path) {
 export async function answer(store, card, action) {
   if (card.busy || card.dismissing) return;
   if (action === "cancel" && store.undoMs > 0) {
-    dismissWithUndo(store, card, () => void send(store, card, action));
+    dismissWithUndo(store, card, (keepalive) => void send(store, card, action, keepalive));
     return;
   }
   await send(store, card, action);
@@ -92,8 +92,9 @@ export async function answer(store, card, action) {
  * @param {Store} store
  * @param {Card} card
  * @param {string} action
+ * @param {boolean} [keepalive] the page is going away: the request must outlive it (api.js postAnswer)
  */
-async function send(store, card, action) {
+async function send(store, card, action, keepalive = false) {
   if (card.busy || store.cards.get(card.view.id) !== card) return;
   formError(card, "");
   /** @type {Record<string, unknown>} */
@@ -115,7 +116,7 @@ async function send(store, card, action) {
   let response;
   let body = null;
   try {
-    ({ response, body } = await postAnswer(store.csrf, card.view, action, values));
+    ({ response, body } = await postAnswer(store.csrf, card.view, action, values, keepalive));
   } catch {
     store.inFlight.delete(id);
     setBusy(card, false);

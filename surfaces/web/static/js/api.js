@@ -23,6 +23,7 @@
  * @property {string} failureCode
  * @property {boolean} isError
  * @property {string[]} interactionIds
+ * @property {"declined" | "cancelled" | null} [formOutcome] a succeeded call whose form was not accepted
  */
 /**
  * @typedef {object} Server
@@ -93,17 +94,20 @@ function newSubmissionId() {
 }
 
 /**
- * POSTs one answer; throws when the surface cannot be reached.
+ * POSTs one answer; throws when the surface cannot be reached. `keepalive`: the request outlives the page (a
+ * dismissal flushed on `pagehide`; fetch rather than navigator.sendBeacon, which cannot send the CSRF header).
  * @param {string} csrf
  * @param {View} view
  * @param {string} action
  * @param {Record<string, unknown>} values
+ * @param {boolean} [keepalive]
  * @returns {Promise<{response: Response, body: AnswerBody | null}>}
  */
-export async function postAnswer(csrf, view, action, values) {
+export async function postAnswer(csrf, view, action, values, keepalive = false) {
   const response = await fetch(`/api/interactions/${encodeURIComponent(view.id)}/answer`, {
     method: "POST",
     credentials: "same-origin",
+    keepalive,
     headers: { "Content-Type": "application/json", "X-Maka-CSRF": csrf },
     body: JSON.stringify({ session_id: view.session_id, submission_id: newSubmissionId(), action, values }),
   });

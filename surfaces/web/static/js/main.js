@@ -15,6 +15,7 @@ import { pollHistory } from "./history.js";
 import { connect, setConnection } from "./sse.js";
 import { createStore, updateSkew } from "./state.js";
 import { pollSignIns, pollStatus } from "./status.js";
+import { flushDismissals } from "./undo.js";
 
 /** @typedef {import("./state.js").Card} Card */
 
@@ -45,6 +46,7 @@ async function start() {
   updateSkew(store, session.server_time);
   connect(store, onAnswer);
   addEventListener("hashchange", () => revealLinked(store)); // #/interaction/<id>: a notification's link
+  addEventListener("pagehide", () => flushDismissals(store)); // the tab closes within a Dismiss's undo window
   setInterval(() => tick(store), 1000);
   void pollSignIns();
   setInterval(pollSignIns, SIGN_IN_POLL_MS);

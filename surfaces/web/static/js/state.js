@@ -47,7 +47,8 @@
  * @property {HTMLElement} el
  * @property {FieldEntry[]} fields
  * @property {boolean} busy
- * @property {{stop: () => void} | null} dismissing set while its Dismiss waits (undo.js)
+ * @property {{stop: () => void, flush: () => void} | null} dismissing set while its Dismiss waits (undo.js:
+ *   `stop` ends the wait sending nothing, `flush` ends it sending now)
  */
 /**
  * @typedef {object} Store

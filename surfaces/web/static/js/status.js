@@ -60,6 +60,7 @@ function ownCallOutcome(call) {
  * @returns {string | null}
  */
 function callOutcome(call) {
+  if (call.state === "succeeded" && call.formOutcome) return `the form was ${call.formOutcome} and the Tool was told.`;
   if (call.state === "succeeded") return call.isError ? "the Tool completed and reported an error." : FINAL_TEXT.succeeded;
   if (call.state === "failed") return `${FINAL_TEXT.failed} (${call.failureCode || "FAILED"}).`;
   return FINAL_TEXT[call.state] || null;
@@ -103,20 +104,33 @@ function updateFollowed(store, calls) {
   }
 }
 
+/**
+ * What a recent call came to, as the list says it: a Tool that returned after its form was declined or
+ * cancelled "succeeded" for the broker, but nothing was approved, so the form's outcome is what is shown.
+ * @param {Call} call
+ * @returns {string}
+ */
+function callStateText(call) {
+  if (call.state === "failed") return `failed · ${call.failureCode}`;
+  if (call.state === "succeeded" && call.formOutcome) return `${call.formOutcome} · the Tool was told`;
+  return call.state.replaceAll("_", " ");
+}
+
 /** @param {Call[]} calls */
 function renderActivity(calls) {
   const section = byId("activity");
   const list = byId("activity-list");
   list.replaceChildren(
     ...calls.slice(0, MAX_ACTIVITY).map((call) => {
-      const stateText = call.state === "failed" ? `failed · ${call.failureCode}` : call.state.replaceAll("_", " ");
-      const item = el("li", { className: `call state-${call.state}` }, [
+      const shown = call.state === "succeeded" && call.formOutcome ? call.formOutcome : call.state;
+      const item = el("li", { className: `call state-${shown}` }, [
         el("span", { className: "call-tool", text: call.tool }),
-        el("span", { className: "call-state", text: stateText }),
+        el("span", { className: "call-state", text: callStateText(call) }),
         el("span", { className: "call-session", text: `session ${call.sessionId}` }),
       ]);
       item.dataset.invocation = call.invocationId;
       item.dataset.state = call.state;
+      if (call.formOutcome) item.dataset.formOutcome = call.formOutcome;
       return item;
     }),
   );

@@ -1,6 +1,8 @@
 // @ts-check
 // Dismiss with undo: the card is folded behind "Dismissed — Undo" for the store's undo window; nothing is sent
 // until it ends, and Undo brings the form back with its draft (its fields were only hidden, never removed).
+// Leaving the page (closing the tab, navigating away: `pagehide`) within the window sends every pending
+// dismissal at once, as a `keepalive` request that outlives the page: the person saw it dismissed, so it is.
 
 import { el, find } from "./dom.js";
 
@@ -15,10 +17,11 @@ function countdownText(leftMs) {
 }
 
 /**
- * Starts the card's dismissal countdown; `send` runs when it ends (never after Undo or once the card is gone).
+ * Starts the card's dismissal countdown; `send` runs when it ends (never after Undo or once the card is gone),
+ * or with `keepalive` true when the page goes first (flushDismissals).
  * @param {Store} store
  * @param {Card} card
- * @param {() => void} send
+ * @param {(keepalive: boolean) => void} send
  */
 export function dismissWithUndo(store, card, send) {
   if (card.dismissing) return;
@@ -33,7 +36,7 @@ export function dismissWithUndo(store, card, send) {
   }, 250);
   const fire = setTimeout(() => {
     stop();
-    send();
+    send(false);
   }, store.undoMs);
   function stop() {
     clearInterval(ticker);
@@ -42,7 +45,13 @@ export function dismissWithUndo(store, card, send) {
     card.el.classList.remove("dismissing");
     card.dismissing = null;
   }
-  card.dismissing = { stop };
+  card.dismissing = {
+    stop,
+    flush: () => {
+      stop();
+      send(true);
+    },
+  };
   undo.addEventListener("click", () => {
     stop();
     /** @type {HTMLButtonElement} */ (find(card.el, 'button[data-action="cancel"]')).focus();
@@ -56,4 +65,13 @@ export function dismissWithUndo(store, card, send) {
  */
 export function stopDismissal(card) {
   if (card.dismissing) card.dismissing.stop();
+}
+
+/**
+ * Sends every dismissal still counting down, now (the `pagehide` of the page: the tab closes or navigates away
+ * within the undo window, and the person believes those forms dismissed).
+ * @param {Store} store
+ */
+export function flushDismissals(store) {
+  for (const card of [...store.cards.values()]) card.dismissing?.flush();
 }
