@@ -905,9 +905,9 @@ class Broker:
         ``made_for``: the person the call is made for (:func:`made_for` of the caller's principal, never a
         message field); its forms carry it and reach only that person and the approvers a policy names.
 
-        A malformed request (ids empty or over 256 code points, arguments not a JSON object, a
-        live duplicate tool-use id in the session, a ``call_id`` reused for a different request) or
-        an unknown Tool yields an invocation whose only event is ``failure`` (FAILURE_CODE_INVALID_REQUEST
+        A malformed request (ids empty or over 256 code points, arguments not a JSON object, a live duplicate
+        tool-use id in the session among the calls ``may_act`` accepts, a ``call_id`` reused for a different
+        request) or an unknown Tool yields an invocation whose only event is ``failure`` (FAILURE_CODE_INVALID_REQUEST
         / UNKNOWN_TOOL / RESOURCE_EXHAUSTED / HOST_UNAVAILABLE when shutting down). A ``call_id``
         that names a live or retained invocation of ``owner`` in the session that ``may_act`` accepts
         (:func:`services.broker.access.may_act_on`) returns that one (idempotent start). Otherwise events
@@ -932,7 +932,7 @@ class Broker:
             return self._call_again(existing, invocation)
         self._counters["invocations_started"] += 1
         try:
-            registration = self._admit(request, invocation.arguments_json)
+            registration = self._admit(request, invocation.arguments_json, may_act)
         except InvalidRequest as error:
             event = failure_event(broker_pb2.FAILURE_CODE_INVALID_REQUEST, error.message)
             self._settle(invocation, InvocationState.FAILED, event)
@@ -958,13 +958,19 @@ class Broker:
         self._counters["calls_reattached_by_call_id"] += 1
         return existing
 
-    def _admit(self, request: broker_pb2.CallToolRequest, arguments_json: str) -> Registration:
-        """The registration a new call goes to. Raises InvalidRequest or CallRefused."""
+    def _admit(
+        self, request: broker_pb2.CallToolRequest, arguments_json: str, may_act: Callable[[Invocation], bool]
+    ) -> Registration:
+        """The registration a new call goes to. Raises InvalidRequest or CallRefused.
+
+        A live tool-use id in the session counts only among the calls the caller may act on: another person's
+        call with the same ids neither blocks this one nor is revealed by a refusal.
+        """
         arguments, problem = check_call_request(request, arguments_json)
         if problem is not None:
             raise InvalidRequest(problem)
         for other in self._invocations.values():
-            if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id:
+            if other.session_id == request.session_id and other.tool_use_id == request.tool_use_id and may_act(other):
                 raise InvalidRequest("a live invocation already has this tool_use_id in the session")
         if self._shutting_down:
             raise CallRefused(broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE, "the broker is shutting down")

@@ -131,3 +131,26 @@ async def test_the_admin_token_stops_a_persons_call(stack: RunningStack, people:
         await alices.awaiting()
         assert await _stop(broker, ADMIN, broker_pb2.StopRequest(session_id="default", turn_id="t-admin")) == 1
         assert (await alices.terminal()).WhichOneof("event") == "stopped"
+
+
+async def test_another_persons_live_tool_use_id_neither_blocks_a_call_nor_is_revealed_and_ones_own_still_is(
+    stack: RunningStack, people: dict[str, str]
+) -> None:
+    broker = stack.endpoints.broker
+    turn = "t-same-ids"
+    async with ToolCall(broker, "counter:ask", {"tag": "alice"}, turn=turn, token=people["alice"]) as alices:
+        await alices.awaiting()
+        async with ToolCall(broker, "counter:ask", {"tag": "carol"}, turn=turn, token=people["carol"]) as carols:
+            await carols.awaiting()
+            assert carols.events[0].WhichOneof("event") == "accepted"
+            async with ToolCall(broker, "counter:ask", {"tag": "again"}, turn=turn, token=people["alice"]) as again:
+                refused = await again.terminal()
+            assert refused.failure.code == broker_pb2.FAILURE_CODE_INVALID_REQUEST
+            assert "tool_use_id" in refused.failure.message
+            assert "stopped" not in alices.kinds()
+            assert "stopped" not in carols.kinds()
+            assert await _stop(broker, people["carol"], broker_pb2.StopRequest(session_id="default", turn_id=turn)) == 1
+            assert (await carols.terminal()).WhichOneof("event") == "stopped"
+        assert "stopped" not in alices.kinds()
+        assert await _stop(broker, people["alice"], broker_pb2.StopRequest(session_id="default", turn_id=turn)) == 1
+        assert (await alices.terminal()).WhichOneof("event") == "stopped"
