@@ -52,6 +52,7 @@ from services.core.form import FormError
 from services.core.form.mcp_json import answer_from_elicit_result, form_to_requested_schema
 from surfaces.common.interactions import Interactions
 from surfaces.mcp.calls import error_result
+from surfaces.mcp.refusals import asked_again, refusal
 
 log = logging.getLogger("maka.mcp.elicit")
 
@@ -65,8 +66,6 @@ form; after that the form stays for the other surfaces."""
 DID_NOT_FIT = frozenset({"INVALID_ANSWER", "LIMIT_EXCEEDED", "RESOURCE_EXHAUSTED"})
 """Interaction refusals that mean "the answer does not fit the form" (invalid, or larger than the tier's cap):
 the form stays pending and is asked again."""
-ASK_AGAIN = "Your answer did not fit the form; please answer again."
-"""What the message of a form asked again begins with (never the values that did not fit)."""
 
 
 def acting_view(interactions: Interactions, principal: Principal | None) -> Interactions:
@@ -188,6 +187,8 @@ class DetachedCall:
     """The call's forms that wait for an answer, by Interaction id."""
     answered_here: set[str] = field(default_factory=set)
     """Forms this client already answered (not asked again)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Why this client's last answer to a form did not fit it (:func:`refusal`), by Interaction id: its re-ask says."""
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     attached: int = 0
     notify: Callable[[str], Awaitable[None]] | None = None
@@ -316,8 +317,9 @@ class Calls:
                 answer = answer_from_elicit_result(raw)
                 host = form_host(answering, call.owner)
                 await answering.answer(interaction_id, answer, session_id=call.session_id, host_id=host)
-            except FormError:
+            except FormError as error:
                 log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id})
+                call.refused[interaction_id] = refusal(error)
                 continue
             except MakaError as error:
                 if str(error.reason) in SETTLED_REASONS:
@@ -325,6 +327,7 @@ class Calls:
                     continue
                 if did_not_fit(error):
                     log.info("mcp.elicit_answer_invalid", extra={"interaction": interaction_id, "code": error.code})
+                    call.refused[interaction_id] = refusal(error)
                     continue
                 raise MCPError(INVALID_PARAMS, f"the answer was not taken: {error.code}") from None
             call.answered_here.add(interaction_id)
@@ -379,8 +382,11 @@ class Calls:
             if not view.pending:
                 continue
             schema = form_to_requested_schema(view.form)
+            message = view.form.message
+            if event.interaction_id in call.refused:
+                message = asked_again(message, call.refused.pop(event.interaction_id))
             requests[event.interaction_id] = ElicitRequest(
-                params=ElicitRequestFormParams(message=view.form.message, requested_schema=schema)
+                params=ElicitRequestFormParams(message=message, requested_schema=schema)
             )
         if not requests:  # settled meanwhile: wait on
             for event in asking:
@@ -495,7 +501,8 @@ async def ask_legacy(
     """Ask a 2025-11-25 client form ``event`` with ``elicitation/create`` and answer it with the reply; a form
     settled elsewhere first keeps that answer (the late reply is refused by the Interaction service). A reply that
     does not fit the form (``FormError``, :func:`did_not_fit`: invalid or over the tier's cap) is asked again, its
-    message prefixed with :data:`ASK_AGAIN`, up to :data:`LEGACY_ASKS` asks in all; then the form stays for the
+    message prefixed with the fields and rules it broke (:func:`~surfaces.mcp.refusals.asked_again`), up to
+    :data:`LEGACY_ASKS` asks in all; then the form stays for the
     other surfaces.
     ``owner``: the Host that accepted the call (:func:`form_host`)."""
     host = form_host(interactions, owner)
@@ -521,14 +528,15 @@ async def ask_legacy(
                 event.interaction_id, answer_from_elicit_result(raw), session_id=session_id, host_id=host
             )
             return
-        except FormError:
-            pass
+        except FormError as error:
+            problem = refusal(error)
         except MakaError as error:
             if not did_not_fit(error):
                 log.info(
                     "mcp.elicit_answer_not_taken", extra={"interaction": event.interaction_id, "reason": error.reason}
                 )
                 return
+            problem = refusal(error)
         log.info("mcp.elicit_answer_invalid", extra={"interaction": event.interaction_id, "attempt": attempt})
-        message = f"{ASK_AGAIN}\n\n{view.form.message}"
+        message = asked_again(view.form.message, problem)
     log.info("mcp.elicit_gave_up", extra={"interaction": event.interaction_id, "attempts": LEGACY_ASKS})

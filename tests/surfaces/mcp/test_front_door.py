@@ -35,7 +35,8 @@ from mcp_types import (
     InputRequiredResult,
 )
 
-from surfaces.mcp.elicit import ASK_AGAIN, LEGACY_ASKS
+from surfaces.mcp.elicit import LEGACY_ASKS
+from surfaces.mcp.refusals import ASK_AGAIN
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
 from tests.surfaces.mcp.stack import Up, maka_up, owner_client
@@ -550,7 +551,9 @@ async def test_a_legacy_client_whose_elicitation_is_outstanding_gets_the_result_
     assert not await _pending(up)
 
 
-async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again(up: Up) -> None:
+async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again_naming_the_field_and_its_rule(
+    up: Up,
+) -> None:
     async with owner_client(up, elicitation_callback=_staging) as client:
         first = await _first_round(client, "refit")
         key = _only_form(first)
@@ -562,7 +565,15 @@ async def test_a_modern_client_answer_that_does_not_fit_the_form_is_asked_again(
             allow_input_required=True,
         )
         assert isinstance(again, InputRequiredResult)
-        assert _only_form(again) == key
+        assert again.input_requests is not None
+        assert list(again.input_requests) == [key]
+        asked = again.input_requests[key]
+        assert isinstance(asked, ElicitRequest)
+        assert first.input_requests is not None
+        first_asked = first.input_requests[key]
+        assert isinstance(first_asked, ElicitRequest)
+        assert asked.params.message == f"{ASK_AGAIN}\n{MISFIT_RULE}\n\n{first_asked.params.message}"
+        assert "moon" not in asked.params.message
         assert any(form["id"] == key for form in await _pending(up))  # the misfit answered nothing
         done = await client.session.call_tool(
             DEPLOY,
@@ -720,9 +731,11 @@ async def test_another_session_cannot_resume_a_legacy_clients_stream(up: Up) -> 
 
 MISFIT = {"environment": "moon", "confirm": True}
 """An answer the example's deploy form refuses (``moon`` is not one of its environments)."""
+MISFIT_RULE = "/environment: must be one of the declared options"
+"""What a re-ask says of :data:`MISFIT` (the field and the rule, never the value)."""
 
 
-async def test_a_legacy_client_answer_that_does_not_fit_the_form_is_asked_again_and_the_second_deploys(
+async def test_a_legacy_client_answer_that_does_not_fit_is_asked_again_naming_the_field_and_rule_then_deploys(
     up: Up,
 ) -> None:
     messages: list[str] = []
@@ -737,7 +750,7 @@ async def test_a_legacy_client_answer_that_does_not_fit_the_form_is_asked_again_
     assert _text(result) == "Deployed legacy-refit to staging."
     assert len(messages) == 2
     assert messages[0].startswith("Choose the deployment target")
-    assert messages[1] == f"{ASK_AGAIN}\n\n{messages[0]}"
+    assert messages[1] == f"{ASK_AGAIN}\n{MISFIT_RULE}\n\n{messages[0]}"  # the field and its rule
     assert "moon" not in messages[1]  # the values that did not fit are never echoed
     assert not await _pending(up)
 

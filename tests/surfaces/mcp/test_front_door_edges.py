@@ -19,7 +19,14 @@ import httpx
 import pytest
 import pytest_asyncio
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    InputRequiredResult,
+)
 
 from services.core.limits import DEFAULT_LIMITS, MAX_MCP_REQUEST_BODY_BYTES
 from stack.state_dir import read_endpoints
@@ -117,6 +124,10 @@ async def test_a_modern_answer_larger_than_the_tiers_cap_is_asked_again(up: Up) 
         assert _form_key(again) == key
         assert any(form["id"] == key for form in await _pending(up))  # the oversized answer answered nothing
         assert isinstance(again, InputRequiredResult)
+        assert again.input_requests is not None
+        asked = again.input_requests[key]
+        assert isinstance(asked, ElicitRequest)
+        assert f"larger than {DEFAULT_LIMITS.max_answer_bytes} bytes" in asked.params.message  # says why
         done = await client.session.call_tool(
             DEPLOY,
             {"artifact": "big"},
@@ -142,6 +153,7 @@ async def test_a_legacy_answer_larger_than_the_tiers_cap_is_asked_again_and_the_
     assert _text(result) == "Deployed legacy-big to staging."
     assert len(messages) == 2
     assert messages[1].startswith("Your answer did not fit the form")
+    assert f"larger than {DEFAULT_LIMITS.max_answer_bytes} bytes" in messages[1]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
