@@ -16,7 +16,7 @@ from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, Callable
 
 from maka.broker.v1 import broker_pb2
-from services.broker.model import Invocation
+from services.broker.invocation import Invocation
 
 log = logging.getLogger("maka.broker.broker")
 
