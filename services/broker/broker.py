@@ -20,12 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
-
-from google.protobuf import duration_pb2
 
 from maka.broker.v1 import broker_pb2
 from maka.interaction.v1 import interaction_pb2
@@ -33,7 +30,7 @@ from services.broker.attachments import CallerAttachments
 from services.broker.call_log import CallLog, parse_resume_token
 from services.broker.errors import CallNotFound, CallRefused, InvalidRequest
 from services.broker.forms import Forms
-from services.broker.invocation import Invocation, InvocationState, LiveInvocations, call_summary
+from services.broker.invocation import Invocation, InvocationState, LiveInvocations
 from services.broker.model import ProviderStream, Registration, mint_id
 from services.broker.provider_link import ProviderLink
 from services.broker.registry import ProviderRegistry
@@ -180,18 +177,10 @@ class Broker:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._live.idle.wait()
-                    await self._outcomes_delivered()
+                    await self._callers.outcomes_delivered()
         left = len(self._live)
         log.info("broker_drained", extra={"finished": live - left, "live_invocations": left})
         return left
-
-    async def _outcomes_delivered(self) -> None:
-        """Until every settled call's outcome reached a caller or its reattach grace ran out."""
-        while (deadline := self._callers.undelivered_deadline()) is not None:
-            self._callers.delivered.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
-                    await self._callers.delivered.wait()
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Graceful stop of the Host: live invocations settle ``lost``, pending forms close ``host_restarted``
@@ -226,14 +215,7 @@ class Broker:
 
     def recent_calls(self, visible: Callable[[Invocation], bool], limit: int = 50) -> list[broker_pb2.CallSummary]:
         """Live then recently settled invocations ``visible`` accepts, newest first."""
-        live = sorted(self._live.all(), key=lambda i: i.started_at, reverse=True)
-        out: list[broker_pb2.CallSummary] = []
-        for invocation in [*live, *self._live.recent]:
-            if len(out) >= limit:
-                break
-            if visible(invocation):
-                out.append(call_summary(invocation))
-        return out
+        return self._live.summaries(visible, limit)
 
     def status(self, visible: Callable[[Invocation], bool] = lambda _invocation: True) -> broker_pb2.GetStatusResponse:
         """Every reported MCP server, the reporters, the broker's own gauges and the recent calls ``visible``
@@ -430,27 +412,7 @@ class Broker:
                 )
             )
         )
-        timeout = duration_pb2.Duration()
-        timeout.FromNanoseconds(int(self._timers.execution_timeout * 1e9))
-        _, _, bare = invocation.qualified_name.partition(":")
-        self._timers.arm(invocation)
-        log.info(
-            "invocation_started",
-            extra={
-                "invocation_id": invocation.invocation_id,
-                "session_id": invocation.session_id,
-                "turn_id": invocation.turn_id,
-                "tool": invocation.qualified_name,
-                "provider_id": registration.provider_id,
-            },
-        )
-        invoke = broker_pb2.Invoke(
-            invocation_id=invocation.invocation_id,
-            tool_name=bare,
-            arguments_json=invocation.arguments_json,
-            execution_timeout=timeout,
-        )
-        self._send(registration.stream, broker_pb2.ConnectResponse(invoke=invoke))
+        self._link.invoke(invocation, registration)
 
     async def stop(
         self,
@@ -480,15 +442,7 @@ class Broker:
             raise InvalidRequest("a global stop takes no session_id or turn_id")
         if not all_sessions and not session_id and not invocation_id:
             raise InvalidRequest("session_id is required unless all or invocation_id is set")
-        if invocation_id:
-            one = self._live.get(invocation_id)
-            named = [one] if one is not None else []
-        else:
-            named = [
-                inv
-                for inv in self._live.all()
-                if all_sessions or (inv.session_id == session_id and (not turn_id or inv.turn_id == turn_id))
-            ]
+        named = self._live.named(session_id, turn_id, all_sessions=all_sessions, invocation_id=invocation_id)
         targets = [invocation for invocation in named if may_act(invocation)]
         work: set[asyncio.Task[Any]] = set()
         for invocation in targets:

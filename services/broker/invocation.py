@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -210,6 +211,17 @@ class LiveInvocations:
         """The live invocations, oldest first."""
         return list(self._by_id.values())
 
+    def named(self, session_id: str, turn_id: str, *, all_sessions: bool, invocation_id: str) -> list[Invocation]:
+        """The live invocation ``invocation_id``, or those of a turn, a session or (``all_sessions``) the Host."""
+        if invocation_id:
+            one = self._by_id.get(invocation_id)
+            return [one] if one is not None else []
+        return [
+            inv
+            for inv in self._by_id.values()
+            if all_sessions or (inv.session_id == session_id and (not turn_id or inv.turn_id == turn_id))
+        ]
+
     def of(self, registration: Registration) -> list[Invocation]:
         """The live invocations bound to ``registration``, oldest first."""
         return [invocation for invocation in self._by_id.values() if invocation.registration is registration]
@@ -252,6 +264,17 @@ class LiveInvocations:
     def pending_forms(self) -> list[str]:
         """Canonical ids of the forms live invocations await."""
         return list(self._by_form)
+
+    def summaries(self, visible: Callable[[Invocation], bool], limit: int) -> list[broker_pb2.CallSummary]:
+        """Live then recently settled invocations ``visible`` accepts, newest first (:func:`call_summary`)."""
+        live = sorted(self._by_id.values(), key=lambda i: i.started_at, reverse=True)
+        out: list[broker_pb2.CallSummary] = []
+        for invocation in [*live, *self.recent]:
+            if len(out) >= limit:
+                break
+            if visible(invocation):
+                out.append(call_summary(invocation))
+        return out
 
 
 def _stamp(seconds: float) -> timestamp_pb2.Timestamp:

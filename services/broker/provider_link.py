@@ -121,6 +121,30 @@ class ProviderLink:
         if registration is not None and registration.live:
             asyncio.get_running_loop().call_soon(self._retire_if_live, registration, "provider stream overflowed")
 
+    def invoke(self, invocation: Invocation, registration: Registration) -> None:
+        """The invocation is live: its execution timer runs and the provider gets ``invoke``."""
+        timeout = duration_pb2.Duration()
+        timeout.FromNanoseconds(int(self._timers.execution_timeout * 1e9))
+        _, _, bare = invocation.qualified_name.partition(":")
+        self._timers.arm(invocation)
+        log.info(
+            "invocation_started",
+            extra={
+                "invocation_id": invocation.invocation_id,
+                "session_id": invocation.session_id,
+                "turn_id": invocation.turn_id,
+                "tool": invocation.qualified_name,
+                "provider_id": registration.provider_id,
+            },
+        )
+        invoke = broker_pb2.Invoke(
+            invocation_id=invocation.invocation_id,
+            tool_name=bare,
+            arguments_json=invocation.arguments_json,
+            execution_timeout=timeout,
+        )
+        self.send(registration.stream, broker_pb2.ConnectResponse(invoke=invoke))
+
     def _retire(self, registration: Registration, reason: str) -> None:
         """Take ``registration`` out of routing and settle its invocations ``lost`` (forms close ``provider_lost``)."""
         self._registry.remove(registration)
