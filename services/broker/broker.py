@@ -91,7 +91,9 @@ class Broker:
         self._queue_size = queue_size
         self._counters: Counter[str] = Counter()
         self._live = LiveInvocations(recent_limit=RECENT_CALLS, settled_memory=SETTLED_MEMORY)
-        self._registry = ProviderRegistry(self._send, self.servers, max_invocations=max_invocations_per_provider)
+        self._registry = ProviderRegistry(
+            ProviderStream.send, self.servers, max_invocations=max_invocations_per_provider
+        )
         self._timers = ExecutionTimers(execution_timeout, max_execution_seconds, self._execution_timed_out)
         self._callers = CallerAttachments(
             keepalive_seconds=call_keepalive_seconds,
@@ -100,14 +102,13 @@ class Broker:
             counters=self._counters,
             on_abandoned=lambda invocation: self.stop_invocation(invocation, "caller did not reattach"),
         )
-        self._settlement = Settlement(host, self._live, self._timers, self._callers, self._counters, self._send)
+        self._settlement = Settlement(host, self._live, self._timers, self._callers, self._counters)
         self._forms = Forms(
             host,
             self._live,
             self._timers,
             self._settlement,
             self._counters,
-            self._send,
             form_wait_seconds=form_wait_seconds,
             settled_memory=SETTLED_MEMORY,
         )
@@ -131,9 +132,6 @@ class Broker:
         self._draining = False
         self._tool_watch_cut = 0
         """Bumped when the listing streams open now must end (drain, shutdown)."""
-
-    def _send(self, stream: ProviderStream, frame: broker_pb2.ConnectResponse) -> None:
-        self._link.send(stream, frame)
 
     # --- lifecycle ------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from maka.interaction.v1 import interaction_pb2
 from services.broker.errors import FrameRejection, HostUnavailable, OpenRefused
 from services.broker.invocation import Invocation, InvocationState, LiveInvocations
 from services.broker.model import ProviderStream, Registration
-from services.broker.settlement import InteractionHost, Send, Settlement
+from services.broker.settlement import InteractionHost, Settlement
 from services.broker.timers import ExecutionTimers
 from services.broker.validation import MAX_MESSAGE_CHARS
 from services.core.limits import MAX_ID_CHARS
@@ -43,7 +43,6 @@ class Forms:
         timers: execution timers (suspended while a form is pending, re-armed after an answer).
         settlement: settles an invocation whose form failed it.
         counters: the broker's counters (``interactions_opened``, ``settlements_ignored``).
-        send: queues a frame for a provider.
         form_wait_seconds: bounded wait asked for each form (0 = Interaction service default).
         settled_memory: most settlements kept that overtook their own open.
     """
@@ -55,7 +54,6 @@ class Forms:
         timers: ExecutionTimers,
         settlement: Settlement,
         counters: Counter[str],
-        send: Send,
         *,
         form_wait_seconds: float,
         settled_memory: int,
@@ -65,7 +63,6 @@ class Forms:
         self._timers = timers
         self._settlement = settlement
         self._counters = counters
-        self._send = send
         self._form_wait = form_wait_seconds
         self._settled_memory = settled_memory
         self._early_settled: OrderedDict[str, interaction_pb2.Interaction] = OrderedDict()
@@ -140,7 +137,7 @@ class Forms:
             )
             rejection.count(self._counters)
             if registration is not None:
-                self._send(registration.stream, rejection.to_frame())
+                registration.stream.send(rejection.to_frame())
             return
         code = broker_pb2.FAILURE_CODE_HOST_UNAVAILABLE
         if refused.reason == InteractionErrorReason.STALE_EPOCH:
@@ -232,7 +229,7 @@ class Forms:
             answer=interaction.answer,
             close_reason=interaction_pb2.CLOSE_REASON_ANSWERED,
         )
-        self._send(stream, broker_pb2.ConnectResponse(interaction_result=result))
+        stream.send(broker_pb2.ConnectResponse(interaction_result=result))
         self._timers.arm(invocation)
 
     def _deliver_close(
@@ -255,7 +252,7 @@ class Forms:
             interaction_id=interaction_id,
             close_reason=reason,
         )
-        self._send(stream, broker_pb2.ConnectResponse(interaction_result=result))
+        stream.send(broker_pb2.ConnectResponse(interaction_result=result))
         if reason == interaction_pb2.CLOSE_REASON_STOPPED:
             self._settlement.settle(
                 invocation,

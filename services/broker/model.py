@@ -10,7 +10,7 @@ import asyncio
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,17 @@ class ProviderStream:
     outbox: Notifier
     registration: Registration | None = None
     last_seen: float = field(default_factory=time.monotonic)
+    on_overflow: Callable[[ProviderStream], None] | None = None
+    """Called when a frame finds the queue full (the stream is closed by then)."""
+
+    def send(self, frame: broker_pb2.ConnectResponse) -> None:
+        """Queue ``frame``; a provider that does not read its stream is not buffered for without bound: a full
+        queue closes the stream and calls :attr:`on_overflow`."""
+        if self.outbox.push(frame) or self.outbox.closed:
+            return
+        self.outbox.close()
+        if self.on_overflow is not None:
+            self.on_overflow(self)
 
     def frames(self) -> AsyncIterator[broker_pb2.ConnectResponse]:
         """The frames to write to the provider, ending when the broker ends the stream."""

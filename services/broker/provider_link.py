@@ -91,7 +91,9 @@ class ProviderLink:
 
     def open_stream(self) -> ProviderStream:
         """A new provider stream; the broker mints its connection id."""
-        stream = ProviderStream(connection_id=mint_id("conn"), outbox=Notifier(self._queue_size))
+        stream = ProviderStream(
+            connection_id=mint_id("conn"), outbox=Notifier(self._queue_size), on_overflow=self._overflowed
+        )
         self._streams.add(stream)
         if self._shutting_down():
             stream.outbox.close()
@@ -111,12 +113,9 @@ class ProviderLink:
         for stream in list(self._streams):
             stream.outbox.close()
 
-    def send(self, stream: ProviderStream, frame: broker_pb2.ConnectResponse) -> None:
-        """Queue ``frame``; a provider that does not read its stream is lost rather than buffered without bound."""
-        if stream.outbox.push(frame) or stream.outbox.closed:
-            return
+    def _overflowed(self, stream: ProviderStream) -> None:
+        """The provider does not read its stream: it is lost rather than buffered for without bound."""
         self._counters["provider_queue_overflows"] += 1
-        stream.outbox.close()
         registration = stream.registration
         if registration is not None and registration.live:
             asyncio.get_running_loop().call_soon(self._retire_if_live, registration, "provider stream overflowed")
@@ -143,7 +142,7 @@ class ProviderLink:
             arguments_json=invocation.arguments_json,
             execution_timeout=timeout,
         )
-        self.send(registration.stream, broker_pb2.ConnectResponse(invoke=invoke))
+        registration.stream.send(broker_pb2.ConnectResponse(invoke=invoke))
 
     def _retire(self, registration: Registration, reason: str) -> None:
         """Take ``registration`` out of routing and settle its invocations ``lost`` (forms close ``provider_lost``)."""
@@ -186,7 +185,7 @@ class ProviderLink:
                     "reject_reason": broker_pb2.RejectReason.Name(rejection.reason),
                 },
             )
-            self.send(stream, rejection.to_frame())
+            stream.send(rejection.to_frame())
 
     def _dispatch_frame(self, stream: ProviderStream, request: broker_pb2.ConnectRequest) -> None:
         kind = request.WhichOneof("frame")
@@ -253,7 +252,7 @@ class ProviderLink:
             connection_id=stream.connection_id,
             heartbeat_interval=interval,
         )
-        self.send(stream, broker_pb2.ConnectResponse(registered=registered))
+        stream.send(broker_pb2.ConnectResponse(registered=registered))
 
     def _apply_tools_changed(self, registration: Registration, frame: broker_pb2.ToolsChanged) -> None:
         tools, problem = check_tools(frame.tools)

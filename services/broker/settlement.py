@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from maka.broker.v1 import broker_pb2
@@ -25,14 +24,10 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.broker.attachments import CallerAttachments
 from services.broker.invocation import Invocation, InvocationState, LiveInvocations
-from services.broker.model import ProviderStream
 from services.broker.timers import ExecutionTimers
 from services.core import metrics
 
 log = logging.getLogger("maka.broker.broker")
-
-Send = Callable[[ProviderStream, broker_pb2.ConnectResponse], None]
-"""Queues one frame for a provider stream."""
 
 
 class InteractionHost(Protocol):
@@ -75,7 +70,6 @@ class Settlement:
         timers: the execution timers a settled one disarms.
         callers: the caller attachments that retain a settled one for reattaching.
         counters: the broker's counters (``invocations.<outcome>``).
-        send: queues a frame for a provider (``cancel``).
     """
 
     def __init__(
@@ -85,14 +79,12 @@ class Settlement:
         timers: ExecutionTimers,
         callers: CallerAttachments,
         counters: Counter[str],
-        send: Send,
     ) -> None:
         self._host = host
         self._live = live
         self._timers = timers
         self._callers = callers
         self._counters = counters
-        self._send = send
         self.tasks: set[asyncio.Task[Any]] = set()
         """Every task the broker runs (form opens and closes, delivery reports, barriers)."""
 
@@ -119,8 +111,7 @@ class Settlement:
         self._emit_terminal_after_barrier(invocation, previous)
         registration = invocation.registration
         if cancel_reason is not None and registration is not None and not registration.stream.outbox.closed:
-            self._send(
-                registration.stream,
+            registration.stream.send(
                 broker_pb2.ConnectResponse(
                     cancel=broker_pb2.CancelInvocation(invocation_id=invocation.invocation_id, reason=cancel_reason)
                 ),
