@@ -300,8 +300,8 @@ class Broker:
     # --- the Interaction service's side (services.broker.forms) ----------------------------------
 
     def interaction_settled(self, interaction: interaction_pb2.Interaction) -> None:
-        """A form stopped being pending (HostLink ``settled``): :meth:`Forms.settled` delivers it."""
-        self._forms.settled(interaction)
+        """A form stopped being pending (HostLink ``settled``): :meth:`Forms.form_settled` delivers it."""
+        self._forms.form_settled(interaction)
 
     def host_stale(self) -> None:
         """The HostLink resume was refused as stale: fail every form-bound invocation closed."""
@@ -398,7 +398,7 @@ class Broker:
 
     def _invoke(self, invocation: Invocation, registration: Registration) -> None:
         """The invocation is live: the caller hears ``accepted``, the timer runs, the provider gets ``invoke``."""
-        self._live.add(invocation, registration)
+        self._live.bind(invocation, registration)
         self._callers.remember_call_id(invocation)
         invocation.emit(
             broker_pb2.CallToolResponse(

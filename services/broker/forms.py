@@ -164,9 +164,9 @@ class Forms:
         )
         early = self._early_settled.pop(interaction_id, None)
         if early is not None:
-            self.settled(early)
+            self.form_settled(early)
 
-    def settled(self, interaction: interaction_pb2.Interaction) -> None:
+    def form_settled(self, interaction: interaction_pb2.Interaction) -> None:
         """A form stopped being pending (HostLink ``settled``). Delivered only to the exact
         invocation, registration and connection it was bound to, and only while it awaits it."""
         invocation = self._awaiting_invocation(interaction)

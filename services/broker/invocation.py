@@ -156,7 +156,7 @@ class Invocation:
         """``AWAITING`` → ``RUNNING``: the form was answered and the answer goes to the provider."""
         self.move(InvocationState.RUNNING)
 
-    def settle(self, to: InvocationState) -> InvocationState:
+    def end_as(self, to: InvocationState) -> InvocationState:
         """Move to terminal ``to``; returns the state it left. Raises IllegalMove (also when already settled)."""
         if to not in TERMINAL:
             raise IllegalMove(self.invocation_id, self._state, to)
@@ -226,14 +226,14 @@ class LiveInvocations:
         """The live invocations bound to ``registration``, oldest first."""
         return [invocation for invocation in self._by_id.values() if invocation.registration is registration]
 
-    def add(self, invocation: Invocation, registration: Registration) -> None:
+    def bind(self, invocation: Invocation, registration: Registration) -> None:
         """``invocation`` is live on ``registration``."""
         invocation.registration = registration
         registration.invocations.add(invocation.invocation_id)
         self._by_id[invocation.invocation_id] = invocation
         self.idle.clear()
 
-    def end(self, invocation: Invocation) -> None:
+    def unbind(self, invocation: Invocation) -> None:
         """Move a settled invocation from the live tables to the recent ones."""
         invocation.ended_at = time.time()
         self.recent.appendleft(invocation)

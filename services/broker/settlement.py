@@ -101,7 +101,7 @@ class Settlement:
         with ``form_close``, tell the provider ``cancel`` (when ``cancel_reason``), emit ``event``."""
         if invocation.is_terminal:
             return False
-        previous = invocation.settle(state)
+        previous = invocation.end_as(state)
         if form_close is not None:
             invocation.late_form_close = form_close
         self._timers.disarm(invocation)
@@ -166,7 +166,7 @@ class Settlement:
 
     def _no_longer_live(self, invocation: Invocation, state: InvocationState) -> None:
         """Move a settled invocation from the live tables to the recent ones, and count its outcome."""
-        self._live.end(invocation)
+        self._live.unbind(invocation)
         self._counters[f"invocations.{state.value}"] += 1
         metrics.TOOL_CALLS.labels(state.value).inc()
 

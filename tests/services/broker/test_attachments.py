@@ -46,7 +46,7 @@ def _in_grace(invocation: Invocation) -> bool:
 
 
 def _settle(invocation: Invocation) -> None:
-    invocation.settle(InvocationState.STOPPED)
+    invocation.end_as(InvocationState.STOPPED)
     invocation.log.append(broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()), terminal=True)
 
 

@@ -62,7 +62,7 @@ async def test_a_timer_of_an_invocation_awaiting_a_form_or_settled_does_not_repo
         timers.arm(invocation)
     awaiting.move(InvocationState.OPENING)
     awaiting.move(InvocationState.AWAITING)
-    settled.settle(InvocationState.FAILED)
+    settled.end_as(InvocationState.FAILED)
     timers.execution_timeout = 0.05
     timers.arm(running)
     await eventually(lambda: bool(expired.fired), what="the running invocation's timer fired")
