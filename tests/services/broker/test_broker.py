@@ -1,4 +1,4 @@
-"""Unit tests of the broker's pure state machine (`services/broker/broker.py`).
+"""Unit tests of the broker's pure state machine (`services/broker/broker.py` and the parts it coordinates).
 
 The Interaction service is replaced by an in-memory recorder of opens and closes (pure logic only);
 the same rules are exercised end to end over gRPC with the real Interaction service and Redis in
