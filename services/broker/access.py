@@ -16,7 +16,7 @@ RPC that names a call, a session or a turn applies (``GetStatus``, ``Stop``, ``W
 from __future__ import annotations
 
 from maka.interaction.v1 import interaction_pb2
-from services.broker.model import Invocation
+from services.broker.invocation import Invocation
 from services.core.auth import Principal
 
 

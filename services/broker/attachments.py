@@ -10,13 +10,14 @@ reattachable for the grace, and its ``call_id`` (keyed by principal and session)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, Callable
 
 from maka.broker.v1 import broker_pb2
-from services.broker.model import Invocation
+from services.broker.invocation import Invocation
 
 log = logging.getLogger("maka.broker.broker")
 
@@ -93,6 +94,14 @@ class CallerAttachments:
         now = time.monotonic()
         deadlines = [d for d, inv in self._retained.values() if d > now and not inv.outcome_delivered]
         return max(deadlines) if deadlines else None
+
+    async def outcomes_delivered(self) -> None:
+        """Until every settled call's outcome reached a caller or its reattach grace ran out."""
+        while (deadline := self.undelivered_deadline()) is not None:
+            self.delivered.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                    await self.delivered.wait()
 
     def prune(self) -> None:
         """Forget the settled invocations whose retention ended."""

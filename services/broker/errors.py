@@ -8,7 +8,10 @@ the stream); a call the broker will not start is :class:`CallRefused`, which end
 
 from __future__ import annotations
 
+from collections import Counter
+
 from maka.broker.v1 import broker_pb2
+from services.core import metrics
 from services.core.reasons import BrokerErrorReason, InteractionErrorReason
 from services.core.status import InvalidArgument, NotFound, PermissionDenied, Unavailable
 
@@ -73,6 +76,13 @@ class FrameRejection(Exception):
         self.reason = reason
         self.invocation_id = invocation_id
         self.message = message
+
+    def count(self, counters: Counter[str]) -> None:
+        """Count the rejection (``rejected_frames``, ``rejected_frames.<REASON>``, ``maka_frames_rejected_total``)."""
+        reason = broker_pb2.RejectReason.Name(self.reason).removeprefix("REJECT_REASON_")
+        counters["rejected_frames"] += 1
+        counters[f"rejected_frames.{reason}"] += 1
+        metrics.FRAMES_REJECTED.labels(reason).inc()
 
     def to_frame(self) -> broker_pb2.ConnectResponse:
         """The ``FrameRejected`` frame for the provider."""

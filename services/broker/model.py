@@ -1,8 +1,7 @@
-"""The Capability broker's records: invocation states, provider streams, registrations, invocations.
+"""The Capability broker's provider-side records: provider streams, their outbox, registrations.
 
-Plain data the :class:`~services.broker.broker.Broker` state machine reads and changes (with its
-registry, timers and caller attachments beside it); no gRPC service code. :func:`call_summary` is an
-invocation's status-only view for activity lists; :func:`mint_id` mints the broker's ids.
+Plain data the broker reads and changes; no gRPC service code. Invocations are in
+:mod:`services.broker.invocation`; :func:`mint_id` mints the broker's ids.
 """
 
 from __future__ import annotations
@@ -11,32 +10,11 @@ import asyncio
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from google.protobuf import timestamp_pb2
-
 from maka.broker.v1 import broker_pb2
-from maka.interaction.v1 import interaction_pb2
-from services.broker.call_log import CallLog
-
-
-class InvocationState(StrEnum):
-    """Where one logical Tool invocation is."""
-
-    RUNNING = "running"
-    OPENING = "opening"
-    """The provider asked for a form; the Interaction service has not confirmed it yet."""
-    AWAITING = "awaiting_interaction"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    LOST = "lost"
-    STOPPED = "stopped"
-
-
-TERMINAL = frozenset({InvocationState.SUCCEEDED, InvocationState.FAILED, InvocationState.LOST, InvocationState.STOPPED})
 
 
 class Notifier:
@@ -83,6 +61,17 @@ class ProviderStream:
     outbox: Notifier
     registration: Registration | None = None
     last_seen: float = field(default_factory=time.monotonic)
+    on_overflow: Callable[[ProviderStream], None] | None = None
+    """Called when a frame finds the queue full (the stream is closed by then)."""
+
+    def send(self, frame: broker_pb2.ConnectResponse) -> None:
+        """Queue ``frame``; a provider that does not read its stream is not buffered for without bound: a full
+        queue closes the stream and calls :attr:`on_overflow`."""
+        if self.outbox.push(frame) or self.outbox.closed:
+            return
+        self.outbox.close()
+        if self.on_overflow is not None:
+            self.on_overflow(self)
 
     def frames(self) -> AsyncIterator[broker_pb2.ConnectResponse]:
         """The frames to write to the provider, ending when the broker ends the stream."""
@@ -99,110 +88,13 @@ class Registration:
     stream: ProviderStream
     tools: dict[str, broker_pb2.ToolDescriptor]
     """Qualified ``SERVER:TOOL`` → descriptor."""
-    invocations: dict[str, Invocation] = field(default_factory=lambda: dict[str, "Invocation"]())
+    invocations: set[str] = field(default_factory=lambda: set[str]())
+    """Ids of its live invocations (:class:`~services.broker.invocation.LiveInvocations` keeps them)."""
     live: bool = True
     sign_in: broker_pb2.SignInStatus | None = None
     """The OAuth sign-in status the provider last published for its server (``sign_in_status``)."""
 
 
-@dataclass(eq=False)
-class Invocation:
-    """One logical Tool invocation (possibly several provider legs around nested forms)."""
-
-    invocation_id: str
-    session_id: str
-    turn_id: str
-    tool_use_id: str
-    qualified_name: str
-    arguments_json: str
-    registration: Registration | None
-    log: CallLog
-    owner: str = ""
-    """The principal that started it (only it may reattach)."""
-    made_for: interaction_pb2.Person | None = None
-    """The person the call is made for, from the caller's authentication (:func:`made_for`); None for machines.
-    Every form it opens carries it (``Binding.made_for``)."""
-    call_id: str = ""
-    state: InvocationState = InvocationState.RUNNING
-    terminal: broker_pb2.CallToolResponse | None = None
-    timer: asyncio.TimerHandle | None = None
-    timer_generation: int = 0
-    run_started: float = 0.0
-    """Monotonic time the running execution timer was armed."""
-    run_spent: float = 0.0
-    """Seconds of provider execution (timer running) of earlier legs: the max-total budget's use."""
-    correlation_id: str = ""
-    interaction_id: str = ""
-    late_form_close: interaction_pb2.CloseReason.ValueType = interaction_pb2.CloseReason.CLOSE_REASON_INVOCATION_SETTLED
-    """How to close a form whose open completes after the invocation settled (and why an undelivered
-    answer was lost)."""
-    undelivered: str = ""
-    """The answered form whose InteractionResult went to the provider, receipt not yet confirmed."""
-    tasks: set[asyncio.Task[Any]] = field(default_factory=lambda: set[asyncio.Task[Any]]())
-    interaction_expires_at: timestamp_pb2.Timestamp | None = None
-    """When the pending form's bounded wait ends (for ``status`` events)."""
-    watchers: int = 0
-    """Caller streams following this invocation now (CallTool, WatchCall)."""
-    grace: asyncio.TimerHandle | None = None
-    """Armed while nobody is attached: stops the invocation when the reattach grace ends."""
-    outcome_delivered: bool = False
-    """A caller stream has sent the terminal event (what a drain waits for besides settlement)."""
-    interaction_ids: list[str] = field(default_factory=lambda: list[str]())
-    """Every form this invocation asked for (activity lists)."""
-    started_at: float = field(default_factory=time.time)
-    ended_at: float = 0.0
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.state in TERMINAL
-
-    def emit(self, event: broker_pb2.CallToolResponse) -> None:
-        """Log a lifecycle event for the caller (never dropped; progress may be). Nothing is logged
-        once the invocation settled: its terminal event is the last one."""
-        if self.terminal is None:
-            self.log.append(event)
-
-    def status(self) -> broker_pb2.CallStatus:
-        """The keepalive ``status`` of this invocation now (phase, pending form and its expiry)."""
-        status = broker_pb2.CallStatus(
-            invocation_id=self.invocation_id, phase=broker_pb2.CALL_PHASE_RUNNING, watchers=self.watchers
-        )
-        if self.state is InvocationState.AWAITING and self.interaction_id:
-            status.phase = broker_pb2.CALL_PHASE_AWAITING_INTERACTION
-            status.interaction_id = self.interaction_id
-            if self.interaction_expires_at is not None:
-                status.interaction_expires_at.CopyFrom(self.interaction_expires_at)
-        return status
-
-
 def mint_id(prefix: str) -> str:
     """A fresh unguessable id the broker mints: ``<prefix>_<random>`` (registrations, connections, invocations)."""
     return f"{prefix}_{secrets.token_urlsafe(12)}"
-
-
-def _stamp(seconds: float) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromNanoseconds(int(seconds * 1e9))
-    return stamp
-
-
-def call_summary(invocation: Invocation) -> broker_pb2.CallSummary:
-    """Status only: ids, the Tool name, the state and the failure code; never arguments or results."""
-    summary = broker_pb2.CallSummary(
-        invocation_id=invocation.invocation_id,
-        session_id=invocation.session_id,
-        turn_id=invocation.turn_id,
-        tool_name=invocation.qualified_name,
-        state=invocation.state.value,
-        interaction_ids=invocation.interaction_ids,
-        start_time=_stamp(invocation.started_at),
-    )
-    terminal = invocation.terminal
-    if terminal is not None:
-        kind = terminal.WhichOneof("event")
-        if kind == "failure":
-            summary.failure_code = terminal.failure.code
-        elif kind == "result":
-            summary.is_error = terminal.result.is_error
-        summary.end_time.CopyFrom(_stamp(invocation.ended_at))
-    return summary

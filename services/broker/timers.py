@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from services.broker.model import Invocation, InvocationState
+from services.broker.invocation import Invocation, InvocationState
 
 TimerExpired = Callable[[Invocation, str], None]
 """Called with the invocation whose execution timer fired and the failure message to report."""

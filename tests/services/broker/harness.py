@@ -12,7 +12,8 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
 from services.broker.broker import Broker
 from services.broker.errors import HostUnavailable, OpenRefused
-from services.broker.model import Invocation, ProviderStream
+from services.broker.invocation import Invocation
+from services.broker.model import ProviderStream
 
 
 class RecordingHost:

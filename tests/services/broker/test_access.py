@@ -8,7 +8,7 @@ import pytest
 from maka.interaction.v1 import interaction_pb2
 from services.broker.access import made_for, may_act_on, sees_call
 from services.broker.call_log import CallLog
-from services.broker.model import Invocation
+from services.broker.invocation import Invocation
 from services.core.auth import ANONYMOUS, Principal, Role
 
 ISSUER = "https://id.example.com"

@@ -7,7 +7,8 @@ from collections import Counter
 from maka.broker.v1 import broker_pb2
 from services.broker.attachments import CallerAttachments
 from services.broker.call_log import CallLog
-from services.broker.model import Invocation, InvocationState, Notifier, ProviderStream, Registration
+from services.broker.invocation import Invocation, InvocationState
+from services.broker.model import Notifier, ProviderStream, Registration
 from tests.helpers.waiting import eventually
 
 
@@ -45,7 +46,7 @@ def _in_grace(invocation: Invocation) -> bool:
 
 
 def _settle(invocation: Invocation) -> None:
-    invocation.state = InvocationState.STOPPED
+    invocation.end_as(InvocationState.STOPPED)
     invocation.log.append(broker_pb2.CallToolResponse(stopped=broker_pb2.CallStopped()), terminal=True)
 
 

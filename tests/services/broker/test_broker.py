@@ -1,4 +1,4 @@
-"""Unit tests of the broker's pure state machine (`services/broker/broker.py`).
+"""Unit tests of the broker's pure state machine (`services/broker/broker.py` and the parts it coordinates).
 
 The Interaction service is replaced by an in-memory recorder of opens and closes (pure logic only);
 the same rules are exercised end to end over gRPC with the real Interaction service and Redis in
@@ -20,7 +20,8 @@ from maka.form.v1 import form_pb2
 from maka.interaction.v1 import interaction_pb2
 from services.broker.broker import Broker
 from services.broker.errors import InvalidRequest, OpenRefused
-from services.broker.model import Invocation, InvocationState, ProviderStream
+from services.broker.invocation import Invocation, InvocationState
+from services.broker.model import ProviderStream
 from tests.helpers.waiting import eventually
 from tests.services.broker.harness import (
     RecordingHost,

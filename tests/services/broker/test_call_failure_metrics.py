@@ -4,7 +4,7 @@ sign-in alert reads (deploy/README.md "Alerts")."""
 from __future__ import annotations
 
 from maka.broker.v1 import broker_pb2
-from services.broker.broker import failure_event
+from services.broker.settlement import failure_event
 from services.core import metrics
 
 

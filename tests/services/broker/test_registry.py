@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from maka.broker.v1 import broker_pb2
-from services.broker.call_log import CallLog
 from services.broker.errors import CallRefused
-from services.broker.model import Invocation, Notifier, ProviderStream, Registration
+from services.broker.model import Notifier, ProviderStream, Registration
 from services.broker.registry import ProviderRegistry
 from services.broker.servers import ServerTable
 from services.core.status import NotFound
@@ -79,16 +78,7 @@ def test_routing_refuses_a_full_provider_and_arguments_that_break_the_input_sche
     skipped = _call()
     skipped.skip_argument_validation = True
     assert registry.route(skipped, {}) is registration
-    registration.invocations["inv_1"] = Invocation(
-        invocation_id="inv_1",
-        session_id="s1",
-        turn_id="t1",
-        tool_use_id="tu1",
-        qualified_name="examples:deploy",
-        arguments_json="{}",
-        registration=registration,
-        log=CallLog(16),
-    )
+    registration.invocations.add("inv_1")
     assert _refusal(registry).code == broker_pb2.FAILURE_CODE_RESOURCE_EXHAUSTED
 
 

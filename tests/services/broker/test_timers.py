@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from services.broker.call_log import CallLog
-from services.broker.model import Invocation, InvocationState
+from services.broker.invocation import Invocation, InvocationState
 from services.broker.timers import ExecutionTimers, run_every
 from tests.helpers.waiting import eventually
 
@@ -60,8 +60,9 @@ async def test_a_timer_of_an_invocation_awaiting_a_form_or_settled_does_not_repo
     awaiting, settled, running = _invocation("inv_awaiting"), _invocation("inv_settled"), _invocation("inv_running")
     for invocation in (awaiting, settled):
         timers.arm(invocation)
-    awaiting.state = InvocationState.AWAITING
-    settled.state = InvocationState.FAILED
+    awaiting.move(InvocationState.OPENING)
+    awaiting.move(InvocationState.AWAITING)
+    settled.end_as(InvocationState.FAILED)
     timers.execution_timeout = 0.05
     timers.arm(running)
     await eventually(lambda: bool(expired.fired), what="the running invocation's timer fired")
@@ -82,7 +83,7 @@ async def test_progress_re_arms_only_a_running_timer_and_only_when_a_maximum_bou
     assert first is not None
     assert first.cancelled()
 
-    invocation.state = InvocationState.OPENING
+    invocation.move(InvocationState.OPENING)
     opening = invocation.timer
     bounded.rearm_on_progress(invocation)
     assert invocation.timer is opening
