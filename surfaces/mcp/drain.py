@@ -23,12 +23,13 @@ import logging
 from collections.abc import Awaitable, Iterator
 from typing import Any, TypeVar
 
+import anyio
 from mcp_types import CallToolResult
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 from services.core.messages import lost_call
-from surfaces.mcp.calls import STOP_TIMEOUT_SECONDS, error_result
+from surfaces.mcp.calls import error_result
 
 log = logging.getLogger("maka.mcp.drain")
 
@@ -152,31 +153,25 @@ class Flights:
         return self.count == 0
 
     async def answered(self, call: Awaitable[T]) -> T | CallToolResult:
-        """Run ``call`` until it ends, or until the endpoint stops (:meth:`stop_calls`): then cancel it (which stops
-        its turn, :func:`surfaces.mcp.calls.run_call`) and return :func:`stopped_result`, so the client's request is
-        answered before its stream closes."""
-        task = asyncio.ensure_future(call)
-        stopping = asyncio.ensure_future(self.stopping.wait())
+        """Await ``call`` (in this task) until it ends, or until the endpoint stops (:meth:`stop_calls`): then
+        cancel it (which stops its turn, :func:`surfaces.mcp.calls.run_call`) and return :func:`stopped_result`,
+        so the client's request is answered before its stream closes."""
         current = asyncio.current_task()
-        if current is not None:
-            self._answering.add(current)
-        try:
-            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-            raise
-        finally:
-            stopping.cancel()
-            self._answering.discard(current)
-        if task.done():
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, STOP_TIMEOUT_SECONDS + 1.0)
+        with anyio.CancelScope() as scope:
+            watcher = asyncio.ensure_future(self._cancel_when_stopping(scope))
+            if current is not None:
+                self._answering.add(current)
+            try:
+                return await call
+            finally:
+                watcher.cancel()
+                self._answering.discard(current)
         log.info("mcp.call_lost_at_stop")
         return stopped_result()
+
+    async def _cancel_when_stopping(self, scope: anyio.CancelScope) -> None:
+        await self.stopping.wait()
+        scope.cancel()
 
     async def stop_calls(self, timeout: float) -> int:
         """Stop every call still in flight: each request answers its client :func:`stopped_result` after stopping its
