@@ -372,7 +372,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         watch.follow(_connection(ctx))
         qualified = tools.decode(params.name)
         if qualified is None:
-            raise UnknownTool(params.name)
+            raise UnknownTool(params.name, schemas.names())
         arguments = dict(params.arguments or {})
         session_id = client_session(settings.mcp_session, ctx, key)
         sent = 0
@@ -392,6 +392,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
                 web_url=settings.web_url,
                 notify=notify,
                 observe=observe,
+                listed=schemas.names(),
             )
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS

@@ -21,9 +21,9 @@ import pytest
 import pytest_asyncio
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult
 
-from surfaces.mcp.settings import McpSettings
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
 from tests.surfaces.mcp.stack import Up, maka_up
@@ -31,9 +31,8 @@ from tests.surfaces.mcp.stack import Up, maka_up
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
 DEPLOY = "examples.deploy"
-CLIENT_READ_TIMEOUT = httpx2.AsyncClient().timeout.read
+CLIENT_READ_TIMEOUT: float = httpx2.AsyncClient().timeout.read or 0.0
 """The read timeout of an HTTP client made without ``timeout=`` (httpx's default, 5 s)."""
-KEEPALIVE_SECONDS = McpSettings.model_fields["mcp_keepalive_seconds"].default
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -140,7 +139,11 @@ async def _nothing_pending(up: Up) -> bool:
 
 
 async def test_stopping_maka_up_answers_every_waiting_call_lost_at_both_eras(tmp_path: Path) -> None:
-    async with maka_up(tmp_path) as fresh, default_client(fresh) as modern, default_client(fresh, mode="legacy") as legacy:
+    async with (
+        maka_up(tmp_path) as fresh,
+        default_client(fresh) as modern,
+        default_client(fresh, mode="legacy") as legacy,
+    ):
         one = asyncio.ensure_future(modern.call_tool(DEPLOY, {"artifact": "stopped-2026"}))
         two = asyncio.ensure_future(legacy.call_tool(DEPLOY, {"artifact": "stopped-2025"}))
         await _forms(fresh, 2)
@@ -151,3 +154,12 @@ async def test_stopping_maka_up_answers_every_waiting_call_lost_at_both_eras(tmp
         assert result.is_error
         assert _text(result).startswith("LOST: the MCP endpoint stopped"), _text(result)
         assert _text(result).endswith("the outcome is unknown and nothing was replayed")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_unknown_tool_at_the_endpoint_suggests_the_listed_tool_it_resembles(up: Up, mode: str) -> None:
+    async with default_client(up, mode=mode) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("examples:release-checklist", {})
+    assert raised.value.code == INVALID_PARAMS
+    assert "did you mean examples.release_checklist?" in raised.value.error.message
