@@ -26,7 +26,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult
 
 from tests.helpers.cli import maka
 from tests.helpers.waiting import eventually
-from tests.surfaces.mcp.stack import Up, maka_up
+from tests.surfaces.mcp.stack import INSPECTOR, TS_CLIENT, Up, maka_up, node_env, run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.asyncio(loop_scope="module")]
 
@@ -163,3 +163,32 @@ async def test_an_unknown_tool_at_the_endpoint_suggests_the_listed_tool_it_resem
             await client.call_tool("examples:release-checklist", {})
     assert raised.value.code == INVALID_PARAMS
     assert "did you mean examples.release_checklist?" in raised.value.error.message
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_python_sdk_client_without_a_token_is_told_it_needs_the_bearer_token_of_the_tokens_file(
+    up: Up, mode: str
+) -> None:
+    http = httpx2.AsyncClient()
+    with pytest.raises(BaseException) as raised:  # noqa: PT011 (the SDK's error, as a developer sees it)
+        async with http, Client(streamable_http_client(up.endpoints.mcp, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+            await client.list_tools()
+    assert "needs a bearer token" in repr(raised.value)
+    assert "tokens.json" in repr(raised.value)
+
+
+async def test_the_typescript_client_without_a_token_is_told_where_the_bearer_token_is(up: Up) -> None:
+    code, out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "list", env=node_env())
+    assert code != 0
+    assert "needs a bearer token" in out + err
+    assert "tokens.json" in out + err
+
+
+async def test_the_inspector_cli_without_a_token_is_told_where_the_bearer_token_is(up: Up, tmp_path: Path) -> None:
+    # as in a terminal (it signs in interactively there; without a TTY it stops before trying to)
+    env = {**node_env(catalog=tmp_path / "catalog.json"), "MCP_AUTO_OPEN_ENABLED": "true", "BROWSER": "true"}
+    argv = ("--cli", up.endpoints.mcp, "--transport", "http", "--method", "tools/list")
+    code, out, err = await run_node(str(INSPECTOR), *argv, env=env)
+    assert code != 0
+    assert "Bearer" in out + err
+    assert "tokens.json" in out + err
