@@ -171,7 +171,7 @@ async def test_the_python_sdk_client_without_a_token_is_told_it_needs_the_bearer
 ) -> None:
     http = httpx2.AsyncClient()
     with pytest.raises(BaseException) as raised:  # noqa: PT011 (the SDK's error, as a developer sees it)
-        async with http, Client(streamable_http_client(up.endpoints.mcp, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+        async with http, Client(streamable_http_client(up.endpoints.mcp, http_client=http), mode=mode) as client:
             await client.list_tools()
     assert "needs a bearer token" in repr(raised.value)
     assert "tokens.json" in repr(raised.value)
