@@ -32,6 +32,8 @@ FRAMEWORK: dict[tuple[str, str], str] = {
     ("clients/python/src/maka_client/_channel.py", "stream_stream"): "grpc.aio.Channel method, called by stubs",
     # logging.Formatter reads a record's cached traceback text; the filter clears it with exc_info.
     ("surfaces/mcp/guards.py", "exc_text"): "logging.LogRecord attribute read by logging.Formatter",
+    # sse_starlette's EventSourceResponse reads its ping interval from this class attribute.
+    ("surfaces/mcp/keepalive.py", "DEFAULT_PING_INTERVAL"): "sse_starlette EventSourceResponse class attribute",
     # The MCP SDK's TokenStorage protocol (mcp.client.auth) calls it.
     ("services/mcp_provider/oauth.py", "set_client_info"): "mcp.client.auth TokenStorage",
     # pydantic runs validators by decorator; Textual reads class variables and calls handlers by name.

@@ -49,6 +49,22 @@ from surfaces.mcp.settings import McpSettings
 log = logging.getLogger("maka.mcp.auth")
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+TOKEN_HINT = (
+    "send Authorization: Bearer TOKEN with a token of the stack's tokens file (maka up writes its owner's to "
+    "STATE/tokens.json: jq -r '.tokens[0].token' .state/tokens.json; the ready line names the state dir)"
+)
+"""Where a client without a token finds one: said in every ``401`` and on the OAuth paths a client tries."""
+OAUTH_PATHS = (
+    "/register",
+    "/authorize",
+    "/token",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+)
+"""Where OAuth clients look for an authorization server (discovery, dynamic client registration): without an
+OpenID issuer the door has none, and these say so, naming the bearer token (:func:`no_oauth`)."""
+UNAUTHORIZED_CODE = -32001
+"""The JSON-RPC code of a ``401``'s body (server-defined; the SDKs show its message)."""
 PRINCIPAL_STATE = "maka_principal"
 """Where :class:`BearerGate` leaves the admitted principal in the request scope's ``state``."""
 LOCAL = "local"
@@ -158,13 +174,11 @@ class BearerGate:
             except ServiceError as refused:
                 description = refused.message
         resource = resource_url(self.settings, scope, self.mcp_path)
-        challenge = f'Bearer resource_metadata="{metadata_url(resource)}"'
+        # without an issuer no metadata leads anywhere: OAuth clients would only try to register at the origin
+        challenge = f'Bearer resource_metadata="{metadata_url(resource)}"' if self.verifier else 'Bearer realm="maka"'
         if principal is None:
             log.info("mcp.unauthenticated", extra={"token_sent": token is not None})
-            body = {"error": "invalid_token" if token else "unauthorized", "error_description": description}
-            if token is not None:
-                challenge += ', error="invalid_token"'
-            response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})
+            response = unauthorized(challenge, description, token is not None)
         elif not principal.has_role(Role.CALLER):
             log.info("mcp.forbidden", extra={"principal": principal.name})
             challenge += ', error="insufficient_scope"'
@@ -176,6 +190,26 @@ class BearerGate:
             await self.app(scope, receive, send)
             return
         await response(scope, receive, send)
+
+
+def unauthorized(challenge: str, description: str, token_sent: bool) -> JSONResponse:
+    """The ``401``: ``WWW-Authenticate`` with ``error_description`` (and ``error="invalid_token"`` for a refused
+    token), and a body that is both the OAuth error (``error_description``) and a JSON-RPC error whose message
+    names the token (what the SDKs' clients print: the Python SDK shows a JSON-RPC error body's message)."""
+    told = f"{description}: {TOKEN_HINT}"
+    challenge += f', error_description="{told}"'
+    if token_sent:
+        challenge += ', error="invalid_token"'
+    error = {"code": UNAUTHORIZED_CODE, "message": f"Unauthorized: this MCP endpoint {told}"}
+    body = {"jsonrpc": "2.0", "id": None, "error": error, "error_description": told}
+    return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})
+
+
+async def no_oauth(request: Request) -> JSONResponse:
+    """An OAuth path (:data:`OAUTH_PATHS`) of a door without an OpenID issuer: ``404`` saying that the endpoint
+    takes a bearer token, not an OAuth sign-in, and where the token is."""
+    body = {"error": "invalid_request", "error_description": f"this MCP endpoint has no OAuth sign-in: {TOKEN_HINT}"}
+    return JSONResponse(body, status_code=404)
 
 
 def protect(app: Starlette, settings: McpSettings, mcp_path: str) -> None:
@@ -197,6 +231,10 @@ def protect(app: Starlette, settings: McpSettings, mcp_path: str) -> None:
             document["authorization_servers"] = [verifier.config.issuer]
         return JSONResponse(document)
 
+    if verifier is None:  # OAuth clients falling back to the endpoint's origin are told of the token instead
+        for path in OAUTH_PATHS:
+            app.router.routes.insert(0, Route(path, no_oauth, methods=["GET", "POST"]))
+            app.router.routes.insert(0, Route(path + mcp_path, no_oauth, methods=["GET", "POST"]))
     app.router.routes.insert(0, Route(METADATA_PATH + mcp_path, metadata, methods=["GET"]))
     app.router.routes.insert(0, Route(METADATA_PATH, metadata, methods=["GET"]))
     app.add_middleware(BearerGate, table=table, settings=settings, mcp_path=mcp_path, verifier=verifier)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -39,6 +39,7 @@ from maka_client import (
     Stopped,
 )
 from services.core.messages import BROKER_FORGOT_CALL, lost_call
+from surfaces.common.names import closest_name
 
 log = logging.getLogger("maka.mcp.calls")
 
@@ -73,16 +74,28 @@ def where_to_answer(web_url: str, interaction_id: str) -> str:
 
 UNKNOWN_TOOL_REASON = "unknown_tool"
 """``data.reason`` of the ``-32602`` error for a Tool this endpoint does not list."""
-NAME_HINT = "front-door Tool names are SERVER.TOOL, e.g. examples.deploy (tools/list lists them)"
-"""What the unknown-Tool error adds: how the endpoint names Tools (:mod:`surfaces.mcp.tools`)."""
+NAME_HINT = "front-door Tool names are SERVER.TOOL, e.g."
+"""What the unknown-Tool error adds: how the endpoint names Tools (:mod:`surfaces.mcp.tools`), then an example."""
+
+
+def name_hint(name: str, listed: Iterable[str] = ()) -> str:
+    """How front-door Tools are named, with the listed Tool most like ``name`` (``did you mean X``, as ``maka
+    call`` says: :func:`surfaces.common.names.closest_name`), or a listed name as the example."""
+    names = sorted(listed)
+    close = closest_name(name, names)
+    if close is not None:
+        return f"did you mean {close}? {NAME_HINT} {close} (tools/list lists them)"
+    example = names[0] if names else "examples.deploy"
+    return f"{NAME_HINT} {example} (tools/list lists them)"
 
 
 class UnknownTool(MCPError):
     """``tools/call`` named a Tool this endpoint does not list: JSON-RPC ``-32602`` with ``data.reason``
-    ``unknown_tool`` and a hint at the naming."""
+    ``unknown_tool`` and a hint at the naming (the closest listed Tool when one is close: ``listed``)."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(INVALID_PARAMS, f"Unknown tool: {name} ({NAME_HINT})", {"reason": UNKNOWN_TOOL_REASON})
+    def __init__(self, name: str, listed: Iterable[str] = ()) -> None:
+        message = f"Unknown tool: {name} ({name_hint(name, listed)})"
+        super().__init__(INVALID_PARAMS, message, {"reason": UNKNOWN_TOOL_REASON})
 
 
 def in_mcp_terms(text: str, qualified: str, mcp_name: str) -> str:
@@ -100,10 +113,12 @@ async def run_call(
     web_url: str,
     notify: Notify,
     observe: Callable[[object], None] | None = None,
+    listed: Iterable[str] = (),
 ) -> CallToolResult:
     """Run broker Tool ``qualified`` with ``arguments``; returns the MCP result (see the module docstring).
 
-    Raises :class:`UnknownTool` when the broker knows no such Tool. Cancelling the caller stops the turn first.
+    Raises :class:`UnknownTool` when the broker knows no such Tool (suggesting the closest of ``listed``).
+    Cancelling the caller stops the turn first.
     ``observe`` (optional) sees every broker event first (the forms asked of the client itself,
     :mod:`surfaces.mcp.elicit`).
     """
@@ -129,7 +144,7 @@ async def run_call(
                 return passed_result(event.result)
             elif isinstance(event, Failure):
                 if event.code == FailureCode.UNKNOWN_TOOL:
-                    raise UnknownTool(mcp_name)
+                    raise UnknownTool(mcp_name, listed)
                 message = in_mcp_terms(event.message or "the call failed", qualified, mcp_name)
                 return error_result(f"{event.code}: {message}")
             elif isinstance(event, Lost):

@@ -20,13 +20,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Iterator
+from typing import Any, TypeVar
 
+import anyio
+from mcp_types import CallToolResult
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
+from services.core.messages import lost_call
+from surfaces.mcp.calls import error_result
+
 log = logging.getLogger("maka.mcp.drain")
+
+T = TypeVar("T")
+
+ENDPOINT_STOPPED = "the MCP endpoint stopped (the Maka stack is stopping) while the call ran; its turn was stopped"
+"""Why a call still in flight when the endpoint stops is ``LOST`` (:func:`stopped_result`)."""
+
+
+def stopped_result() -> CallToolResult:
+    """What a call still in flight when the endpoint stops answers its client (``LOST: ...; the outcome is unknown
+    and nothing was replayed``, as ``maka call`` prints), instead of a stream closing without a response."""
+    return error_result(f"LOST: {lost_call(ENDPOINT_STOPPED)}")
+
 
 READY_PATH = "/readyz"
 """Readiness: 200 ``ok``, 503 ``draining`` from the drain's start (the pod leaves its pool's rotation)."""
@@ -42,9 +59,13 @@ class Flights:
         """2026-07-28 detached calls running."""
         self.draining = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        """The tasks that run the calls in flight (what :meth:`stop_calls` cancels)."""
+        """The tasks that run the calls in flight (what :meth:`stop_calls` waits for)."""
+        self._answering: set[asyncio.Task[Any]] = set()
+        """Those of requests that answer their client themselves when the endpoint stops (:meth:`answered`)."""
         self._idle = asyncio.Event()
         self._idle.set()
+        self.stopping = asyncio.Event()
+        """Set when the endpoint stops: each call still in flight stops its turn and answers :func:`stopped_result`."""
 
     @property
     def count(self) -> int:
@@ -131,14 +152,40 @@ class Flights:
         log.info("mcp.drained", extra={"calls_left": self.requests, "detached_calls_left": self.detached})
         return self.count == 0
 
+    async def answered(self, call: Awaitable[T]) -> T | CallToolResult:
+        """Await ``call`` (in this task) until it ends, or until the endpoint stops (:meth:`stop_calls`): then
+        cancel it (which stops its turn, :func:`surfaces.mcp.calls.run_call`) and return :func:`stopped_result`,
+        so the client's request is answered before its stream closes."""
+        current = asyncio.current_task()
+        with anyio.CancelScope() as scope:
+            watcher = asyncio.ensure_future(self._cancel_when_stopping(scope))
+            if current is not None:
+                self._answering.add(current)
+            try:
+                return await call
+            finally:
+                watcher.cancel()
+                self._answering.discard(current)
+        log.info("mcp.call_lost_at_stop")
+        return stopped_result()
+
+    async def _cancel_when_stopping(self, scope: anyio.CancelScope) -> None:
+        await self.stopping.wait()
+        scope.cancel()
+
     async def stop_calls(self, timeout: float) -> int:
-        """Cancel every call still in flight (each stops its turn on its Host, :func:`surfaces.mcp.calls.run_call`)
-        and wait, at most ``timeout`` s, until they ended; returns how many there were."""
+        """Stop every call still in flight: each request answers its client :func:`stopped_result` after stopping its
+        turn on its Host (:meth:`answered`); detached calls are cancelled (their attached requests answer the same).
+        Waits, at most ``timeout`` s, until they ended; returns how many there were."""
+        self.stopping.set()
         tasks = [task for task in self._tasks if not task.done() and task is not asyncio.current_task()]
         for task in tasks:
-            task.cancel()
+            if task not in self._answering:  # a detached call, or a request that answers nothing by itself
+                task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
+            for task in tasks:
+                task.cancel()  # what did not end in time
             log.info("mcp.calls_stopped", extra={"calls": len(tasks), "unfinished": sum(not t.done() for t in tasks)})
         return len(tasks)
 

@@ -52,6 +52,7 @@ from services.core.form import FormError
 from services.core.form.mcp_json import answer_from_elicit_result, form_to_requested_schema
 from surfaces.common.interactions import Interactions
 from surfaces.mcp.calls import error_result
+from surfaces.mcp.drain import stopped_result
 from surfaces.mcp.refusals import asked_again, refusal
 
 log = logging.getLogger("maka.mcp.elicit")
@@ -228,8 +229,16 @@ class Calls:
     (the same ``tools/call`` with that state) and is stopped when none comes (nothing stays pending).
     """
 
-    def __init__(self, seal: StateSeal, interactions: Interactions, grace_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        seal: StateSeal,
+        interactions: Interactions,
+        grace_seconds: float = 0.0,
+        stopping: asyncio.Event | None = None,
+    ) -> None:
         self.seal = seal
+        self.stopping = stopping
+        """Set when the endpoint stops (:class:`surfaces.mcp.drain.Flights`): a call cancelled then is ``LOST``."""
         self.interactions = interactions
         self.grace_seconds = grace_seconds
         self._calls: dict[str, DetachedCall] = {}
@@ -348,6 +357,8 @@ class Calls:
                 if call.task.done():
                     call.delivered.set()
                     if call.task.cancelled():
+                        if self.stopping is not None and self.stopping.is_set():
+                            return stopped_result()
                         return error_result("STOPPED: no retry came in time; the call was stopped")
                     return call.task.result()
                 asking = call.to_ask()

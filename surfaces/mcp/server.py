@@ -50,7 +50,7 @@ from maka_client import Accepted, AwaitingInteraction, BrokerClient, Interaction
 from services.core.backoff import Backoff
 from services.core.limits import MAX_MCP_REQUEST_BODY_BYTES
 from surfaces.common.interactions import Interactions
-from surfaces.mcp import auth, guards, hosts, tools
+from surfaces.mcp import auth, guards, hosts, keepalive, tools
 from surfaces.mcp.calls import UnknownTool, error_result, run_call
 from surfaces.mcp.drain import READY_PATH, Flights
 from surfaces.mcp.elicit import (
@@ -325,7 +325,12 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     key = settings.mcp_state_key.get_secret_value().encode() or None
     cap = CallCap(settings.mcp_max_calls_per_client)
     calls = (
-        Calls(StateSeal(key, settings.mcp_state_ttl_seconds), interactions, settings.mcp_reattach_grace_seconds)
+        Calls(
+            StateSeal(key, settings.mcp_state_ttl_seconds),
+            interactions,
+            settings.mcp_reattach_grace_seconds,
+            flights.stopping,
+        )
         if interactions
         else None
     )
@@ -357,8 +362,8 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
-        with flights.request():  # a drain waits for it (surfaces.mcp.drain)
-            return await handle_call(ctx, params)
+        with flights.request():  # a drain waits for it; a stop answers it LOST (surfaces.mcp.drain)
+            return await flights.answered(handle_call(ctx, params))
 
     async def handle_call(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -367,7 +372,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
         watch.follow(_connection(ctx))
         qualified = tools.decode(params.name)
         if qualified is None:
-            raise UnknownTool(params.name)
+            raise UnknownTool(params.name, schemas.names())
         arguments = dict(params.arguments or {})
         session_id = client_session(settings.mcp_session, ctx, key)
         sent = 0
@@ -387,6 +392,7 @@ def build_server(settings: McpSettings, broker: BrokerClient, interactions: Inte
                 web_url=settings.web_url,
                 notify=notify,
                 observe=observe,
+                listed=schemas.names(),
             )
 
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -633,4 +639,5 @@ def build_asgi(settings: McpSettings, server: Server[Any]) -> Starlette:
     app.add_middleware(TagRequests)
     app.add_middleware(guards.LateFailures)  # the SDK's closed-session race (surfaces/mcp/guards.py)
     guards.install()
+    keepalive.install(settings.mcp_keepalive_seconds)
     return app

@@ -55,6 +55,10 @@ class McpSettings(OidcSettings, DrainBudgetSettings):
     """How long a call whose HTTP stream closed keeps running for its client to come back: at 2025-11-25 a
     ``GET`` with ``Last-Event-ID`` resuming the stream, at 2026-07-28 the retry with the call's ``requestState``
     (when the client was sent one). Past it the call is stopped (nothing stays pending); 0 stops it at once."""
+    mcp_keepalive_seconds: float = Field(default=2.5, gt=0)
+    """How often a silent SSE response stream (a ``tools/call`` waiting on a form, both eras) gets a keepalive
+    comment line, so a client whose HTTP read timeout is short (httpx's default 5 s, the Python SDK's client) keeps
+    waiting; a 2026-07-28 call that runs this long commits its response to ``text/event-stream``."""
     auth_tokens_file: Path | None = None
     """The stack's tokens file (``MAKA_AUTH_TOKENS_FILE``, :mod:`services.core.auth`): when set, ``/mcp`` needs a
     bearer token of the ``caller`` role and the endpoint serves protected-resource metadata

@@ -133,6 +133,10 @@ class InputSchemas:
         """Keep ``schemas`` (a complete listing)."""
         self._schemas = dict(schemas)
 
+    def names(self) -> list[str]:
+        """The MCP names of the last listing's Tools."""
+        return list(self._schemas)
+
     def get(self, name: str) -> Mapping[str, Any] | None:
         """The ``inputSchema`` of MCP Tool ``name`` in the last listing (None when it was not listed)."""
         return self._schemas.get(name)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import json
 import os
 import signal
@@ -62,6 +61,7 @@ from maka_client import (
 from services.core import json_text
 from services.core.messages import BROKER_FORGOT_CALL, lost_call
 from stack.state_dir import Endpoints
+from surfaces.common.names import closest_name
 from surfaces.common.target import add_broker_argument, add_state_dir_argument, broker_endpoints
 from surfaces.common.untrusted import display_text
 
@@ -224,9 +224,9 @@ async def _list_known_tools(broker: BrokerClient, reporter: _Reporter, requested
         reporter.note("no Tools are registered (is the MCP provider connected?)")
         return
     names = [tool.name for tool in tools]
-    close = difflib.get_close_matches(requested, names, n=1, cutoff=0.6)
+    close = closest_name(requested, names)
     if close:
-        reporter.note(f"did you mean {close[0]}?")
+        reporter.note(f"did you mean {close}?")
     reporter.note("known Tools: " + ", ".join(names))
     reporter.note("(`maka tools` lists them with descriptions)")
 

@@ -57,7 +57,7 @@ async def test_a_jwt_for_another_audience_is_401_invalid_token_saying_why(door: 
     async with httpx.AsyncClient() as http:
         response = await http.post(f"{door}/mcp", json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
     assert response.status_code == 401
-    assert response.json() == {"error": "invalid_token", "error_description": "bearer token refused: wrong audience"}
+    assert response.json()["error_description"].startswith("bearer token refused: wrong audience: ")
     assert token not in response.text
 
 
@@ -116,7 +116,7 @@ async def test_the_host_of_the_configured_public_url_gets_the_metadata_the_chall
     }
     metadata = "https://mcp.maka.example.com/.well-known/oauth-protected-resource/mcp"
     assert challenge.status_code == 401
-    assert challenge.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
+    assert challenge.headers["www-authenticate"].startswith(f'Bearer resource_metadata="{metadata}"')
     assert served.status_code == 200, served.text
 
 

@@ -3,7 +3,7 @@ real processes in test_front_door.py)."""
 
 from __future__ import annotations
 
-from surfaces.mcp.calls import passed_result
+from surfaces.mcp.calls import UnknownTool, passed_result
 
 
 def test_only_content_structured_content_and_is_error_pass_on() -> None:
@@ -37,3 +37,19 @@ def test_a_result_the_sdk_cannot_type_becomes_an_invalid_result_error() -> None:
 
     assert result.is_error
     assert result.content[0].text.startswith("INVALID_RESULT: ")  # type: ignore[union-attr]
+
+
+def test_an_unknown_tool_with_a_colon_is_told_the_listed_name_it_resembles() -> None:
+    listed = ["everything.get-sum", "everything.echo", "examples.deploy"]
+
+    error = UnknownTool("everything:get-sum", listed)
+
+    assert "did you mean everything.get-sum?" in error.error.message
+    assert error.error.data == {"reason": "unknown_tool"}
+
+
+def test_an_unknown_tool_like_no_listed_one_is_told_how_names_look_with_a_listed_example() -> None:
+    error = UnknownTool("zzz", ["everything.echo"])
+
+    assert "did you mean" not in error.error.message
+    assert "front-door Tool names are SERVER.TOOL, e.g. everything.echo" in error.error.message

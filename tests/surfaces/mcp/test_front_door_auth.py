@@ -91,8 +91,8 @@ async def test_a_request_without_a_token_is_401_naming_the_protected_resource_me
     async with httpx.AsyncClient() as http:
         response = await http.post(up.endpoints.mcp, json=INIT, headers=ACCEPT)
     assert response.status_code == 401
-    assert response.headers["www-authenticate"] == f'Bearer resource_metadata="{_metadata_url(up)}"'
-    assert response.json() == {"error": "unauthorized", "error_description": "needs a bearer token"}
+    assert response.headers["www-authenticate"].startswith(f'Bearer resource_metadata="{_metadata_url(up)}"')
+    assert response.json()["error_description"].startswith("needs a bearer token: send Authorization: Bearer")
 
 
 async def test_an_unknown_token_is_401_invalid_token_saying_it_is_unknown(up: Up) -> None:
@@ -103,7 +103,7 @@ async def test_an_unknown_token_is_401_invalid_token_saying_it_is_unknown(up: Up
     assert response.status_code == 401
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
     assert UNKNOWN not in response.text
-    assert response.json() == {"error": "invalid_token", "error_description": "unknown bearer token"}
+    assert response.json()["error_description"].startswith("unknown bearer token: ")
 
 
 async def test_a_token_without_the_caller_role_is_403_insufficient_scope(up: Up) -> None:
@@ -152,7 +152,7 @@ async def test_the_inspector_cli_with_a_caller_token_lists_tools(up: Up, tmp_pat
 async def test_the_typescript_client_without_a_token_is_refused(up: Up) -> None:
     code, _out, err = await run_node(str(TS_CLIENT), up.endpoints.mcp, "list", env=node_env())
     assert code != 0
-    assert '"error":"unauthorized"' in err
+    assert "needs a bearer token" in err
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -265,7 +265,7 @@ async def test_the_metadata_and_the_challenge_answer_the_public_host_name_the_se
     assert document.json()["resource"] == f"http://{PUBLIC_HOST}/mcp"
     assert document.json()["authorization_servers"] == [provider.issuer]
     assert challenge.status_code == 401
-    assert challenge.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
+    assert challenge.headers["www-authenticate"].startswith(f'Bearer resource_metadata="{metadata}"')
 
 
 async def _history(up: Up, reader: str) -> dict[str, dict[str, object]]:
