@@ -65,6 +65,7 @@ RUN /opt/maka/bin/pip uninstall -y -q pip \
  && find /opt/maka -name __pycache__ -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE} AS runtime
+ARG DEBIAN_FRONTEND=noninteractive
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/home/maka \
@@ -107,6 +108,7 @@ FROM uv-${UV_SOURCE} AS uv
 # fetched at run time into HOME (an emptyDir in Kubernetes): pin their versions in mcp.json
 # (`npx -y pkg@1.2.3`, `uvx pkg==1.2.3`) and allow their registry in the Host pods' egress.
 FROM runtime AS mcp-tools
+ARG DEBIAN_FRONTEND=noninteractive
 USER root
 RUN apt-get update \
  && apt-get install -y --no-install-recommends nodejs npm \
