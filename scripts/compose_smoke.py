@@ -19,11 +19,13 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import shlex
+import socket
 import ssl
 import subprocess
 import sys
@@ -211,7 +213,7 @@ class Smoke:
 
     def wait_serving(self, hosts: Sequence[str] = tuple(HOSTS)) -> None:
         for host in hosts:
-            eventually(f"{host} answering examples:ping", lambda host=host: self.ping(HOSTS[host]), every=2)
+            eventually(f"{host} answering examples:ping", functools.partial(self.ping, HOSTS[host]), every=2)
 
     def grace(self) -> dict[str, float]:
         """Service → its ``stop_grace_period`` in seconds, as podman-compose resolves the file."""
@@ -244,9 +246,7 @@ def prepare(smoke: Smoke, report: Report, base: str | None) -> None:
     report.measured["image_bytes"] = size
     run([COMPOSE_DIR / "local-images.sh", base], timeout=900)
     run([COMPOSE_DIR / "secrets.sh", SECRETS_DIR])
-    log(
-        f"prepared: base {base}, image {IMAGE} {size / 1e6:.0f} MB built in {report.measured['image_build_seconds']} s"
-    )
+    log(f"prepared: base {base}, image {IMAGE} {size / 1e6:.0f} MB built in {report.measured['image_build_seconds']} s")
 
 
 # --- the checks ---------------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def check_web_deploy(smoke: Smoke, details: list[str]) -> None:
     certificate = SECRETS_DIR / "tls.crt"
     context = ssl.create_default_context(cafile=str(certificate))
     with (
-        contextlib.closing(__import__("socket").create_connection(("127.0.0.1", 8443), timeout=10)) as raw,
+        socket.create_connection(("127.0.0.1", 8443), timeout=10) as raw,
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
     ):
         details.append(f"nginx serves the smoke's certificate ({tls.version()})")
@@ -332,8 +332,9 @@ async def _front_door_deploy(smoke: Smoke) -> str:
         call = asyncio.ensure_future(
             client.call_tool("examples.deploy", {"artifact": "smoke-mcp"}, progress_callback=progress)
         )
+        waited: set[asyncio.Future[Any]] = {call, form}
         async with asyncio.timeout(WAIT):
-            await asyncio.wait({call, form}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
         if not form.done():
             raise AssertionError(f"the call ended before its form was pending: {call.result()}")
         await asyncio.to_thread(smoke.answer_staging, form.result(), "host-1")
@@ -369,7 +370,9 @@ def check_host_drain(smoke: Smoke, details: list[str]) -> None:
         started = time.monotonic()
         stopping = _stop_in_background(smoke, services)
         broker = smoke.container("host-2")
-        eventually("host-2's broker draining", lambda: "broker_draining" in podman("logs", "--tail", "40", broker).stderr)
+        eventually(
+            "host-2's broker draining", lambda: "broker_draining" in podman("logs", "--tail", "40", broker).stderr
+        )
         smoke.answer_staging(form_id, "host-2")
         out, err = call.communicate(timeout=WAIT)
         answered = time.monotonic() - started
@@ -410,7 +413,12 @@ def check_redis_restart(smoke: Smoke, details: list[str]) -> None:
         if [form["id"] for form in after] != [form_id]:
             raise AssertionError(f"after the restart the session has {after}, not {form_id}")
         details.append(f"form {form_id} still pending after the restart")
-        eventually("the form answered", lambda: smoke.answer_staging(form_id, "host-0") or True, every=3, within=90)
+
+        def answer() -> bool:
+            smoke.answer_staging(form_id, "host-0")
+            return True
+
+        eventually("the form answered", answer, every=3, within=90)
         out, err = call.communicate(timeout=WAIT)
     finally:
         if call.returncode is None:
@@ -549,9 +557,13 @@ def check_down(smoke: Smoke, details: list[str]) -> None:
     label = f"label=io.podman.compose.project={smoke.project}"
     networks = [n for n in podman("network", "ls", "--format", "{{.Name}}").stdout.split() if n == smoke.network]
     volumes = podman("volume", "ls", "--filter", label, "--format", "{{.Name}}").stdout.split()
-    volumes += [v for v in podman("volume", "ls", "--format", "{{.Name}}").stdout.split() if v.startswith(smoke.project)]
+    volumes += [
+        v for v in podman("volume", "ls", "--format", "{{.Name}}").stdout.split() if v.startswith(smoke.project)
+    ]
     if left or networks or volumes:
-        raise AssertionError(f"left behind: containers {sorted(left)}, networks {networks}, volumes {sorted(set(volumes))}")
+        raise AssertionError(
+            f"left behind: containers {sorted(left)}, networks {networks}, volumes {sorted(set(volumes))}"
+        )
     details.append("no container, network or volume of the project left")
 
 
