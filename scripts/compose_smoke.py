@@ -609,6 +609,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_stop(smoke, details)
         with report.check("7 down -v leaves nothing behind") as details:
             check_down(smoke, details)
+    if not options.no_kube:
+        from scripts.kube_smoke import kube_checks
+
+        started_kube = time.monotonic()
+        kube_checks(report, IMAGE, REDIS_IMAGE)
+        report.measured["kube_seconds"] = round(time.monotonic() - started_kube, 1)
     report.measured["smoke_seconds"] = round(time.monotonic() - started, 1)
     log("measured: " + json.dumps(report.measured))
     log(f"{report.passed} passed, {report.failed} failed")
