@@ -510,6 +510,14 @@ def check_facts(smoke: Smoke, details: list[str]) -> None:
     for tool in ("pip", "hatchling"):
         if tool in installed:
             problems.append(f"SBOM: the runtime venv carries {tool}")
+    # Nothing of the build stage: no build venv, wheels, pip cache or configuration, no installer in /opt/maka.
+    leftovers = podman(
+        "run", "--rm", "--user", "0", "--entrypoint", "sh", IMAGE, "-c",
+        "for p in /opt/build /wheels /src /root/.cache/pip /etc/pip.conf /root/.config/pip /root/.netrc "
+        "/opt/maka/bin/pip /opt/maka/bin/hatchling; do [ -e $p ] && echo $p; done; true",
+    ).stdout.split()  # fmt: skip
+    if leftovers:
+        problems.append(f"the image carries {leftovers}")
     debian = podman("exec", maka[0], "cat", "/usr/share/maka/sbom.debian-packages.txt").stdout
     if not re.search(r"^tini ", debian, re.MULTILINE):
         problems.append("SBOM: the Debian package list has no tini")
@@ -518,6 +526,7 @@ def check_facts(smoke: Smoke, details: list[str]) -> None:
     details.append(f"{len(maka)} Maka containers: PID 1 tini, uid {MAKA_UID}, read-only root, no capabilities")
     details.append(f"Redis as uid {REDIS_UID}, read-only, no capabilities")
     details.append(f"SBOM lists the {len(_locked())} locked versions; no secret in inspect, environ or cmdline")
+    details.append("no build venv, wheels, pip, pip cache or configuration in the image")
 
 
 def check_stop(smoke: Smoke, details: list[str]) -> None:
