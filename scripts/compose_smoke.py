@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -195,10 +196,14 @@ class Smoke:
     def healthy(self) -> bool:
         """Runs every container's health check once (no systemd timers here); True when all pass."""
         unhealthy = [name for name, c in self.containers(running=False).items() if not c["State"]["Running"]]
-        for name in self.containers():
+
+        def passes(name: str) -> bool:
             done = podman("healthcheck", "run", name, check=False, timeout=60)
-            if done.returncode != 0 and "no defined healthcheck" not in done.stderr:
-                unhealthy.append(name)
+            return done.returncode == 0 or "no defined healthcheck" in done.stderr
+
+        names = list(self.containers())
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            unhealthy += [name for name, ok in zip(names, pool.map(passes, names), strict=True) if not ok]
         return not unhealthy
 
     def wait_healthy(self, within: float = WAIT) -> None:

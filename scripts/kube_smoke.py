@@ -61,7 +61,7 @@ REWRITES = (
     "from the manifests first)",
     "init containers of type always (io.podman.annotations.init.container.type): Podman 4.3 fails removing "
     "a `once` init container that it still sees running",
-    "Redis's exporter sidecar left out (its image is not buildable from Debian packages)",
+    "Redis's exporter sidecar left out (its image cannot be pulled here; no local stand-in is built)",
     "$(VAR) references in env values stay unexpanded (MAKA_ADVERTISE_ADDRESS): no reattach through it here",
 )
 
