@@ -12,8 +12,9 @@ done
 if ((${#need[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" uidmap slirp4netns fuse-overlayfs \
-    containernetworking-plugins iptables > /dev/null
+  # With its recommends: netavark and aardvark-dns (the compose network's DNS, service names), catatonit,
+  # uidmap, slirp4netns, fuse-overlayfs.
+  apt-get install -y -qq "${need[@]}" > /dev/null
 fi
 if [[ ! -e /etc/containers/containers.conf ]]; then
   mkdir -p /etc/containers
