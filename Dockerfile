@@ -43,6 +43,10 @@ ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.12.23@sha256:61d393e44e249f2e4b526b6c7ddcecc
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
+# A Debian python3 without its venv module and ensurepip wheel (no python3-venv) gets them in this stage only.
+ARG DEBIAN_FRONTEND=noninteractive
+RUN python3 -c 'import ensurepip, venv' 2> /dev/null \
+ || (apt-get update && apt-get install -y --no-install-recommends python3-venv && rm -rf /var/lib/apt/lists/*)
 # The runtime venv and the build backend's own venv (the image never carries the latter).
 RUN python3 -m venv /opt/maka && python3 -m venv /opt/build
 # Dependencies first (their layer is reused while only the sources change): exactly the locked files.
