@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import ssl
 import subprocess
@@ -598,32 +599,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     with contextlib.suppress(Exception):
         smoke.compose("down", "-v", timeout=WAIT)  # a previous run's leftovers
-    up = time.monotonic()
-    with report.check("up: every container healthy and every Host serving") as details:
-        smoke.compose("up", "-d", timeout=WAIT)
-        smoke.wait_healthy()
-        healthy = time.monotonic() - up
-        smoke.wait_serving()
-        serving = time.monotonic() - up
-        report.measured |= {"healthy_seconds": round(healthy, 1), "serving_seconds": round(serving, 1)}
-        details.append(f"{len(smoke.containers())} containers healthy in {healthy:.1f} s, serving in {serving:.1f} s")
-    checks: list[tuple[str, Callable[[Smoke, list[str]], None]]] = [
-        ("1 examples:deploy on host-0 answered in Chromium on the nginx TLS page", check_web_deploy),
-        ("2 examples:ping across the pool of three Hosts", check_pool),
-        ("3 host-1's MCP front door with the mcp SDK client, answered with maka answer", check_front_door),
-        ("4 a form answered while host-2 drains; host-2 back", check_host_drain),
-        ("5 a form pending across a Redis restart (AOF)", check_redis_restart),
-        ("6 container facts: tini, uid, read-only, capabilities, SBOM, secrets", check_facts),
-    ]
-    for name, function in checks:
-        with report.check(name) as details:
-            function(smoke, details)
-    if not options.keep:
-        with report.check("6 stop: every container exits 0 within its grace period") as details:
-            check_stop(smoke, details)
-        with report.check("7 down -v leaves nothing behind") as details:
-            check_down(smoke, details)
-    if not options.no_kube:
+    # SIGTERM (a test's timeout, CI's cancel) unwinds like an error, so the project still comes down.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    down = False
+    try:
+        up = time.monotonic()
+        with report.check("up: every container healthy and every Host serving") as details:
+            smoke.compose("up", "-d", timeout=WAIT)
+            smoke.wait_healthy()
+            healthy = time.monotonic() - up
+            smoke.wait_serving()
+            serving = time.monotonic() - up
+            report.measured |= {"healthy_seconds": round(healthy, 1), "serving_seconds": round(serving, 1)}
+            details.append(
+                f"{len(smoke.containers())} containers healthy in {healthy:.1f} s, serving in {serving:.1f} s"
+            )
+        checks: list[tuple[str, Callable[[Smoke, list[str]], None]]] = [
+            ("1 examples:deploy on host-0 answered in Chromium on the nginx TLS page", check_web_deploy),
+            ("2 examples:ping across the pool of three Hosts", check_pool),
+            ("3 host-1's MCP front door with the mcp SDK client, answered with maka answer", check_front_door),
+            ("4 a form answered while host-2 drains; host-2 back", check_host_drain),
+            ("5 a form pending across a Redis restart (AOF)", check_redis_restart),
+            ("6 container facts: tini, uid, read-only, capabilities, SBOM, secrets", check_facts),
+        ]
+        for name, function in checks:
+            with report.check(name) as details:
+                function(smoke, details)
+        if not options.keep:
+            with report.check("6 stop: every container exits 0 within its grace period") as details:
+                check_stop(smoke, details)
+            with report.check("7 down -v leaves nothing behind") as details:
+                check_down(smoke, details)
+            down = True
+    finally:
+        if not down and not options.keep:
+            with contextlib.suppress(Exception):
+                smoke.compose("down", "-v", timeout=WAIT)
+    if not options.no_kube and not options.keep:
         from scripts.kube_smoke import kube_checks
 
         started_kube = time.monotonic()
