@@ -271,10 +271,16 @@ def _kube_checks(report: Report, image: str, redis_image: str, work: Path) -> No
         with report.check("8 kube: every startup, readiness and liveness probe passes as specified") as details:
             probes = _probes(workloads)
 
-            def failing() -> list[str]:
-                return [f"{c} {kind}" for c, kind, command in probes if not _probe_passes(c, command)]
+            last: list[str] = []
 
-            _eventually("every probe passing", lambda: not failing() or None)
+            def all_pass() -> bool:
+                last[:] = [f"{c} {kind}" for c, kind, command in probes if not _probe_passes(c, command)]
+                return not last
+
+            try:
+                _eventually("every probe passing", all_pass, within=300)
+            except TimeoutError as error:
+                raise AssertionError(f"{error}; failing: {last}") from None
             details.append(
                 f"{len(probes)} probes of {sum(len(p['spec']['containers']) for p in pods.values())} containers"
             )
