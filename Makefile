@@ -5,7 +5,7 @@ STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: setup setup-dev setup-node gen check-gen lint lock test test-fast run bench scale faults conformance e2e browser clean
+.PHONY: setup setup-dev setup-node gen check-gen lint lock test test-fast run bench scale faults conformance e2e browser compose-smoke clean
 
 # `make setup` (and `make run`): apt redis-server (+ python3-venv when needed) and the Python venv, on the
 # newest CPython found (3.13, 3.12, then 3.11; MAKA_PYTHON=/path/to/python chooses).
@@ -57,17 +57,19 @@ lock: setup-dev
 # faults, conformance), each in exactly one bucket. Slow suites are marked, never skipped. Unit and
 # service tests on two workers; e2e and faults on two workers a file at a time (--dist loadfile: a
 # module's shared stack starts once, in one worker); then `serial` tests alone; browser and
-# conformance alone (docs/development.md#how-make-test-runs-the-suite).
-E2E := (e2e or faults) and not browser and not conformance
+# conformance alone; last the `containers` bucket, `make compose-smoke` as a test, alone
+# (docs/development.md#how-make-test-runs-the-suite).
+E2E := (e2e or faults) and not browser and not conformance and not containers
 test: setup-node lint check-gen
-	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not serial" -n 2
+	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not serial and not containers" -n 2
 	$(PYTEST) -m "$(E2E) and not serial" -n 2 --dist loadfile
-	$(PYTEST) -m "serial and not browser and not conformance"
-	$(PYTEST) -m "browser"
-	$(PYTEST) -m "conformance and not browser"
+	$(PYTEST) -m "serial and not browser and not conformance and not containers"
+	$(PYTEST) -m "browser and not containers"
+	$(PYTEST) -m "conformance and not browser and not containers"
+	$(PYTEST) -m "containers"
 
 test-fast: setup-node
-	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not slow" -n 2
+	$(PYTEST) -m "not e2e and not browser and not faults and not conformance and not slow and not containers" -n 2
 
 e2e: setup-node
 	$(PYTEST) -m e2e
@@ -97,6 +99,15 @@ bench: setup-dev
 # SCALE_ARGS=--small is the variant `make test` runs (tests/bench/test_scale_topology.py).
 scale: setup-node
 	$(PY) -m bench.scale_topology $(SCALE_ARGS)
+
+# The Dockerfile and docker-compose.yml built and run for real under Podman, as root (deploy/README.md
+# "The compose smoke"): installs podman, runc, debootstrap (apt) and podman-compose (.tools/podman-compose),
+# builds a Debian trixie base with debootstrap (kept between runs on this machine), the image on it and local
+# Redis and nginx images, brings the whole file up and checks it from outside; one line per check, then
+# `N passed, N failed`. SMOKE_ARGS=--keep leaves it running; MAKA_SMOKE_BASE=python:3.13-slim@... builds on a
+# pulled base instead.
+compose-smoke: setup-node
+	$(PY) -m scripts.compose_smoke $(SMOKE_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -65,3 +65,19 @@ def test_a_serial_test_runs_without_workers_and_only_the_e2e_bucket_shares_files
             assert "-n" not in bucket.options.split(), bucket
     e2e = [b for b in buckets if b.selects(frozenset({"e2e"}), known)]
     assert [b.options for b in e2e] == ["-n 2 --dist loadfile"], "a module's shared stack stays in one worker"
+
+
+def test_the_containers_bucket_is_the_compose_smoke_alone_and_last() -> None:
+    """``make compose-smoke`` (tests/deploy/test_compose_smoke.py, marked ``containers``) publishes docker-compose.yml's
+    fixed loopback ports and loads the machine: its bucket has no workers and runs after every other."""
+    known = registered_markers()
+    buckets = make_test_buckets()
+    assert "containers" in known
+    assert buckets[-1] == Bucket("containers", ""), buckets[-1]
+    for bucket in buckets[:-1]:
+        assert not bucket.selects(frozenset({"containers"}), known), bucket
+    smoke = (ROOT / "tests" / "deploy" / "test_compose_smoke.py").read_text()
+    assert "pytest.mark.containers" in smoke
+    assert "scripts.compose_smoke" in smoke
+    assert "\tscripts.compose_smoke" not in (ROOT / "Makefile").read_text()
+    assert "-m scripts.compose_smoke" in (ROOT / "Makefile").read_text().split("compose-smoke: ", 1)[1]

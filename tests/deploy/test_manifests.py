@@ -118,9 +118,32 @@ def _every_rendering() -> list[tuple[str, dict[str, Any]]]:
     return [(d.name, doc) for d in RENDERINGS for doc in _k8s_documents(d)]
 
 
+OVERRIDE = re.compile(r"\$\{(MAKA_[A-Z_]+):-([^}]*)\}")
+"""``${MAKA_X_IMAGE:-default}``: a value the environment may override, with its default."""
+
+
 def _compose() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    """docker-compose.yml as Compose reads it with no ``MAKA_*`` variable set (every override at its default)."""
+    text = OVERRIDE.sub(lambda found: found.group(2), (ROOT / "docker-compose.yml").read_text())
+    data: dict[str, Any] = yaml.safe_load(text)
     return data
+
+
+def test_every_image_of_compose_is_overridable_by_a_maka_variable_defaulting_to_the_pinned_one() -> None:
+    raw = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    images = {name: service["image"] for name, service in raw["services"].items()}
+    overrides = {name: OVERRIDE.fullmatch(image) for name, image in images.items()}
+    assert all(overrides.values()), images
+    variables = {name: found.group(1) for name, found in overrides.items() if found}
+    assert variables["redis"] == "MAKA_REDIS_IMAGE"
+    assert variables["proxy"] == "MAKA_NGINX_IMAGE"
+    assert {variables[name] for name in images if name not in ("redis", "proxy")} == {"MAKA_IMAGE"}
+    assert raw["x-service"]["build"]["args"]["PYTHON_IMAGE"].startswith("${MAKA_PYTHON_IMAGE:-python:3.13-slim@")
+    dockerfile_default = dict(
+        line.removeprefix("ARG ").split("=", 1) for line in _dockerfile() if line.startswith("ARG ")
+    )["PYTHON_IMAGE"]
+    assert _compose()["x-service"]["build"]["args"]["PYTHON_IMAGE"] == dockerfile_default
+    assert "configs" not in raw, "podman-compose does not mount configs: bind-mount the file"
 
 
 def _module(container: dict[str, Any]) -> str:
@@ -312,15 +335,20 @@ def test_compose_shutdown_budgets_fit_each_stop_grace_period() -> None:
         assert _shutdown_seconds(module, env) + 5 <= period, (name, _shutdown_seconds(module, env), period)
 
 
-def test_the_compose_secret_files_the_readme_makes_are_the_ones_compose_reads() -> None:
+def test_the_compose_secret_files_the_script_makes_are_the_ones_compose_reads() -> None:
+    """deploy/compose/secrets.sh writes every file the compose file reads (the header and the README point to it)."""
     files = {Path(s["file"]).name for s in _compose()["secrets"].values()}
     files |= {Path(v.split(":")[0]).name for v in _compose()["services"]["proxy"]["volumes"] if "/secrets/" in v}
-    block = _readme_block("cd deploy/compose/secrets")
+    script = (ROOT / "deploy" / "compose" / "secrets.sh").read_text()
     header = (ROOT / "docker-compose.yml").read_text()
 
+    assert files == {"redis_password", "web_secret", "oauth_key", "answer_key", "tls.crt", "tls.key"}
     for file in files:
-        assert re.search(rf"(>|-keyout|-out) {re.escape(file)}\b", block), file
-        assert re.search(rf"(>|-keyout|-out) {re.escape(file)}\b", header), file
+        assert re.search(rf"(write |-keyout |-out ){re.escape(file)}\b", script), file
+    assert "deploy/compose/secrets.sh" in header
+    assert "openssl" not in header, "the steps live in the script"
+    assert "deploy/compose/secrets.sh" in _readme_block("deploy/compose/secrets.sh")
+    assert "deploy/compose/secrets/" in (ROOT / ".gitignore").read_text().split()
 
 
 def test_compose_services_run_under_the_images_init_with_a_writable_home_only() -> None:
@@ -357,8 +385,9 @@ def test_dockerfile_pins_its_base_images_by_digest() -> None:
 
     assert re.fullmatch(r"python:3\.13-slim@sha256:[0-9a-f]{64}", args["PYTHON_IMAGE"])
     assert re.fullmatch(r"ghcr\.io/astral-sh/uv:[0-9.]+@sha256:[0-9a-f]{64}", args["UV_IMAGE"])
+    assert args["UV_SOURCE"] == "image"
     froms = [line.split()[1] for line in _dockerfile() if line.startswith("FROM ")]
-    assert set(froms) <= {"${PYTHON_IMAGE}", "${UV_IMAGE}", "runtime"}, froms
+    assert set(froms) <= {"${PYTHON_IMAGE}", "${UV_IMAGE}", "uv-${UV_SOURCE}", "runtime"}, froms
     assert "docker buildx imagetools inspect python:3.13-slim" in (ROOT / "Dockerfile").read_text(), "how to bump"
 
 
@@ -393,18 +422,22 @@ def test_every_third_party_image_of_every_rendering_compose_and_the_dockerfile_i
 
 def test_dockerfile_installs_exactly_the_hash_locked_requirements_then_the_project_without_dependencies() -> None:
     build = _stages()["build"]
-    installs = [line for line in build if line.startswith("RUN pip install")]
+    pips = [line for line in build if re.match(r"RUN /opt/\w+/bin/pip ", line)]
 
-    assert installs == [
-        "RUN pip install --prefix=/install --require-hashes --no-deps -r requirements/run.lock",
-        # The build backend from its own hash-locked file, into the build stage only (not /install).
-        "RUN pip install --require-hashes --no-deps -r requirements/build.lock",
+    # Both venvs from the base's python3 (python:3.13-slim or a Debian base without pip: ensurepip brings it).
+    assert "RUN python3 -m venv /opt/maka && python3 -m venv /opt/build" in build
+    assert pips[:4] == [
+        "RUN /opt/maka/bin/pip install --require-hashes --no-deps -r requirements/run.lock",
+        # The build backend from its own hash-locked file, into the build venv only (never /opt/maka).
+        "RUN /opt/build/bin/pip install --require-hashes --no-deps -r requirements/build.lock",
         # Built by that backend: pip's build isolation would fetch an unhashed hatchling.
-        "RUN pip install --prefix=/install --no-deps --no-build-isolation ./clients/python",  # the CLI's maka_client
-        "RUN pip install --prefix=/install --no-deps --no-build-isolation .",
+        "RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels ./clients/python .",
+        "RUN /opt/maka/bin/pip install --no-deps /wheels/*.whl",
     ]
-    assert build.index("COPY requirements/run.lock requirements/build.lock ./requirements/") < build.index(installs[0])
+    assert build.index("COPY requirements/run.lock requirements/build.lock ./requirements/") < build.index(pips[0])
     assert "requirements" not in (ROOT / ".dockerignore").read_text().split()
+    # pip leaves the runtime venv once the SBOM of it is written.
+    assert any("/opt/maka/bin/pip uninstall -y -q pip" in line for line in build)
 
 
 def test_the_runtime_image_runs_under_tini_non_root_with_an_sbom_and_a_home() -> None:
@@ -415,8 +448,12 @@ def test_the_runtime_image_runs_under_tini_non_root_with_an_sbom_and_a_home() ->
     assert "apt-get install -y --no-install-recommends tini" in text
     assert 'ENTRYPOINT ["/usr/bin/tini", "--"]' in runtime
     assert "USER 10001:10001" in runtime
-    assert runtime.index("USER 10001:10001") > runtime.index("COPY --from=build /install /usr/local")
-    assert "python -m pip inspect --local > /usr/share/maka/sbom.pip-inspect.json" in text
+    assert runtime.index("USER 10001:10001") > runtime.index("COPY --from=build /opt/maka /opt/maka")
+    assert "PATH=/opt/maka/bin:" in text
+    assert "COPY --from=build /sbom/sbom.pip-inspect.json /usr/share/maka/" in runtime
+    assert "pip --python /opt/maka/bin/python inspect --local > /sbom/sbom.pip-inspect.json" in " ".join(
+        stages["build"]
+    )
     assert "HOME=/home/maka" in text
     assert "chown 10001:10001 /home/maka" in text
     # A named volume mounted on the token directory starts with the image's owner: the non-root provider.
