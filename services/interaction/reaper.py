@@ -7,16 +7,12 @@ re-checks its deadline in ``settle.lua``, so several replicas may reap at once. 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 
 from maka.interaction.v1 import interaction_pb2
 from services.interaction.epochs import Epochs
 from services.interaction.forms import Forms
 from services.interaction.store import InteractionStore, Mode
-
-log = logging.getLogger("maka.interaction.authority")
-"""The authority's one logger (its parts log under the same name)."""
 
 _REAP_BATCH = 100
 
