@@ -36,7 +36,8 @@ from services.interaction.redis_client import Client, close_client, redis_client
 from services.interaction.sealing import AnswerSealer
 from services.interaction.servicer import InteractionServicer
 from services.interaction.settings import HOST_ID_PATTERN, Settings
-from services.interaction.store import Fence, HistoryPolicy, InteractionStore, finish_calls
+from services.interaction.store import Fence, HistoryPolicy, InteractionStore
+from services.interaction.store_calls import finish_calls
 from services.interaction.tier import InteractionTier
 
 log = logging.getLogger("maka.interaction.main")

@@ -7,94 +7,44 @@ EVALSHA, reloaded after a Redis restart), and turns connection failures into
 :class:`~services.interaction.errors.StoreUnavailable` (UNAVAILABLE / STORE_UNAVAILABLE). It never
 logs payloads: records hold form copy as opaque protobuf bytes, and answers sealed by its
 :class:`~services.interaction.sealing.AnswerSealer` (every Interaction written is sealed, every one read
-back unsealed here, before anything else sees it: docs/security.md "Answer values at rest").
+back unsealed here, before anything else sees it: docs/security.md "Answer values at rest"). Its reads
+that run no script are :class:`~services.interaction.store_reads.StoreReads`; every call goes through
+:func:`~services.interaction.store_calls.store_call`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import redis.asyncio
 import redis.commands.core
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
-from maka.interaction.v1 import interaction_pb2, interaction_service_pb2
+from maka.interaction.v1 import interaction_pb2
 from services.interaction.errors import AnswerUnsealable, StoreUnavailable
 from services.interaction.history import history_entry
-from services.interaction.keys import ALL_SESSIONS, Keys
+from services.interaction.keys import Keys
 from services.interaction.sealing import AnswerSealer
+from services.interaction.store_calls import as_text as _s
+from services.interaction.store_calls import store_call as _store_call
+from services.interaction.store_reads import StoreReads
 
 log = logging.getLogger("maka.interaction.store")
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
 DEFAULT_COMMAND_SLOTS = 24
 """Commands in flight of a store built without a shared limiter (below redis-py's pool of the settings)."""
-_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError)
-
-
-_IN_FLIGHT: set[asyncio.Future[Any]] = set()
-"""Store calls running in this process, abandoned ones (their caller was cancelled) included."""
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    _IN_FLIGHT.discard(task)
-    if not task.cancelled():
-        task.exception()  # an abandoned call's error is expected (e.g. Redis closed at shutdown)
-
-
-async def finish_calls(timeout: float = 2.0) -> None:
-    """Wait (at most ``timeout`` s) for the store calls in flight, abandoned ones included, so that none
-    opens a connection after the client is closed (a closed redis-py pool still hands out new ones)."""
-    pending = {task for task in _IN_FLIGHT if task.get_loop() is asyncio.get_running_loop()}
-    if pending:
-        await asyncio.wait(pending, timeout=timeout)
-
-
-def _store_call(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Map Redis connection failures to StoreUnavailable (the only Redis error a caller sees).
-
-    The Redis call runs shielded from cancellation: a caller cancelled mid-command (a stream that
-    ended, the reaper stopping) abandons the result, but the command itself completes, so the
-    pooled connection is never left half-written or half-read (which otherwise wedges later calls).
-    """
-
-    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        limiter: asyncio.Semaphore | None = getattr(args[0], "limiter", None)
-        try:
-            if limiter is None:
-                return await func(*args, **kwargs)
-            async with limiter:  # at most this many commands (connections) at once
-                return await func(*args, **kwargs)
-        except _REDIS_DOWN as error:
-            raise StoreUnavailable() from error
-
-    @functools.wraps(func)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        task = asyncio.ensure_future(call(*args, **kwargs))
-        _IN_FLIGHT.add(task)
-        task.add_done_callback(_retrieve)
-        return await asyncio.shield(task)
-
-    return wrapper
 
 
 def script_text(name: str) -> str:
     """The Lua source of ``scripts/<name>`` (what ``register_script`` sends; its SHA1 names it in Redis)."""
     return resources.files("services.interaction").joinpath("scripts", name).read_text(encoding="utf-8")
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Mode(StrEnum):
@@ -188,16 +138,6 @@ class NotReplicated(StoreUnavailable):
     in time; retrying (the same submission id, or a fresh hello) is safe."""
 
 
-@dataclass(frozen=True, slots=True)
-class StreamInfo:
-    """Where a session's event Stream stands (for resume-token checks)."""
-
-    exists: bool
-    first_id: str = "0-0"
-    length: int = 0
-    entries_added: int = 0
-
-
 def _record(fields: dict[bytes, bytes], sealer: AnswerSealer) -> Record | None:
     if not fields or b"pb" not in fields:
         return None
@@ -211,7 +151,7 @@ def _record(fields: dict[bytes, bytes], sealer: AnswerSealer) -> Record | None:
     )
 
 
-class InteractionStore:
+class InteractionStore(StoreReads):
     """Typed access to one Host's Interaction keys in Redis.
 
     ``retention_ms`` is the TTL of settled records and of event Streams (garbage collection only);
@@ -634,11 +574,6 @@ class InteractionStore:
         return ScriptCode(_s(result[0])), _s(result[1])
 
     @_store_call
-    async def undelivered_ids(self, limit: int) -> list[str]:
-        """Answered ids whose delivery is not yet recorded, oldest answer first."""
-        return [_s(v) for v in await self.client.zrange(self.keys.undelivered(), 0, limit - 1)]
-
-    @_store_call
     async def forget_undelivered(self, interaction_id: str) -> None:
         """Drop an id from the undelivered set (its record expired after retention)."""
         await self.client.zrem(self.keys.undelivered(), interaction_id)
@@ -648,111 +583,3 @@ class InteractionStore:
         """Renew every lease of ``epoch``. Returns ``("OK", renewed)`` or ``("STALE_EPOCH", current)``."""
         result = await self._heartbeat(keys=[self.keys.epoch(), self.keys.leases(epoch)], args=[epoch, deadline_ms])
         return ScriptCode(_s(result[0])), int(_s(result[1]))
-
-    @_store_call
-    async def pending_ids(self) -> list[str]:
-        """Every pending id of the Host."""
-        return [_s(v) for v in await self.client.zrange(self.keys.pending(), 0, -1)]
-
-    @_store_call
-    async def older_pending(self, epoch: int) -> int:
-        """How many pending forms belong to epochs other than ``epoch`` (atomically, MULTI).
-
-        Every pending id is in ``pending`` and in the lease set of its own epoch, so this is
-        ``ZCARD pending - ZCARD leases:{epoch}``.
-        """
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.zcard(self.keys.pending())
-            pipe.zcard(self.keys.leases(epoch))
-            total, current = await pipe.execute()
-        return int(total) - int(current)
-
-    @_store_call
-    async def due_leases(self, epoch: int, now_ms: int, limit: int) -> list[str]:
-        """Ids of ``epoch`` whose lease deadline is at or before ``now_ms``."""
-        values = await self.client.zrangebyscore(self.keys.leases(epoch), "-inf", now_ms, start=0, num=limit)
-        return [_s(v) for v in values]
-
-    @_store_call
-    async def due_waits(self, now_ms: int, limit: int) -> list[str]:
-        """Pending ids whose bounded wait ended at or before ``now_ms``."""
-        values = await self.client.zrangebyscore(self.keys.pending(), "-inf", now_ms, start=0, num=limit)
-        return [_s(v) for v in values]
-
-    @_store_call
-    async def lease_deadline(self, epoch: int) -> int | None:
-        """The latest lease deadline (ms) of ``epoch``, if any lease exists."""
-        top = await self.client.zrange(self.keys.leases(epoch), -1, -1, withscores=True)
-        return int(top[0][1]) if top else None
-
-    @_store_call
-    async def session_snapshot(self, session_ids: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
-        """Atomically (MULTI): each scope's pending ids and its event Stream's last id ("0-0" if none).
-
-        A scope is a session id or :data:`ALL_SESSIONS` (every pending id, the Host-wide Stream).
-        """
-        async with self.client.pipeline(transaction=True) as pipe:
-            for sid in session_ids:
-                pipe.zrange(self.keys.pending() if sid == ALL_SESSIONS else self.keys.session_pending(sid), 0, -1)
-                pipe.xrevrange(self.keys.events(sid), "+", "-", count=1)
-            results = await pipe.execute()
-        pending: dict[str, list[str]] = {}
-        positions: dict[str, str] = {}
-        for index, sid in enumerate(session_ids):
-            pending[sid] = [_s(v) for v in results[2 * index]]
-            last = results[2 * index + 1]
-            positions[sid] = _s(last[0][0]) if last else "0-0"
-        return pending, positions
-
-    @_store_call
-    async def stream_info(self, session_id: str) -> StreamInfo:
-        """Where the session's event Stream stands (``exists=False`` when it was never written or expired)."""
-        try:
-            info = await self.client.xinfo_stream(self.keys.events(session_id))
-        except redis.exceptions.ResponseError:
-            return StreamInfo(exists=False)
-        first = info.get("first-entry")
-        return StreamInfo(
-            exists=True,
-            first_id=_s(first[0]) if first else "0-0",
-            length=int(info.get("length", 0)),
-            entries_added=int(info.get("entries-added", 0)),
-        )
-
-    @_store_call
-    async def history_page(
-        self, before: tuple[int, str] | None, count: int
-    ) -> list[tuple[int, str, interaction_service_pb2.HistoryEntry]]:
-        """Up to ``count`` history entries, newest first, strictly older than ``before`` (``(settled ms, id)``,
-        the last one a previous page returned; None: from the newest) as ``(settled ms, id, entry)``. An id
-        whose entry was trimmed meanwhile is skipped. Ties in time are ordered by id, descending (Redis's
-        reverse order), so pages never repeat or skip an entry."""
-        top: str | int = "+inf" if before is None else before[0]
-        scored: list[tuple[str, int]] = []
-        offset, batch = 0, count + 64
-        while len(scored) < count:
-            raw: list[Any] = await self.client.zrevrangebyscore(
-                self.keys.history(), top, "-inf", start=offset, num=batch, withscores=True
-            )
-            offset += len(raw)
-            for member, value in raw:
-                interaction_id, score = _s(member), int(value)
-                if before is None or score < before[0] or interaction_id < before[1]:
-                    scored.append((interaction_id, score))
-            if len(raw) < batch:
-                break
-        scored = scored[:count]
-        if not scored:
-            return []
-        values: list[Any] = await self.client.hmget(self.keys.history_entries(), [i for i, _ in scored])
-        return [
-            (score, interaction_id, interaction_service_pb2.HistoryEntry.FromString(value))
-            for (interaction_id, score), value in zip(scored, values, strict=True)
-            if value is not None
-        ]
-
-    @_store_call
-    async def settled_position(self) -> str:
-        """The last id of the Host-wide settled Stream ("0-0" when empty)."""
-        last = await self.client.xrevrange(self.keys.settled(), "+", "-", count=1)
-        return _s(last[0][0]) if last else "0-0"
