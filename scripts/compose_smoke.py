@@ -34,12 +34,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from scripts.smoke_report import Report, log
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_DIR = ROOT / "deploy" / "compose"
@@ -77,10 +78,6 @@ WAIT = 180.0
 """A generous upper bound of every wait (this machine is shared): never a measurement to pass."""
 
 
-def log(message: str) -> None:
-    print(message, flush=True)
-
-
 def run(
     argv: Sequence[str | Path], *, timeout: float = 600, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -112,28 +109,6 @@ def eventually(what: str, probe: Callable[[], Any], within: float = WAIT, every:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not within {within:.0f} s (last: {last!r})")
         time.sleep(every)
-
-
-@dataclass
-class Report:
-    passed: int = 0
-    failed: int = 0
-    measured: dict[str, Any] = field(default_factory=dict)
-
-    @contextlib.contextmanager
-    def check(self, name: str) -> Iterator[list[str]]:
-        """One check: ``ok <name> (details)`` or ``FAIL <name>: why``. The yielded list collects details."""
-        details: list[str] = []
-        started = time.monotonic()
-        try:
-            yield details
-        except Exception as error:
-            self.failed += 1
-            log(f"FAIL {name}: {type(error).__name__}: {error}")
-        else:
-            self.passed += 1
-            extra = f" ({'; '.join(details)})" if details else ""
-            log(f"ok   {name} [{time.monotonic() - started:.1f} s]{extra}")
 
 
 class Smoke:

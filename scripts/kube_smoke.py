@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from scripts.compose_smoke import Report
+    from scripts.smoke_report import Report
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAY = ROOT / "deploy" / "k8s" / "overlays" / "example"
