@@ -3,7 +3,9 @@
 - **Headers** on every response: a strict Content-Security-Policy (``default-src 'self'``, no
   ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``.
 - **Surface token** (when configured): ``Authorization: Bearer <token>``, or the cookie set by the
-  ``/login`` step (HttpOnly, SameSite=Strict; its value is an HMAC of the token, never the token).
+  ``/login`` step (HttpOnly, SameSite=Strict, persistent for ``MAKA_WEB_SESSION_SECONDS``; its value is
+  ``<expiry>.<HMAC>`` under a key derived from ``MAKA_WEB_SESSION_KEY_FILE`` when set, so a sign-in outlives a new
+  token, else from the token; never the token; the server refuses it once expired).
   Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``. A page
   ``GET`` carrying the token as ``?token=`` (the URL ``maka up`` prints, as Jupyter's) gets the cookie and a
   redirect to the same path without the query, so the token leaves the address bar.

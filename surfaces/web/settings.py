@@ -37,8 +37,9 @@ class WebSettings(OidcSettings):
     web_port_file: Path | None = None
     """Where to write the bound port once serving (for port 0)."""
     surface_token: SecretStr = SecretStr("")
-    """Surface bearer token. When set, the page needs a login (HttpOnly SameSite=Strict cookie) or
-    ``Authorization: Bearer``, and the token is sent to the Interaction service as the surface role."""
+    """Surface bearer token. When set, the page needs a login (a persistent HttpOnly SameSite=Strict cookie for
+    ``web_session_seconds``) or ``Authorization: Bearer``, and the token is sent to the Interaction service as the
+    surface role."""
     sessions: Annotated[list[str], NoDecode] = []
     """Session ids whose forms are shown (comma-separated or a JSON list); empty = every visible session."""
     log_level: str = "INFO"

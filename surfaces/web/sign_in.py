@@ -1,6 +1,6 @@
-"""What the web page says about signing in (docs/clients.md "Signing in to the web page"): the sign-in page's text,
-the hint ``GET /api/session`` hands the page for its signed-out notice, and the :class:`~surfaces.web.security.Guard`
-built from the settings.
+"""What the web page says about signing in (docs/operations.md#the-web-page-across-restarts): the sign-in page's
+text, the hint ``GET /api/session`` hands the page for its signed-out notice, and the
+:class:`~surfaces.web.security.Guard` built from the settings.
 
 Under ``maka up`` (``MAKA_WEB_OWNER_TOKENS_FILE`` set) the token to sign in with is the owner token: the ready
 line's ``/?token=`` link carries it, and ``STATE/tokens.json`` holds it. Only a web surface run by hand with

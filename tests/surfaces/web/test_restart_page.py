@@ -1,4 +1,4 @@
-"""The web page across ``maka up`` restarts, in real Chromium (docs/clients.md "Signing in to the web page"):
+"""The web page across ``maka up`` restarts, in real Chromium (docs/operations.md#the-web-page-across-restarts):
 
 - a tab open on a ``maka up`` stack shows "Reconnecting…" while the stack is down and is live again once the stack
   restarts with the same state dir: the login cookie is signed with ``STATE/web-session.key``, which outlives the
@@ -65,7 +65,8 @@ async def maka_up(folder: Path, web_port: int) -> AsyncIterator[Up]:
         link = ready.removeprefix("maka is ready: ").split()[0]
         tokens_file = Path(read_endpoints(state_dir).tokens)
         token = read_owner_token(tokens_file)
-        assert token is not None and link == f"http://127.0.0.1:{web_port}/?token={token}"
+        assert token is not None
+        assert link == f"http://127.0.0.1:{web_port}/?token={token}"
         yield Up(link, token, tokens_file)
     finally:
         if process.returncode is None:
@@ -105,9 +106,11 @@ async def test_an_open_tab_is_live_again_after_maka_up_restarts_and_a_restarted_
                 await expect(page.locator("#connection")).to_have_text("Live", timeout=PAGE_MS)
                 await expect(page.locator("#signed-out")).to_be_hidden()
                 (cookie,) = [c for c in await context.cookies() if c["name"] == COOKIE_NAME]
-                assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+                assert cookie["httpOnly"]
+                assert cookie["sameSite"] == "Strict"
                 assert cookie["expires"] > time.time() + 13 * 24 * 3600, "persistent, for the default 14 days"
-                assert first.token not in cookie["value"] and second.token not in cookie["value"]
+                assert first.token not in cookie["value"]
+                assert second.token not in cookie["value"]
             await context.close()
             context = await _browser(playwright, tmp_path / "profile")  # the browser restarts too
             async with maka_up(tmp_path, port):
@@ -132,11 +135,15 @@ async def test_a_tab_the_restarted_stack_no_longer_signs_in_says_signed_out_and_
                 await expect(notice).to_be_visible(timeout=PAGE_MS)
                 await expect(page.locator("#connection")).to_have_text("Signed out")
                 text = await notice.inner_text()
-                assert "Signed out" in text and "ready line" in text and str(second.tokens_file) in text, text
+                assert "Signed out" in text, text
+                assert "ready line" in text, text
+                assert str(second.tokens_file) in text, text
                 await page.get_by_role("link", name="Sign in again").click()
                 await page.wait_for_url(f"http://127.0.0.1:{port}/login", timeout=PAGE_MS)
                 login = await page.locator("p.login-token").inner_text()
-                assert "owner token" in login and str(second.tokens_file) in login and "ready line" in login, login
+                assert "owner token" in login, login
+                assert str(second.tokens_file) in login, login
+                assert "ready line" in login, login
                 assert "MAKA_SURFACE_TOKEN" not in await page.content()
                 await page.get_by_label("Owner token").fill(second.token)
                 await page.get_by_role("button", name="Sign in").click()

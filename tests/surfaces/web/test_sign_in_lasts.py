@@ -46,7 +46,8 @@ async def test_the_login_cookie_is_persistent_for_the_configured_time_httponly_a
         login = await client.get("/?token=t0ken")
         header = login.headers["set-cookie"]
         assert "Max-Age=3600" in header, header
-        assert "HttpOnly" in header and "samesite=strict" in header.lower()
+        assert "HttpOnly" in header
+        assert "samesite=strict" in header.lower()
         assert "t0ken" not in header
 
 
@@ -94,7 +95,9 @@ async def test_under_maka_up_the_sign_in_page_names_the_owner_token_and_its_file
     tokens = tmp_path / "state" / "tokens.json"
     async with _page("t0ken", web_owner_tokens_file=tokens) as client:
         login = (await client.get("/login")).text
-        assert str(tokens) in login and "owner token" in login and "ready line" in login
+        assert str(tokens) in login
+        assert "owner token" in login
+        assert "ready line" in login
         assert "MAKA_SURFACE_TOKEN" not in login
         assert (await client.get("/?token=t0ken")).status_code == 303
         hint = (await client.get("/api/session")).json()["sign_in"]
