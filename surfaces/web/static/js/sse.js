@@ -38,6 +38,20 @@ function data(event) {
 }
 
 const PROBE_RETRY_MS = 2000;
+const REOPEN_MS = 1000;
+
+/** @param {Store} store */
+async function refreshCsrf(store) {
+  try {
+    const response = await getSession();
+    if (!response.ok) return;
+    /** @type {{csrf?: string}} */
+    const session = await response.json();
+    if (session.csrf) store.csrf = session.csrf;
+  } catch {
+    // the next reconnect asks again
+  }
+}
 
 /**
  * Open the event stream again after the browser gave it up, or say the sign-in has ended (see the top).
@@ -63,7 +77,8 @@ async function afterClosed(store, onAnswer) {
     const session = await response.json().catch(() => ({}));
     if (session.csrf) store.csrf = session.csrf;
     rememberSignIn(session.sign_in);
-    connect(store, onAnswer);
+    // not at once: a stream that keeps failing while the session answers must not become a request loop
+    setTimeout(() => connect(store, onAnswer), REOPEN_MS);
     return;
   }
   setTimeout(() => void afterClosed(store, onAnswer), PROBE_RETRY_MS);
@@ -75,8 +90,14 @@ async function afterClosed(store, onAnswer) {
  */
 export function connect(store, onAnswer) {
   const source = new EventSource("/api/events");
-  source.addEventListener("open", () => setConnection("live", "Live"));
+  let lost = false;
+  source.addEventListener("open", () => {
+    setConnection("live", "Live");
+    if (lost) void refreshCsrf(store); // the server may have restarted: answer with the token it hands out now
+    lost = false;
+  });
   source.addEventListener("error", () => {
+    lost = true;
     if (source.readyState === EventSource.CLOSED) void afterClosed(store, onAnswer);
     else setConnection("connecting", "Reconnecting…");
   });
