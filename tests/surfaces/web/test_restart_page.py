@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import stat
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -129,7 +130,10 @@ async def test_a_tab_the_restarted_stack_no_longer_signs_in_says_signed_out_and_
         try:
             async with maka_up(tmp_path, port) as first:
                 page = await _open_signed_in(context, first.link)
-            (tmp_path / "state" / "web-session.key").unlink()  # a new key: every old sign-in ends
+            key = tmp_path / "state" / "web-session.key"
+            assert stat.S_IMODE(key.stat().st_mode) == 0o600, "the kept key is the owner's only"
+            assert key.read_text().strip() not in (tmp_path / "up.log").read_text(), "and never logged"
+            key.unlink()  # a new key: every old sign-in ends
             async with maka_up(tmp_path, port) as second:
                 notice = page.locator("#signed-out")
                 await expect(notice).to_be_visible(timeout=PAGE_MS)
