@@ -9,7 +9,8 @@
 - :attr:`Access.TOKENS` (``maka up --ports ...``: loopback TCP ports, which any local user can connect to): every
   gRPC service requires the owner's bearer token;
 - in both, the web page and the MCP front door (TCP, for browsers and MCP clients) require the owner's token: the
-  page through the URL ``maka up`` prints (``/?token=...``, exchanged for a cookie), the front door as
+  page through the URL ``maka up`` prints (``/?token=...``, exchanged for a cookie signed with the kept
+  ``<state dir>/web-session.key``, so the browser's sign-in outlives this run's token), the front door as
   ``Authorization: Bearer``.
 
 The token is generated per stack and written to ``<state dir>/tokens.json`` (mode ``0600``) in the shape of

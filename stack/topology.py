@@ -382,7 +382,7 @@ class Stack:
             return {}
         tokens = {"MAKA_AUTH_TOKENS_FILE": str(self._tokens_file)}
         if name == self.WEB:
-            return {"MAKA_SURFACE_TOKEN": self._token}
+            return {"MAKA_SURFACE_TOKEN": self._token, **self._web_session_env()}
         if name == self.MCP:
             # its callers' bearer tokens; its own: caller (Tool listing), surface (answers of eliciting clients)
             return {**tokens, "MAKA_CALLER_TOKEN": self._token, "MAKA_SURFACE_TOKEN": self._token}
@@ -390,6 +390,20 @@ class Stack:
             return {}
         own = {self.BROKER: "MAKA_INTERACTION_TOKEN", self.PROVIDER: "MAKA_BROKER_TOKEN"}
         return {**tokens, **({own[name]: self._token} if name in own else {})}
+
+    def _web_session_env(self) -> dict[str, str]:
+        """What keeps the owner's browser signed in across restarts of this state dir (docs/security.md "Other local
+        users"): ``STATE/web-session.key`` (written once, mode 0600, kept) signs the page's login cookie and derives
+        its CSRF token, so neither changes with the per-run owner token; the tokens file is named on the sign-in
+        page. A key file the person set (``MAKA_WEB_SESSION_KEY_FILE`` / ``MAKA_WEB_SECRET_FILE``) is kept."""
+        assert self._tokens_file is not None
+        key_file = self.state_dir / "web-session.key"
+        generate_key_file(key_file)
+        env = {"MAKA_WEB_OWNER_TOKENS_FILE": str(self._tokens_file)}
+        for variable in ("MAKA_WEB_SESSION_KEY_FILE", "MAKA_WEB_SECRET_FILE"):
+            if not (self._extra_env.get(variable) or os.environ.get(variable)):
+                env[variable] = str(key_file)
+        return env
 
     def _grpc_spec(self, name: str, module: str, configured: int, env: Callable[[], dict[str, str]]) -> ChildSpec:
         port_file = self._port_file(name)

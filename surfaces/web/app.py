@@ -9,8 +9,9 @@ Routes (JSON shapes in :mod:`surfaces.web.views`; access rules in :mod:`surfaces
   with OpenID Connect, ``GET /oidc/login``, ``/oidc/callback``, ``/oidc/signed-out`` (:mod:`surfaces.web.oidc`),
   and an answer names the signed-in person to the Interaction service (``x-maka-acts-for``).
 - ``GET /api/session`` → ``{"csrf": str, "person": str | null, "sessions": [str], "auth_required": bool,
-  "undo_seconds": float, "server_time": ISO}`` (``person``: who signed in with OpenID Connect;
-  ``undo_seconds``: how long Dismiss waits, with Undo, before it sends ``cancel``).
+  "undo_seconds": float, "sign_in": {"token", "tokens_file"}, "server_time": ISO}`` (``person``: who signed in with
+  OpenID Connect; ``undo_seconds``: how long Dismiss waits, with Undo, before it sends ``cancel``; ``sign_in``:
+  which token signs the page in again, :func:`surfaces.web.sign_in.sign_in_hint`).
 - ``GET /api/pending`` → ``{"pending": [Interaction view], "server_time": ISO}`` (``ListPending``).
 - ``GET /api/status`` → ``{"servers": [server], "calls": [call], "surfaces": int | null, "available": bool,
   "server_time": ISO}``: the MCP servers' status and the recent calls of the visible sessions (the broker's
@@ -48,7 +49,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import json
 import logging
 import mimetypes
@@ -64,7 +64,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -88,8 +88,9 @@ from surfaces.common.sign_in import SignIns
 from surfaces.web.call_outcomes import FormOutcomes
 from surfaces.web.oidc import CALLBACK_PATH, OidcSignIn, return_to
 from surfaces.web.oidc import SESSION_COOKIE as PERSON_COOKIE
-from surfaces.web.security import COOKIE_NAME, Guard, GuardMiddleware, LoginLimiter, allowed_hosts, error_json
+from surfaces.web.security import COOKIE_NAME, GuardMiddleware, allowed_hosts, error_json
 from surfaces.web.settings import WebSettings, is_loopback
+from surfaces.web.sign_in import build_guard, login_response, message_page, sign_in_hint
 from surfaces.web.views import AnswerShapeError, answer_from_json, error_body, host_text, interaction_view, now_iso
 
 log = logging.getLogger("maka.web.app")
@@ -129,13 +130,7 @@ class WebSurface:
         secret = settings.shared_secret()
         self.people = OidcSignIn(settings, secret or secrets.token_bytes(32)) if settings.oidc_sign_in else None
         """People signing in with OpenID Connect (:mod:`surfaces.web.oidc`), when configured."""
-        self.guard = Guard(
-            settings.surface_token.get_secret_value(),
-            secret=secret,
-            public_origin=settings.web_public_origin,
-            people=self.people,
-            limiter=LoginLimiter(settings.web_login_attempts_per_minute),
-        )
+        self.guard = build_guard(settings, secret, self.people)
         self.sessions: list[str] = list(settings.sessions)
         self.form_outcomes = FormOutcomes()
         """What recent calls' forms came to (``formOutcome`` in ``GET /api/status``: declined, cancelled)."""
@@ -164,14 +159,7 @@ class WebSurface:
     async def login_page(self, request: Request) -> Response:
         if not self.guard.enabled:
             return RedirectResponse("/", status_code=303)
-        if self.people is not None:
-            page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
-            page = page.replace('<p class="login-oidc" hidden>', '<p class="login-oidc">')
-            if not self.guard.token:  # OpenID Connect only: login.js goes on to the issuer by itself
-                page = page.replace('<body class="login-page">', '<body class="login-page" data-oidc-only>')
-                page = page.replace('class="login-token"', 'class="login-token" hidden')
-            return HTMLResponse(page, headers={"Cache-Control": "no-store"})
-        return FileResponse(STATIC_DIR / "login.html", headers={"Cache-Control": "no-store"})
+        return login_response(self.settings, token=bool(self.guard.token), oidc=self.people is not None)
 
     async def login(self, request: Request) -> Response:
         if not self.guard.token:
@@ -187,9 +175,7 @@ class WebSurface:
         if not isinstance(token, str) or not self.guard.check_token(token):
             self.guard.limiter.failed_request(request)
             log.info("web.login_failed")
-            page = (STATIC_DIR / "login.html").read_text(encoding="utf-8")
-            page = page.replace('<p class="login-error" hidden>', '<p class="login-error">')
-            return HTMLResponse(page, status_code=401, headers={"Cache-Control": "no-store"})
+            return login_response(self.settings, token=True, oidc=self.people is not None, error=True)
         back = return_to(target if isinstance(target, str) else None)
         return self.guard.signed_in(RedirectResponse(back, status_code=303), request)
 
@@ -211,6 +197,7 @@ class WebSurface:
                 "sessions": self.sessions,
                 "auth_required": self.guard.enabled,
                 "undo_seconds": self.settings.web_undo_seconds,
+                "sign_in": sign_in_hint(self.settings),
                 "server_time": now_iso(),
             }
         )
@@ -227,7 +214,7 @@ class WebSurface:
     async def oauth_callback(self, request: Request) -> Response:
         query = request.query_params
         if self.sign_ins is None:
-            return _page(503, "Sign-in is not available", "This web surface is not connected to a broker.")
+            return message_page(503, "Sign-in is not available", "This web surface is not connected to a broker.")
         try:
             server = await self.sign_ins.complete(
                 query.get("code", ""), query.get("state", ""), query.get("iss", ""), query.get("error", "")
@@ -235,12 +222,13 @@ class WebSurface:
         except MakaError as error:
             log.info("web.sign_in_refused", extra={"code": error.code})
             if error.grpc_status_code == grpc.StatusCode.NOT_FOUND:
-                return _page(400, "This sign-in is not pending", "Start the sign-in again from the Maka page.")
-            return _page(503, "Sign-in could not be completed", "The broker did not answer; try again.")
+                return message_page(400, "This sign-in is not pending", "Start the sign-in again from the Maka page.")
+            return message_page(503, "Sign-in could not be completed", "The broker did not answer; try again.")
         log.info("web.sign_in_completed", extra={"server": server})
         if query.get("error"):
-            return _page(200, f"Sign-in to {server} was refused", "The authorization server refused the sign-in.")
-        return _page(200, f"Signed in to {server}", "You can close this tab and return to Maka.")
+            refused = "The authorization server refused the sign-in."
+            return message_page(200, f"Sign-in to {server} was refused", refused)
+        return message_page(200, f"Signed in to {server}", "You can close this tab and return to Maka.")
 
     async def pending(self, request: Request) -> Response:
         try:
@@ -446,17 +434,6 @@ class WebSurface:
                 event="failure",
                 retry=SSE_RETRY_MS,
             )
-
-
-def _page(status: int, title: str, text: str) -> HTMLResponse:
-    body = (
-        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-        f'<link rel="stylesheet" href="/static/app.css"></head><body><main class="callback">'
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></main></body></html>"
-    )
-    return HTMLResponse(
-        body, status_code=status, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-    )
 
 
 def create_app(settings: WebSettings, backend: Interactions, sign_ins: SignIns | None = None) -> Starlette:

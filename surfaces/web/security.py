@@ -3,7 +3,9 @@
 - **Headers** on every response: a strict Content-Security-Policy (``default-src 'self'``, no
   ``unsafe-inline``, no framing), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``.
 - **Surface token** (when configured): ``Authorization: Bearer <token>``, or the cookie set by the
-  ``/login`` step (HttpOnly, SameSite=Strict; its value is an HMAC of the token, never the token).
+  ``/login`` step (HttpOnly, SameSite=Strict, persistent for ``MAKA_WEB_SESSION_SECONDS``; its value is
+  ``<expiry>.<HMAC>`` under a key derived from ``MAKA_WEB_SESSION_KEY_FILE`` when set, so a sign-in outlives a new
+  token, else from the token; never the token; the server refuses it once expired).
   Unauthenticated ``/api/*`` gets 401 JSON (``UNAUTHENTICATED``); pages redirect to ``/login``. A page
   ``GET`` carrying the token as ``?token=`` (the URL ``maka up`` prints, as Jupyter's) gets the cookie and a
   redirect to the same path without the query, so the token leaves the address bar.
@@ -64,6 +66,8 @@ SECURITY_HEADERS: dict[str, str] = {
 }
 
 COOKIE_NAME = "maka_surface"
+DEFAULT_SESSION_SECONDS = 14 * 24 * 3600
+"""How long a sign-in with the surface token lasts unless ``MAKA_WEB_SESSION_SECONDS`` says otherwise."""
 CSRF_HEADER = "X-Maka-CSRF"
 _PUBLIC_PATHS = ("/login", "/static/", "/oauth/callback", "/oidc/")
 """``/oauth/callback`` is reached by the authorization server's redirect, a cross-site navigation that
@@ -150,23 +154,33 @@ class Guard:
         token: str,
         *,
         secret: bytes | None = None,
+        session_key: bytes | None = None,
+        session_seconds: int = DEFAULT_SESSION_SECONDS,
         public_origin: str = "",
         people: OidcSignIn | None = None,
         limiter: LoginLimiter,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.token = token
         self.limiter = limiter
         """Failed sign-ins with the token, per client (``POST /login`` and ``?token=``)."""
         self.public_origin = public_origin
         self.people = people
+        self.session_seconds = session_seconds
+        """How long a sign-in with the token lasts: the login cookie's ``Max-Age`` and the expiry signed into it."""
+        self._clock = clock
         self._person_csrf_key = hmac.new(secret or secrets.token_bytes(32), b"maka-web-csrf-person-v1", hashlib.sha256)
-        self._cookie_value = (
-            hmac.new(token.encode(), b"maka-web-session-v1", hashlib.sha256).hexdigest() if token else ""
-        )
-        # One token per deployment (secret) and login (the cookie's HMAC): replicas agree without
-        # sharing state, and rotating the secret or the surface token invalidates every old one.
+        # What a login cookie is signed with: the session key when one is kept (``maka up``: STATE/web-session.key,
+        # so a sign-in outlives the per-run token), else the token itself (changing the token signs everyone out).
+        self._binding = ""
+        if session_key:
+            self._binding = hmac.new(session_key, b"maka-web-session-v2", hashlib.sha256).hexdigest()
+        elif token:
+            self._binding = hmac.new(token.encode(), b"maka-web-session-v1", hashlib.sha256).hexdigest()
+        # One token per deployment (secret) and login key (the binding): replicas agree without
+        # sharing state, and rotating the secret or what signs the logins invalidates every old one.
         self.csrf_token = (
-            hmac.new(secret, b"maka-web-csrf-v1|" + self._cookie_value.encode(), hashlib.sha256).hexdigest()
+            hmac.new(secret, b"maka-web-csrf-v1|" + self._binding.encode(), hashlib.sha256).hexdigest()
             if secret
             else secrets.token_urlsafe(32)
         )
@@ -176,9 +190,14 @@ class Guard:
         """True when a surface token or OpenID Connect sign-in is configured."""
         return bool(self.token) or self.people is not None
 
+    def _mac(self, expires: str) -> str:
+        return hmac.new(self._binding.encode(), b"maka-web-login-v2|" + expires.encode(), hashlib.sha256).hexdigest()
+
     def cookie_value(self) -> str:
-        """The login cookie's value: HMAC-SHA256 of the token (so the cookie never holds the token)."""
-        return self._cookie_value
+        """A new login cookie's value, ``<expiry>.<HMAC>``: its expiry (Unix seconds, :attr:`session_seconds` from
+        now) signed with the login key, so the cookie never holds the token and the server enforces the bound."""
+        expires = str(int(self._clock()) + self.session_seconds)
+        return f"{expires}.{self._mac(expires)}"
 
     def check_token(self, candidate: str) -> bool:
         """Constant-time comparison of ``candidate`` with the configured token."""
@@ -191,10 +210,12 @@ class Guard:
         return scheme.lower() == "bearer" and self.check_token(value.strip())
 
     def signed_in(self, response: Response, request: Request) -> Response:
-        """``response`` with the login cookie set (HttpOnly, SameSite=Strict, Secure over https)."""
+        """``response`` with the login cookie set: persistent for :attr:`session_seconds` (``Max-Age``, so it
+        outlives a browser restart), HttpOnly, SameSite=Strict, Secure over https."""
         response.set_cookie(
             COOKIE_NAME,
             self.cookie_value(),
+            max_age=self.session_seconds,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -205,7 +226,12 @@ class Guard:
     def has_token_cookie(self, request: Request) -> bool:
         """True when the request carries the surface token's login cookie."""
         value = request.cookies.get(COOKIE_NAME, "")
-        return bool(self.token) and bool(value) and hmac.compare_digest(value.encode(), self._cookie_value.encode())
+        expires, _, mac = value.partition(".")
+        if not self.token or not self._binding or not expires.isdigit() or len(expires) > 12:
+            return False
+        left = int(expires) - self._clock()
+        # expired, or signed for longer than a sign-in now lasts (the setting was lowered): not valid
+        return 0 < left <= self.session_seconds + 60 and hmac.compare_digest(mac.encode(), self._mac(expires).encode())
 
     def person(self, request: Request) -> SignedIn | None:
         """The person signed in with OpenID Connect on this request, or None."""

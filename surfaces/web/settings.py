@@ -37,8 +37,9 @@ class WebSettings(OidcSettings):
     web_port_file: Path | None = None
     """Where to write the bound port once serving (for port 0)."""
     surface_token: SecretStr = SecretStr("")
-    """Surface bearer token. When set, the page needs a login (HttpOnly SameSite=Strict cookie) or
-    ``Authorization: Bearer``, and the token is sent to the Interaction service as the surface role."""
+    """Surface bearer token. When set, the page needs a login (a persistent HttpOnly SameSite=Strict cookie for
+    ``web_session_seconds``) or ``Authorization: Bearer``, and the token is sent to the Interaction service as the
+    surface role."""
     sessions: Annotated[list[str], NoDecode] = []
     """Session ids whose forms are shown (comma-separated or a JSON list); empty = every visible session."""
     log_level: str = "INFO"
@@ -47,6 +48,20 @@ class WebSettings(OidcSettings):
     """File holding the shared secret (at least 32 bytes) from which every replica derives the same
     CSRF token, so N replicas serve one page without sticky sessions (a Kubernetes Secret). Unset = a
     random secret per process, which is right for one replica only."""
+    web_session_key_file: Path | None = None
+    """File holding the key (at least 32 bytes) that signs the login cookie of a sign-in with the surface token, so
+    the sign-in survives a change of that token and of the process: ``maka up`` sets it to ``STATE/web-session.key``
+    (made once, mode 0600, kept across restarts of the same state dir), so the owner's browser stays signed in
+    across restarts although each run has a new owner token. Unset = the cookie is signed with the surface token,
+    and changing the token signs every browser out. Deleting the file signs every browser out."""
+    web_session_seconds: int = Field(default=14 * 24 * 3600, ge=60, le=90 * 24 * 3600)
+    """How long a sign-in with the surface token lasts: the login cookie's ``Max-Age`` (a persistent cookie, so it
+    survives a browser restart) and the expiry signed into it (the server refuses it after that, whatever the
+    browser keeps). Default 14 days."""
+    web_owner_tokens_file: Path | None = None
+    """The tokens file that holds the token this page asks for (``maka up`` sets ``STATE/tokens.json``): the sign-in
+    page and the page's signed-out notice then name the owner token, that file and the ready line's ``?token=``
+    link instead of ``MAKA_SURFACE_TOKEN``. Only shown, never read by the page."""
     web_undo_seconds: float = Field(default=5.0, ge=0, le=60)
     """How long the page waits after Dismiss before it sends ``cancel``; until then Undo restores the form with
     its draft and nothing is sent (leaving the page within it sends the dismissal at once). 0 sends at once."""
@@ -102,6 +117,21 @@ class WebSettings(OidcSettings):
         if len(secret) < 32:
             raise ValueError(f"MAKA_WEB_SECRET_FILE {self.web_secret_file}: needs at least 32 bytes")
         return secret
+
+    def session_key(self) -> bytes | None:
+        """The bytes of ``web_session_key_file`` (surrounding whitespace removed), or None when unset.
+
+        Raises ``ValueError`` when the file cannot be read or holds fewer than 32 bytes.
+        """
+        if self.web_session_key_file is None:
+            return None
+        try:
+            key = self.web_session_key_file.read_bytes().strip()
+        except OSError as error:
+            raise ValueError(f"MAKA_WEB_SESSION_KEY_FILE {self.web_session_key_file}: {error.strerror}") from None
+        if len(key) < 32:
+            raise ValueError(f"MAKA_WEB_SESSION_KEY_FILE {self.web_session_key_file}: needs at least 32 bytes")
+        return key
 
     @property
     def oidc_sign_in(self) -> bool:

@@ -17,6 +17,7 @@ import contextlib
 import os
 import signal
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -71,6 +72,18 @@ def settings_from(args: argparse.Namespace) -> WebSettings:
     return settings.model_copy(update=overrides)
 
 
+def naming_the_owner_token(settings: WebSettings, args: argparse.Namespace) -> WebSettings:
+    """``settings`` whose sign-in page names the owner token and the tokens file of the ``maka up`` stack in
+    ``args.state_dir`` (``MAKA_WEB_OWNER_TOKENS_FILE``, unless set), for a page signing in with that token."""
+    if settings.web_owner_tokens_file is not None:
+        return settings
+    with contextlib.suppress(FileNotFoundError, ValueError, TypeError, OSError):
+        tokens = read_endpoints(args.state_dir).tokens
+        if tokens:
+            return settings.model_copy(update={"web_owner_tokens_file": Path(tokens)})
+    return settings
+
+
 async def _serve(settings: WebSettings, owner_token: str | None = None) -> None:
     app = await build(settings)
     try:
@@ -97,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"maka web: {settings_problem(error) if isinstance(error, ValidationError) else error}", file=sys.stderr)
         return 2
     owner = local_owner_token(args)
+    owner = owner if owner and settings.surface_token.get_secret_value() == owner else None
     try:
-        asyncio.run(_serve(settings, owner if owner and settings.surface_token.get_secret_value() == owner else None))
+        asyncio.run(_serve(naming_the_owner_token(settings, args) if owner else settings, owner))
     except RuntimeError as error:
         return fail("BIND_FAILED", str(error))
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@
 // into the page as DOM text (textContent / option.text / attribute values), never parsed as HTML.
 //
 // Modules: state.js (the one store, passed explicitly), fields.js (the field rules, pure), widgets.js (field
-// widgets), cards.js (the forms), answer.js (answering), sse.js (live updates), status.js (notices, servers,
+// widgets), cards.js (the forms), answer.js (answering), sse.js (live updates), signed_out.js (a sign-in that ended), status.js (notices, servers,
 // calls, sign-ins), history.js (settled forms: who answered, never a value), undo.js (Dismiss with undo),
 // drafts.js, api.js, dom.js, time.js.
 
@@ -12,6 +12,7 @@ import { answer } from "./answer.js";
 import { getSession } from "./api.js";
 import { revealLinked, tick } from "./cards.js";
 import { pollHistory } from "./history.js";
+import { rememberSignIn } from "./signed_out.js";
 import { connect, setConnection } from "./sse.js";
 import { createStore, updateSkew } from "./state.js";
 import { pollSignIns, pollStatus } from "./status.js";
@@ -38,9 +39,10 @@ async function start() {
     location.assign("/login");
     return;
   }
-  /** @type {{csrf: string, server_time: string, undo_seconds?: number, person?: string | null}} */
+  /** @type {{csrf: string, server_time: string, undo_seconds?: number, person?: string | null, sign_in?: import("./signed_out.js").SignInHint}} */
   const session = await response.json();
   store.csrf = session.csrf;
+  rememberSignIn(session.sign_in);
   showPerson(session.person);
   if (typeof session.undo_seconds === "number") store.undoMs = session.undo_seconds * 1000;
   updateSkew(store, session.server_time);
