@@ -81,6 +81,23 @@ def _text(outcome: object) -> str:
     return "\n".join(block["text"] for block in outcome.result.get("content", []) if block.get("type") == "text")
 
 
+async def _client_sees_the_drain(client: BrokerClient) -> None:
+    """Until the client's own health watch has the draining Host out of its picks.
+
+    The Host's health service says NOT_SERVING before the client's watch stream delivers it (on a loaded
+    machine, hundreds of milliseconds later). round_robin alternates between two picked Hosts, so four calls
+    in a row with no refused start mean the client picks only the ready Host. A client without health
+    checking never gets there, and the wait fails.
+    """
+    rounds = iter(range(1_000))
+
+    async def only_the_ready_host() -> bool:
+        calls = await _pings(client, 4, f"settle-{next(rounds)}", one_by_one=True)
+        return all(c.refused_starts == 0 for c in calls)
+
+    await eventually(only_the_ready_host, timeout=30, interval=0.05, what="the client's health watch sees the drain")
+
+
 @dataclass
 class Owned:
     """The call the draining Host owns, followed in the background, and the pool's two Hosts."""
@@ -139,6 +156,7 @@ async def _during_the_drain(
     """What the test checks while the owner drains (see the module docstring)."""
     call, owner, other = owned.call, owned.owner, owned.other
     await pool.wait_not_taking_calls(owner)
+    await _client_sees_the_drain(client)
 
     # Client-side health checking: the draining Host gets no new call at all.
     healthy = await _pings(client, NEW_CALLS, "healthy")
